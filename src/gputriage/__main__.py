@@ -1,0 +1,3 @@
+from gputriage.cli.main import main
+
+main()

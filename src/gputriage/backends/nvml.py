@@ -1,0 +1,273 @@
+"""NVML through nvidia-ml-py: every call returns a plain value or an `Unavailable`, never raises.
+
+`NvmlBackend` is the interface the collectors and the sampler use; `PynvmlBackend` talks to the
+driver, `ReplayNvml` answers from the calls a `PynvmlBackend` recorded (a snapshot's raw NVML
+section), so a recorded machine can be replayed on one with no GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+from typing import Any, Iterable
+
+from gputriage.model.reading import Reading, Unavailable
+
+CALL_TIMEOUT_S = 5.0
+
+# NVML GPM metric ids (nvml.h, nvmlGpmMetricId_t)
+GPM_GRAPHICS_UTIL = 1
+GPM_SM_UTIL = 2
+GPM_SM_OCCUPANCY = 3
+GPM_ANY_TENSOR_UTIL = 5
+GPM_DRAM_BW_UTIL = 10
+GPM_PCIE_TX_PER_SEC = 20
+GPM_PCIE_RX_PER_SEC = 21
+GPM_DEFAULT_METRICS = (GPM_GRAPHICS_UTIL, GPM_SM_UTIL, GPM_SM_OCCUPANCY, GPM_ANY_TENSOR_UTIL,
+                       GPM_DRAM_BW_UTIL, GPM_PCIE_TX_PER_SEC, GPM_PCIE_RX_PER_SEC)
+
+
+def call_key(fn: str, index: int | None, args: tuple[Any, ...] = ()) -> str:
+    key = fn if index is None else f"{fn}/{index}"
+    if args:
+        key += "/" + ",".join(str(a) for a in args)
+    return key
+
+
+def encode(reading: Reading) -> Any:
+    """A reading as JSON: the value, or {"__unavailable__": {...}}."""
+    if isinstance(reading, Unavailable):
+        return {"__unavailable__": reading.to_json()}
+    return reading
+
+
+def decode(data: Any) -> Reading:
+    if isinstance(data, dict) and "__unavailable__" in data:
+        u = data["__unavailable__"]
+        return Unavailable(u.get("reason", "error"), u.get("detail", ""))
+    return data
+
+
+class NvmlBackend:
+    """Interface: what the collectors and the sampler may ask of NVML."""
+
+    records: dict[str, Any]
+
+    def init(self) -> Unavailable | None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def shutdown(self) -> None:  # pragma: no cover - interface
+        pass
+
+    def call(self, fn: str, index: int | None = None, *args: Any) -> Reading:  # pragma: no cover
+        raise NotImplementedError
+
+    def gpm_sample(self, index: int) -> Reading:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def gpm_metrics(self, index: int, first: Any, second: Any,
+                    metric_ids: Iterable[int] = GPM_DEFAULT_METRICS) -> Reading:  # pragma: no cover
+        raise NotImplementedError
+
+    def gpm_free(self, sample: Any) -> None:  # pragma: no cover - interface
+        pass
+
+
+def _plain(obj: Any) -> Any:
+    """Turn what pynvml returns (ctypes structs, arrays, bytes) into JSON-able values."""
+    if isinstance(obj, (bool, int, float, str)) or obj is None:
+        return obj
+    if isinstance(obj, bytes):
+        return obj.decode(errors="replace")
+    if isinstance(obj, (list, tuple)):
+        return [_plain(x) for x in obj]
+    if isinstance(obj, ctypes.Array):
+        return [_plain(x) for x in obj]
+    if isinstance(obj, ctypes.Structure):
+        return {name: _plain(getattr(obj, name)) for name, *_ in obj._fields_}
+    if hasattr(obj, "value"):
+        return _plain(obj.value)
+    return str(obj)
+
+
+def _classify(exc: BaseException) -> Unavailable:
+    import pynvml
+
+    code = getattr(exc, "value", None)
+    text = str(exc) or type(exc).__name__
+    reasons = {
+        pynvml.NVML_ERROR_LIBRARY_NOT_FOUND: "no_driver",
+        pynvml.NVML_ERROR_DRIVER_NOT_LOADED: "no_driver",
+        pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH: "driver_mismatch",
+        pynvml.NVML_ERROR_GPU_IS_LOST: "gpu_lost",
+        pynvml.NVML_ERROR_NOT_SUPPORTED: "not_supported",
+        pynvml.NVML_ERROR_FUNCTION_NOT_FOUND: "not_supported",
+        pynvml.NVML_ERROR_NO_PERMISSION: "no_permission",
+        pynvml.NVML_ERROR_NOT_FOUND: "not_found",
+        pynvml.NVML_ERROR_GPU_NOT_FOUND: "not_found",
+        pynvml.NVML_ERROR_TIMEOUT: "timeout",
+    }
+    return Unavailable(reasons.get(code, "error"), text)
+
+
+class PynvmlBackend(NvmlBackend):
+    """The real NVML. Each call is bounded in time; a hung driver call turns into `timeout`."""
+
+    def __init__(self, timeout_s: float = CALL_TIMEOUT_S, record: bool = True) -> None:
+        self.timeout_s = timeout_s
+        self.record = record
+        self.records: dict[str, Any] = {}
+        self._handles: dict[int, Any] = {}
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nvml")
+        self._stuck = False
+        self._lock = threading.Lock()
+
+    def _bounded(self, func: Any, *args: Any) -> Reading:
+        if self._stuck:
+            return Unavailable("timeout", "an earlier NVML call never returned")
+        future = self._pool.submit(func, *args)
+        try:
+            return future.result(timeout=self.timeout_s)
+        except FutureTimeout:
+            self._stuck = True
+            return Unavailable("timeout", f"NVML call did not return within {self.timeout_s:.0f} s")
+        except Exception as exc:  # NVMLError and ctypes errors alike
+            if type(exc).__name__.startswith("NVMLError") or hasattr(exc, "value"):
+                return _classify(exc)
+            return Unavailable("error", f"{type(exc).__name__}: {exc}")
+
+    def init(self) -> Unavailable | None:
+        try:
+            import pynvml
+        except ImportError as exc:  # pragma: no cover - a dependency
+            return Unavailable("not_installed", f"nvidia-ml-py: {exc}")
+        result = self._bounded(pynvml.nvmlInit)
+        if isinstance(result, Unavailable):
+            self.records["nvmlInit"] = encode(result)
+            return result
+        self.records["nvmlInit"] = None
+        return None
+
+    def shutdown(self) -> None:
+        import pynvml
+
+        self._bounded(pynvml.nvmlShutdown)
+        self._pool.shutdown(wait=False)
+
+    def _handle(self, index: int) -> Reading:
+        if index not in self._handles:
+            import pynvml
+
+            h = self._bounded(pynvml.nvmlDeviceGetHandleByIndex, index)
+            if isinstance(h, Unavailable):
+                return h
+            self._handles[index] = h
+        return self._handles[index]
+
+    def call(self, fn: str, index: int | None = None, *args: Any) -> Reading:
+        import pynvml
+
+        func = getattr(pynvml, fn, None)
+        if func is None:
+            result: Reading = Unavailable("not_supported", f"{fn} is not in this nvidia-ml-py")
+        elif index is None:
+            result = self._bounded(lambda: _plain(func(*args)))
+        else:
+            handle = self._handle(index)
+            if isinstance(handle, Unavailable):
+                result = handle
+            else:
+                result = self._bounded(lambda: _plain(func(handle, *args)))
+        if self.record:
+            self.records[call_key(fn, index, args)] = encode(result)
+        return result
+
+    def gpm_sample(self, index: int) -> Reading:
+        import pynvml
+
+        handle = self._handle(index)
+        if isinstance(handle, Unavailable):
+            return handle
+
+        def take() -> Any:
+            support = pynvml.nvmlGpmQueryDeviceSupport(handle)
+            if not support.isSupportedDevice:
+                raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            sample = pynvml.nvmlGpmSampleAlloc()
+            try:
+                pynvml.nvmlGpmSampleGet(handle, sample)
+            except Exception:
+                pynvml.nvmlGpmSampleFree(sample)
+                raise
+            return (sample, time.monotonic())
+
+        result = self._bounded(take)
+        if isinstance(result, Unavailable) and self.record:
+            self.records[f"gpm/{index}"] = encode(result)
+        return result
+
+    def gpm_metrics(self, index: int, first: Any, second: Any,
+                    metric_ids: Iterable[int] = GPM_DEFAULT_METRICS) -> Reading:
+        import pynvml
+
+        ids = list(metric_ids)
+
+        def compute() -> dict[str, Any]:
+            req = pynvml.c_nvmlGpmMetricsGet_t()
+            req.version = pynvml.NVML_GPM_METRICS_GET_VERSION
+            req.numMetrics = len(ids)
+            req.sample1 = first[0]
+            req.sample2 = second[0]
+            for i, mid in enumerate(ids):
+                req.metrics[i].metricId = mid
+            pynvml.nvmlGpmMetricsGet(req)
+            values = {str(req.metrics[i].metricId): float(req.metrics[i].value)
+                      for i in range(len(ids)) if req.metrics[i].nvmlReturn == 0}
+            return {"window_ms": 1000.0 * (second[1] - first[1]), "metrics": values}
+
+        result = self._bounded(compute)
+        if self.record:
+            self.records[f"gpm/{index}"] = encode(result)
+        return result
+
+    def gpm_free(self, sample: Any) -> None:
+        import pynvml
+
+        if isinstance(sample, tuple):
+            self._bounded(pynvml.nvmlGpmSampleFree, sample[0])
+
+
+class ReplayNvml(NvmlBackend):
+    """Answers from recorded calls. A call that was never recorded is `not_found`."""
+
+    def __init__(self, records: dict[str, Any]) -> None:
+        self.source = dict(records)
+        self.records: dict[str, Any] = {}
+
+    def _answer(self, key: str) -> Reading:
+        if key not in self.source:
+            result: Reading = Unavailable("not_found", f"{key} was not recorded")
+        else:
+            result = decode(self.source[key])
+        self.records[key] = encode(result)
+        return result
+
+    def init(self) -> Unavailable | None:
+        result = self._answer("nvmlInit")
+        return result if isinstance(result, Unavailable) else None
+
+    def call(self, fn: str, index: int | None = None, *args: Any) -> Reading:
+        return self._answer(call_key(fn, index, args))
+
+    def gpm_sample(self, index: int) -> Reading:
+        recorded = self.source.get(f"gpm/{index}")
+        if recorded is None:
+            return Unavailable("not_found", f"gpm/{index} was not recorded")
+        reading = decode(recorded)
+        return reading if isinstance(reading, Unavailable) else ("replay", index)
+
+    def gpm_metrics(self, index: int, first: Any, second: Any,
+                    metric_ids: Iterable[int] = GPM_DEFAULT_METRICS) -> Reading:
+        return self._answer(f"gpm/{index}")

@@ -1,0 +1,88 @@
+"""`gputriage check`: the seed's playbook on this machine (or on a recorded snapshot)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from gputriage.cli import exits
+from gputriage.cli.common import err, exit_for, fail, out, parse_fail_on, print_json
+from gputriage.model.snapshot import Snapshot, SnapshotError
+
+
+def take_snapshot(window_s: float, load: bool, framework: bool) -> Snapshot:
+    from gputriage.cli.common import live_backends
+    from gputriage.collect import DEFAULT_LOAD_MS, collect_snapshot
+
+    nvml, host = live_backends()
+    with err.status("reading the machine…", spinner="dots") if err.is_terminal else _null():
+        try:
+            return collect_snapshot(nvml, host, window_s=window_s, load_ms=DEFAULT_LOAD_MS if load else 0.0,
+                                    use_framework=framework)
+        finally:
+            nvml.shutdown()
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def check(
+    from_file: Optional[Path] = typer.Option(None, "--from", help="Evaluate a recorded snapshot instead of this machine."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (schema gputriage.check/1)."),
+    markdown: bool = typer.Option(False, "--markdown", help="Print the report as Markdown."),
+    fail_on: str = typer.Option("critical", "--fail-on", help="Exit 1 when a finding is at or above: info, warn, "
+                                                                "critical, or never."),
+    save: Optional[Path] = typer.Option(None, "--save", help="Also write the snapshot to this file."),
+    budget: Optional[Path] = typer.Option(None, "--budget", help="A TOML budget file; violations become findings."),
+    window: float = typer.Option(0.5, "--window", min=0.1, max=10.0, help="Seconds over which CPU and GPM "
+                                                                            "activity are measured."),
+    no_load: bool = typer.Option(False, "--no-load", help="Do not run the brief GPU load used to read the PCIe link."),
+    no_framework: bool = typer.Option(False, "--no-framework", help="Do not start the torch probe."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every finding, OK ones included."),
+) -> None:
+    """Run the triage playbook: driver, link, utilization, VRAM, CPU, disk, memory, container, Xid, power,
+    thermals, NUMA, network. Findings come in the seed's five triage steps."""
+    threshold = parse_fail_on(fail_on)
+    if from_file is not None:
+        try:
+            snap = Snapshot.load(from_file)
+        except SnapshotError as exc:
+            fail(str(exc), exits.BAD_INPUT)
+    else:
+        snap = take_snapshot(window, load=not no_load, framework=not no_framework)
+    if save is not None:
+        try:
+            snap.save(save)
+        except OSError as exc:
+            fail(f"cannot write {save}: {exc.strerror or exc}", exits.BAD_INPUT)
+
+    from gputriage.rules import evaluate
+
+    findings = evaluate(snap)
+    if budget is not None:
+        from gputriage.monitor.budget import BudgetError, check_snapshot, load_budget
+
+        try:
+            findings += check_snapshot(load_budget(budget), snap)
+        except BudgetError as exc:
+            fail(str(exc), exits.BAD_INPUT)
+    if as_json:
+        from gputriage.report.check_json import render
+
+        print_json(render(snap, findings))
+    elif markdown:
+        from gputriage.report.check_markdown import render as render_md
+
+        out.print(render_md(snap, findings), markup=False)
+    else:
+        from gputriage.report.check_terminal import render as render_term
+
+        render_term(snap, findings, out, verbose=verbose)
+    raise typer.Exit(exit_for(findings, threshold))

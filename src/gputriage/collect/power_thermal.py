@@ -1,0 +1,61 @@
+"""Power draw vs limits, temperature, SM clock vs max, clock-event reasons, violation time (tasks 13, 14)."""
+
+from __future__ import annotations
+
+from gputriage.collect.base import Context, fact, nvml_fact
+from gputriage.model.fact import Fact
+from gputriage.model.reading import Unavailable
+
+# nvmlClocksEventReason* bits (nvml.h)
+CLOCK_EVENT_REASONS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+THERMAL_REASONS = {"sw_thermal_slowdown", "hw_thermal_slowdown"}
+HW_REASONS = {"hw_slowdown", "hw_power_brake_slowdown", "hw_thermal_slowdown"}
+
+NVML_TEMPERATURE_GPU = 0
+NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1
+NVML_TEMPERATURE_THRESHOLD_GPU_MAX = 3
+NVML_CLOCK_SM = 1
+NVML_CLOCK_MEM = 2
+NVML_PERF_POLICY_POWER = 0
+NVML_PERF_POLICY_THERMAL = 1
+
+
+def decode_reasons(mask: int) -> list[str]:
+    return [name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit]
+
+
+def collect(ctx: Context) -> list[Fact]:
+    facts: list[Fact] = []
+    for i in ctx.gpus:
+        facts += [
+            nvml_fact(ctx, i, "power.draw_mw", "nvmlDeviceGetPowerUsage"),
+            nvml_fact(ctx, i, "power.limit_enforced_mw", "nvmlDeviceGetEnforcedPowerLimit"),
+            nvml_fact(ctx, i, "power.limit_default_mw", "nvmlDeviceGetPowerManagementDefaultLimit"),
+            nvml_fact(ctx, i, "temperature_c", "nvmlDeviceGetTemperature", NVML_TEMPERATURE_GPU),
+            nvml_fact(ctx, i, "temperature.slowdown_c", "nvmlDeviceGetTemperatureThreshold",
+                      NVML_TEMPERATURE_THRESHOLD_SLOWDOWN),
+            nvml_fact(ctx, i, "clock.sm_mhz", "nvmlDeviceGetClockInfo", NVML_CLOCK_SM),
+            nvml_fact(ctx, i, "clock.sm_max_mhz", "nvmlDeviceGetMaxClockInfo", NVML_CLOCK_SM),
+            nvml_fact(ctx, i, "clock.mem_mhz", "nvmlDeviceGetClockInfo", NVML_CLOCK_MEM),
+            nvml_fact(ctx, i, "performance_state", "nvmlDeviceGetPerformanceState"),
+        ]
+        reasons = ctx.nvml.call("nvmlDeviceGetCurrentClocksEventReasons", i)
+        facts.append(fact(f"gpu.{i}.clock.event_reasons_mask", reasons, "nvml:nvmlDeviceGetCurrentClocksEventReasons"))
+        facts.append(fact(f"gpu.{i}.clock.event_reasons",
+                          reasons if isinstance(reasons, Unavailable) else decode_reasons(int(reasons)),
+                          "nvml:nvmlDeviceGetCurrentClocksEventReasons"))
+        for policy, name in ((NVML_PERF_POLICY_POWER, "power"), (NVML_PERF_POLICY_THERMAL, "thermal")):
+            v = ctx.nvml.call("nvmlDeviceGetViolationStatus", i, policy)
+            facts.append(fact(f"gpu.{i}.violation.{name}_ns", v if isinstance(v, Unavailable) else int(v["violationTime"]),
+                              "nvml:nvmlDeviceGetViolationStatus"))
+    return facts

@@ -1,0 +1,21 @@
+"""The verdict vocabulary shared by `run` and `trace`."""
+
+from __future__ import annotations
+
+import enum
+
+
+class Bottleneck(str, enum.Enum):
+    input_starved = "input_starved"
+    launch_bound = "launch_bound"
+    sync_bound = "sync_bound"
+    h2d_copy_bound = "h2d_copy_bound"
+    memory_bound = "memory_bound"
+    compute_bound = "compute_bound"
+    tensor_cores_idle = "tensor_cores_idle"
+    underfilled = "underfilled"
+    throttled = "throttled"
+    vram_pressure = "vram_pressure"
+    contended = "contended"
+    comm_bound = "comm_bound"
+    idle = "idle"

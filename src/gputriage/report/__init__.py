@@ -1,0 +1,1 @@
+"""Renderers: terminal (rich), JSON, Markdown. They draw; they never compute."""

@@ -1,0 +1,112 @@
+"""`check` in the terminal: per-GPU summary, then findings grouped by the five triage steps."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from gputriage.collect.utilization import MEANING
+from gputriage.model.finding import STEPS, Finding, Severity
+from gputriage.model.reading import Unavailable
+from gputriage.model.snapshot import Snapshot
+from gputriage.report.check_json import summary
+from gputriage.report.style import SEVERITY_LABEL, SEVERITY_STYLE, evidence_text, show
+
+
+def _gpu_table(snap: Snapshot) -> Table | None:
+    count = snap.get("gpu.count")
+    if not isinstance(count, int) or count == 0:
+        return None
+    t = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
+    for col in ("GPU", "name", "VRAM used", "util", "SM act", "occup", "tensor", "DRAM", "power", "temp", "SM clock",
+                "PCIe"):
+        t.add_column(col, justify="left" if col in ("name",) else "right", no_wrap=True)
+    for i in range(count):
+        g = lambda k: snap.get(f"gpu.{i}.{k}")  # noqa: E731
+        used, total = g("memory.used_bytes"), g("memory.total_bytes")
+        vram = f"{used / 2**30:.1f}/{total / 2**30:.0f}G" if isinstance(used, int) and isinstance(total, int) else "n/a"
+        draw, limit = g("power.draw_mw"), g("power.limit_enforced_mw")
+        power = f"{draw / 1000:.0f}/{limit / 1000:.0f}W" if isinstance(draw, int) and isinstance(limit, int) else "n/a"
+        clk, clkmax = g("clock.sm_mhz"), g("clock.sm_max_mhz")
+        clock = f"{show(clk)}/{show(clkmax)}" if not isinstance(clk, Unavailable) else "n/a"
+        gen, width = g("pcie.link_gen.loaded"), g("pcie.link_width.loaded")
+        suffix = ""
+        if isinstance(gen, Unavailable):
+            gen, width, suffix = g("pcie.link_gen.current"), g("pcie.link_width.current"), " idle"
+        pcie = f"G{show(gen)} x{show(width)}{suffix}" if not isinstance(gen, Unavailable) else "n/a"
+        t.add_row(str(i), show(g("name")), vram, show(g("util.gpu_pct"), "%"), show(g("gpm.sm_active_pct"), "%", 1),
+                  show(g("gpm.sm_occupancy_pct"), "%", 1), show(g("gpm.tensor_active_pct"), "%", 1),
+                  show(g("gpm.dram_bw_util_pct"), "%", 1), power, show(g("temperature_c"), "C"), clock, pcie)
+    return t
+
+
+def _header(snap: Snapshot) -> Text:
+    when = dt.datetime.fromtimestamp(snap.taken_at).strftime("%Y-%m-%d %H:%M:%S") if snap.taken_at else "?"
+    driver = snap.get("driver.version")
+    cuda = snap.get("driver.cuda_version")
+    torch = snap.get("torch.version")
+    h = Text()
+    h.append("gputriage check", style="bold")
+    h.append(f"  {snap.hostname}  {when}\n", style="dim")
+    nvml = snap.get("driver.nvml")
+    if isinstance(nvml, Unavailable):
+        h.append(f"NVIDIA driver: {nvml}\n", style="red")
+    else:
+        h.append(f"driver {driver}  CUDA {show(cuda)}  ")
+        h.append(f"torch {torch if not isinstance(torch, Unavailable) else 'not installed'}", style="")
+        build = snap.get("torch.cuda.build_version")
+        if not isinstance(build, Unavailable) and build:
+            h.append(f" (cu{build})")
+        h.append("\n")
+    return h
+
+
+def _finding(f: Finding) -> Group:
+    line = Text()
+    line.append(f" {SEVERITY_LABEL[f.severity]:4} ", style=f"reverse {SEVERITY_STYLE[f.severity]}")
+    line.append(f" {f.symptom}", style="bold")
+    line.append(f"  [{f.id}{' · ' + f.subject if f.subject else ''}]", style="dim")
+    body = Text()
+    body.append("       why: ", style="dim")
+    body.append(f.cause + "\n")
+    body.append("        do: ", style="dim")
+    body.append(f.decision + "\n", style="green")
+    if f.evidence:
+        body.append("  evidence: ", style="dim")
+        body.append(evidence_text(f.evidence), style="cyan")
+    return Group(line, body)
+
+
+def render(snap: Snapshot, findings: list[Finding], console: Console, verbose: bool = False) -> None:
+    console.print(_header(snap))
+    table = _gpu_table(snap)
+    if table is not None:
+        console.print(table)
+        if any(not isinstance(snap.get(f"gpu.{i}.gpm.sm_active_pct"), Unavailable)
+               for i in range(snap.get("gpu.count") or 0)):
+            window = snap.get("gpu.0.gpm.window_ms")
+            console.print(Text(f"  GPM window {show(window)} ms. " + "; ".join(
+                f"{k.split('.')[-1].replace('_pct', '')}: {v.split(': ', 1)[1]}" for k, v in MEANING.items()
+                if k.startswith("gpm")) + ". util = " + MEANING["util.gpu_pct"].split(": ", 1)[1] + ".",
+                style="dim"))
+        console.print()
+    shown = findings if verbose else [f for f in findings if f.severity >= Severity.info]
+    for step, title in STEPS.items():
+        in_step = [f for f in shown if f.step == step]
+        head = Text()
+        head.append(f"{step}. {title}", style="bold underline")
+        if not in_step:
+            head.append("  nothing found", style="green")
+        console.print(head)
+        for f in in_step:
+            console.print(_finding(f))
+        console.print()
+    counts = summary(findings)["counts"]
+    tail = Text()
+    for sev in (Severity.critical, Severity.warn, Severity.info):
+        n = counts[sev.name]
+        tail.append(f"{n} {sev.name}  ", style=SEVERITY_STYLE[sev] if n else "dim")
+    console.print(tail)

@@ -1,0 +1,25 @@
+"""PCIe replay counter: link-level retransmissions."""
+
+from gputriage.model.finding import Finding, Severity
+from gputriage.rules.base import Evidence, Rule
+
+MIN_REPLAYS = 100
+
+
+def evaluate(ev: Evidence) -> list[Finding]:
+    out = []
+    for i in ev.gpus:
+        n = ev.gpu(i, "pcie.replay_count")
+        if n is not None and n >= MIN_REPLAYS:
+            out.append(RULE.finding(Severity.warn, {f"gpu.{i}.pcie.replay_count": n}, subject=f"gpu.{i}"))
+    return out
+
+
+RULE = Rule(
+    id="pcie.replays", step=5,
+    symptom="The GPU's PCIe link retransmits packets",
+    cause="Signal-integrity problems on the link: each replay costs bandwidth and often precedes link failures",
+    decision="Reseat the card, replace risers/cables, check slot and BIOS settings",
+    threshold=f"replay counter >= {MIN_REPLAYS} since boot",
+    evaluate=evaluate,
+)
