@@ -161,6 +161,9 @@ class Host:
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
 
+    def monotonic(self) -> float:
+        return time.monotonic()
+
 
 def parse_cpu_list(text: str) -> list[int]:
     """'0-3,8,10-11' → [0, 1, 2, 3, 8, 10, 11]."""

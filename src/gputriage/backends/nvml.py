@@ -89,6 +89,8 @@ def _plain(obj: Any) -> Any:
         return {name: _plain(getattr(obj, name)) for name, *_ in obj._fields_}
     if hasattr(obj, "value"):
         return _plain(obj.value)
+    if hasattr(obj, "__dict__"):  # pynvml's nvmlFriendlyObject (process lists)
+        return {k: _plain(v) for k, v in vars(obj).items() if not k.startswith("_")}
     return str(obj)
 
 

@@ -17,7 +17,8 @@ err = Console(stderr=True, highlight=False)
 
 
 def fail(message: str, code: int) -> NoReturn:
-    err.print(f"[bold red]gputriage:[/] {message}", markup=True, highlight=False)
+    """One line on stderr (never wrapped), then exit with `code`."""
+    sys.stderr.write(f"gputriage: {message}\n")
     raise typer.Exit(code)
 
 

@@ -18,7 +18,7 @@ def snapshot(
     """Record every fact `check` reads, with the raw sources, to FILE. `check --from FILE` replays it."""
     from gputriage.cli.check import take_snapshot
 
-    snap = take_snapshot(window, load=not no_load, framework=True)
+    snap = take_snapshot(window, load=not no_load, framework=True, refresh=True)
     try:
         snap.save(output)
     except OSError as exc:

@@ -1,4 +1,9 @@
-"""CPU: per-core utilization over a short window, load average, PSI, cgroup limit (seed task 6)."""
+"""CPU: per-core utilization over a short window, load average, PSI, cgroup limit (seed task 6).
+
+gputriage's own helper processes (the link load, the framework probe) may run during the window:
+their threads' CPU time is subtracted from the core each ran on, so they never look like the
+user's load.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +15,48 @@ from gputriage.collect.procfs import cpu_busy_pct, parse_proc_stat, parse_psi
 from gputriage.model.fact import Fact
 from gputriage.model.reading import Unavailable
 
+USER_FIELD, SYSTEM_FIELD = 0, 2  # positions in a /proc/stat cpu row
+
+
+def thread_jiffies(ctx: Context) -> dict[int, tuple[int, int]]:
+    """{tid: (utime+stime jiffies, last cpu)} for every thread of the ignored processes."""
+    out: dict[int, tuple[int, int]] = {}
+    for pid in ctx.ignore_pids:
+        tids = ctx.host.list_dir(f"/proc/{pid}/task")
+        if isinstance(tids, Unavailable):
+            continue
+        for tid in tids:
+            text = ctx.host.read_text(f"/proc/{pid}/task/{tid}/stat")
+            if isinstance(text, Unavailable):
+                continue
+            fields = text.rsplit(")", 1)[-1].split()
+            # after the comm: state is field 3 → index 0; utime 14 → 11, stime 15 → 12, processor 39 → 36
+            try:
+                out[int(tid)] = (int(fields[11]) + int(fields[12]), int(fields[36]))
+            except (IndexError, ValueError):
+                continue
+    for key in [k for k in ctx.host.records if k.startswith("/proc/") and "/task/" in k]:
+        del ctx.host.records[key]  # our own threads are not part of the recording
+    return out
+
 
 def begin(ctx: Context) -> Any:
     text = ctx.host.read_text("/proc/stat")
-    return text if isinstance(text, Unavailable) else parse_proc_stat(text)
+    return text if isinstance(text, Unavailable) else (parse_proc_stat(text), thread_jiffies(ctx))
+
+
+def _subtract_ignored(ctx: Context, stats: dict[str, list[int]], before: dict[int, tuple[int, int]],
+                      after: dict[int, tuple[int, int]]) -> None:
+    for tid, (j1, cpu_id) in after.items():
+        spent = j1 - (before[tid][0] if tid in before else 0)
+        row = stats.get(f"cpu{cpu_id}")
+        if spent > 0 and row is not None:
+            take = min(spent, row[USER_FIELD])
+            row[USER_FIELD] -= take
+            row[3] += take  # the time counts as idle instead
+            if "cpu" in stats:
+                stats["cpu"][USER_FIELD] -= take
+                stats["cpu"][3] += take
 
 
 def end(ctx: Context, first: Any, window_s: float) -> list[Fact]:
@@ -22,9 +65,11 @@ def end(ctx: Context, first: Any, window_s: float) -> list[Fact]:
     if isinstance(first, Unavailable) or isinstance(second, Unavailable):
         why = first if isinstance(first, Unavailable) else second
         return [fact("host.cpu.per_core_busy_pct", why, src), fact("host.cpu.iowait_pct", why, src)]
-    cores = sorted((k for k in first if k != "cpu" and k in second), key=lambda k: int(k[3:]))
-    per_core = [round(cpu_busy_pct(first[k], second[k])[0], 1) for k in cores]
-    _, iowait = cpu_busy_pct(first["cpu"], second["cpu"]) if "cpu" in first and "cpu" in second else (0.0, 0.0)
+    (a, threads_a), (b, threads_b) = first, second
+    _subtract_ignored(ctx, b, threads_a, threads_b)
+    cores = sorted((k for k in a if k != "cpu" and k in b), key=lambda k: int(k[3:]))
+    per_core = [round(cpu_busy_pct(a[k], b[k])[0], 1) for k in cores]
+    _, iowait = cpu_busy_pct(a["cpu"], b["cpu"]) if "cpu" in a and "cpu" in b else (0.0, 0.0)
     facts = [
         fact("host.cpu.count", len(cores), src),
         fact("host.cpu.per_core_busy_pct", per_core, src),

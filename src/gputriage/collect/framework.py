@@ -9,8 +9,15 @@ from gputriage.model.fact import Fact
 from gputriage.model.reading import Reading, Unavailable
 
 
-def facts_from_info(info: Reading) -> list[Fact]:
-    src = "torch:child"
+CACHE_NAME = "framework.json"
+
+
+def cache_key(fingerprint: str, driver_version: object, environ: dict[str, str]) -> str:
+    """What the framework facts depend on: the torch build, the driver, the visible devices."""
+    return "|".join([fingerprint, str(driver_version), environ.get("CUDA_VISIBLE_DEVICES", "*")])
+
+
+def facts_from_info(info: Reading, src: str = "torch:child") -> list[Fact]:
     names = ("torch.version", "torch.cuda.build_version", "torch.cuda.available", "torch.cuda.arch_list",
              "torch.cuda.error")
     if isinstance(info, Unavailable):

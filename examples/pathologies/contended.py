@@ -1,0 +1,38 @@
+"""A second process shares the GPU: both time-slice the SMs and each runs slower.
+
+Fix: isolation (one job per GPU); here, the same work without the neighbour.
+"""
+
+import subprocess
+import sys
+
+import torch
+
+N = 8192
+NEIGHBOUR = ("import torch,time\n"
+             "a=torch.randn(8192,8192,device='cuda',dtype=torch.bfloat16)\n"
+             "t=time.time()\n"
+             "while time.time()-t<120: a@a\n")
+
+
+def build(fixed: bool):
+    a = torch.randn(N, N, device="cuda", dtype=torch.bfloat16)
+    if not fixed:
+        proc = subprocess.Popen([sys.executable, "-c", NEIGHBOUR])
+        import atexit
+        import time
+
+        atexit.register(proc.kill)
+        time.sleep(4)  # let the neighbour start its loop
+
+    def step() -> float:
+        a @ a
+        return 2 * N**3 / 1e12
+
+    return step, "TFLOP"
+
+
+if __name__ == "__main__":
+    from _loop import main
+
+    main(build, __doc__)

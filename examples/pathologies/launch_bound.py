@@ -1,0 +1,45 @@
+"""Kernel-launch-bound: a deep, narrow model at batch 1; every kernel is shorter than its launch.
+
+Fix: capture the forward pass in a CUDA graph (one launch replays every kernel).
+"""
+
+import torch
+from torch import nn
+
+DEPTH, WIDTH = 48, 256
+
+
+def build(fixed: bool):
+    layers = []
+    for _ in range(DEPTH):
+        layers += [nn.Linear(WIDTH, WIDTH), nn.LayerNorm(WIDTH), nn.GELU()]
+    model = nn.Sequential(*layers).cuda().eval()
+    x = torch.randn(1, WIDTH, device="cuda")
+    if not fixed:
+        def step() -> float:
+            with torch.no_grad():
+                model(x)
+            return 1
+
+        return step, "inferences"
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream), torch.no_grad():
+        for _ in range(3):
+            model(x)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph), torch.no_grad():
+        model(x)
+
+    def step() -> float:
+        graph.replay()
+        return 1
+
+    return step, "inferences"
+
+
+if __name__ == "__main__":
+    from _loop import main
+
+    main(build, __doc__)

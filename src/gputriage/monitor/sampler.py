@@ -1,0 +1,290 @@
+"""A sampling thread: per GPU (NVML + GPM), per host (/proc), per workload process tree (psutil).
+
+One sample is a plain dict (cheap to build, to batch into the store and to replay):
+  {"t": unix_s,
+   "gpus": [{"index", "util", "memutil", "used", "power", "sm_clk", "mem_clk", "reasons", "temp",
+             "pcie_tx", "pcie_rx", "gpm": {"2": sm_active_pct, ...}}],
+   "host": {"cpu": [busy % per core], "iowait", "mem_avail", "swap_used", "majflt_s", "swapin_s",
+            "disk_rd_bps", "disk_wr_bps", "net_rx_bps", "net_tx_bps"},
+   "proc": {"pids", "cpu_pct", "top_thread_pct", "rss", "io_rd_bps", "io_wr_bps", "vram"}}
+Values the hardware does not give are absent (never zero-filled).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+from gputriage.backends.host import Host
+from gputriage.backends.nvml import GPM_DEFAULT_METRICS, NvmlBackend
+from gputriage.collect.procfs import cpu_busy_pct, parse_keyed, parse_net_dev, parse_proc_stat
+from gputriage.model.reading import Unavailable
+
+DEFAULT_PERIOD_S = 0.1  # NVML utilization and GPM refresh at ~10 Hz on recent GPUs
+
+
+def _ok(reading: Any) -> bool:
+    return not isinstance(reading, Unavailable)
+
+
+def parse_diskstats(text: str) -> tuple[int, int]:
+    """Total sectors read and written by whole disks (partitions and virtual devices skipped)."""
+    rd = wr = 0
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) < 10:
+            continue
+        name = f[2]
+        if name.startswith(("loop", "ram", "dm-", "md", "zram")) or (name[-1].isdigit() and not name.startswith("nvme")):
+            continue
+        if name.startswith("nvme") and "p" in name[4:]:
+            continue
+        rd += int(f[5])
+        wr += int(f[9])
+    return rd * 512, wr * 512
+
+
+class GpuReader:
+    """Reads one GPU's sample row; GPM over the interval since the previous row."""
+
+    def __init__(self, nvml: NvmlBackend, index: int, use_gpm: bool = True) -> None:
+        self.nvml, self.index = nvml, index
+        self._gpm_prev: Any = nvml.gpm_sample(index) if use_gpm else Unavailable("not_supported", "off")
+        self.gpm_ok = _ok(self._gpm_prev)
+
+    def read(self) -> dict[str, Any]:
+        n, i = self.nvml, self.index
+        row: dict[str, Any] = {"index": i}
+        util = n.call("nvmlDeviceGetUtilizationRates", i)
+        if _ok(util):
+            row["util"], row["memutil"] = util["gpu"], util["memory"]
+        for key, fn, args in (("power", "nvmlDeviceGetPowerUsage", ()), ("sm_clk", "nvmlDeviceGetClockInfo", (1,)),
+                              ("mem_clk", "nvmlDeviceGetClockInfo", (2,)),
+                              ("reasons", "nvmlDeviceGetCurrentClocksEventReasons", ()),
+                              ("temp", "nvmlDeviceGetTemperature", (0,))):
+            v = n.call(fn, i, *args)
+            if _ok(v):
+                row[key] = v
+        mem = n.call("nvmlDeviceGetMemoryInfo", i)
+        if _ok(mem):
+            row["used"] = mem["used"]
+        if self.gpm_ok:
+            cur = n.gpm_sample(i)
+            if _ok(cur):
+                m = n.gpm_metrics(i, self._gpm_prev, cur, GPM_DEFAULT_METRICS)
+                n.gpm_free(self._gpm_prev)
+                self._gpm_prev = cur
+                if _ok(m):
+                    row["gpm"] = {k: round(v, 2) for k, v in m["metrics"].items()}
+        return row
+
+    def close(self) -> None:
+        if self.gpm_ok:
+            self.nvml.gpm_free(self._gpm_prev)
+
+
+class HostReader:
+    """Per-core CPU, iowait, memory, swap, faults, disk and network rates from /proc deltas."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self._prev: dict[str, Any] | None = None
+
+    def _raw(self) -> dict[str, Any]:
+        h = self.host
+        raw: dict[str, Any] = {"t": time.monotonic()}
+        for key, path in (("stat", "/proc/stat"), ("vmstat", "/proc/vmstat"), ("meminfo", "/proc/meminfo"),
+                          ("disk", "/proc/diskstats"), ("net", "/proc/net/dev")):
+            raw[key] = h.read_text(path)
+        h.records.clear()  # the sampler must not grow the recording
+        return raw
+
+    def read(self) -> dict[str, Any]:
+        cur = self._raw()
+        prev, self._prev = self._prev, cur
+        out: dict[str, Any] = {}
+        if isinstance(cur["meminfo"], str):
+            kb = parse_keyed(cur["meminfo"])
+            out["mem_avail"] = kb.get("MemAvailable", 0) * 1024
+            out["swap_used"] = (kb.get("SwapTotal", 0) - kb.get("SwapFree", 0)) * 1024
+        if prev is None:
+            return out
+        dt = max(cur["t"] - prev["t"], 1e-6)
+        if isinstance(cur["stat"], str) and isinstance(prev["stat"], str):
+            a, b = parse_proc_stat(prev["stat"]), parse_proc_stat(cur["stat"])
+            cores = sorted((k for k in b if k != "cpu" and k in a), key=lambda k: int(k[3:]))
+            out["cpu"] = [round(cpu_busy_pct(a[k], b[k])[0], 1) for k in cores]
+            if "cpu" in a and "cpu" in b:
+                out["iowait"] = round(cpu_busy_pct(a["cpu"], b["cpu"])[1], 1)
+        if isinstance(cur["vmstat"], str) and isinstance(prev["vmstat"], str):
+            a, b = parse_keyed(prev["vmstat"]), parse_keyed(cur["vmstat"])
+            out["majflt_s"] = round((b.get("pgmajfault", 0) - a.get("pgmajfault", 0)) / dt, 1)
+            out["swapin_s"] = round((b.get("pswpin", 0) - a.get("pswpin", 0)) / dt, 1)
+        if isinstance(cur["disk"], str) and isinstance(prev["disk"], str):
+            (r0, w0), (r1, w1) = parse_diskstats(prev["disk"]), parse_diskstats(cur["disk"])
+            out["disk_rd_bps"], out["disk_wr_bps"] = round((r1 - r0) / dt), round((w1 - w0) / dt)
+        if isinstance(cur["net"], str) and isinstance(prev["net"], str):
+            a, b = parse_net_dev(prev["net"]), parse_net_dev(cur["net"])
+            rx = sum(b[k]["rx_bytes"] - a[k]["rx_bytes"] for k in b if k in a and k != "lo")
+            tx = sum(b[k]["tx_bytes"] - a[k]["tx_bytes"] for k in b if k in a and k != "lo")
+            out["net_rx_bps"], out["net_tx_bps"] = round(rx / dt), round(tx / dt)
+        return out
+
+
+class ProcessTreeReader:
+    """CPU (whole tree and its busiest thread), RSS, I/O rate and VRAM of a process and its children."""
+
+    def __init__(self, pid: int, nvml: NvmlBackend, gpus: list[int]) -> None:
+        import psutil
+
+        self.psutil = psutil
+        self.root = psutil.Process(pid)
+        self.nvml, self.gpus = nvml, gpus
+        self._prev: dict[int, tuple[float, dict[int, float], int, int]] = {}
+        self._prev_t = time.monotonic()
+        self._tick = 0
+        self._vram: int | None = None
+
+    def read(self) -> dict[str, Any]:
+        ps = self.psutil
+        try:
+            procs = [self.root] + self.root.children(recursive=True)
+        except ps.Error:
+            return {}
+        now = time.monotonic()
+        dt = max(now - self._prev_t, 1e-6)
+        cpu = rss = rd = wr = 0.0
+        top_thread = 0.0
+        seen: dict[int, tuple[float, dict[int, float], int, int]] = {}
+        for p in procs:
+            try:
+                with p.oneshot():
+                    t = p.cpu_times()
+                    total = t.user + t.system
+                    threads = {th.id: th.user_time + th.system_time for th in p.threads()}
+                    mem = p.memory_info().rss
+                    try:
+                        io = p.io_counters()
+                        ior, iow = io.read_bytes, io.write_bytes
+                    except (ps.AccessDenied, AttributeError):
+                        ior = iow = 0
+            except ps.Error:
+                continue
+            seen[p.pid] = (total, threads, ior, iow)
+            rss += mem
+            prev = self._prev.get(p.pid)
+            if prev is not None:
+                cpu += max(0.0, total - prev[0]) / dt * 100
+                rd += max(0, ior - prev[2]) / dt
+                wr += max(0, iow - prev[3]) / dt
+                for tid, tt in threads.items():
+                    if tid in prev[1]:
+                        top_thread = max(top_thread, (tt - prev[1][tid]) / dt * 100)
+        self._prev, self._prev_t = seen, now
+        if self._tick % 10 == 0:  # process lists are slower to read: once a second
+            self._vram = self._read_vram(set(seen))
+        self._tick += 1
+        out: dict[str, Any] = {"pids": len(seen), "cpu_pct": round(cpu, 1), "top_thread_pct": round(top_thread, 1),
+                               "rss": int(rss), "io_rd_bps": round(rd), "io_wr_bps": round(wr)}
+        if self._vram is not None:
+            out["vram"] = self._vram
+        return out
+
+    def _read_vram(self, pids: set[int]) -> int | None:
+        total, known = 0, False
+        for i in self.gpus:
+            listed = self.nvml.call("nvmlDeviceGetComputeRunningProcesses", i)
+            if not _ok(listed):
+                continue
+            known = True
+            for p in listed:
+                used = p.get("usedGpuMemory")
+                if int(p["pid"]) in pids and used is not None and int(used) < 1 << 62:
+                    total += int(used)
+        return total if known else None
+
+    def others_on_gpus(self) -> list[dict[str, Any]]:
+        """Processes on the GPUs that are not this tree (for `contended`)."""
+        mine = set(self._prev)
+        out = []
+        for i in self.gpus:
+            listed = self.nvml.call("nvmlDeviceGetComputeRunningProcesses", i)
+            if _ok(listed):
+                out += [{"gpu": i, "pid": int(p["pid"]), "used": p.get("usedGpuMemory")} for p in listed
+                        if int(p["pid"]) not in mine]
+        return out
+
+
+class Sampler:
+    """Samples every `period_s` on a daemon thread and hands batches of samples to `sink`."""
+
+    def __init__(self, nvml: NvmlBackend, host: Host, gpus: list[int], *, period_s: float = DEFAULT_PERIOD_S,
+                 pid: int | None = None, sink: Callable[[list[dict[str, Any]]], None] | None = None,
+                 batch_s: float = 1.0, use_gpm: bool = True) -> None:
+        nvml.records = {}  # type: ignore[misc]
+        if hasattr(nvml, "record"):
+            nvml.record = False  # type: ignore[attr-defined]
+        self.nvml, self.period_s, self.sink, self.batch_s = nvml, period_s, sink, batch_s
+        self.gpus = [GpuReader(nvml, i, use_gpm) for i in gpus]
+        self.host = HostReader(host)
+        self.tree: ProcessTreeReader | None = None
+        self.pid = pid
+        self.samples: list[dict[str, Any]] = []
+        self.others: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="gputriage-sampler", daemon=True)
+        self.busy_s = 0.0  # CPU time of the sampling thread itself
+
+    def attach(self, pid: int) -> None:
+        try:
+            self.tree = ProcessTreeReader(pid, self.nvml, [g.index for g in self.gpus])
+        except Exception:  # process already gone
+            self.tree = None
+
+    def start(self) -> None:
+        if self.pid is not None:
+            self.attach(self.pid)
+        self._thread.start()
+
+    def sample_once(self) -> dict[str, Any]:
+        s: dict[str, Any] = {"t": time.time(), "gpus": [g.read() for g in self.gpus], "host": self.host.read()}
+        if self.tree is not None:
+            s["proc"] = self.tree.read()
+        return s
+
+    def _loop(self) -> None:
+        pending: list[dict[str, Any]] = []
+        last_flush = time.monotonic()
+        next_t = time.monotonic()
+        tick = 0
+        while not self._stop.is_set():
+            c0 = time.thread_time()
+            s = self.sample_once()
+            if self.tree is not None and tick % 20 == 0:
+                self.others = self.tree.others_on_gpus()
+                if self.others:
+                    s["others"] = self.others
+            tick += 1
+            self.samples.append(s)
+            pending.append(s)
+            if self.sink is not None and time.monotonic() - last_flush >= self.batch_s:
+                self.sink(pending)
+                pending, last_flush = [], time.monotonic()
+            self.busy_s += time.thread_time() - c0
+            next_t += self.period_s
+            delay = next_t - time.monotonic()
+            if delay < 0:  # fell behind: skip ahead rather than burst
+                next_t = time.monotonic()
+                delay = 0
+            self._stop.wait(delay)
+        if self.sink is not None and pending:
+            self.sink(pending)
+
+    def stop(self) -> list[dict[str, Any]]:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        for g in self.gpus:
+            g.close()
+        return self.samples

@@ -1,0 +1,1 @@
+"""Fakes and builders shared by the tests and by replay."""
