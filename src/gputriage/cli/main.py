@@ -11,7 +11,10 @@ from gputriage import __version__
 from gputriage.cli import exits
 from gputriage.cli.check import check
 from gputriage.cli.rules import rules
+from gputriage.cli.run import run
+from gputriage.cli.runs import runs, show
 from gputriage.cli.snapshot import snapshot
+from gputriage.cli.watch import watch
 
 app = typer.Typer(
     name="gputriage",
@@ -24,6 +27,10 @@ app = typer.Typer(
 app.command()(check)
 app.command()(snapshot)
 app.command()(rules)
+app.command(context_settings={"allow_interspersed_args": False})(run)
+app.command()(watch)
+app.command()(runs)
+app.command()(show)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,314 @@
+"""Name a workload's bottleneck from sampled time series (the sampler's verdict).
+
+Samples are cut into windows (1 s by default); each window gets one label from the Bottleneck
+vocabulary by the rules below, evaluated in order; consecutive windows with the same label form
+a regime. The dominant bottleneck is the label of most steady-state time. Thresholds are module
+constants, so they are documented where they are used.
+
+What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newer):
+- idle: GPU-Util < 5% and SM activity < 5%, and the workload's CPU < 20% of a core (without
+  process data: GPU-Util < 1%).
+- contended: another process has memory on the same GPU while it is busy.
+- vram_pressure: memory used >= 95% of the GPU's total.
+- throttled: a thermal or hardware slowdown reason in >= 30% of the window's samples, or the
+  power cap active at a limit lowered below the default.
+- h2d_copy_bound: GPU mostly idle (SM < 30%) while PCIe RX >= 2 GB/s.
+- input_starved: GPU mostly idle (GPU-Util < 30%); certain when one workload thread is >= 85% busy
+  (a single-threaded input pipeline) or iowait >= 10%, else sync_bound remains possible.
+- launch_bound / sync_bound: GPU partly busy (30% <= GPU-Util < 90%), SM activity < 50%, one host
+  thread saturated: the host cannot feed kernels fast enough — launches or synchronizations; the
+  sampler cannot tell these two apart (`run --profile` does).
+- underfilled: GPU-Util >= 90% but SM activity < 50%: a kernel always runs, but it covers few SMs.
+- compute_bound: SM activity >= 50% and tensor-pipe activity >= 30% (healthy on tensor cores).
+- memory_bound: SM activity >= 50% and DRAM bandwidth >= 60% of peak.
+- tensor_cores_idle: SM activity >= 60%, tensor pipes < 5%, DRAM < 60%: math on CUDA cores.
+- compute_bound (CUDA cores): SM activity >= 50% otherwise.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from gputriage.model.bottleneck import Bottleneck as B
+
+WINDOW_S = 1.0
+IDLE_UTIL_PCT = 5.0
+IDLE_SM_PCT = 5.0
+IDLE_PROC_CPU_PCT = 20.0
+VRAM_PRESSURE_PCT = 95.0
+THROTTLE_SHARE = 0.3
+GPU_MOSTLY_IDLE_UTIL_PCT = 30.0
+SM_IDLE_PCT = 30.0
+PCIE_RX_BUSY_MBPS = 2000.0
+HOT_THREAD_PCT = 85.0
+IOWAIT_PCT = 10.0
+UTIL_FULL_PCT = 90.0
+SM_LOW_PCT = 50.0
+TENSOR_BUSY_PCT = 30.0
+TENSOR_IDLE_PCT = 5.0
+DRAM_BUSY_PCT = 60.0
+SM_BUSY_PCT = 60.0
+
+THERMAL_OR_HW_BITS = 0x8 | 0x20 | 0x40 | 0x80
+POWER_CAP_BIT = 0x4
+
+GPM_GRAPHICS, GPM_SM, GPM_OCC, GPM_TENSOR, GPM_DRAM, GPM_PCIE_TX, GPM_PCIE_RX = "1", "2", "3", "5", "10", "20", "21"
+
+DECISIONS = {
+    B.idle: "Nothing runs on the GPU: check that the work is placed on CUDA and that the job is not blocked",
+    B.contended: "Isolate the job: one job per GPU, MIG, or scheduler constraints; stop the other process",
+    B.vram_pressure: "Leave 5-10% headroom: smaller batch/sequence, gradient checkpointing, "
+                     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+    B.throttled: "Fix cooling or power delivery (or the lowered power limit); don't tune kernels while clocks drop",
+    B.h2d_copy_bound: "Pin host memory and copy with non_blocking=True (DataLoader(pin_memory=True)); overlap "
+                      "copies with compute; move less data (uint8 on the wire, decode on the GPU)",
+    B.input_starved: "Feed the GPU in parallel: DataLoader num_workers > 0 with prefetch, pre-tokenized/decoded "
+                     "data, GPU-side augmentation",
+    B.launch_bound: "Launch less often: CUDA graphs or torch.compile(mode='reduce-overhead'), larger batches, "
+                    "fused ops",
+    B.sync_bound: "Remove host synchronizations from the loop: no .item()/.cpu()/print of CUDA tensors per step; "
+                  "keep metrics on the GPU",
+    B.underfilled: "Give each launch more work: larger batch or sequence, fuse small ops (torch.compile), "
+                   "CUDA graphs; watch SM activity, not GPU-Util",
+    B.compute_bound: "Healthy: the GPU computes. Gains now come from less math (smaller model, lower precision "
+                     "such as fp8) or more GPUs",
+    B.memory_bound: "Fuse elementwise chains (torch.compile), use lower-precision activations, avoid "
+                    "materializing intermediates",
+    B.tensor_cores_idle: "Use the tensor cores: bf16 autocast, or TF32 for fp32 GEMMs "
+                         "(torch.backends.cuda.matmul.allow_tf32 = True)",
+}
+
+
+@dataclass
+class Window:
+    start_s: float
+    end_s: float
+    label: B
+    metrics: dict[str, float]
+    alternatives: list[B] = field(default_factory=list)
+
+
+def _median(values: list[Any]) -> float | None:
+    vals = [float(v) for v in values if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def window_metrics(rows: list[dict[str, Any]], gpu: int) -> dict[str, Any]:
+    g = [next((x for x in r.get("gpus", []) if x.get("index", 0) == gpu), {}) for r in rows]
+    gpm = lambda k: _median([x.get("gpm", {}).get(k) for x in g])  # noqa: E731
+    hosts = [r.get("host", {}) for r in rows]
+    procs = [r.get("proc", {}) for r in rows]
+    reasons = [x.get("reasons") for x in g if x.get("reasons") is not None]
+    m: dict[str, Any] = {
+        "util_pct": _median([x.get("util") for x in g]),
+        "mem_util_pct": _median([x.get("memutil") for x in g]),
+        "sm_active_pct": gpm(GPM_SM), "sm_occupancy_pct": gpm(GPM_OCC), "tensor_active_pct": gpm(GPM_TENSOR),
+        "dram_bw_pct": gpm(GPM_DRAM), "pcie_rx_mbps": gpm(GPM_PCIE_RX), "pcie_tx_mbps": gpm(GPM_PCIE_TX),
+        "power_w": (_median([x.get("power") for x in g]) or 0) / 1000 or None,
+        "sm_clock_mhz": _median([x.get("sm_clk") for x in g]),
+        "temp_c": _median([x.get("temp") for x in g]),
+        "used_bytes": _median([x.get("used") for x in g]),
+        "throttle_share": (sum(1 for r in reasons if r & THERMAL_OR_HW_BITS) / len(reasons)) if reasons else None,
+        "power_cap_share": (sum(1 for r in reasons if r & POWER_CAP_BIT) / len(reasons)) if reasons else None,
+        "max_core_pct": _median([max(h["cpu"]) if h.get("cpu") else None for h in hosts]),
+        "iowait_pct": _median([h.get("iowait") for h in hosts]),
+        "swapin_pages_s": _median([h.get("swapin_s") for h in hosts]),
+        "proc_cpu_pct": _median([p.get("cpu_pct") for p in procs]),
+        "top_thread_pct": _median([p.get("top_thread_pct") for p in procs]),
+        "others_on_gpu": max((len([o for o in r.get("others", []) if o.get("gpu") == gpu]) for r in rows), default=0),
+    }
+    return {k: (round(v, 2) if isinstance(v, float) else v) for k, v in m.items()}
+
+
+def label(m: dict[str, Any], gpu_info: dict[str, Any]) -> tuple[B, list[B]]:
+    util, sm = m["util_pct"], m["sm_active_pct"]
+    tensor, dram = m["tensor_active_pct"], m["dram_bw_pct"]
+    thread, proc_cpu = m["top_thread_pct"] or 0.0, m["proc_cpu_pct"]
+    total = gpu_info.get("memory_total_bytes")
+    busy_util = util if util is not None else 0.0
+    sm_known = sm is not None
+    sm_v = sm if sm_known else busy_util  # without GPM, GPU-Util is all there is
+    if busy_util < IDLE_UTIL_PCT and sm_v < IDLE_SM_PCT and (proc_cpu is None or proc_cpu < IDLE_PROC_CPU_PCT) \
+            and (m["pcie_rx_mbps"] or 0) < PCIE_RX_BUSY_MBPS and (proc_cpu is not None or busy_util < 1.0):
+        return B.idle, []
+    if m["others_on_gpu"] and busy_util >= IDLE_UTIL_PCT:
+        return B.contended, []
+    if total and m["used_bytes"] and 100.0 * m["used_bytes"] / total >= VRAM_PRESSURE_PCT:
+        return B.vram_pressure, []
+    if (m["throttle_share"] or 0) >= THROTTLE_SHARE:
+        return B.throttled, []
+    limit, default = gpu_info.get("power_limit_mw"), gpu_info.get("power_default_mw")
+    if (m["power_cap_share"] or 0) >= THROTTLE_SHARE and limit and default and limit < 0.9 * default:
+        return B.throttled, []
+    if sm_v < SM_IDLE_PCT and (m["pcie_rx_mbps"] or 0) >= PCIE_RX_BUSY_MBPS:
+        return B.h2d_copy_bound, []
+    if busy_util < GPU_MOSTLY_IDLE_UTIL_PCT:
+        if thread >= HOT_THREAD_PCT or (m["iowait_pct"] or 0) >= IOWAIT_PCT:
+            return B.input_starved, []
+        # the host waits on something that burns no CPU (network, sleep, a blocking sync) or is not visible
+        return B.input_starved, [B.sync_bound]
+    if sm_known and sm_v < SM_LOW_PCT:
+        if busy_util >= UTIL_FULL_PCT:
+            return B.underfilled, []
+        return (B.launch_bound, [B.sync_bound]) if thread >= HOT_THREAD_PCT else (B.sync_bound, [B.launch_bound])
+    if not sm_known:
+        if (m["mem_util_pct"] or 0) >= DRAM_BUSY_PCT:
+            return B.memory_bound, []
+        return B.compute_bound, [B.underfilled, B.memory_bound]
+    if tensor is not None and tensor >= TENSOR_BUSY_PCT:
+        return B.compute_bound, []
+    if dram is not None and dram >= DRAM_BUSY_PCT:
+        return B.memory_bound, []
+    if tensor is not None and tensor < TENSOR_IDLE_PCT and sm_v >= SM_BUSY_PCT:
+        return B.tensor_cores_idle, []
+    return B.compute_bound, []
+
+
+def windows(samples: list[dict[str, Any]], gpu: int, gpu_info: dict[str, Any], window_s: float = WINDOW_S,
+            start_t: float | None = None) -> list[Window]:
+    if not samples:
+        return []
+    t0 = samples[0]["t"] if start_t is None else start_t
+    out: list[Window] = []
+    bucket: list[dict[str, Any]] = []
+    edge = t0 + window_s
+    for s in samples:
+        if s["t"] < t0:
+            continue
+        if s["t"] >= edge and bucket:
+            m = window_metrics(bucket, gpu)
+            lab, alt = label(m, gpu_info)
+            out.append(Window(bucket[0]["t"] - t0, s["t"] - t0, lab, m, alt))
+            bucket = []
+            while edge <= s["t"]:
+                edge += window_s
+        bucket.append(s)
+    if len(bucket) >= max(2, int(0.5 * window_s / 0.1)):
+        m = window_metrics(bucket, gpu)
+        lab, alt = label(m, gpu_info)
+        out.append(Window(bucket[0]["t"] - t0, bucket[-1]["t"] - t0, lab, m, alt))
+    return out
+
+
+@dataclass
+class Regime:
+    start_s: float
+    end_s: float
+    label: str  # a Bottleneck name, or "start-up"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"start_s": round(self.start_s, 1), "end_s": round(self.end_s, 1), "regime": self.label}
+
+
+def regimes(ws: list[Window], startup_end_s: float) -> list[Regime]:
+    out: list[Regime] = []
+    if startup_end_s > 0:
+        out.append(Regime(0.0, startup_end_s, "start-up"))
+    for w in ws:
+        if w.end_s <= startup_end_s:
+            continue
+        name = w.label.value
+        if out and out[-1].label == name:
+            out[-1].end_s = w.end_s
+        else:
+            out.append(Regime(max(w.start_s, startup_end_s), w.end_s, name))
+    # fold one-window blips into the regime before them
+    merged: list[Regime] = []
+    for r in out:
+        if merged and r.end_s - r.start_s < 1.5 * WINDOW_S and r.label != "start-up" and merged[-1].label != "start-up":
+            merged[-1].end_s = r.end_s
+            continue
+        if merged and merged[-1].label == r.label:
+            merged[-1].end_s = r.end_s
+            continue
+        merged.append(r)
+    return merged
+
+
+def startup_end(samples: list[dict[str, Any]], gpu: int) -> float:
+    """Seconds until the workload first shows on the GPU (memory grows or kernels run)."""
+    if not samples:
+        return 0.0
+    t0 = samples[0]["t"]
+    first = next((x for x in samples[0].get("gpus", []) if x.get("index", 0) == gpu), {})
+    base_used = first.get("used", 0) or 0
+    for s in samples:
+        g = next((x for x in s.get("gpus", []) if x.get("index", 0) == gpu), {})
+        if (g.get("util") or 0) >= IDLE_UTIL_PCT or (g.get("gpm", {}).get(GPM_SM) or 0) >= IDLE_UTIL_PCT:
+            return s["t"] - t0
+        if (g.get("used") or 0) > base_used + 256 * 2**20 and s.get("proc", {}).get("vram"):
+            return s["t"] - t0
+    return 0.0
+
+
+def describe(label_: B, m: dict[str, Any]) -> str:
+    def f(key: str, unit: str = "%") -> str:
+        v = m.get(key)
+        return "n/a" if v is None else f"{v:.0f}{unit}" if isinstance(v, (int, float)) else str(v)
+
+    parts = {
+        B.underfilled: f"GPU-Util {f('util_pct')} but SM activity {f('sm_active_pct')}, occupancy {f('sm_occupancy_pct')}",
+        B.compute_bound: f"SM activity {f('sm_active_pct')}, tensor pipes {f('tensor_active_pct')}, "
+                         f"{f('power_w', ' W')}",
+        B.memory_bound: f"DRAM bandwidth {f('dram_bw_pct')} of peak, SM activity {f('sm_active_pct')}, "
+                        f"tensor pipes {f('tensor_active_pct')}",
+        B.tensor_cores_idle: f"SM activity {f('sm_active_pct')} but tensor pipes {f('tensor_active_pct')}, "
+                             f"DRAM {f('dram_bw_pct')}",
+        B.input_starved: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')} while one workload thread "
+                         f"runs at {f('top_thread_pct')} (iowait {f('iowait_pct')})",
+        B.launch_bound: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')}, one host thread at "
+                        f"{f('top_thread_pct')}",
+        B.sync_bound: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')}, busiest host thread "
+                      f"{f('top_thread_pct')}",
+        B.h2d_copy_bound: f"PCIe RX {f('pcie_rx_mbps', ' MB/s')} while SM activity is {f('sm_active_pct')}",
+        B.throttled: f"slowdown reasons in {m.get('throttle_share') or 0:.0%} of samples, SM clock "
+                     f"{f('sm_clock_mhz', ' MHz')}, {f('temp_c', ' C')}",
+        B.vram_pressure: f"{(m.get('used_bytes') or 0) / 2**30:.1f} GiB of VRAM used",
+        B.contended: f"{m.get('others_on_gpu')} other process(es) on the GPU, GPU-Util {f('util_pct')}",
+        B.idle: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')}, workload CPU {f('proc_cpu_pct')}",
+    }
+    return parts.get(label_, "")
+
+
+def verdict(samples: list[dict[str, Any]], gpu: int, gpu_info: dict[str, Any]) -> dict[str, Any]:
+    """The dominant bottleneck of one GPU's steady state, with confidence, evidence and timeline."""
+    start = startup_end(samples, gpu)
+    ws = windows(samples, gpu, gpu_info)
+    steady = [w for w in ws if w.start_s >= start] or ws
+    timeline = [r.to_json() for r in regimes(ws, start)]
+    if not steady:
+        return {"bottleneck": None, "confidence": 0.0, "summary": "too few samples to judge", "timeline": timeline}
+    counts: dict[B, float] = {}
+    for w in steady:
+        counts[w.label] = counts.get(w.label, 0.0) + (w.end_s - w.start_s or WINDOW_S)
+    total = sum(counts.values())
+    dominant = max(counts, key=lambda k: counts[k])
+    chosen = [w for w in steady if w.label == dominant]
+    keys = chosen[0].metrics.keys()
+    evidence = {k: _median([w.metrics.get(k) for w in chosen]) for k in keys}
+    evidence = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in evidence.items() if v is not None}
+    alternatives = sorted({a.value for w in chosen for a in w.alternatives})
+    share = counts[dominant] / total
+    confidence = round(share * (0.6 if alternatives else 1.0), 2)
+    summary = f"{describe(dominant, evidence)}: {dominant.value}"
+    return {
+        "bottleneck": dominant.value, "gpu": gpu, "share": round(share, 2), "confidence": confidence,
+        "summary": summary, "decision": DECISIONS[dominant], "evidence": evidence,
+        "undecided_between": [dominant.value] + alternatives if alternatives else [],
+        "steady_s": round(total, 1), "startup_s": round(start, 1), "timeline": timeline,
+        "shares": {k.value: round(v / total, 2) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])},
+    }
+
+
+def from_flat_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of one GPU in the flat format of recorded NVML streams → sampler samples."""
+    out = []
+    for r in rows:
+        g = {k: r[k] for k in ("util", "memutil", "used", "power", "sm_clk", "reasons", "temp") if k in r}
+        g["index"] = 0
+        if "gpm" in r:
+            g["gpm"] = {str(k): v for k, v in r["gpm"].items()}
+        out.append({"t": r["t"], "gpus": [g], "host": {}})
+    return out

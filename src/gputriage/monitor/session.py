@@ -1,0 +1,151 @@
+"""One monitored session (a `run` or a `watch`): static facts, the sampler feeding the store, and
+the verdict and findings at the end."""
+
+from __future__ import annotations
+
+import platform
+import socket
+import statistics
+import sys
+from typing import Any
+
+from gputriage import __version__
+from gputriage.backends.host import Host
+from gputriage.backends.nvml import NvmlBackend
+from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.finding import Finding, Severity
+from gputriage.model.reading import Unavailable
+from gputriage.monitor import classify
+from gputriage.monitor.sampler import DEFAULT_PERIOD_S, Sampler
+from gputriage.monitor.store import Store
+
+# verdicts that call for a change, and how loudly; compute_bound and idle are not faults
+VERDICT_SEVERITY = {B.compute_bound: Severity.ok, B.idle: Severity.info}
+
+
+def _value(reading: Any) -> Any:
+    return None if isinstance(reading, Unavailable) else reading
+
+
+def gpu_static(nvml: NvmlBackend) -> tuple[list[int], dict[int, dict[str, Any]], dict[str, Any]]:
+    """The GPUs NVML sees and what does not change during a run."""
+    failed = nvml.init()
+    if failed is not None:
+        return [], {}, {"nvml": str(failed)}
+    count = _value(nvml.call("nvmlDeviceGetCount")) or 0
+    info: dict[int, dict[str, Any]] = {}
+    for i in range(count):
+        mem = _value(nvml.call("nvmlDeviceGetMemoryInfo", i)) or {}
+        info[i] = {
+            "name": _value(nvml.call("nvmlDeviceGetName", i)),
+            "uuid": _value(nvml.call("nvmlDeviceGetUUID", i)),
+            "memory_total_bytes": mem.get("total"),
+            "power_limit_mw": _value(nvml.call("nvmlDeviceGetEnforcedPowerLimit", i)),
+            "power_default_mw": _value(nvml.call("nvmlDeviceGetPowerManagementDefaultLimit", i)),
+            "sm_max_mhz": _value(nvml.call("nvmlDeviceGetMaxClockInfo", i, 1)),
+            "pcie_gen_max": _value(nvml.call("nvmlDeviceGetMaxPcieLinkGeneration", i)),
+            "pcie_width_max": _value(nvml.call("nvmlDeviceGetMaxPcieLinkWidth", i)),
+        }
+    system = {"driver": _value(nvml.call("nvmlSystemGetDriverVersion")),
+              "cuda_driver": _value(nvml.call("nvmlSystemGetCudaDriverVersion_v2"))}
+    return list(range(count)), info, system
+
+
+def meta(command: list[str], gpus: dict[int, dict[str, Any]], system: dict[str, Any], host: Host,
+         period_s: float) -> dict[str, Any]:
+    env = {k: host.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "PYTORCH_CUDA_ALLOC_CONF",
+                                        "OMP_NUM_THREADS", "CUDA_LAUNCH_BLOCKING") if k in host.environ}
+    return {"hostname": socket.gethostname(), "gputriage": __version__, "python": sys.version.split()[0],
+            "platform": platform.platform(), "cwd": host.cwd, "command": command, "period_s": period_s,
+            "gpus": {str(k): v for k, v in gpus.items()}, "system": system, "env": env}
+
+
+def gpus_of_workload(samples: list[dict[str, Any]], gpus: list[int]) -> list[int]:
+    """GPUs the workload used: where it held memory or where activity rose; else all."""
+    if not samples:
+        return gpus
+    used = []
+    for i in gpus:
+        rows = [g for s in samples for g in s.get("gpus", []) if g.get("index") == i]
+        base = rows[0].get("used", 0) if rows else 0
+        if any((g.get("util") or 0) > 5 or (g.get("used") or 0) > (base or 0) + 256 * 2**20 for g in rows):
+            used.append(i)
+    return used or gpus[:1]
+
+
+def run_findings(verdicts: dict[int, dict[str, Any]], samples: list[dict[str, Any]]) -> list[Finding]:
+    out: list[Finding] = []
+    for i, v in verdicts.items():
+        name = v.get("bottleneck")
+        if not name:
+            continue
+        b = B(name)
+        sev = VERDICT_SEVERITY.get(b, Severity.warn)
+        undecided = v.get("undecided_between") or []
+        cause = v["summary"]
+        decision = v["decision"]
+        if undecided:
+            cause += f" — the sampler cannot tell {' from '.join(undecided)} apart"
+            decision += "; run again with `gputriage run --profile` to separate them"
+        out.append(Finding(id=f"run.{name}", severity=sev, step=2 if b not in (B.input_starved, B.vram_pressure) else
+                           (4 if b == B.input_starved else 3), symptom=f"GPU {i}: {name.replace('_', ' ')} "
+                           f"({v['share']:.0%} of steady time)", cause=cause, decision=decision,
+                           evidence=v.get("evidence", {}), subject=f"gpu.{i}"))
+    hosts = [s.get("host", {}) for s in samples]
+    swapin = [h.get("swapin_s", 0) or 0 for h in hosts]
+    if swapin and max(swapin) > 10:
+        out.append(Finding(id="run.host_swapping", severity=Severity.warn, step=4,
+                           symptom="The host swapped pages back in during the run",
+                           cause="Host memory is short: the workload and its loaders page instead of feeding the GPU",
+                           decision="Lower host memory use (fewer/lighter DataLoader workers, smaller prefetch) or add RAM",
+                           evidence={"max_swapin_pages_s": max(swapin), "samples_swapping": sum(1 for x in swapin if x > 0)},
+                           subject="host"))
+    iowait = [h["iowait"] for h in hosts if "iowait" in h]
+    if iowait and statistics.median(iowait) >= classify.IOWAIT_PCT:
+        out.append(Finding(id="run.host_iowait", severity=Severity.warn, step=4,
+                           symptom="CPUs waited on I/O during the run",
+                           cause="Storage or a network filesystem cannot feed the input pipeline",
+                           decision="Use local NVMe, sharded sequential formats, caching; measure with `gputriage bench`",
+                           evidence={"median_iowait_pct": statistics.median(iowait)}, subject="host"))
+    return out
+
+
+class Session:
+    """Sampler → store; at the end, verdicts and findings."""
+
+    def __init__(self, nvml: NvmlBackend, host: Host, store: Store | None, kind: str, command: list[str],
+                 period_s: float = DEFAULT_PERIOD_S, use_gpm: bool = True) -> None:
+        self.nvml, self.host, self.store = nvml, host, store
+        self.gpus, self.info, self.system = gpu_static(nvml)
+        self.meta = meta(command, self.info, self.system, host, period_s)
+        self.kind, self.command = kind, command
+        self.run_id: int | None = None
+        self.sampler = Sampler(nvml, host, self.gpus, period_s=period_s, sink=self._sink, use_gpm=use_gpm)
+
+    def _sink(self, batch: list[dict[str, Any]]) -> None:
+        if self.store is not None and self.run_id is not None:
+            self.store.add_samples(self.run_id, batch)
+
+    def start(self, pid: int | None = None) -> None:
+        """Record the run in the store and start sampling (the workload's process tree if `pid`)."""
+        if self.store is not None:
+            self.run_id = self.store.begin_run(self.kind, self.command, self.meta)
+        if pid is not None:
+            self.sampler.pid = pid
+        self.sampler.start()
+
+    def finish(self, exit_code: int | None, extra: list[Finding] | None = None) -> tuple[dict[int, dict[str, Any]], list[Finding]]:
+        samples = self.sampler.stop()
+        verdicts = {i: classify.verdict(samples, i, self.info.get(i, {})) for i in gpus_of_workload(samples, self.gpus)}
+        findings = run_findings(verdicts, samples) + list(extra or [])
+        if self.store is not None and self.run_id is not None:
+            self.store.end_run(self.run_id, exit_code, {"per_gpu": {str(k): v for k, v in verdicts.items()},
+                                                         "bottleneck": _dominant(verdicts)},
+                               [f.to_json() for f in findings])
+        self.nvml.shutdown()
+        return verdicts, findings
+
+
+def _dominant(verdicts: dict[int, dict[str, Any]]) -> str | None:
+    names = [v.get("bottleneck") for v in verdicts.values() if v.get("bottleneck")]
+    return max(set(names), key=names.count) if names else None

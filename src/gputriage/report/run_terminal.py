@@ -1,0 +1,69 @@
+"""`run` and `show` in the terminal: the verdict per GPU, the timeline of regimes, the findings."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from gputriage.model.finding import Finding, Severity
+from gputriage.report.style import SEVERITY_LABEL, SEVERITY_STYLE, evidence_text
+
+
+def render(run: dict[str, Any], verdicts: dict[str, dict[str, Any]], findings: list[Finding], console: Console) -> None:
+    cmd = " ".join(run.get("command", []))
+    started = run.get("started")
+    when = dt.datetime.fromtimestamp(started).strftime("%Y-%m-%d %H:%M:%S") if started else ""
+    dur = (run["ended"] - started) if run.get("ended") and started else None
+    head = Text()
+    head.append(f"gputriage {run.get('kind', 'run')}", style="bold")
+    if run.get("id") is not None:
+        head.append(f" #{run['id']}")
+    head.append(f"  {cmd}\n", style="")
+    head.append(f"{when}", style="dim")
+    if dur is not None:
+        head.append(f"  {dur:.1f} s", style="dim")
+    if run.get("exit_code") is not None:
+        head.append(f"  exit {run['exit_code']}", style="dim" if run["exit_code"] == 0 else "red")
+    if not run.get("complete", True):
+        head.append("  (incomplete: gputriage stopped before the run ended)", style="yellow")
+    console.print(head)
+    gpus = run.get("meta", {}).get("gpus", {})
+    if not gpus:
+        nvml = run.get("meta", {}).get("system", {}).get("nvml", "NVML sees no GPU")
+        console.print(Text(f"no GPU was sampled ({nvml}): no verdict about the GPU", style="yellow"))
+    for idx, v in verdicts.items():
+        name = gpus.get(str(idx), {}).get("name") or ""
+        line = Text()
+        line.append(f"\nGPU {idx} {name}: ", style="bold")
+        if not v.get("bottleneck"):
+            line.append(v.get("summary", "no verdict"), style="dim")
+            console.print(line)
+            continue
+        line.append(v["bottleneck"], style="bold magenta")
+        line.append(f"  {v['share']:.0%} of steady time, confidence {v['confidence']:.2f}", style="dim")
+        console.print(line)
+        console.print(Text("  " + v["summary"]))
+        if v.get("undecided_between"):
+            console.print(Text(f"  the sampler cannot tell {' / '.join(v['undecided_between'])} apart: "
+                               "`gputriage run --profile -- ...` separates them", style="yellow"))
+        console.print(Text("  do: " + v["decision"], style="green"))
+        tl = " · ".join(f"{r['start_s']:.0f}–{r['end_s']:.0f}s {r['regime']}" for r in v.get("timeline", []))
+        if tl:
+            console.print(Text("  timeline: " + tl, style="dim"))
+    extra = [f for f in findings if not f.id.startswith("run.") or f.id in ("run.host_swapping", "run.host_iowait")]
+    if extra:
+        console.print()
+    for f in extra:
+        t = Text()
+        t.append(f" {SEVERITY_LABEL[f.severity]:4} ", style=f"reverse {SEVERITY_STYLE[f.severity]}")
+        t.append(f" {f.symptom}  ", style="bold")
+        t.append(f"[{f.id}]\n", style="dim")
+        t.append(f"       do: {f.decision}\n", style="green")
+        t.append(f"       evidence: {evidence_text(f.evidence)}", style="cyan")
+        console.print(t)
+    worst = max((f.severity for f in findings), default=Severity.ok)
+    if worst == Severity.ok and gpus:
+        console.print(Text("\nno warning about this workload", style="green"))

@@ -1,0 +1,129 @@
+"""`gputriage run`: exit codes, signals, stdio pass-through, the store (also after kill -9), budgets."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from gputriage.monitor.budget import BudgetError, load_budget
+from gputriage.monitor.store import Store
+
+GT = [sys.executable, "-m", "gputriage"]
+
+
+def gt(*args: str, store, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(GT + list(args[:1]) + ["--store", str(store)] + list(args[1:]), capture_output=True,
+                          text=True, timeout=120, **kw)
+
+
+def test_exit_code_and_stdout_pass_through(tmp_path):
+    store = tmp_path / "runs.sqlite"
+    r = gt("run", "--", sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(7)",
+           store=store)
+    assert r.returncode == 7
+    assert r.stdout == "out\n"
+    assert r.stderr.startswith("err\n")
+    r = gt("run", "--", sys.executable, "-c", "import sys; print(sys.stdin.read().upper())", store=store,
+           input="hello")
+    assert r.stdout.strip() == "HELLO" and r.returncode == 0
+
+
+def test_signal_death_uses_the_shell_convention(tmp_path):
+    r = gt("run", "--", sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)",
+           store=tmp_path / "s.sqlite")
+    assert r.returncode == 128 + signal.SIGTERM
+
+
+def test_sigint_to_gputriage_reaches_the_workload_and_the_run_is_kept(tmp_path):
+    store = tmp_path / "s.sqlite"
+    code = "import time\ntry:\n    time.sleep(30)\nexcept KeyboardInterrupt:\n    print('child got SIGINT')\n    raise SystemExit(5)"
+    p = subprocess.Popen(GT + ["run", "--store", str(store), "--", sys.executable, "-c", code],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(2.0)
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=30)
+    assert "child got SIGINT" in out and p.returncode == 5
+    runs = json.loads(subprocess.run(GT + ["runs", "--store", str(store), "--json"], capture_output=True,
+                                     text=True).stdout)["runs"]
+    assert runs[0]["exit_code"] == 5 and runs[0]["complete"]
+
+
+def test_command_not_found(tmp_path):
+    r = gt("run", "--", "no-such-command-xyz", store=tmp_path / "s.sqlite")
+    assert r.returncode == 127 and "not found" in r.stderr
+
+
+def test_runs_and_show_json(tmp_path):
+    store = tmp_path / "s.sqlite"
+    gt("run", "--", sys.executable, "-c", "import time; time.sleep(1.2)", store=store)
+    runs = json.loads(gt("runs", "--json", store=store).stdout)["runs"]
+    assert len(runs) == 1 and runs[0]["samples"] >= 5 and runs[0]["exit_code"] == 0
+    shown = json.loads(gt("show", str(runs[0]["id"]), "--json", store=store).stdout)
+    assert shown["command"][-1] == "import time; time.sleep(1.2)"
+    assert gt("show", "999", store=store).returncode == 3
+
+
+def test_kill_9_of_gputriage_keeps_earlier_runs_and_most_samples(tmp_path):
+    store = tmp_path / "s.sqlite"
+    gt("run", "--", sys.executable, "-c", "import time; time.sleep(1.2)", store=store)
+    p = subprocess.Popen(GT + ["run", "--store", str(store), "--", sys.executable, "-c", "import time; time.sleep(60)"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    time.sleep(4.0)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    os.killpg(p.pid, signal.SIGKILL)  # the orphaned workload
+    s = Store(store)
+    listed = s.runs()
+    assert len(listed) == 2
+    assert listed[1]["complete"] and listed[1]["samples"] >= 5  # the earlier run is intact
+    killed = listed[0]
+    assert not killed["complete"]
+    # at 10 Hz with 1 s batches, at most the last second (~10 samples) is lost of ~30 taken after start-up
+    assert killed["samples"] >= 15
+    assert sqlite3.connect(store).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    shown = subprocess.run(GT + ["show", str(killed["id"]), "--store", str(store)], capture_output=True, text=True)
+    assert shown.returncode == 0 and "incomplete" in shown.stdout
+
+
+def test_a_store_that_is_not_a_database_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.sqlite"
+    bad.write_text("this is not sqlite" * 100)
+    r = gt("runs", store=bad)
+    assert r.returncode == 3 and "cannot open the run store" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[budget]\nmax_temperature_c = 'hot'\n", "must be a number"),
+    ("[budget]\nmax_temp = 80\n", "unknown budget"),
+    ("[budget\nmax_temperature_c = 80\n", "not valid TOML"),
+    ("[budget]\nno_swap = 1\n", "true or false"),
+    ("[budget]\n", "no budget"),
+])
+def test_bad_budget_files(tmp_path, text, message):
+    path = tmp_path / "budget.toml"
+    path.write_text(text)
+    with pytest.raises(BudgetError, match=message):
+        load_budget(path)
+    r = subprocess.run(GT + ["check", "--from", "tests/fixtures/h200/snapshot_idle_first.json", "--budget", str(path)],
+                       capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_budget_violations_are_findings_and_fail_on(tmp_path):
+    path = tmp_path / "budget.toml"
+    path.write_text("[budget]\nvram_headroom_pct = 99.9\nmax_temperature_c = 20\nmin_pcie_width = 16\n"
+                    "severity = 'critical'\n")
+    root = os.path.dirname(os.path.dirname(__file__))
+    r = subprocess.run(GT + ["check", "--from", "tests/fixtures/h200/snapshot_idle_first.json", "--budget", str(path),
+                             "--json"], capture_output=True, text=True, cwd=root)
+    ids = {f["id"] for f in json.loads(r.stdout)["findings"]}
+    assert {"budget.vram_headroom_pct", "budget.max_temperature_c"} <= ids
+    assert "budget.min_pcie_width" not in ids  # the recorded link is x16
+    assert r.returncode == 1
