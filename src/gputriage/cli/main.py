@@ -14,6 +14,7 @@ from gputriage.cli.rules import rules
 from gputriage.cli.run import run
 from gputriage.cli.runs import runs, show
 from gputriage.cli.snapshot import snapshot
+from gputriage.cli.trace import trace
 from gputriage.cli.watch import watch
 
 app = typer.Typer(
@@ -29,6 +30,7 @@ app.command()(snapshot)
 app.command()(rules)
 app.command(context_settings={"allow_interspersed_args": False})(run)
 app.command()(watch)
+app.command()(trace)
 app.command()(runs)
 app.command()(show)
 

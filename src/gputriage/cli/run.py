@@ -42,7 +42,9 @@ def run(
     profile: bool = typer.Option(False, "--profile", help="Profile a Python workload with torch.profiler and "
                                                           "merge the trace's verdict (Python commands only)."),
     profile_steps: int = typer.Option(10, "--profile-steps", help="Steps to profile after the warm-up."),
-    profile_skip_s: float = typer.Option(3.0, "--profile-skip", help="Seconds of warm-up before profiling."),
+    profile_skip_s: float = typer.Option(2.0, "--profile-skip", help="Seconds after CUDA start-up before "
+                                                                     "profiling (skips warm-up)."),
+    keep_trace: Optional[Path] = typer.Option(None, "--keep-trace", help="Keep the profiler trace at this path."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No report in the terminal."),
 ) -> None:
     """Run COMMAND (no shell), pass its input and output through, and name what holds it back.
@@ -113,16 +115,23 @@ def run(
     if trace_dir is not None:
         from gputriage.trace.inject import analyze_dir
 
-        trace_result, trace_findings = analyze_dir(trace_dir)
+        trace_result, trace_findings = analyze_dir(trace_dir, keep=keep_trace)
         extra += trace_findings
     samples = session.sampler.samples
     if budget_obj is not None:
         extra += check_samples(budget_obj, samples, session.gpus, session.info)
     verdicts, findings = session.finish(code, extra)
 
+    verdict = {"bottleneck": _dominant_name(verdicts), "source": "sampler",
+               "per_gpu": {str(k): v for k, v in verdicts.items()}}
+    if trace_result is not None:
+        from gputriage.trace.merge import merge
+
+        main_gpu = next(iter(verdicts.values()), None)
+        merged = merge(main_gpu, trace_result.get("verdict"))
+        verdict.update(bottleneck=merged["bottleneck"], source=merged["source"], merged=merged)
     report = {"schema": "gputriage.run", "version": 1, "id": session.run_id, "command": list(command),
-              "exit_code": code, "samples": len(samples), "meta": session.meta,
-              "verdict": {"bottleneck": _dominant_name(verdicts), "per_gpu": {str(k): v for k, v in verdicts.items()}},
+              "exit_code": code, "samples": len(samples), "meta": session.meta, "verdict": verdict,
               "findings": [f.to_json() for f in findings]}
     if trace_result is not None:
         report["trace"] = trace_result
@@ -144,6 +153,9 @@ def run(
             from gputriage.report.trace_terminal import render_verdict
 
             render_verdict(trace_result, err)
+            if verdict.get("merged"):
+                m = verdict["merged"]
+                err.print(f"[bold]verdict:[/] [bold magenta]{m['bottleneck']}[/] ({m.get('why', m['source'])})")
     if store is not None:
         store.close()
     if code != 0:

@@ -15,10 +15,10 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
 - h2d_copy_bound: GPU mostly idle (SM < 30%) while PCIe RX >= 2 GB/s.
 - input_starved: GPU mostly idle (GPU-Util < 30%); certain when one workload thread is >= 85% busy
   (a single-threaded input pipeline) or iowait >= 10%, else sync_bound remains possible.
-- launch_bound / sync_bound: GPU partly busy (30% <= GPU-Util < 90%), SM activity < 50%, one host
-  thread saturated: the host cannot feed kernels fast enough — launches or synchronizations; the
-  sampler cannot tell these two apart (`run --profile` does).
 - underfilled: GPU-Util >= 90% but SM activity < 50%: a kernel always runs, but it covers few SMs.
+- launch_bound / sync_bound: GPU idle a quarter of the time or more (30% <= GPU-Util < 75%): the
+  host does not keep it fed — launch overhead (SM activity < 50%: short kernels), or host
+  synchronizations, or host work; the sampler cannot tell these apart (`run --profile` does).
 - compute_bound: SM activity >= 50% and tensor-pipe activity >= 30% (healthy on tensor cores).
 - memory_bound: SM activity >= 50% and DRAM bandwidth >= 60% of peak.
 - tensor_cores_idle: SM activity >= 60%, tensor pipes < 5%, DRAM < 60%: math on CUDA cores.
@@ -45,6 +45,7 @@ PCIE_RX_BUSY_MBPS = 2000.0
 HOT_THREAD_PCT = 85.0
 IOWAIT_PCT = 10.0
 UTIL_FULL_PCT = 90.0
+HOST_BOUND_UTIL_PCT = 75.0
 SM_LOW_PCT = 50.0
 TENSOR_BUSY_PCT = 30.0
 TENSOR_IDLE_PCT = 5.0
@@ -149,10 +150,13 @@ def label(m: dict[str, Any], gpu_info: dict[str, Any]) -> tuple[B, list[B]]:
             return B.input_starved, []
         # the host waits on something that burns no CPU (network, sleep, a blocking sync) or is not visible
         return B.input_starved, [B.sync_bound]
-    if sm_known and sm_v < SM_LOW_PCT:
-        if busy_util >= UTIL_FULL_PCT:
-            return B.underfilled, []
-        return (B.launch_bound, [B.sync_bound]) if thread >= HOT_THREAD_PCT else (B.sync_bound, [B.launch_bound])
+    if sm_known and sm_v < SM_LOW_PCT and busy_util >= UTIL_FULL_PCT:
+        return B.underfilled, []
+    if busy_util < HOST_BOUND_UTIL_PCT:
+        # the GPU idles a quarter of the time or more: the host does not keep it fed
+        if sm_known and sm_v < SM_LOW_PCT:
+            return B.launch_bound, [B.sync_bound, B.input_starved]
+        return B.sync_bound, [B.launch_bound, B.input_starved]
     if not sm_known:
         if (m["mem_util_pct"] or 0) >= DRAM_BUSY_PCT:
             return B.memory_bound, []

@@ -20,7 +20,9 @@ from gputriage.monitor.sampler import DEFAULT_PERIOD_S, Sampler
 from gputriage.monitor.store import Store
 
 # verdicts that call for a change, and how loudly; compute_bound and idle are not faults
-VERDICT_SEVERITY = {B.compute_bound: Severity.ok, B.idle: Severity.info}
+VERDICT_SEVERITY = {B.compute_bound: Severity.ok, B.idle: Severity.info, B.memory_bound: Severity.info}
+PCIE_LANE_GBS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+LINK_SATURATED = 0.7  # share of the link's capacity above which copies are at the link's limit
 
 
 def _value(reading: Any) -> Any:
@@ -73,14 +75,29 @@ def gpus_of_workload(samples: list[dict[str, Any]], gpus: list[int]) -> list[int
     return used or gpus[:1]
 
 
-def run_findings(verdicts: dict[int, dict[str, Any]], samples: list[dict[str, Any]]) -> list[Finding]:
+def _link_saturated(v: dict[str, Any], gpu: dict[str, Any]) -> bool:
+    rx = v.get("evidence", {}).get("pcie_rx_mbps")
+    gen, width = gpu.get("pcie_gen_max"), gpu.get("pcie_width_max")
+    if not rx or not gen or not width:
+        return False
+    return rx / 1000.0 >= LINK_SATURATED * PCIE_LANE_GBS.get(int(gen), 0) * int(width)
+
+
+def run_findings(verdicts: dict[int, dict[str, Any]], samples: list[dict[str, Any]],
+                 info: dict[int, dict[str, Any]] | None = None) -> list[Finding]:
     out: list[Finding] = []
+    info = info or {}
     for i, v in verdicts.items():
         name = v.get("bottleneck")
         if not name:
             continue
         b = B(name)
         sev = VERDICT_SEVERITY.get(b, Severity.warn)
+        if b == B.h2d_copy_bound and _link_saturated(v, info.get(i, {})):
+            sev = Severity.info
+            v = dict(v, summary=v["summary"] + " — at the PCIe link's capacity", decision=(
+                "Copies already run at the link's speed: send fewer bytes (uint8/bf16 on the wire, decode on the "
+                "GPU), overlap them with compute, or keep data resident on the GPU"))
         undecided = v.get("undecided_between") or []
         cause = v["summary"]
         decision = v["decision"]
@@ -137,7 +154,7 @@ class Session:
     def finish(self, exit_code: int | None, extra: list[Finding] | None = None) -> tuple[dict[int, dict[str, Any]], list[Finding]]:
         samples = self.sampler.stop()
         verdicts = {i: classify.verdict(samples, i, self.info.get(i, {})) for i in gpus_of_workload(samples, self.gpus)}
-        findings = run_findings(verdicts, samples) + list(extra or [])
+        findings = run_findings(verdicts, samples, self.info) + list(extra or [])
         if self.store is not None and self.run_id is not None:
             self.store.end_run(self.run_id, exit_code, {"per_gpu": {str(k): v for k, v in verdicts.items()},
                                                          "bottleneck": _dominant(verdicts)},

@@ -1,0 +1,95 @@
+"""`trace` in the terminal: time anatomy, syncs, kernel table, verdict and findings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from gputriage.model.finding import Finding
+from gputriage.report.style import SEVERITY_LABEL, SEVERITY_STYLE, evidence_text
+
+
+def _bar(pct: float, width: int = 24) -> str:
+    n = max(0, min(width, round(pct / 100 * width)))
+    return "█" * n + " " * (width - n)
+
+
+def render_verdict(report: dict[str, Any], console: Console) -> None:
+    if report.get("error"):
+        console.print(Text(f"\nprofile: {report['error']}", style="yellow"))
+        return
+    v = report.get("verdict") or {}
+    if not v.get("bottleneck"):
+        return
+    line = Text("\ntrace verdict: ", style="bold")
+    line.append(v["bottleneck"], style="bold magenta")
+    line.append(f"  {v['share_pct']:.0f}% of the profiled window, GPU idle {v['gpu_idle_pct']:.0f}%", style="dim")
+    console.print(line)
+    console.print(Text("  do: " + v["decision"], style="green"))
+
+
+def render(report: dict[str, Any], findings: list[Finding], console: Console, top: int = 10) -> None:
+    for r in report["ranks"]:
+        head = Text()
+        head.append("gputriage trace", style="bold")
+        head.append(f"  {r['file']}", style="")
+        if r.get("rank") is not None:
+            head.append(f"  rank {r['rank']}")
+        head.append(f"\n{r['events']:,} events, {r['file_bytes'] / 1e6:.1f} MB, {r.get('gpu') or 'GPU ?'}, "
+                    f"{r.get('step_count', 0)} profiler steps, read in {r.get('analysis_s', 0):.2f} s", style="dim")
+        console.print(head)
+        for p in r.get("problems", []):
+            console.print(Text(f"  note: {p}", style="yellow"))
+        for a in r.get("anatomy", []):
+            console.print(Text(f"\nGPU {a['device']}: window {a['window_us'] / 1000:.1f} ms, busy {a['busy_pct']}%",
+                               style="bold"))
+            t = Table(box=None, show_header=False, pad_edge=False)
+            t.add_column("what", no_wrap=True)
+            t.add_column("pct", justify="right")
+            t.add_column("bar")
+            for k, v in sorted(a["busy"].items(), key=lambda kv: -kv[1]["us"]):
+                t.add_row(f"busy  {k}", f"{v['pct']:.1f}%", Text(_bar(v["pct"]), style="green"))
+            for k, v in sorted(a["idle"].items(), key=lambda kv: -kv[1]["us"]):
+                t.add_row(f"idle  {k}", f"{v['pct']:.1f}%", Text(_bar(v["pct"]), style="red"))
+            console.print(t)
+            console.print(Text(f"{a['kernels']:,} kernels, median {a['median_kernel_us']} µs; "
+                               f"{a['gaps']:,} idle gaps, median {a['median_gap_us']} µs; "
+                               f"{a['underfilled_busy_pct']}% of busy time in kernels with fewer blocks than SMs",
+                               style="dim"))
+            syncs = a.get("syncs", {})
+            if syncs.get("count"):
+                console.print(Text(f"{syncs['count']} host synchronizations, host blocked "
+                                   f"{syncs['host_blocked_us'] / 1000:.1f} ms; by op: " +
+                                   ", ".join(f"{s['op']} ×{s['calls']} (GPU idle after: "
+                                             f"{s['gpu_idle_after_us'] / 1000:.2f} ms)" for s in syncs["by_op"][:4]),
+                                   style="dim"))
+        kernels = r.get("kernels") or []
+        if kernels:
+            kt = Table(header_style="bold", box=None, pad_edge=False)
+            for col in ("kernel", "kind", "TC", "count", "total ms", "%", "median µs", "TFLOP/s", "GB/s", "roof"):
+                kt.add_column(col, no_wrap=True, overflow="ellipsis", max_width=48 if col == "kernel" else None,
+                              justify="left" if col in ("kernel", "kind", "roof") else "right")
+            for k in kernels[:top]:
+                kt.add_row(k["name"], k["kind"], "yes" if k["tensor_cores"] else "no", str(k["count"]),
+                           f"{k['total_us'] / 1000:.2f}", f"{k['pct_of_kernel_time']:.1f}", f"{k['median_us']:.1f}",
+                           f"{k['achieved_tflops']:.1f}" if k.get("achieved_tflops") else "",
+                           f"{k['achieved_gbs']:.0f}" if k.get("achieved_gbs") else "", k.get("roof", ""))
+            console.print()
+            console.print(kt)
+    mr = report.get("multi_rank")
+    if mr:
+        console.print(Text(f"\n{len(mr['per_rank'])} ranks, compared on {mr['compared_on']}; stragglers: "
+                           f"{mr['stragglers'] or 'none'}; busy spread {mr['busy_pct_spread']} points", style="bold"))
+    render_verdict(report, console)
+    for f in findings:
+        t = Text()
+        t.append(f" {SEVERITY_LABEL[f.severity]:4} ", style=f"reverse {SEVERITY_STYLE[f.severity]}")
+        t.append(f" {f.symptom}  ", style="bold")
+        t.append(f"[{f.id}]\n", style="dim")
+        t.append(f"       why: {f.cause}\n")
+        t.append(f"        do: {f.decision}\n", style="green")
+        t.append(f"  evidence: {evidence_text(f.evidence)}", style="cyan")
+        console.print(t)

@@ -1,0 +1,1 @@
+"""Streaming parse of PyTorch profiler (Kineto) traces into columns; one module per analysis."""

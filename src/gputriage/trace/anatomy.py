@@ -1,0 +1,300 @@
+"""Where the profiled window's time went: GPU busy split by kind, GPU idle split by its host cause.
+
+Busy time is the union of GPU activities (kernels, copies, memsets) on a device; where streams
+overlap, time goes to the activity that started first. Each idle gap is attributed by what the
+host was doing:
+- sync: the host had been blocked in a synchronizing call (cudaStreamSynchronize,
+  cudaDeviceSynchronize, cudaEventSynchronize, blocking cudaMemcpy — what `.item()` and `.cpu()`
+  do) that returned at the start of the gap: the queue had drained, so the GPU waits for the host
+  to issue work again. Counted per call and attributed to the framework op that made it.
+- launch: the next activity's launch call was already running when the gap began, or the gap is
+  short (< 500 µs) and the launching thread spent it inside framework ops: the host cannot issue
+  kernels as fast as the GPU runs them.
+- host_in_ops: a longer gap the launching thread spent inside framework ops that launched nothing:
+  CPU-side tensor work (preprocessing with torch on the CPU), lazy initialization.
+- host_outside_ops: the launching thread spent the gap outside any framework op — Python, data
+  loading, preprocessing, sleeping.
+- allocator: the host had been in cudaMalloc/cudaFree (which synchronize the device) as the gap
+  began — the caching allocator is releasing and re-acquiring memory, typical near full VRAM.
+- unattributed: no launch record links the next activity to a host thread.
+
+Busy time in kernels launched with fewer blocks than the GPU has SMs ("blocks per SM" < 1 in the
+trace) is also summed: the GPU is busy by nvidia-smi while most SMs have nothing to run.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any
+
+from gputriage.trace import kernel_kinds as kk
+from gputriage.trace.load import KERNEL, MEMCPY, Columns
+
+SYNC_CALLS = {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+              "cudaMemcpy2D", "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cuMemcpyDtoH_v2",
+              "cudaStreamQuery_blocking"}
+LAUNCH_COVERAGE = 0.5  # share of a gap the launching thread must spend in framework ops to call it launch-bound
+LAUNCH_GAP_MAX_US = 500.0  # longer gaps inside framework ops are host-side work, not launch overhead
+SYNC_TOLERANCE_US = 5.0
+ALLOC_CALLS = {"cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync", "cuMemAlloc_v2", "cuMemFree_v2"}
+IDLE_KINDS = ("launch", "sync", "allocator", "host_in_ops", "host_outside_ops", "unattributed")
+
+
+@dataclass
+class ThreadOps:
+    """Top-level framework ops of one host thread, for containment and coverage queries."""
+
+    starts: list[float] = field(default_factory=list)
+    ends: list[float] = field(default_factory=list)
+    names: list[int] = field(default_factory=list)
+    cum: list[float] = field(default_factory=list)  # cumulative durations, for coverage sums
+
+    def outermost(self, t: float) -> int | None:
+        i = bisect.bisect_right(self.starts, t) - 1
+        if i >= 0 and self.ends[i] >= t:
+            return self.names[i]
+        return None
+
+    def coverage(self, a: float, b: float) -> float:
+        """Time in [a, b] covered by top-level ops (they do not overlap each other)."""
+        if b <= a or not self.starts:
+            return 0.0
+        lo = bisect.bisect_right(self.ends, a)
+        hi = bisect.bisect_left(self.starts, b)
+        total = 0.0
+        for i in range(lo, min(hi, len(self.starts))):
+            total += max(0.0, min(self.ends[i], b) - max(self.starts[i], a))
+        return total
+
+
+def thread_ops(cols: Columns) -> dict[int, ThreadOps]:
+    by_tid: dict[int, list[int]] = {}
+    for i, tid in enumerate(cols.o_tid):
+        by_tid.setdefault(tid, []).append(i)
+    out: dict[int, ThreadOps] = {}
+    for tid, idx in by_tid.items():
+        idx.sort(key=lambda i: (cols.o_ts[i], -cols.o_dur[i]))
+        t = ThreadOps()
+        cur_end = float("-inf")
+        for i in idx:
+            s, e = cols.o_ts[i], cols.o_ts[i] + cols.o_dur[i]
+            if s >= cur_end:
+                t.starts.append(s)
+                t.ends.append(e)
+                t.names.append(cols.o_name[i])
+                cur_end = e
+        out[tid] = t
+    return out
+
+
+def gpu_kinds(cols: Columns) -> list[str]:
+    """The kind of every GPU activity (kernel kinds use the launching op's dtype)."""
+    ext_dtype: dict[int, int] = {}
+    for ext, dtype in zip(cols.o_ext, cols.o_dtype):
+        if ext >= 0:
+            ext_dtype[ext] = dtype
+    cache: dict[tuple[int, int, int], str] = {}
+    out = []
+    for name, kind, ext in zip(cols.g_name, cols.g_kind, cols.g_ext):
+        dtype = ext_dtype.get(ext, -1)
+        key = (name, kind, dtype)
+        k = cache.get(key)
+        if k is None:
+            text = cols.names[name]
+            if kind == KERNEL:
+                k = kk.kind_of_kernel(text, cols.names[dtype] if dtype >= 0 else "")
+            elif kind == MEMCPY:
+                k = kk.kind_of_memcpy(text)
+            else:
+                k = kk.MEMSET
+            cache[key] = k
+        out.append(k)
+    return out
+
+
+@dataclass
+class Anatomy:
+    device: int
+    window_us: float
+    busy_us: dict[str, float]
+    idle_us: dict[str, float]
+    syncs: dict[str, Any]
+    gaps: int
+    kernel_count: int
+    median_kernel_us: float
+    median_gap_us: float
+    steps: list[dict[str, Any]]
+    underfilled_us: float = 0.0
+
+    @property
+    def busy_total_us(self) -> float:
+        return sum(self.busy_us.values())
+
+    @property
+    def idle_total_us(self) -> float:
+        return sum(self.idle_us.values())
+
+    def to_json(self) -> dict[str, Any]:
+        w = self.window_us or 1.0
+        return {
+            "device": self.device, "window_us": round(self.window_us, 1),
+            "busy_us": round(self.busy_total_us, 1), "idle_us": round(self.idle_total_us, 1),
+            "busy_pct": round(100 * self.busy_total_us / w, 1),
+            "busy": {k: {"us": round(v, 1), "pct": round(100 * v / w, 1)} for k, v in self.busy_us.items() if v > 0},
+            "idle": {k: {"us": round(v, 1), "pct": round(100 * v / w, 1)} for k, v in self.idle_us.items() if v > 0},
+            "syncs": self.syncs, "gaps": self.gaps, "kernels": self.kernel_count,
+            "median_kernel_us": round(self.median_kernel_us, 2), "median_gap_us": round(self.median_gap_us, 2),
+            "underfilled_busy_pct": round(100 * self.underfilled_us / self.busy_total_us, 1) if self.busy_total_us else 0.0,
+            "steps": self.steps,
+        }
+
+
+def _median(xs: list[float]) -> float:
+    if not xs:
+        return 0.0
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
+    kinds = kinds if kinds is not None else gpu_kinds(cols)
+    ops = thread_ops(cols)
+    corr_to_rt: dict[int, int] = {}
+    for i, c in enumerate(cols.r_corr):
+        if c >= 0:
+            corr_to_rt[c] = i
+    blocking = SYNC_CALLS | ALLOC_CALLS
+    sync_idx = [i for i, n in enumerate(cols.r_name) if cols.names[n] in blocking]
+    sync_idx.sort(key=lambda i: cols.r_ts[i] + cols.r_dur[i])
+    sync_ends = [cols.r_ts[i] + cols.r_dur[i] for i in sync_idx]
+    devices = sorted(set(cols.g_dev))
+    host_start = min([*cols.o_ts[:1], *cols.r_ts[:1]] or [0.0])
+    if cols.steps:
+        step_lo = min(s[1] for s in cols.steps)
+        step_hi = max(s[1] + s[2] for s in cols.steps)
+    else:
+        step_lo = step_hi = None
+    out = []
+    for dev in devices:
+        idx = [i for i, d in enumerate(cols.g_dev) if d == dev]
+        idx.sort(key=lambda i: cols.g_ts[i])
+        if not idx:
+            continue
+        first_gpu = cols.g_ts[idx[0]]
+        last_gpu = max(cols.g_ts[i] + cols.g_dur[i] for i in idx)
+        lo = step_lo if step_lo is not None else min(first_gpu, host_start)
+        hi = max(step_hi, last_gpu) if step_hi is not None else last_gpu
+        if step_lo is not None:
+            idx = [i for i in idx if cols.g_ts[i] + cols.g_dur[i] >= lo]
+            hi = max([hi] + [cols.g_ts[i] + cols.g_dur[i] for i in idx[-1:]])
+        busy = {k: 0.0 for k in kk.BUSY_KINDS}
+        idle = {k: 0.0 for k in IDLE_KINDS}
+        sync_by_op: dict[str, dict[str, float]] = {}
+        gaps: list[float] = []
+        underfilled = 0.0
+        cursor = lo
+        durations = []
+        for i in idx:
+            s, e = cols.g_ts[i], cols.g_ts[i] + cols.g_dur[i]
+            s_clip = max(s, lo)
+            if s_clip > cursor:
+                gap = s_clip - cursor
+                gaps.append(gap)
+                cause, op = _gap_cause(cols, ops, corr_to_rt, sync_idx, sync_ends, cursor, s_clip, i)
+                idle[cause] += gap
+                if cause == "sync" and op is not None:
+                    entry = sync_by_op.setdefault(op, {"gpu_idle_after_us": 0.0, "gaps": 0})
+                    entry["gpu_idle_after_us"] += gap
+                    entry["gaps"] += 1
+            if e > cursor:
+                add = e - max(s_clip, cursor)
+                busy[kinds[i]] += add
+                if 0 <= cols.g_bpsm[i] < 1.0:
+                    underfilled += add
+                cursor = e
+            if cols.g_kind[i] == KERNEL:
+                durations.append(cols.g_dur[i])
+        if hi > cursor:  # trailing idle: the host did not issue more work
+            idle["host_outside_ops"] += hi - cursor
+        syncs = _sync_summary(cols, ops, sync_idx, lo, hi, sync_by_op)
+        steps = _steps(cols, idx, kinds) if cols.steps else []
+        out.append(Anatomy(dev, hi - lo, busy, idle, syncs, len(gaps), len(durations), _median(durations),
+                           _median(gaps), steps, underfilled))
+    return out
+
+
+def _gap_cause(cols: Columns, ops: dict[int, ThreadOps], corr_to_rt: dict[int, int], sync_idx: list[int],
+               sync_ends: list[float], a: float, b: float, next_gpu: int) -> tuple[str, str | None]:
+    # a sync that returned as the gap began (the queue had drained while the host waited)
+    j = bisect.bisect_left(sync_ends, a - SYNC_TOLERANCE_US)
+    while j < len(sync_ends) and sync_ends[j] <= b:
+        r = sync_idx[j]
+        if cols.r_ts[r] < a:
+            call = cols.names[cols.r_name[r]]
+            if call in ALLOC_CALLS:
+                return "allocator", call
+            t = ops.get(cols.r_tid[r])
+            op = t.outermost(cols.r_ts[r]) if t else None
+            return "sync", cols.names[op] if op is not None else call
+        j += 1
+    rt = corr_to_rt.get(cols.g_corr[next_gpu])
+    if rt is None:
+        return "unattributed", None
+    launch_start = cols.r_ts[rt]
+    if launch_start <= a:
+        return "launch", None  # the launch call was still running when the GPU ran dry
+    t = ops.get(cols.r_tid[rt])
+    late = min(launch_start, b) - a
+    covered = t.coverage(a, a + late) if t else 0.0
+    if late > 0 and covered / late >= LAUNCH_COVERAGE:
+        return ("launch", None) if b - a < LAUNCH_GAP_MAX_US else ("host_in_ops", None)
+    return "host_outside_ops", None
+
+
+def _sync_summary(cols: Columns, ops: dict[int, ThreadOps], sync_idx: list[int], lo: float, hi: float,
+                  by_op_idle: dict[str, dict[str, float]]) -> dict[str, Any]:
+    count, blocked = 0, 0.0
+    by_op: dict[str, dict[str, float]] = {}
+    for r in sync_idx:
+        s = cols.r_ts[r]
+        if s < lo or s > hi or cols.names[cols.r_name[r]] in ALLOC_CALLS:
+            continue
+        count += 1
+        blocked += cols.r_dur[r]
+        t = ops.get(cols.r_tid[r])
+        op = t.outermost(s) if t else None
+        key = cols.names[op] if op is not None else cols.names[cols.r_name[r]]
+        entry = by_op.setdefault(key, {"calls": 0, "host_blocked_us": 0.0})
+        entry["calls"] += 1
+        entry["host_blocked_us"] += cols.r_dur[r]
+    rows = []
+    for key, v in by_op.items():
+        idle = by_op_idle.get(key, {})
+        rows.append({"op": key, "calls": int(v["calls"]), "host_blocked_us": round(v["host_blocked_us"], 1),
+                     "gpu_idle_after_us": round(idle.get("gpu_idle_after_us", 0.0), 1)})
+    rows.sort(key=lambda r: (-r["gpu_idle_after_us"], -r["calls"]))
+    return {"count": count, "host_blocked_us": round(blocked, 1), "by_op": rows[:10]}
+
+
+def _steps(cols: Columns, idx: list[int], kinds: list[str]) -> list[dict[str, Any]]:
+    out = []
+    starts = [cols.g_ts[i] for i in idx]
+    for name, s, d in sorted(cols.steps, key=lambda x: x[1]):
+        e = s + d
+        lo = bisect.bisect_left(starts, s)
+        hi = bisect.bisect_left(starts, e)
+        busy = 0.0
+        cursor = s
+        by_kind: dict[str, float] = {}
+        for i in idx[max(0, lo - 1): hi]:
+            a, b = max(cols.g_ts[i], s), min(cols.g_ts[i] + cols.g_dur[i], e)
+            if b > cursor and b > a:
+                add = b - max(a, cursor)
+                busy += add
+                by_kind[kinds[i]] = by_kind.get(kinds[i], 0.0) + add
+                cursor = b
+        top = max(by_kind, key=lambda k: by_kind[k]) if by_kind else None
+        out.append({"step": name, "dur_us": round(d, 1), "gpu_busy_pct": round(100 * busy / d, 1) if d else 0.0,
+                    "top_kind": top})
+    return out

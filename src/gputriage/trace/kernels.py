@@ -1,0 +1,59 @@
+"""The kernel table: top kernels by time, with count, duration statistics, tensor-core use, and
+where the launching op's shapes are known, achieved FLOP/s, bytes, arithmetic intensity and
+whether that puts the kernel under the memory or the compute roof."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from gputriage.model.specs import GpuSpec
+from gputriage.trace import kernel_kinds as kk
+from gputriage.trace.load import KERNEL, Columns
+
+
+def table(cols: Columns, kinds: list[str], spec: GpuSpec | None, top: int = 15) -> list[dict[str, Any]]:
+    op_by_ext: dict[int, int] = {}
+    for i, ext in enumerate(cols.o_ext):
+        if ext >= 0 and (cols.o_flops[i] or cols.o_bytes[i]):
+            op_by_ext.setdefault(ext, i)
+    groups: dict[int, dict[str, Any]] = {}
+    counted_ops: set[int] = set()
+    for i in range(len(cols.g_ts)):
+        if cols.g_kind[i] != KERNEL:
+            continue
+        g = groups.setdefault(cols.g_name[i], {"durs": [], "kind": kinds[i], "flops": 0.0, "bytes": 0.0,
+                                               "timed_us": 0.0, "dtype": ""})
+        g["durs"].append(cols.g_dur[i])
+        op = op_by_ext.get(cols.g_ext[i])
+        if op is not None and op not in counted_ops:  # an op's cost goes to the first kernel it launched
+            counted_ops.add(op)
+            g["flops"] += cols.o_flops[op]
+            g["bytes"] += cols.o_bytes[op]
+            g["timed_us"] += cols.g_dur[i]
+            g["dtype"] = cols.names[cols.o_dtype[op]]
+    total = sum(sum(g["durs"]) for g in groups.values()) or 1.0
+    rows = []
+    for name_id, g in sorted(groups.items(), key=lambda kv: -sum(kv[1]["durs"]))[:top]:
+        durs = g["durs"]
+        t = sum(durs)
+        row: dict[str, Any] = {
+            "name": cols.names[name_id], "kind": g["kind"], "tensor_cores": kk.uses_tensor_cores(g["kind"]),
+            "count": len(durs), "total_us": round(t, 1), "pct_of_kernel_time": round(100 * t / total, 1),
+            "mean_us": round(t / len(durs), 2), "median_us": round(statistics.median(durs), 2),
+            "max_us": round(max(durs), 2),
+        }
+        if g["timed_us"] > 0 and (g["flops"] or g["bytes"]):
+            secs = g["timed_us"] / 1e6
+            row["achieved_tflops"] = round(g["flops"] / secs / 1e12, 2) if g["flops"] else None
+            row["achieved_gbs"] = round(g["bytes"] / secs / 1e9, 1) if g["bytes"] else None
+            if g["flops"] and g["bytes"]:
+                ai = g["flops"] / g["bytes"]
+                row["flop_per_byte"] = round(ai, 2)
+                dtype = "bf16" if g["kind"] in (kk.GEMM_TC, kk.ATTENTION) else "fp32"
+                ridge = spec.ridge_flop_per_byte(dtype) if spec else None
+                if ridge:
+                    row["ridge_flop_per_byte"] = round(ridge, 1)
+                    row["roof"] = "memory" if ai < ridge else "compute"
+        rows.append(row)
+    return rows

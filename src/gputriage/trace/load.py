@@ -1,0 +1,327 @@
+"""Read a Kineto chrome trace (.json or .json.gz) into typed columns, streaming.
+
+The file is read in blocks; each block's events are cut at event boundaries and decoded with
+msgspec into small typed records holding only the fields the analyses use, which are then
+appended to compact columns (arrays, interned names). Memory is bounded by the columns, not by
+the file: the event list never exists as Python dicts.
+
+Kineto writes one event per `\\n  {` at indentation two; a file laid out otherwise is decoded
+whole (still typed).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Optional, Union
+
+import msgspec
+
+BLOCK_BYTES = 32 * 2**20
+EVENT_START = b"\n  {"
+ARRAY_KEY = b'"traceEvents"'
+
+# gpu event kinds
+KERNEL, MEMCPY, MEMSET = 0, 1, 2
+GPU_CATS = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "gpu_memset": MEMSET}
+RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
+
+
+class TraceError(Exception):
+    """A file that is not a usable trace: missing, not JSON, not a Kineto trace, no events."""
+
+
+class Args(msgspec.Struct):
+    external_id: Optional[int] = msgspec.field(default=None, name="External id")
+    correlation: Optional[int] = None
+    device: Optional[int] = None
+    stream: Optional[int] = None
+    nbytes: Optional[int] = msgspec.field(default=None, name="bytes")
+    flops: Optional[float] = None
+    blocks_per_sm: Optional[float] = msgspec.field(default=None, name="blocks per SM")
+    dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
+    types: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input type")
+
+
+class Event(msgspec.Struct):
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: Union[int, str] = 0
+    tid: Union[int, str] = 0
+    ts: float = 0.0
+    dur: float = 0.0
+    args: Optional[Args] = None
+
+
+class Header(msgspec.Struct):
+    schemaVersion: Optional[int] = None
+    deviceProperties: list[dict[str, Any]] = []
+    distributedInfo: Optional[dict[str, Any]] = None
+    baseTimeNanoseconds: Optional[int] = None
+    cuda_runtime_version: Optional[int] = None
+
+
+class WholeTrace(Header):
+    traceEvents: list[Event] = []
+
+
+_event_list = msgspec.json.Decoder(list[Event])
+_header = msgspec.json.Decoder(Header)
+_whole = msgspec.json.Decoder(WholeTrace)
+_raw_list = msgspec.json.Decoder(list[Any])
+
+DTYPE_BYTES = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "long int": 8, "int": 4,
+               "unsigned char": 1, "signed char": 1, "bool": 1, "short int": 2, "c10::Float8_e4m3fn": 1,
+               "c10::Float8_e5m2": 1, "c10::complex<float>": 8}
+
+
+@dataclass
+class Columns:
+    """The trace as columns. Times in microseconds (the trace's own unit)."""
+
+    names: list[str] = field(default_factory=list)
+    _name_ids: dict[str, int] = field(default_factory=dict)
+    # GPU activities
+    g_ts: array = field(default_factory=lambda: array("d"))
+    g_dur: array = field(default_factory=lambda: array("d"))
+    g_name: array = field(default_factory=lambda: array("i"))
+    g_kind: array = field(default_factory=lambda: array("b"))
+    g_dev: array = field(default_factory=lambda: array("i"))
+    g_stream: array = field(default_factory=lambda: array("q"))
+    g_corr: array = field(default_factory=lambda: array("q"))
+    g_ext: array = field(default_factory=lambda: array("q"))
+    g_bytes: array = field(default_factory=lambda: array("q"))
+    g_bpsm: array = field(default_factory=lambda: array("f"))  # blocks per SM (-1 unknown): < 1 leaves SMs idle
+    # CUDA runtime/driver calls
+    r_ts: array = field(default_factory=lambda: array("d"))
+    r_dur: array = field(default_factory=lambda: array("d"))
+    r_name: array = field(default_factory=lambda: array("i"))
+    r_tid: array = field(default_factory=lambda: array("q"))
+    r_corr: array = field(default_factory=lambda: array("q"))
+    # framework ops
+    o_ts: array = field(default_factory=lambda: array("d"))
+    o_dur: array = field(default_factory=lambda: array("d"))
+    o_name: array = field(default_factory=lambda: array("i"))
+    o_tid: array = field(default_factory=lambda: array("q"))
+    o_ext: array = field(default_factory=lambda: array("q"))
+    o_flops: array = field(default_factory=lambda: array("d"))
+    o_bytes: array = field(default_factory=lambda: array("d"))
+    o_dtype: array = field(default_factory=lambda: array("i"))
+    # ProfilerStep#N spans on the host
+    steps: list[tuple[str, float, float]] = field(default_factory=list)
+    header: Header = field(default_factory=Header)
+    events: int = 0
+    skipped_kinds: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    path: str = ""
+    file_bytes: int = 0
+
+    def intern(self, name: str) -> int:
+        i = self._name_ids.get(name)
+        if i is None:
+            i = self._name_ids[name] = len(self.names)
+            self.names.append(name)
+        return i
+
+
+def _tid(value: Union[int, str]) -> int:
+    if isinstance(value, int):
+        return value
+    digits = "".join(ch for ch in str(value) if ch.isdigit())
+    return int(digits) if digits else -1
+
+
+GEMM_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
+            "aten::_scaled_mm"}
+
+
+def _numel(dims: Any) -> int:
+    n = 1
+    for d in dims:
+        n *= int(d)
+    return n
+
+
+def op_cost(name: str, dims: Any, types: Any) -> tuple[float, float, str]:
+    """(FLOPs, bytes touched, dtype) of a framework op from its recorded input shapes; 0 when unknown."""
+    if not isinstance(dims, list):
+        return 0.0, 0.0, ""
+    tensors = [(d, t) for d, t in zip(dims, types or []) if isinstance(d, list) and d and
+               all(isinstance(x, int) for x in d)]
+    dtype = tensors[0][1] if tensors else ""
+    nbytes = float(sum(_numel(d) * DTYPE_BYTES.get(t, 4) for d, t in tensors))
+    flops = 0.0
+    try:
+        if name in GEMM_OPS and len(tensors) >= 2:
+            shapes = [d for d, _ in tensors]
+            if name in ("aten::addmm", "aten::baddbmm") and len(shapes) >= 3:
+                shapes = shapes[1:]
+            a, b = shapes[0], shapes[1]
+            if name == "aten::linear":  # weight is [out, in]
+                flops = 2.0 * _numel(a[:-1]) * a[-1] * b[0]
+            else:
+                flops = 2.0 * _numel(a[:-1]) * a[-1] * b[-1]
+            out_elems = _numel(a[:-1]) * (b[0] if name == "aten::linear" else b[-1])
+            nbytes += out_elems * DTYPE_BYTES.get(dtype, 4)
+        elif tensors:
+            out = max(_numel(d) for d, _ in tensors)
+            flops = float(out)  # ~one operation per output element
+            nbytes += out * DTYPE_BYTES.get(dtype, 4)
+    except (TypeError, ValueError, IndexError):
+        return 0.0, nbytes, dtype
+    return flops, nbytes, dtype
+
+
+def _add(cols: Columns, events: list[Event]) -> None:
+    intern = cols.intern
+    for e in events:
+        cat = e.cat
+        kind = GPU_CATS.get(cat)
+        if kind is not None and e.ph == "X":
+            a = e.args or Args()
+            cols.g_ts.append(e.ts)
+            cols.g_dur.append(e.dur)
+            cols.g_name.append(intern(e.name))
+            cols.g_kind.append(kind)
+            cols.g_dev.append(a.device if a.device is not None else _tid(e.pid))
+            cols.g_stream.append(a.stream if a.stream is not None else _tid(e.tid))
+            cols.g_corr.append(a.correlation if a.correlation is not None else -1)
+            cols.g_ext.append(a.external_id if a.external_id is not None else -1)
+            cols.g_bytes.append(a.nbytes or 0)
+            cols.g_bpsm.append(a.blocks_per_sm if a.blocks_per_sm is not None else -1.0)
+        elif cat in RUNTIME_CATS and e.ph == "X":
+            a = e.args or Args()
+            cols.r_ts.append(e.ts)
+            cols.r_dur.append(e.dur)
+            cols.r_name.append(intern(e.name))
+            cols.r_tid.append(_tid(e.tid))
+            cols.r_corr.append(a.correlation if a.correlation is not None else -1)
+        elif cat == "cpu_op" and e.ph == "X":
+            a = e.args or Args()
+            flops, nbytes, dtype = 0.0, 0.0, ""
+            if len(a.dims):
+                try:
+                    flops, nbytes, dtype = op_cost(e.name, _raw_list.decode(a.dims),
+                                                   _raw_list.decode(a.types) if len(a.types) else [])
+                except msgspec.DecodeError:
+                    pass
+            if a.flops:
+                flops = a.flops
+            cols.o_ts.append(e.ts)
+            cols.o_dur.append(e.dur)
+            cols.o_name.append(intern(e.name))
+            cols.o_tid.append(_tid(e.tid))
+            cols.o_ext.append(a.external_id if a.external_id is not None else -1)
+            cols.o_flops.append(flops)
+            cols.o_bytes.append(nbytes)
+            cols.o_dtype.append(intern(dtype))
+        elif cat == "user_annotation" and e.name.startswith("ProfilerStep#"):
+            cols.steps.append((e.name, e.ts, e.dur))
+        else:
+            key = cat or e.ph
+            cols.skipped_kinds[key] = cols.skipped_kinds.get(key, 0) + 1
+    cols.events += len(events)
+
+
+def _open(path: Path) -> BinaryIO:
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")  # type: ignore[return-value]
+
+
+def load(path: str | Path) -> Columns:
+    path = Path(path)
+    try:
+        size = os.path.getsize(path)
+        fh = _open(path)
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise TraceError(f"{path}: is a directory") from None
+    except PermissionError:
+        raise TraceError(f"{path}: permission denied") from None
+    cols = Columns(path=str(path), file_bytes=size)
+    try:
+        with fh:
+            _stream(fh, cols, path)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        if cols.events == 0:
+            raise TraceError(f"{path}: cannot read: {exc}") from None
+        cols.problems.append(f"the file ends early ({exc}); {cols.events} events were read")
+    if cols.events == 0 and not cols.problems:
+        raise TraceError(f"{path}: the trace holds no events")
+    return cols
+
+
+def _stream(fh: BinaryIO, cols: Columns, path: Path) -> None:
+    head = fh.read(BLOCK_BYTES)
+    if not head.lstrip()[:1] == b"{":
+        raise TraceError(f"{path}: not a JSON object (a Kineto trace starts with '{{')")
+    key = head.find(ARRAY_KEY)
+    if key < 0:
+        rest = head + fh.read()
+        if ARRAY_KEY not in rest:
+            raise TraceError(f"{path}: no 'traceEvents': not a PyTorch profiler (Kineto) trace")
+        head, key = rest, rest.find(ARRAY_KEY)
+    bracket = head.find(b"[", key)
+    first = head.find(EVENT_START, bracket)
+    between = head[bracket + 1: first] if first >= 0 else b""
+    if first < 0 or between.strip():
+        _whole_file(head + fh.read(), cols, path)
+        return
+    try:
+        cols.header = _header.decode(head[:key] + b'"traceEvents": []}')
+    except msgspec.DecodeError:
+        cols.problems.append("the trace header is not valid JSON; device properties are unknown")
+    buf = head[first:]
+    offset = first
+    while True:
+        block = fh.read(BLOCK_BYTES)
+        if not block:
+            break
+        buf += block
+        cut = buf.rfind(EVENT_START)
+        if cut <= 0:
+            continue
+        _decode_events(buf[:cut], cols, path, offset)
+        offset += cut
+        buf = buf[cut:]
+    end = buf.rfind(b"\n  ]")
+    if end < 0:
+        # truncated: decode every complete event we have
+        cut = buf.rfind(EVENT_START)
+        if cut > 0:
+            _decode_events(buf[:cut], cols, path, offset)
+        cols.problems.append(f"the trace is truncated inside traceEvents; the analysis covers the {cols.events} "
+                             "events before the cut")
+        return
+    _decode_events(buf[:end], cols, path, offset)
+
+
+def _decode_events(chunk: bytes, cols: Columns, path: Path, offset: int) -> None:
+    body = chunk.rstrip()
+    if body.endswith(b","):
+        body = body[:-1]
+    try:
+        events = _event_list.decode(b"[" + body + b"]")
+    except msgspec.ValidationError as exc:
+        raise TraceError(f"{path}: an event near byte {offset} is not a Kineto event: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise TraceError(f"{path}: corrupt JSON near byte {offset}: {exc}") from None
+    _add(cols, events)
+
+
+def _whole_file(data: bytes, cols: Columns, path: Path) -> None:
+    try:
+        whole = _whole.decode(data)
+    except msgspec.ValidationError as exc:
+        raise TraceError(f"{path}: not a Kineto trace: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise TraceError(f"{path}: corrupt or truncated JSON: {exc}") from None
+    cols.header = Header(whole.schemaVersion, whole.deviceProperties, whole.distributedInfo,
+                         whole.baseTimeNanoseconds, whole.cuda_runtime_version)
+    _add(cols, whole.traceEvents)
