@@ -111,7 +111,7 @@ def test_bad_budget_files(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(BudgetError, match=message):
         load_budget(path)
-    r = subprocess.run(GT + ["check", "--from", "tests/fixtures/h200/snapshot_idle_first.json", "--budget", str(path)],
+    r = subprocess.run(GT + ["check", "--from", "tests/fixtures/h200/snapshot_idle.json", "--budget", str(path)],
                        capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
     assert r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1
 
@@ -121,7 +121,7 @@ def test_budget_violations_are_findings_and_fail_on(tmp_path):
     path.write_text("[budget]\nvram_headroom_pct = 99.9\nmax_temperature_c = 20\nmin_pcie_width = 16\n"
                     "severity = 'critical'\n")
     root = os.path.dirname(os.path.dirname(__file__))
-    r = subprocess.run(GT + ["check", "--from", "tests/fixtures/h200/snapshot_idle_first.json", "--budget", str(path),
+    r = subprocess.run(GT + ["check", "--from", "tests/fixtures/h200/snapshot_idle.json", "--budget", str(path),
                              "--json"], capture_output=True, text=True, cwd=root)
     ids = {f["id"] for f in json.loads(r.stdout)["findings"]}
     assert {"budget.vram_headroom_pct", "budget.max_temperature_c"} <= ids

@@ -1,4 +1,5 @@
-"""A second process shares the GPU: both time-slice the SMs and each runs slower.
+"""A second process shares the GPU: both time-slice the SMs and each runs slower. The script starts
+the neighbour itself (detached, as an unrelated job would be) and stops it at exit.
 
 Fix: isolation (one job per GPU); here, the same work without the neighbour.
 """
@@ -18,12 +19,17 @@ NEIGHBOUR = ("import torch,time\n"
 def build(fixed: bool):
     a = torch.randn(N, N, device="cuda", dtype=torch.bfloat16)
     if not fixed:
-        proc = subprocess.Popen([sys.executable, "-c", NEIGHBOUR])
+        # start the neighbour as another job would be: detached (double fork), not our child
+        launcher = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', sys.argv[1]], "
+                    "start_new_session=True); print(p.pid)")
+        pid = int(subprocess.check_output([sys.executable, "-c", launcher, NEIGHBOUR]).decode())
         import atexit
+        import os
+        import signal
         import time
 
-        atexit.register(proc.kill)
-        time.sleep(4)  # let the neighbour start its loop
+        atexit.register(lambda: os.kill(pid, signal.SIGKILL))
+        time.sleep(6)  # let the neighbour start its loop
 
     def step() -> float:
         a @ a

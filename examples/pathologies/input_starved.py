@@ -1,4 +1,5 @@
-"""Input pipeline on one CPU core: numpy preprocessing of every batch inside the training loop.
+"""Input pipeline on one CPU core: numpy preprocessing of every batch inside the training loop,
+while the GPU waits.
 
 Fix (the seed's decision): move preprocessing into DataLoader workers, pin memory, prefetch.
 """
@@ -7,12 +8,12 @@ import numpy as np
 import torch
 from torch import nn
 
-BATCH, FEATURES = 256, 1024
+BATCH, FEATURES, HIDDEN = 1024, 1024, 8192
 
 
 def preprocess(rng: np.random.Generator) -> np.ndarray:
     raw = rng.standard_normal((BATCH, FEATURES), dtype=np.float32)
-    for _ in range(12):  # a stand-in for decoding/augmentation: pure CPU work
+    for _ in range(2):  # a stand-in for decoding/augmentation: pure CPU work
         raw = np.tanh(raw) * 1.01 + np.sin(raw) * 0.01
     return raw
 
@@ -26,7 +27,8 @@ class Batches(torch.utils.data.IterableDataset):
 
 
 def build(fixed: bool):
-    model = nn.Sequential(nn.Linear(FEATURES, 4096), nn.GELU(), nn.Linear(4096, FEATURES)).cuda().bfloat16()
+    model = nn.Sequential(nn.Linear(FEATURES, HIDDEN), nn.GELU(), nn.Linear(HIDDEN, HIDDEN), nn.GELU(),
+                          nn.Linear(HIDDEN, HIDDEN), nn.GELU(), nn.Linear(HIDDEN, FEATURES)).cuda().bfloat16()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     if fixed:
         loader = iter(torch.utils.data.DataLoader(Batches(), batch_size=None, num_workers=12, pin_memory=True,

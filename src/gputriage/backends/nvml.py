@@ -117,8 +117,11 @@ def _classify(exc: BaseException) -> Unavailable:
 class PynvmlBackend(NvmlBackend):
     """The real NVML. Each call is bounded in time; a hung driver call turns into `timeout`."""
 
-    def __init__(self, timeout_s: float = CALL_TIMEOUT_S, record: bool = True) -> None:
+    def __init__(self, timeout_s: float = CALL_TIMEOUT_S, record: bool = True, bounded: bool = True) -> None:
+        """`bounded=False` calls NVML on the caller's thread (the sampler's own daemon thread, where a
+        hung call stalls only sampling and a thread hand-off per call would cost more than the call)."""
         self.timeout_s = timeout_s
+        self.bounded = bounded
         self.record = record
         self.records: dict[str, Any] = {}
         self._handles: dict[int, Any] = {}
@@ -127,6 +130,13 @@ class PynvmlBackend(NvmlBackend):
         self._lock = threading.Lock()
 
     def _bounded(self, func: Any, *args: Any) -> Reading:
+        if not self.bounded:
+            try:
+                return func(*args)
+            except Exception as exc:
+                if type(exc).__name__.startswith("NVMLError") or hasattr(exc, "value"):
+                    return _classify(exc)
+                return Unavailable("error", f"{type(exc).__name__}: {exc}")
         if self._stuck:
             return Unavailable("timeout", "an earlier NVML call never returned")
         future = self._pool.submit(func, *args)

@@ -80,7 +80,7 @@ def run(
         except ValueError as exc:
             fail(str(exc), exits.USAGE)
 
-    session = Session(PynvmlBackend(record=False), Host(), store, "run", list(command), period_s=period,
+    session = Session(PynvmlBackend(record=False, bounded=False), Host(), store, "run", list(command), period_s=period,
                       use_gpm=not no_gpm)
     try:
         child = subprocess.Popen(argv, env=env)
@@ -153,7 +153,7 @@ def run(
             from gputriage.report.trace_terminal import render_verdict
 
             render_verdict(trace_result, err)
-            if verdict.get("merged"):
+            if verdict.get("merged") and verdict["merged"].get("bottleneck"):
                 m = verdict["merged"]
                 err.print(f"[bold]verdict:[/] [bold magenta]{m['bottleneck']}[/] ({m.get('why', m['source'])})")
     if store is not None:

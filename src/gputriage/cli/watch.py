@@ -83,7 +83,7 @@ def watch(
             store = Store(store_path)
         except StoreError as exc:
             fail(str(exc), exits.BAD_INPUT)
-    session = Session(PynvmlBackend(record=False), Host(), store, "watch", ["watch"], period_s=period)
+    session = Session(PynvmlBackend(record=False, bounded=False), Host(), store, "watch", ["watch"], period_s=period)
     if not session.gpus:
         err.print(f"gputriage: no GPU to watch ({session.system.get('nvml', 'NVML sees no GPU')}); showing the host")
     session.start()

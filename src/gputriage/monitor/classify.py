@@ -13,8 +13,9 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
 - throttled: a thermal or hardware slowdown reason in >= 30% of the window's samples, or the
   power cap active at a limit lowered below the default.
 - h2d_copy_bound: GPU mostly idle (SM < 30%) while PCIe RX >= 2 GB/s.
-- input_starved: GPU mostly idle (GPU-Util < 30%); certain when one workload thread is >= 85% busy
-  (a single-threaded input pipeline) or iowait >= 10%, else sync_bound remains possible.
+- input_starved: GPU mostly idle (GPU-Util < 30%); certain when iowait >= 10%; with one workload
+  thread >= 85% busy, a launch-bound loop of tiny kernels looks the same (launch_bound remains);
+  with no hot thread, the host may be blocked in synchronizations (sync_bound remains).
 - underfilled: GPU-Util >= 90% but SM activity < 50%: a kernel always runs, but it covers few SMs.
 - launch_bound / sync_bound: GPU idle a quarter of the time or more (30% <= GPU-Util < 75%): the
   host does not keep it fed — launch overhead (SM activity < 50%: short kernels), or host
@@ -146,8 +147,11 @@ def label(m: dict[str, Any], gpu_info: dict[str, Any]) -> tuple[B, list[B]]:
     if sm_v < SM_IDLE_PCT and (m["pcie_rx_mbps"] or 0) >= PCIE_RX_BUSY_MBPS:
         return B.h2d_copy_bound, []
     if busy_util < GPU_MOSTLY_IDLE_UTIL_PCT:
-        if thread >= HOT_THREAD_PCT or (m["iowait_pct"] or 0) >= IOWAIT_PCT:
+        if (m["iowait_pct"] or 0) >= IOWAIT_PCT:
             return B.input_starved, []
+        if thread >= HOT_THREAD_PCT:
+            # one saturated host thread: preprocessing — or Python launching tiny kernels one by one
+            return B.input_starved, [B.launch_bound]
         # the host waits on something that burns no CPU (network, sleep, a blocking sync) or is not visible
         return B.input_starved, [B.sync_bound]
     if sm_known and sm_v < SM_LOW_PCT and busy_util >= UTIL_FULL_PCT:

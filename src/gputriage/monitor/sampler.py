@@ -85,24 +85,45 @@ class GpuReader:
 
 
 class HostReader:
-    """Per-core CPU, iowait, memory, swap, faults, disk and network rates from /proc deltas."""
+    """Per-core CPU and iowait every sample; memory, swap, faults, disk and network rates every
+    `slow_every` samples (they move slowly, and reading them costs more than the CPU counters)."""
 
-    def __init__(self, host: Host) -> None:
+    def __init__(self, host: Host, slow_every: int = 10) -> None:
         self.host = host
+        self.slow_every = slow_every
         self._prev: dict[str, Any] | None = None
+        self._prev_slow: dict[str, Any] | None = None
+        self._tick = 0
+        self._last_slow: dict[str, Any] = {}
 
-    def _raw(self) -> dict[str, Any]:
+    def _raw(self, paths: tuple[tuple[str, str], ...]) -> dict[str, Any]:
         h = self.host
         raw: dict[str, Any] = {"t": time.monotonic()}
-        for key, path in (("stat", "/proc/stat"), ("vmstat", "/proc/vmstat"), ("meminfo", "/proc/meminfo"),
-                          ("disk", "/proc/diskstats"), ("net", "/proc/net/dev")):
+        for key, path in paths:
             raw[key] = h.read_text(path)
         h.records.clear()  # the sampler must not grow the recording
         return raw
 
     def read(self) -> dict[str, Any]:
-        cur = self._raw()
+        cur = self._raw((("stat", "/proc/stat"),))
         prev, self._prev = self._prev, cur
+        out: dict[str, Any] = {}
+        if prev is not None and isinstance(cur["stat"], str) and isinstance(prev["stat"], str):
+            a, b = parse_proc_stat(prev["stat"]), parse_proc_stat(cur["stat"])
+            cores = sorted((k for k in b if k != "cpu" and k in a), key=lambda k: int(k[3:]))
+            out["cpu"] = [round(cpu_busy_pct(a[k], b[k])[0], 1) for k in cores]
+            if "cpu" in a and "cpu" in b:
+                out["iowait"] = round(cpu_busy_pct(a["cpu"], b["cpu"])[1], 1)
+        if self._tick % self.slow_every == 0:
+            self._last_slow = self._read_slow()
+        self._tick += 1
+        out.update(self._last_slow)
+        return out
+
+    def _read_slow(self) -> dict[str, Any]:
+        cur = self._raw((("vmstat", "/proc/vmstat"), ("meminfo", "/proc/meminfo"), ("disk", "/proc/diskstats"),
+                         ("net", "/proc/net/dev")))
+        prev, self._prev_slow = self._prev_slow, cur
         out: dict[str, Any] = {}
         if isinstance(cur["meminfo"], str):
             kb = parse_keyed(cur["meminfo"])
@@ -111,12 +132,6 @@ class HostReader:
         if prev is None:
             return out
         dt = max(cur["t"] - prev["t"], 1e-6)
-        if isinstance(cur["stat"], str) and isinstance(prev["stat"], str):
-            a, b = parse_proc_stat(prev["stat"]), parse_proc_stat(cur["stat"])
-            cores = sorted((k for k in b if k != "cpu" and k in a), key=lambda k: int(k[3:]))
-            out["cpu"] = [round(cpu_busy_pct(a[k], b[k])[0], 1) for k in cores]
-            if "cpu" in a and "cpu" in b:
-                out["iowait"] = round(cpu_busy_pct(a["cpu"], b["cpu"])[1], 1)
         if isinstance(cur["vmstat"], str) and isinstance(prev["vmstat"], str):
             a, b = parse_keyed(prev["vmstat"]), parse_keyed(cur["vmstat"])
             out["majflt_s"] = round((b.get("pgmajfault", 0) - a.get("pgmajfault", 0)) / dt, 1)
@@ -133,37 +148,61 @@ class HostReader:
 
 
 class ProcessTreeReader:
-    """CPU (whole tree and its busiest thread), RSS, I/O rate and VRAM of a process and its children."""
+    """CPU of a process and its children every sample; their busiest thread, RSS, I/O rate and VRAM
+    once every `slow_every` samples (per-thread counters cost one file read per thread)."""
 
-    def __init__(self, pid: int, nvml: NvmlBackend, gpus: list[int]) -> None:
+    def __init__(self, pid: int, nvml: NvmlBackend, gpus: list[int], slow_every: int = 10) -> None:
         import psutil
 
         self.psutil = psutil
         self.root = psutil.Process(pid)
         self.nvml, self.gpus = nvml, gpus
-        self._prev: dict[int, tuple[float, dict[int, float], int, int]] = {}
-        self._prev_t = time.monotonic()
+        self.slow_every = slow_every
+        self._cpu_prev: dict[int, float] = {}
+        self._cpu_t = time.monotonic()
+        self._slow_prev: dict[int, tuple[dict[int, float], int, int]] = {}
+        self._slow_t = time.monotonic()
         self._tick = 0
-        self._vram: int | None = None
+        self._procs: list[Any] = []
+        self._slow: dict[str, Any] = {}
 
     def read(self) -> dict[str, Any]:
         ps = self.psutil
-        try:
-            procs = [self.root] + self.root.children(recursive=True)
-        except ps.Error:
-            return {}
+        if self._tick % (2 * self.slow_every) == 0 or not self._procs:  # scanning /proc for children is slow
+            try:
+                self._procs = [self.root] + self.root.children(recursive=True)
+            except ps.Error:
+                return {}
         now = time.monotonic()
-        dt = max(now - self._prev_t, 1e-6)
-        cpu = rss = rd = wr = 0.0
+        dt = max(now - self._cpu_t, 1e-6)
+        cpu = 0.0
+        seen: dict[int, float] = {}
+        for p in self._procs:
+            try:
+                t = p.cpu_times()
+            except ps.Error:
+                continue
+            total = t.user + t.system
+            seen[p.pid] = total
+            if p.pid in self._cpu_prev:
+                cpu += max(0.0, total - self._cpu_prev[p.pid]) / dt * 100
+        self._cpu_prev, self._cpu_t = seen, now
+        if self._tick % self.slow_every == 0:
+            self._slow = self._read_slow(now)
+        self._tick += 1
+        return {"pids": len(seen), "cpu_pct": round(cpu, 1), **self._slow}
+
+    def _read_slow(self, now: float) -> dict[str, Any]:
+        ps = self.psutil
+        dt = max(now - self._slow_t, 1e-6)
+        rss = rd = wr = 0.0
         top_thread = 0.0
-        seen: dict[int, tuple[float, dict[int, float], int, int]] = {}
-        for p in procs:
+        seen: dict[int, tuple[dict[int, float], int, int]] = {}
+        for p in self._procs:
             try:
                 with p.oneshot():
-                    t = p.cpu_times()
-                    total = t.user + t.system
                     threads = {th.id: th.user_time + th.system_time for th in p.threads()}
-                    mem = p.memory_info().rss
+                    rss += p.memory_info().rss
                     try:
                         io = p.io_counters()
                         ior, iow = io.read_bytes, io.write_bytes
@@ -171,24 +210,22 @@ class ProcessTreeReader:
                         ior = iow = 0
             except ps.Error:
                 continue
-            seen[p.pid] = (total, threads, ior, iow)
-            rss += mem
-            prev = self._prev.get(p.pid)
+            seen[p.pid] = (threads, ior, iow)
+            prev = self._slow_prev.get(p.pid)
             if prev is not None:
-                cpu += max(0.0, total - prev[0]) / dt * 100
-                rd += max(0, ior - prev[2]) / dt
-                wr += max(0, iow - prev[3]) / dt
+                rd += max(0, ior - prev[1]) / dt
+                wr += max(0, iow - prev[2]) / dt
                 for tid, tt in threads.items():
-                    if tid in prev[1]:
-                        top_thread = max(top_thread, (tt - prev[1][tid]) / dt * 100)
-        self._prev, self._prev_t = seen, now
-        if self._tick % 10 == 0:  # process lists are slower to read: once a second
-            self._vram = self._read_vram(set(seen))
-        self._tick += 1
-        out: dict[str, Any] = {"pids": len(seen), "cpu_pct": round(cpu, 1), "top_thread_pct": round(top_thread, 1),
-                               "rss": int(rss), "io_rd_bps": round(rd), "io_wr_bps": round(wr)}
-        if self._vram is not None:
-            out["vram"] = self._vram
+                    if tid in prev[0]:
+                        top_thread = max(top_thread, (tt - prev[0][tid]) / dt * 100)
+        first = not self._slow_prev
+        self._slow_prev, self._slow_t = seen, now
+        out: dict[str, Any] = {"rss": int(rss), "io_rd_bps": round(rd), "io_wr_bps": round(wr)}
+        if not first:
+            out["top_thread_pct"] = round(top_thread, 1)
+        vram = self._read_vram(set(seen))
+        if vram is not None:
+            out["vram"] = vram
         return out
 
     def _read_vram(self, pids: set[int]) -> int | None:
@@ -206,7 +243,7 @@ class ProcessTreeReader:
 
     def others_on_gpus(self) -> list[dict[str, Any]]:
         """Processes on the GPUs that are not this tree (for `contended`)."""
-        mine = set(self._prev)
+        mine = {p.pid for p in self._procs}
         out = []
         for i in self.gpus:
             listed = self.nvml.call("nvmlDeviceGetComputeRunningProcesses", i)

@@ -2,10 +2,12 @@
 
 gputriage puts a `sitecustomize` module first on the workload's PYTHONPATH. At interpreter start it
 starts a background thread that waits until the workload has initialized CUDA, then `skip_s`
-seconds more (warm-up), then profiles the process for `steps` optimizer steps (counted
-through torch.optim's global step hook) or, for code without an optimizer, for a time window,
-writes the Kineto trace, and stops. The trace is
-written from the profiling thread, before interpreter shutdown, so a crash at exit cannot lose it.
+seconds more (warm-up), then signals the process (SIGUSR2): the handler, which Python runs in the
+main thread, starts torch.profiler there. The profile covers `steps` optimizer steps (counted
+through torch.optim's global step hook) or, for code without an optimizer, a time window; a
+second signal stops it and writes the Kineto trace — before interpreter shutdown, so a crash at
+exit cannot lose it. The variables that arm it are removed at start, so child processes (data
+loader workers) are not profiled.
 """
 
 from __future__ import annotations
@@ -20,58 +22,67 @@ from typing import Any
 from gputriage.model.finding import Finding
 
 SITE = r'''
-import os, sys, threading, time
+import os, signal, sys, threading, time
 
 def _gputriage_profile():
-    out = os.environ.get("GPUTRIAGE_TRACE_OUT")
+    out = os.environ.pop("GPUTRIAGE_TRACE_OUT", None)  # popped: child processes do not profile
     if not out:
         return
-    skip = float(os.environ.get("GPUTRIAGE_PROFILE_SKIP_S", "3"))
-    steps = int(os.environ.get("GPUTRIAGE_PROFILE_STEPS", "10"))
-    window = float(os.environ.get("GPUTRIAGE_PROFILE_WINDOW_S", "0.5"))
+    skip = float(os.environ.pop("GPUTRIAGE_PROFILE_SKIP_S", "2"))
+    steps = int(os.environ.pop("GPUTRIAGE_PROFILE_STEPS", "10"))
+    window = float(os.environ.pop("GPUTRIAGE_PROFILE_WINDOW_S", "0.5"))
+    cuda = os.environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1"
+    state = {"prof": None, "steps": 0, "done": threading.Event(), "hook": None}
+
+    def ready():
+        torch = sys.modules.get("torch")
+        if torch is None or getattr(getattr(torch, "__spec__", None), "_initializing", True):
+            return False  # not imported, or still importing
+        return torch.cuda.is_initialized() if cuda else True
+
+    def on_signal(signum, frame):
+        # runs in the main thread, between two bytecodes of the workload
+        from torch.profiler import ProfilerActivity, profile
+        if state["prof"] is None:
+            acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+            state["prof"] = profile(activities=acts, record_shapes=True)
+            state["prof"].start()
+            try:
+                from torch.optim.optimizer import register_optimizer_step_post_hook
+
+                def hook(*_a, **_k):
+                    state["steps"] += 1
+                    if state["steps"] >= steps:
+                        state["done"].set()
+                state["hook"] = register_optimizer_step_post_hook(hook)
+            except Exception:
+                pass
+        else:
+            prof, state["prof"] = state["prof"], False
+            prof.stop()
+            if state["hook"] is not None:
+                state["hook"].remove()
+            prof.export_chrome_trace(out + ".tmp")
+            os.replace(out + ".tmp", out)
 
     def worker():
-        # wait (bounded) for the workload to use CUDA, then skip its warm-up
         deadline = time.time() + 300
-        while time.time() < deadline:
-            torch = sys.modules.get("torch")
-            if torch is not None and torch.cuda.is_initialized():
-                break
+        while not ready():
+            if time.time() > deadline:
+                return
             time.sleep(0.1)
-        else:
-            return
         time.sleep(skip)
-        from torch.profiler import ProfilerActivity, profile
-        counter = {"n": 0}
-        done = threading.Event()
-        handle = None
-        try:
-            from torch.optim.optimizer import register_optimizer_step_post_hook
-
-            def hook(*_a, **_k):
-                counter["n"] += 1
-                if counter["n"] >= steps:
-                    done.set()
-            handle = register_optimizer_step_post_hook(hook)
-        except Exception:
-            pass
-        acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
-        prof = profile(activities=acts, record_shapes=True)
-        prof.start()
+        os.kill(os.getpid(), signal.SIGUSR2)
         t0 = time.time()
-        # optimizer steps when there are any, else a time window; bounded either way
         while time.time() - t0 < 60:
-            if done.wait(0.05):
+            if state["done"].wait(0.05):
                 break
-            if counter["n"] == 0 and time.time() - t0 >= window:
+            if state["steps"] == 0 and state["prof"] and time.time() - t0 >= window:
                 break
-        prof.stop()
-        if handle is not None:
-            handle.remove()
-        tmp = out + ".tmp"
-        prof.export_chrome_trace(tmp)
-        os.replace(tmp, out)
+        if state["prof"]:
+            os.kill(os.getpid(), signal.SIGUSR2)
 
+    signal.signal(signal.SIGUSR2, on_signal)
     threading.Thread(target=worker, name="gputriage-profiler", daemon=True).start()
 
 _gputriage_profile()
