@@ -2,11 +2,12 @@
 
 gputriage puts a `sitecustomize` module first on the workload's PYTHONPATH. At interpreter start it
 starts a background thread that waits until the workload has initialized CUDA, then `skip_s`
-seconds more (warm-up), then signals the process (SIGUSR2): the handler, which Python runs in the
-main thread, starts torch.profiler there. The profile covers `steps` optimizer steps (counted
-through torch.optim's global step hook) or, for code without an optimizer, a time window; a
-second signal stops it and writes the Kineto trace — before interpreter shutdown, so a crash at
-exit cannot lose it. The variables that arm it are removed at start, so child processes (data
+seconds more (warm-up). It imports what the profiler needs (off the main thread), then asks for a
+start: the main thread starts torch.profiler at its next optimizer step or module forward (global
+hooks), or — for plain tensor code where neither fires — in a SIGUSR2 handler. The profile covers
+`steps` optimizer steps or, without an optimizer, a time window; it is stopped the same way and the
+Kineto trace written before interpreter shutdown, so a crash at exit cannot lose it. What happened
+is logged next to the trace. The variables that arm it are removed at start, so child processes (data
 loader workers) are not profiled.
 """
 
@@ -32,7 +33,13 @@ def _gputriage_profile():
     steps = int(os.environ.pop("GPUTRIAGE_PROFILE_STEPS", "10"))
     window = float(os.environ.pop("GPUTRIAGE_PROFILE_WINDOW_S", "0.5"))
     cuda = os.environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1"
-    state = {"prof": None, "steps": 0, "done": threading.Event(), "hook": None}
+    st = {"want": None, "prof": None, "steps": 0, "started": 0.0, "hooks": [], "finished": False}
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def note(msg):
+        with open(out + ".log", "a") as fh:
+            fh.write(msg + "\n")
 
     def ready():
         torch = sys.modules.get("torch")
@@ -40,30 +47,49 @@ def _gputriage_profile():
             return False  # not imported, or still importing
         return torch.cuda.is_initialized() if cuda else True
 
-    def on_signal(signum, frame):
-        # runs in the main thread, between two bytecodes of the workload
-        from torch.profiler import ProfilerActivity, profile
-        if state["prof"] is None:
-            acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-            state["prof"] = profile(activities=acts, record_shapes=True)
-            state["prof"].start()
+    def act(where):
+        # start or stop the profiler, on the main thread, at a point where the workload is not importing
+        with lock:
+            want, st["want"] = st["want"], None
+        if want == "start" and st["prof"] is None:
             try:
-                from torch.optim.optimizer import register_optimizer_step_post_hook
+                st["prof"] = st["make"]()
+                st["prof"].start()
+                st["started"] = time.time()
+                note("started at " + where)
+            except Exception as exc:
+                st["prof"] = False
+                note("ERROR start: %s: %s" % (type(exc).__name__, exc))
+                done.set()
+        elif want == "stop" and st["prof"]:
+            prof, st["prof"] = st["prof"], False
+            try:
+                prof.stop()
+                prof.export_chrome_trace(out + ".tmp")
+                os.replace(out + ".tmp", out)
+                note("stopped at %s after %d optimizer steps" % (where, st["steps"]))
+            except Exception as exc:
+                note("ERROR stop: %s: %s" % (type(exc).__name__, exc))
+            for h in st["hooks"]:
+                h.remove()
+            done.set()
 
-                def hook(*_a, **_k):
-                    state["steps"] += 1
-                    if state["steps"] >= steps:
-                        state["done"].set()
-                state["hook"] = register_optimizer_step_post_hook(hook)
-            except Exception:
-                pass
-        else:
-            prof, state["prof"] = state["prof"], False
-            prof.stop()
-            if state["hook"] is not None:
-                state["hook"].remove()
-            prof.export_chrome_trace(out + ".tmp")
-            os.replace(out + ".tmp", out)
+    def on_step(*_a, **_k):
+        if st["prof"]:
+            st["steps"] += 1
+            if st["steps"] >= steps:
+                with lock:
+                    st["want"] = st["want"] or "stop"
+        if st["want"]:
+            act("optimizer step")
+
+    def on_forward(*_a, **_k):
+        if st["want"]:
+            act("module forward")
+
+    def on_signal(signum, frame):
+        if st["want"]:
+            act("signal")
 
     def worker():
         deadline = time.time() + 300
@@ -72,15 +98,43 @@ def _gputriage_profile():
                 return
             time.sleep(0.1)
         time.sleep(skip)
-        os.kill(os.getpid(), signal.SIGUSR2)
-        t0 = time.time()
-        while time.time() - t0 < 60:
-            if state["done"].wait(0.05):
-                break
-            if state["steps"] == 0 and state["prof"] and time.time() - t0 >= window:
-                break
-        if state["prof"]:
-            os.kill(os.getpid(), signal.SIGUSR2)
+        try:
+            # import everything the profiler needs here, off the main thread, so starting it later
+            # imports nothing while the workload might be importing
+            import torch
+            import torch.profiler
+            from torch.profiler import ProfilerActivity, profile
+            for name in ("torch._dynamo", "torch._inductor", "torch.distributed"):
+                try:
+                    __import__(name)
+                except Exception:
+                    pass
+            acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+            st["make"] = lambda: profile(activities=acts, record_shapes=True)
+            from torch.optim.optimizer import register_optimizer_step_post_hook
+            from torch.nn.modules.module import register_module_forward_pre_hook
+            st["hooks"] = [register_optimizer_step_post_hook(on_step), register_module_forward_pre_hook(on_forward)]
+        except Exception as exc:
+            note("ERROR setup: %s: %s" % (type(exc).__name__, exc))
+            return
+        for want in ("start", "stop"):
+            with lock:
+                st["want"] = want
+            t0 = time.time()
+            while st["want"] == want and time.time() - t0 < 1.0:  # a hook acts at the next step or forward
+                time.sleep(0.01)
+            if st["want"] == want:  # plain tensor code: no hook fired, act from a signal handler
+                os.kill(os.getpid(), signal.SIGUSR2)
+            if want == "start":
+                t1 = time.time()
+                while time.time() - t1 < 60 and not done.is_set():
+                    if st["prof"] is False:
+                        return
+                    if st["steps"] >= steps or (st["steps"] == 0 and st["prof"] and time.time() - st["started"] >= window):
+                        break
+                    time.sleep(0.02)
+                if done.is_set():
+                    return
 
     signal.signal(signal.SIGUSR2, on_signal)
     threading.Thread(target=worker, name="gputriage-profiler", daemon=True).start()
@@ -114,8 +168,13 @@ def analyze_dir(folder: Path, keep: Path | None = None) -> tuple[dict[str, Any] 
     from gputriage.trace.load import TraceError
 
     trace = folder / "trace.json"
+    log = folder / "trace.json.log"
     try:
         if not trace.exists():
+            said = log.read_text().strip().splitlines() if log.exists() else []
+            errors = [line for line in said if line.startswith("ERROR")]
+            if errors:
+                return {"error": "the profiler failed in the workload: " + errors[0][6:]}, []
             return {"error": "no trace was written: the workload ended before the profiling window, or never "
                              "used CUDA (try a smaller --profile-skip)"}, []
         if keep is not None:

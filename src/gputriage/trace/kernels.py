@@ -1,6 +1,10 @@
 """The kernel table: top kernels by time, with count, duration statistics, tensor-core use, and
 where the launching op's shapes are known, achieved FLOP/s, bytes, arithmetic intensity and
-whether that puts the kernel under the memory or the compute roof."""
+whether that puts the kernel under the memory or the compute roof.
+
+Bytes are estimated from the recorded input shapes (each input read once, the output written
+once); an op that passes the same tensor twice (`y * y`) is counted twice, so its GB/s reads high.
+"""
 
 from __future__ import annotations
 

@@ -252,8 +252,8 @@ def load(path: str | Path) -> Columns:
         if cols.events == 0:
             raise TraceError(f"{path}: cannot read: {exc}") from None
         cols.problems.append(f"the file ends early ({exc}); {cols.events} events were read")
-    if cols.events == 0 and not cols.problems:
-        raise TraceError(f"{path}: the trace holds no events")
+    if cols.events == 0:
+        raise TraceError(f"{path}: the trace holds no events" + (f" ({cols.problems[0]})" if cols.problems else ""))
     return cols
 
 
@@ -292,10 +292,21 @@ def _stream(fh: BinaryIO, cols: Columns, path: Path) -> None:
         buf = buf[cut:]
     end = buf.rfind(b"\n  ]")
     if end < 0:
+        end = buf.rfind(b"]")  # not Kineto's own layout at the very end: try the last bracket
+        if end > 0:
+            try:
+                _decode_events(buf[:end], cols, path, offset)
+                return
+            except TraceError as exc:
+                bracket_error = exc
+        else:
+            bracket_error = None
         # truncated: decode every complete event we have
         cut = buf.rfind(EVENT_START)
         if cut > 0:
             _decode_events(buf[:cut], cols, path, offset)
+        if cols.events == 0 and bracket_error is not None:
+            raise bracket_error
         cols.problems.append(f"the trace is truncated inside traceEvents; the analysis covers the {cols.events} "
                              "events before the cut")
         return

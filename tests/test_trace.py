@@ -1,0 +1,169 @@
+"""`gputriage trace` on real H200 traces (each with its verdict), generated CPU traces, bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gputriage.trace.analyze import analyze
+from gputriage.trace.load import TraceError, load
+
+TRACES = Path(__file__).parent / "fixtures" / "h200" / "traces"
+GT = [sys.executable, "-m", "gputriage"]
+
+EXPECTED = {
+    "trace_starved": "input_starved",
+    "input_starved": "input_starved",
+    "pageable_copy": "h2d_copy_bound",
+    "pageable_copy_fixed": "h2d_copy_bound",
+    "launch_bound": "launch_bound",
+    "launch_bound_fixed": "underfilled",  # the CUDA graph removed the gaps; batch-1 kernels fill few SMs
+    "item_sync": "launch_bound",  # tiny fp32 layers: launches cost more than the per-layer .item() syncs
+    "fp32_no_tensor_cores": "tensor_cores_idle",
+    "unfused_elementwise": "memory_bound",
+    "healthy": "compute_bound",
+    "small_batch": "launch_bound",
+    "contended": "compute_bound",  # another process is invisible to a trace; the sampler names it
+}
+
+
+def report(name: str):
+    return analyze([TRACES / f"{name}.json.gz"])
+
+
+@pytest.mark.parametrize("name, expected", sorted(EXPECTED.items()))
+def test_recorded_h200_traces_get_their_verdict(name, expected):
+    rep, findings = report(name)
+    assert rep["verdict"]["bottleneck"] == expected
+    anatomy = rep["ranks"][0]["anatomy"][0]
+    total = sum(v["us"] for v in anatomy["busy"].values()) + sum(v["us"] for v in anatomy["idle"].values())
+    assert abs(total - anatomy["window_us"]) < 0.01 * anatomy["window_us"]  # the anatomy adds up
+
+
+def test_syncs_are_counted_and_attributed_to_the_op_that_made_them():
+    rep, findings = report("item_sync")
+    syncs = rep["ranks"][0]["anatomy"][0]["syncs"]
+    assert syncs["by_op"][0]["op"] == "aten::item" and syncs["by_op"][0]["calls"] == 90
+    assert "trace.sync_bound" in {f.id for f in findings}
+    rep, _ = report("trace_starved")
+    assert rep["ranks"][0]["anatomy"][0]["syncs"]["by_op"][0]["op"] == "aten::to"
+
+
+def test_pageable_copies_warn_and_pinned_ones_do_not():
+    _, f = report("pageable_copy")
+    assert {x.id: x.severity.name for x in f}["trace.h2d_copy_bound"] == "warn"
+    _, f = report("pageable_copy_fixed")
+    assert {x.id: x.severity.name for x in f}["trace.h2d_copy_bound"] == "info"
+
+
+def test_kernel_table_knows_tensor_cores_and_roofs():
+    rep, _ = report("fp32_no_tensor_cores")
+    top = rep["ranks"][0]["kernels"][0]
+    assert top["kind"] == "gemm_other" and top["tensor_cores"] is False
+    assert 30 < top["achieved_tflops"] < 67  # fp32 on CUDA cores: under the 67 TFLOP/s datasheet rate
+    rep, _ = report("healthy")
+    top = rep["ranks"][0]["kernels"][0]
+    assert top["tensor_cores"] and 500 < top["achieved_tflops"] < 990 and top["roof"] == "compute"
+    rep, f = report("unfused_elementwise")
+    rows = [k for k in rep["ranks"][0]["kernels"] if k.get("achieved_gbs")]
+    assert rows and all(k["roof"] == "memory" for k in rows)
+    # unary ops read one tensor and write one: their estimate is exact, and near the 4.8 TB/s of HBM3e
+    assert sum(1 for k in rows if 3500 < k["achieved_gbs"] < 4800) >= 3
+    assert {x.id: x.severity.name for x in f}["trace.memory_bound"] == "warn"
+
+
+def test_cuda_graph_launches_are_handled():
+    rep, _ = report("launch_bound_fixed")
+    a = rep["ranks"][0]["anatomy"][0]
+    assert a["kernels"] > 1000 and a["busy_pct"] > 85
+
+
+def test_compact_json_gives_the_same_answer_as_the_streamed_kineto_layout(tmp_path):
+    data = json.loads(gzip.decompress((TRACES / "pageable_copy.json.gz").read_bytes()))
+    compact = tmp_path / "compact.json"
+    compact.write_text(json.dumps(data, separators=(",", ":")))
+    a, _ = analyze([compact])
+    b, _ = report("pageable_copy")
+    assert a["verdict"] == b["verdict"]
+
+
+def test_truncated_trace_is_a_partial_analysis_that_says_so(tmp_path):
+    raw = gzip.decompress((TRACES / "launch_bound.json.gz").read_bytes())
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(raw[: len(raw) // 2])
+    rep, _ = analyze([cut])
+    problems = rep["ranks"][0]["problems"]
+    assert any("truncated" in p for p in problems)
+    # Kineto writes host events before device events: half a file has no GPU activity left, and says so
+    assert rep["ranks"][0]["events"] > 1000
+    assert rep["verdict"]["bottleneck"] is None and any("no GPU activity" in p for p in problems)
+    raw_cut = raw[: int(len(raw) * 0.97)]
+    cut.write_bytes(raw_cut)
+    rep, _ = analyze([cut])
+    assert rep["verdict"]["bottleneck"] == "launch_bound" and any("truncated" in p for p in rep["ranks"][0]["problems"])
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "not a JSON object"),
+    (b"[1, 2, 3]", "not a JSON object"),
+    (b'{"schemaVersion": 1}', "not a PyTorch profiler"),
+    (b'{"traceEvents": []}', "no events"),
+    (b'{"traceEvents": [\n  {"ph": "X", "cat": "kernel", "name": "k", "ts": "soon"}]}', "not a Kineto"),
+    (b'{"traceEvents": [\n  {"ph": "X", "cat": "kernel", ,]}', "corrupt"),
+    (b"\x00\x01\x02garbage", "not a JSON object"),
+])
+def test_bad_files_are_clear_errors(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(TraceError, match=message):
+        analyze([path])
+    r = subprocess.run(GT + ["trace", str(path)], capture_output=True, text=True)
+    assert r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_missing_file_and_directory(tmp_path):
+    for target in (tmp_path / "nope.json", tmp_path):
+        r = subprocess.run(GT + ["trace", str(target)], capture_output=True, text=True)
+        assert r.returncode == 3 and "Traceback" not in r.stderr
+
+
+def test_trace_json_has_a_verdict_key():
+    r = subprocess.run(GT + ["trace", str(TRACES / "healthy.json.gz"), "--json"], capture_output=True, text=True)
+    out = json.loads(r.stdout)
+    assert out["verdict"]["bottleneck"] == "compute_bound" and out["schema"] == "gputriage.trace"
+
+
+def test_two_ranks_give_a_cross_rank_view(tmp_path):
+    data = json.loads(gzip.decompress((TRACES / "healthy.json.gz").read_bytes()))
+    paths = []
+    for rank in (0, 1):
+        data["distributedInfo"] = {"rank": rank, "world_size": 2}
+        p = tmp_path / f"rank{rank}.json"
+        p.write_text(json.dumps(data, indent=2))
+        paths.append(p)
+    rep, _ = analyze(paths)
+    assert [r["rank"] for r in rep["multi_rank"]["per_rank"]] == [0, 1]
+    assert rep["multi_rank"]["stragglers"] == []
+
+
+def test_a_cpu_only_trace_recorded_here_parses_and_says_what_is_missing(tmp_path):
+    torch = pytest.importorskip("torch")
+    out = tmp_path / "cpu.json"
+    m = torch.nn.Linear(64, 64)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        for _ in range(5):
+            m(torch.randn(32, 64)).sum().backward()
+            prof.step()
+    prof.export_chrome_trace(str(out))
+    cols = load(out)
+    assert len(cols.o_ts) > 10 and len(cols.g_ts) == 0
+    rep, findings = analyze([out])
+    assert rep["verdict"]["bottleneck"] is None and findings == []
+    assert any("no GPU activity" in p for p in rep["ranks"][0]["problems"])
+    flops = [f for f, n in zip(cols.o_flops, cols.o_name) if cols.names[n] == "aten::addmm"]
+    assert flops and flops[0] == 2 * 32 * 64 * 64
