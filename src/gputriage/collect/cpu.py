@@ -7,7 +7,7 @@ user's load.
 
 from __future__ import annotations
 
-import statistics
+from gputriage.model.numbers import median
 from typing import Any
 
 from gputriage.collect.base import Context, fact
@@ -78,7 +78,7 @@ def end(ctx: Context, first: Any, window_s: float) -> list[Fact]:
     ]
     if per_core:
         facts += [fact("host.cpu.max_core_busy_pct", max(per_core), src),
-                  fact("host.cpu.median_core_busy_pct", round(statistics.median(per_core), 1), src)]
+                  fact("host.cpu.median_core_busy_pct", round(median(per_core), 1), src)]
     return facts
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "specs.json"
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class GpuSpec:
 
 @lru_cache(maxsize=1)
 def database() -> dict[str, Any]:
-    return json.loads(resources.files("gputriage").joinpath("data/specs.json").read_text())
+    return json.loads(DATA.read_text())
 
 
 def all_specs() -> list[GpuSpec]:

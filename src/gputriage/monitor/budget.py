@@ -16,7 +16,7 @@ against a snapshot (`check`) or a run's samples (`run`, `watch`). Violations are
 
 from __future__ import annotations
 
-import statistics
+from gputriage.model.numbers import median
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,7 +164,7 @@ def check_samples(budget: Budget, samples: list[dict[str, Any]], gpus: list[int]
                   for g in s.get("gpus", []) if g.get("index") == i]
         sm = [g["gpm"]["2"] for g in steady if "2" in g.get("gpm", {})]
         if "min_sm_active_pct" in lim and sm:
-            med = round(statistics.median(sm), 1)
+            med = round(median(sm), 1)
             if med < lim["min_sm_active_pct"]:
                 out.append(_finding(budget, "min_sm_active_pct", f"gpu.{i}", med, f"median SM activity {med}%"))
     hosts = [s.get("host", {}) for s in samples]
@@ -173,6 +173,6 @@ def check_samples(budget: Budget, samples: list[dict[str, Any]], gpus: list[int]
         if swapin > 0:
             out.append(_finding(budget, "no_swap", "host", swapin, "pages swapped in during the run"))
     iow = [h["iowait"] for h in hosts if "iowait" in h]
-    if "max_iowait_pct" in lim and iow and statistics.median(iow) > lim["max_iowait_pct"]:
-        out.append(_finding(budget, "max_iowait_pct", "host", statistics.median(iow), "median iowait"))
+    if "max_iowait_pct" in lim and iow and median(iow) > lim["max_iowait_pct"]:
+        out.append(_finding(budget, "max_iowait_pct", "host", median(iow), "median iowait"))
     return out

@@ -28,7 +28,7 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
 
 from __future__ import annotations
 
-import statistics
+from gputriage.model.numbers import median
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +94,7 @@ class Window:
 
 def _median(values: list[Any]) -> float | None:
     vals = [float(v) for v in values if v is not None]
-    return statistics.median(vals) if vals else None
+    return median(vals) if vals else None
 
 
 def window_metrics(rows: list[dict[str, Any]], gpu: int) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import platform
 import socket
-import statistics
+from gputriage.model.numbers import median
 import sys
 from typing import Any
 
@@ -118,12 +118,12 @@ def run_findings(verdicts: dict[int, dict[str, Any]], samples: list[dict[str, An
                            evidence={"max_swapin_pages_s": max(swapin), "samples_swapping": sum(1 for x in swapin if x > 0)},
                            subject="host"))
     iowait = [h["iowait"] for h in hosts if "iowait" in h]
-    if iowait and statistics.median(iowait) >= classify.IOWAIT_PCT:
+    if iowait and median(iowait) >= classify.IOWAIT_PCT:
         out.append(Finding(id="run.host_iowait", severity=Severity.warn, step=4,
                            symptom="CPUs waited on I/O during the run",
                            cause="Storage or a network filesystem cannot feed the input pipeline",
                            decision="Use local NVMe, sharded sequential formats, caching; measure with `gputriage bench`",
-                           evidence={"median_iowait_pct": statistics.median(iowait)}, subject="host"))
+                           evidence={"median_iowait_pct": median(iowait)}, subject="host"))
     return out
 
 

@@ -3,7 +3,7 @@ and across ranks: stragglers and communication/computation overlap."""
 
 from __future__ import annotations
 
-import statistics
+from gputriage.model.numbers import median
 import time
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ def _elementwise_bytes(cols: Columns, kinds: list[str]) -> tuple[float, int]:
             sizes.append(ext_bytes[e])
             if ext_bytes[e] >= CHAIN_MIN_BYTES:
                 big_names.add(cols.g_name[i])
-    return (statistics.median(sizes) if sizes else 0.0), len(big_names)
+    return (median(sizes) if sizes else 0.0), len(big_names)
 
 
 def _overlap(cols: Columns, kinds: list[str], device: int) -> dict[str, Any] | None:
@@ -131,12 +131,12 @@ def _cross_rank(ranks: list[dict[str, Any]]) -> dict[str, Any]:
         a = (r.get("anatomy") or [{}])[0]
         steps = [s["dur_us"] for s in a.get("steps", [])]
         rows.append({"rank": r.get("rank"), "file": r["file"], "window_us": a.get("window_us"),
-                     "busy_pct": a.get("busy_pct"), "median_step_us": statistics.median(steps) if steps else None,
+                     "busy_pct": a.get("busy_pct"), "median_step_us": median(steps) if steps else None,
                      "bottleneck": (r.get("verdict") or {}).get("bottleneck"),
                      "comm_overlapped_pct": (r.get("overlap") or {}).get("overlapped_pct")})
     basis = "median_step_us" if all(x["median_step_us"] for x in rows) else "window_us"
     values = [x[basis] for x in rows if x[basis]]
-    med = statistics.median(values) if values else 0
+    med = median(values) if values else 0
     stragglers = [x["rank"] if x["rank"] is not None else x["file"] for x in rows
                   if med and x[basis] and 100 * (x[basis] - med) / med >= STRAGGLER_PCT]
     busy = [x["busy_pct"] for x in rows if x["busy_pct"] is not None]

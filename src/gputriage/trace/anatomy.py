@@ -28,6 +28,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
+from gputriage.model.numbers import median
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.load import KERNEL, MEMCPY, Columns
 
@@ -151,10 +152,7 @@ class Anatomy:
 
 
 def _median(xs: list[float]) -> float:
-    if not xs:
-        return 0.0
-    xs = sorted(xs)
-    return xs[len(xs) // 2]
+    return median(xs) if xs else 0.0
 
 
 def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:

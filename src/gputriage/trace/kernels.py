@@ -8,7 +8,7 @@ once); an op that passes the same tensor twice (`y * y`) is counted twice, so it
 
 from __future__ import annotations
 
-import statistics
+from gputriage.model.numbers import median
 from typing import Any
 
 from gputriage.model.specs import GpuSpec
@@ -44,7 +44,7 @@ def table(cols: Columns, kinds: list[str], spec: GpuSpec | None, top: int = 15) 
         row: dict[str, Any] = {
             "name": cols.names[name_id], "kind": g["kind"], "tensor_cores": kk.uses_tensor_cores(g["kind"]),
             "count": len(durs), "total_us": round(t, 1), "pct_of_kernel_time": round(100 * t / total, 1),
-            "mean_us": round(t / len(durs), 2), "median_us": round(statistics.median(durs), 2),
+            "mean_us": round(t / len(durs), 2), "median_us": round(median(durs), 2),
             "max_us": round(max(durs), 2),
         }
         if g["timed_us"] > 0 and (g["flops"] or g["bytes"]):

@@ -117,6 +117,7 @@ class Columns:
     events: int = 0
     skipped_kinds: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    _cost_cache: dict[tuple[int, bytes, bytes], tuple[float, float, int]] = field(default_factory=dict)
     path: str = ""
     file_bytes: int = 0
 
@@ -129,8 +130,8 @@ class Columns:
 
 
 def _tid(value: Union[int, str]) -> int:
-    if isinstance(value, int):
-        return value
+    if value.__class__ is int:
+        return value  # type: ignore[return-value]
     digits = "".join(ch for ch in str(value) if ch.isdigit())
     return int(digits) if digits else -1
 
@@ -176,54 +177,80 @@ def op_cost(name: str, dims: Any, types: Any) -> tuple[float, float, str]:
     return flops, nbytes, dtype
 
 
+_NO_ARGS = Args()
+
+
+def _cost(cols: Columns, name_id: int, name: str, a: Args) -> tuple[float, float, int]:
+    """op_cost, cached by (op, shapes, dtypes): training steps repeat the same shapes every step."""
+    if not len(a.dims):
+        return (a.flops or 0.0), 0.0, cols.intern("")
+    key = (name_id, bytes(a.dims), bytes(a.types))
+    hit = cols._cost_cache.get(key)
+    if hit is None:
+        try:
+            flops, nbytes, dtype = op_cost(name, _raw_list.decode(a.dims),
+                                           _raw_list.decode(a.types) if len(a.types) else [])
+        except msgspec.DecodeError:
+            flops, nbytes, dtype = 0.0, 0.0, ""
+        hit = cols._cost_cache[key] = (flops, nbytes, cols.intern(dtype))
+    if a.flops:
+        return a.flops, hit[1], hit[2]
+    return hit
+
+
 def _add(cols: Columns, events: list[Event]) -> None:
-    intern = cols.intern
+    """Append a decoded chunk to the columns, one category at a time (list comprehensions and
+    array.extend: an append per field per event would cost more than the JSON decode)."""
+    gpu, rt, ops = [], [], []
+    skipped = cols.skipped_kinds
     for e in events:
         cat = e.cat
-        kind = GPU_CATS.get(cat)
-        if kind is not None and e.ph == "X":
-            a = e.args or Args()
-            cols.g_ts.append(e.ts)
-            cols.g_dur.append(e.dur)
-            cols.g_name.append(intern(e.name))
-            cols.g_kind.append(kind)
-            cols.g_dev.append(a.device if a.device is not None else _tid(e.pid))
-            cols.g_stream.append(a.stream if a.stream is not None else _tid(e.tid))
-            cols.g_corr.append(a.correlation if a.correlation is not None else -1)
-            cols.g_ext.append(a.external_id if a.external_id is not None else -1)
-            cols.g_bytes.append(a.nbytes or 0)
-            cols.g_bpsm.append(a.blocks_per_sm if a.blocks_per_sm is not None else -1.0)
-        elif cat in RUNTIME_CATS and e.ph == "X":
-            a = e.args or Args()
-            cols.r_ts.append(e.ts)
-            cols.r_dur.append(e.dur)
-            cols.r_name.append(intern(e.name))
-            cols.r_tid.append(_tid(e.tid))
-            cols.r_corr.append(a.correlation if a.correlation is not None else -1)
-        elif cat == "cpu_op" and e.ph == "X":
-            a = e.args or Args()
-            flops, nbytes, dtype = 0.0, 0.0, ""
-            if len(a.dims):
-                try:
-                    flops, nbytes, dtype = op_cost(e.name, _raw_list.decode(a.dims),
-                                                   _raw_list.decode(a.types) if len(a.types) else [])
-                except msgspec.DecodeError:
-                    pass
-            if a.flops:
-                flops = a.flops
-            cols.o_ts.append(e.ts)
-            cols.o_dur.append(e.dur)
-            cols.o_name.append(intern(e.name))
-            cols.o_tid.append(_tid(e.tid))
-            cols.o_ext.append(a.external_id if a.external_id is not None else -1)
-            cols.o_flops.append(flops)
-            cols.o_bytes.append(nbytes)
-            cols.o_dtype.append(intern(dtype))
+        if e.ph != "X":
+            key = cat or e.ph
+            skipped[key] = skipped.get(key, 0) + 1
+        elif cat in GPU_CATS:
+            gpu.append(e)
+        elif cat in RUNTIME_CATS:
+            rt.append(e)
+        elif cat == "cpu_op":
+            ops.append(e)
         elif cat == "user_annotation" and e.name.startswith("ProfilerStep#"):
             cols.steps.append((e.name, e.ts, e.dur))
         else:
             key = cat or e.ph
-            cols.skipped_kinds[key] = cols.skipped_kinds.get(key, 0) + 1
+            skipped[key] = skipped.get(key, 0) + 1
+    intern = cols.intern
+    if gpu:
+        args = [e.args or _NO_ARGS for e in gpu]
+        cols.g_ts.extend([e.ts for e in gpu])
+        cols.g_dur.extend([e.dur for e in gpu])
+        cols.g_name.extend([intern(e.name) for e in gpu])
+        cols.g_kind.extend([GPU_CATS[e.cat] for e in gpu])
+        cols.g_dev.extend([a.device if a.device is not None else _tid(e.pid) for e, a in zip(gpu, args)])
+        cols.g_stream.extend([a.stream if a.stream is not None else _tid(e.tid) for e, a in zip(gpu, args)])
+        cols.g_corr.extend([a.correlation if a.correlation is not None else -1 for a in args])
+        cols.g_ext.extend([a.external_id if a.external_id is not None else -1 for a in args])
+        cols.g_bytes.extend([a.nbytes or 0 for a in args])
+        cols.g_bpsm.extend([a.blocks_per_sm if a.blocks_per_sm is not None else -1.0 for a in args])
+    if rt:
+        cols.r_ts.extend([e.ts for e in rt])
+        cols.r_dur.extend([e.dur for e in rt])
+        cols.r_name.extend([intern(e.name) for e in rt])
+        cols.r_tid.extend([_tid(e.tid) for e in rt])
+        cols.r_corr.extend([(e.args or _NO_ARGS).correlation if (e.args or _NO_ARGS).correlation is not None else -1
+                            for e in rt])
+    if ops:
+        args = [e.args or _NO_ARGS for e in ops]
+        names = [intern(e.name) for e in ops]
+        costs = [_cost(cols, n, e.name, a) for n, e, a in zip(names, ops, args)]
+        cols.o_ts.extend([e.ts for e in ops])
+        cols.o_dur.extend([e.dur for e in ops])
+        cols.o_name.extend(names)
+        cols.o_tid.extend([_tid(e.tid) for e in ops])
+        cols.o_ext.extend([a.external_id if a.external_id is not None else -1 for a in args])
+        cols.o_flops.extend([c[0] for c in costs])
+        cols.o_bytes.extend([c[1] for c in costs])
+        cols.o_dtype.extend([c[2] for c in costs])
     cols.events += len(events)
 
 
@@ -277,7 +304,7 @@ def _stream(fh: BinaryIO, cols: Columns, path: Path) -> None:
         cols.header = _header.decode(head[:key] + b'"traceEvents": []}')
     except msgspec.DecodeError:
         cols.problems.append("the trace header is not valid JSON; device properties are unknown")
-    buf = head[first:]
+    buf = bytearray(head[first:])
     offset = first
     while True:
         block = fh.read(BLOCK_BYTES)
@@ -287,15 +314,15 @@ def _stream(fh: BinaryIO, cols: Columns, path: Path) -> None:
         cut = buf.rfind(EVENT_START)
         if cut <= 0:
             continue
-        _decode_events(buf[:cut], cols, path, offset)
+        _decode_in_place(buf, cut, cols, path, offset)
         offset += cut
-        buf = buf[cut:]
+        del buf[:cut]
     end = buf.rfind(b"\n  ]")
     if end < 0:
         end = buf.rfind(b"]")  # not Kineto's own layout at the very end: try the last bracket
         if end > 0:
             try:
-                _decode_events(buf[:end], cols, path, offset)
+                _decode_events(bytes(buf[:end]), cols, path, offset)
                 return
             except TraceError as exc:
                 bracket_error = exc
@@ -304,13 +331,37 @@ def _stream(fh: BinaryIO, cols: Columns, path: Path) -> None:
         # truncated: decode every complete event we have
         cut = buf.rfind(EVENT_START)
         if cut > 0:
-            _decode_events(buf[:cut], cols, path, offset)
+            _decode_events(bytes(buf[:cut]), cols, path, offset)
         if cols.events == 0 and bracket_error is not None:
             raise bracket_error
         cols.problems.append(f"the trace is truncated inside traceEvents; the analysis covers the {cols.events} "
                              "events before the cut")
         return
-    _decode_events(buf[:end], cols, path, offset)
+    _decode_events(bytes(buf[:end]), cols, path, offset)
+
+
+def _decode_in_place(buf: bytearray, cut: int, cols: Columns, path: Path, offset: int) -> None:
+    """Decode the events in buf[:cut] without copying: buf[0] is the newline before the first event
+    and, in Kineto's layout, the last non-blank byte before `cut` is the comma after an event; they
+    become the array's brackets."""
+    last = cut - 1
+    while last > 0 and buf[last] in b" \n\r\t":
+        last -= 1
+    if buf[last] != ord(","):
+        _decode_events(bytes(buf[:cut]), cols, path, offset)
+        return
+    buf[0] = ord("[")
+    buf[last] = ord("]")
+    view = memoryview(buf)
+    try:
+        events = _event_list.decode(view[: last + 1])
+    except msgspec.ValidationError as exc:
+        raise TraceError(f"{path}: an event near byte {offset} is not a Kineto event: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise TraceError(f"{path}: corrupt JSON near byte {offset}: {exc}") from None
+    finally:
+        view.release()
+    _add(cols, events)
 
 
 def _decode_events(chunk: bytes, cols: Columns, path: Path, offset: int) -> None:
