@@ -127,3 +127,13 @@ def test_budget_violations_are_findings_and_fail_on(tmp_path):
     assert {"budget.vram_headroom_pct", "budget.max_temperature_c"} <= ids
     assert "budget.min_pcie_width" not in ids  # the recorded link is x16
     assert r.returncode == 1
+
+
+def test_watch_runs_for_a_while_and_leaves_with_a_summary(tmp_path):
+    r = subprocess.run(GT + ["watch", "--seconds", "1.5", "--store", str(tmp_path / "w.sqlite")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "gputriage watch" in r.stdout and "Traceback" not in r.stderr
+    runs = json.loads(subprocess.run(GT + ["runs", "--store", str(tmp_path / "w.sqlite"), "--json"],
+                                     capture_output=True, text=True).stdout)["runs"]
+    assert runs[0]["kind"] == "watch" and runs[0]["samples"] >= 5
