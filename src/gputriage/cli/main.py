@@ -9,6 +9,7 @@ import typer
 
 from gputriage import __version__
 from gputriage.cli import exits
+from gputriage.cli.bench import bench
 from gputriage.cli.check import check
 from gputriage.cli.rules import rules
 from gputriage.cli.run import run
@@ -26,6 +27,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.command()(check)
+app.command()(bench)
 app.command()(snapshot)
 app.command()(rules)
 app.command(context_settings={"allow_interspersed_args": False})(run)

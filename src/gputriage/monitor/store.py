@@ -31,6 +31,12 @@ CREATE TABLE IF NOT EXISTS samples (
     data TEXT NOT NULL             -- JSON sample
 );
 CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, t);
+CREATE TABLE IF NOT EXISTS benches (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    started REAL NOT NULL,
+    machine TEXT NOT NULL,         -- hostname and GPU UUIDs: "the same machine"
+    results TEXT NOT NULL          -- JSON list of probe results
+);
 """
 
 
@@ -100,6 +106,16 @@ class Store:
         return {"id": rid, "kind": kind, "command": json.loads(cmd), "started": started, "ended": ended,
                 "exit_code": code, "meta": json.loads(meta), "verdict": json.loads(verdict) if verdict else None,
                 "findings": json.loads(findings) if findings else [], "complete": ended is not None}
+
+    def add_bench(self, machine: str, results: list[dict[str, Any]]) -> int:
+        cur = self.db.execute("INSERT INTO benches(started, machine, results) VALUES (?, ?, ?)",
+                              (time.time(), machine, json.dumps(results, default=str)))
+        return int(cur.lastrowid)
+
+    def last_bench(self, machine: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT id, started, results FROM benches WHERE machine = ? ORDER BY id DESC LIMIT 1",
+                              (machine,)).fetchone()
+        return {"id": row[0], "started": row[1], "results": json.loads(row[2])} if row else None
 
     def samples(self, run_id: int) -> Iterator[dict[str, Any]]:
         for (data,) in self.db.execute("SELECT data FROM samples WHERE run_id = ? ORDER BY t", (run_id,)):

@@ -1,0 +1,101 @@
+"""`bench` on a machine without a GPU: host probes, cleanup, the spec database, bands and findings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gputriage.model.probe import ProbeResult
+from gputriage.model.specs import all_specs, database, match
+from gputriage.probes import bench as b
+from gputriage.probes import disk
+
+GT = [sys.executable, "-m", "gputriage"]
+
+
+def test_spec_database_matches_by_pci_id_and_memory():
+    assert match("0x2335").name == "NVIDIA H200"
+    assert match("0x20b2", 80 * 10**9).data["memory_bw_gbs"] == 2039
+    assert match(None, None, "NVIDIA H200").data["bf16_tflops"] == 989.4
+    assert match("0xffff") is None
+    sources = database()["sources"]
+    for s in all_specs():
+        assert s.data["source"] in sources
+        # dense, not sparse: the bf16 rate is about twice the tf32 rate where both are known
+        if s.data.get("bf16_tflops") and s.data.get("tf32_tflops"):
+            assert s.data["bf16_tflops"] <= 2.05 * s.data["tf32_tflops"]
+    assert match("0x2335").ridge_flop_per_byte("bf16") == pytest.approx(206.1, abs=0.1)
+
+
+def test_bench_specs_json():
+    out = json.loads(subprocess.run(GT + ["bench", "--specs", "--json"], capture_output=True, text=True).stdout)
+    names = {s["name"] for s in out["specs"]}
+    assert {"NVIDIA H200", "NVIDIA H100 SXM5 80GB", "NVIDIA L4", "NVIDIA GeForce RTX 4090", "NVIDIA T4"} <= names
+
+
+def test_disk_probe_measures_and_removes_its_file(tmp_path):
+    results = disk.probe(tmp_path, size_bytes=8 << 20, seconds=0.3)
+    assert [r.name for r in results] == ["disk.seq_read", "disk.rand_read_4k"]
+    assert all(r.value > 0 for r in results) and results[0].detail["cache"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_disk_probe_cleans_up_on_ctrl_c(tmp_path, monkeypatch):
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(disk, "_builtin", interrupted)
+    monkeypatch.setattr(disk.shutil, "which", lambda _name: None)
+    with pytest.raises(KeyboardInterrupt):
+        disk.probe(tmp_path, size_bytes=4 << 20, seconds=0.1)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_disk_probe_refuses_what_it_cannot_do(tmp_path):
+    with pytest.raises(ValueError, match="not a directory"):
+        disk.probe(tmp_path / "missing")
+    with pytest.raises(ValueError, match="free"):
+        disk.probe(tmp_path, size_bytes=1 << 60)
+
+
+def test_host_memcpy_is_a_probe_result():
+    r = disk.host_memcpy(16 << 20, repeats=3)
+    assert r.unit == "GB/s" and r.value > 0 and r.detail["counted"] == "bytes read + bytes written"
+
+
+def test_bench_without_a_gpu_runs_the_host_probes(tmp_path):
+    r = subprocess.run(GT + ["bench", "--quick", "--json", "--disk", str(tmp_path), "--store", str(tmp_path / "s.db")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert {x["name"] for x in rep["results"]} >= {"disk.seq_read", "disk.rand_read_4k", "host.memcpy"}
+    assert any(e["probe"] == "gpu" for e in rep["errors"])
+    again = json.loads(subprocess.run(GT + ["bench", "--quick", "--json", "--no-disk", "--store",
+                                            str(tmp_path / "s.db")], capture_output=True, text=True).stdout)
+    assert again["results"][0]["change_pct"] is not None  # compared with the previous bench on this machine
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".gputriage")] == []
+
+
+def test_gpu_child_says_why_it_cannot_measure_without_cuda():
+    pytest.importorskip("torch")
+    rows = b.run_gpu_child(True, lambda row: None)
+    assert rows and "error" in rows[0] and "CUDA" in rows[0]["error"]
+
+
+def test_references_bands_and_findings():
+    h200 = match("0x2335")
+    assert b.reference("matmul.bf16", h200, None) == 989.4
+    assert b.reference("memory.copy", h200, None) == 4800
+    assert b.reference("pcie.h2d_pinned", None, (5, 16)) == 63.0
+    low = ProbeResult("pcie.h2d_pinned", 24.0, "GB/s", 63.0, {"clock_event_reasons": []})
+    ok = ProbeResult("matmul.bf16", 780.0, "TFLOP/s", 989.4, {"clock_event_reasons": ["sw_power_cap"]})
+    capped = ProbeResult("matmul.bf16", 400.0, "TFLOP/s", 989.4, {"clock_event_reasons": ["sw_power_cap"]})
+    found = {f.id: f for f in b.findings([low, ok, capped], link_now=(5, 8))}
+    assert set(found) == {"bench.pcie.h2d_pinned_low", "bench.matmul.bf16_low"}
+    assert "below its capability" in found["bench.pcie.h2d_pinned_low"].cause
+    assert "power limit" in found["bench.matmul.bf16_low"].cause
+    remote = b.findings([low], link_now=(5, 16))[0]
+    assert "NUMA" in remote.cause
