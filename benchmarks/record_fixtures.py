@@ -7,7 +7,6 @@ Kineto traces of every pathology in examples/pathologies/. Writes under the dire
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys

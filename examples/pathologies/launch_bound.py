@@ -22,15 +22,9 @@ def build(fixed: bool):
             return 1
 
         return step, "inferences"
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream), torch.no_grad():
-        for _ in range(3):
-            model(x)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph), torch.no_grad():
-        model(x)
+    from _loop import capture_graph
+
+    graph = capture_graph(lambda: model(x))
 
     def step() -> float:
         graph.replay()

@@ -15,16 +15,13 @@ def build(fixed: bool):
     batch = 1024 if fixed else 8
     model = nn.Sequential(*[nn.Linear(WIDTH, WIDTH) for _ in range(6)]).cuda().half().eval()
     x = torch.randn(batch, WIDTH, device="cuda", dtype=torch.float16)
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream), torch.no_grad():
-        for _ in range(3):
-            model(x)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph), torch.no_grad():
+    from _loop import capture_graph
+
+    def passes() -> None:
         for _ in range(PASSES):
             model(x)
+
+    graph = capture_graph(passes)
 
     def step() -> float:
         graph.replay()

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import err, exit_for, fail, out, parse_fail_on, print_json
+from gputriage.cli.common import budget_or_fail, err, exit_for, fail, out, parse_fail_on, print_json
 from gputriage.model.snapshot import Snapshot, SnapshotError
 
 
@@ -67,13 +67,11 @@ def check(
     from gputriage.rules import evaluate
 
     findings = evaluate(snap)
-    if budget is not None:
-        from gputriage.monitor.budget import BudgetError, check_snapshot, load_budget
+    budget_obj = budget_or_fail(budget)
+    if budget_obj is not None:
+        from gputriage.monitor.budget import check_snapshot
 
-        try:
-            findings += check_snapshot(load_budget(budget), snap)
-        except BudgetError as exc:
-            fail(str(exc), exits.BAD_INPUT)
+        findings += check_snapshot(budget_obj, snap)
     if as_json:
         from gputriage.report.check_json import render
 

@@ -46,3 +46,27 @@ def live_backends():  # noqa: ANN201 - returns (nvml, host)
     from gputriage.backends.nvml import PynvmlBackend
 
     return PynvmlBackend(), Host()
+
+
+def budget_or_fail(path):  # noqa: ANN001, ANN201 - Path | None → Budget | None
+    """The budget file's limits, or a one-line error and exit 3."""
+    if path is None:
+        return None
+    from gputriage.monitor.budget import BudgetError, load_budget
+
+    try:
+        return load_budget(path)
+    except BudgetError as exc:
+        fail(str(exc), exits.BAD_INPUT)
+
+
+def store_or_fail(path, disabled: bool = False):  # noqa: ANN001, ANN201 - Path | None → Store | None
+    """The run store (None when disabled), or a one-line error and exit 3."""
+    if disabled:
+        return None
+    from gputriage.monitor.store import Store, StoreError
+
+    try:
+        return Store(path)
+    except StoreError as exc:
+        fail(str(exc), exits.BAD_INPUT)

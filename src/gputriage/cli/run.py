@@ -13,7 +13,7 @@ from typing import List, Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import err, fail, parse_fail_on
+from gputriage.cli.common import budget_or_fail, err, fail, parse_fail_on, store_or_fail
 
 
 def _exit_code(returncode: int) -> int:
@@ -51,23 +51,12 @@ def run(
     Exits with the command's exit code."""
     from gputriage.backends.host import Host
     from gputriage.backends.nvml import PynvmlBackend
-    from gputriage.monitor.budget import BudgetError, check_samples, load_budget
+    from gputriage.monitor.budget import check_samples
     from gputriage.monitor.session import Session
-    from gputriage.monitor.store import Store, StoreError
 
     threshold = parse_fail_on(fail_on)
-    budget_obj = None
-    if budget is not None:
-        try:
-            budget_obj = load_budget(budget)
-        except BudgetError as exc:
-            fail(str(exc), exits.BAD_INPUT)
-    store = None
-    if not no_store:
-        try:
-            store = Store(store_path)
-        except StoreError as exc:
-            fail(str(exc), exits.BAD_INPUT)
+    budget_obj = budget_or_fail(budget)
+    store = store_or_fail(store_path, no_store)
 
     argv = list(command)
     env = dict(os.environ)

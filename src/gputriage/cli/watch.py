@@ -12,8 +12,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from gputriage.cli import exits
-from gputriage.cli.common import err, fail, out
+from gputriage.cli.common import budget_or_fail, err, out, store_or_fail
 
 
 def _bar(pct: float | None, width: int = 10) -> str:
@@ -66,23 +65,12 @@ def watch(
     from gputriage.backends.nvml import PynvmlBackend
     from gputriage.cli.common import exit_for, parse_fail_on
     from gputriage.monitor import classify
-    from gputriage.monitor.budget import BudgetError, check_samples, load_budget
+    from gputriage.monitor.budget import check_samples
     from gputriage.monitor.session import Session
-    from gputriage.monitor.store import Store, StoreError
 
     threshold = parse_fail_on(fail_on)
-    budget_obj = None
-    if budget is not None:
-        try:
-            budget_obj = load_budget(budget)
-        except BudgetError as exc:
-            fail(str(exc), exits.BAD_INPUT)
-    store = None
-    if not no_store:
-        try:
-            store = Store(store_path)
-        except StoreError as exc:
-            fail(str(exc), exits.BAD_INPUT)
+    budget_obj = budget_or_fail(budget)
+    store = store_or_fail(store_path, no_store)
     session = Session(PynvmlBackend(record=False, bounded=False), Host(), store, "watch", ["watch"], period_s=period)
     if not session.gpus:
         err.print(f"gputriage: no GPU to watch ({session.system.get('nvml', 'NVML sees no GPU')}); showing the host")

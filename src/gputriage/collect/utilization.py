@@ -10,7 +10,7 @@ from typing import Any
 
 from gputriage.backends.nvml import (GPM_ANY_TENSOR_UTIL, GPM_DRAM_BW_UTIL, GPM_GRAPHICS_UTIL, GPM_SM_OCCUPANCY,
                                      GPM_SM_UTIL)
-from gputriage.collect.base import Context, fact, nvml_fact
+from gputriage.collect.base import Context, fact
 from gputriage.model.fact import Fact
 from gputriage.model.reading import Unavailable
 

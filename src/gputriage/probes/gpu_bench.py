@@ -113,14 +113,11 @@ def host_copies(torch: Any, quick: bool) -> None:
             host = host.pin_memory()
         for direction in ("h2d", "d2h"):
             t0 = time.time()
-            if direction == "h2d":
-                fn = lambda i: dev.copy_(host, non_blocking=True)  # noqa: E731
-            else:
-                fn = lambda i: host.copy_(dev, non_blocking=True)  # noqa: E731
-            secs = timed(torch, fn, repeats=10 if quick else 20)
+            dst, src = (dev, host) if direction == "h2d" else (host, dev)
+            secs = timed(torch, lambda i, d=dst, s=src: d.copy_(s, non_blocking=True), repeats=10 if quick else 20)
             emit(probe=f"pcie.{direction}_{kind}", value=round(nbytes / secs / 1e9, 1), unit="GB/s", t0=t0,
-                 t1=time.time(), detail={"buffer_bytes": nbytes})
-        del host
+                 t1=time.time(), detail={"buffer_bytes": nbytes, "pinned": kind == "pinned"})
+        host = dst = src = None  # free before the next kind
 
 
 def launches(torch: Any) -> None:
@@ -181,7 +178,7 @@ def peers(torch: Any) -> None:
             secs = timed(torch, lambda i: dst.copy_(src, non_blocking=True), repeats=10)
             emit(probe=f"p2p.{a}to{b}", value=round(nbytes / secs / 1e9, 1), unit="GB/s", t0=t0, t1=time.time(),
                  detail={"buffer_bytes": nbytes, "peer_access": torch.cuda.can_device_access_peer(a, b)})
-            del src, dst
+            src = dst = None  # free before the next pair
 
 
 def main(argv: list[str]) -> int:

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from gputriage.model.finding import Finding
 from gputriage.model.probe import ProbeResult
-from gputriage.report.style import SEVERITY_LABEL, SEVERITY_STYLE, evidence_text
+from gputriage.report.style import finding_text
 
 
 def render(results: list[ProbeResult], bands: dict[str, Any], changes: dict[str, float], errors: list[dict[str, Any]],
@@ -34,9 +34,4 @@ def render(results: list[ProbeResult], bands: dict[str, Any], changes: dict[str,
     for e in errors:
         console.print(Text(f"  {e['probe']}: not measured — {e['error']}", style="yellow"))
     for f in findings:
-        line = Text()
-        line.append(f" {SEVERITY_LABEL[f.severity]:4} ", style=f"reverse {SEVERITY_STYLE[f.severity]}")
-        line.append(f" {f.symptom}  [{f.id}]\n", style="bold")
-        line.append(f"       why: {f.cause}\n        do: {f.decision}\n", style="")
-        line.append(f"  evidence: {evidence_text(f.evidence)}", style="cyan")
-        console.print(line)
+        console.print(finding_text(f))

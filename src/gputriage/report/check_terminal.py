@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -13,7 +13,7 @@ from gputriage.model.finding import STEPS, Finding, Severity
 from gputriage.model.reading import Unavailable
 from gputriage.model.snapshot import Snapshot
 from gputriage.report.check_json import summary
-from gputriage.report.style import SEVERITY_LABEL, SEVERITY_STYLE, evidence_text, show
+from gputriage.report.style import SEVERITY_STYLE, finding_text, show
 
 
 def _gpu_table(snap: Snapshot) -> Table | None:
@@ -64,22 +64,6 @@ def _header(snap: Snapshot) -> Text:
     return h
 
 
-def _finding(f: Finding) -> Group:
-    line = Text()
-    line.append(f" {SEVERITY_LABEL[f.severity]:4} ", style=f"reverse {SEVERITY_STYLE[f.severity]}")
-    line.append(f" {f.symptom}", style="bold")
-    line.append(f"  [{f.id}{' · ' + f.subject if f.subject else ''}]", style="dim")
-    body = Text()
-    body.append("       why: ", style="dim")
-    body.append(f.cause + "\n")
-    body.append("        do: ", style="dim")
-    body.append(f.decision + "\n", style="green")
-    if f.evidence:
-        body.append("  evidence: ", style="dim")
-        body.append(evidence_text(f.evidence), style="cyan")
-    return Group(line, body)
-
-
 def render(snap: Snapshot, findings: list[Finding], console: Console, verbose: bool = False) -> None:
     console.print(_header(snap))
     table = _gpu_table(snap)
@@ -102,7 +86,7 @@ def render(snap: Snapshot, findings: list[Finding], console: Console, verbose: b
             head.append("  nothing found", style="green")
         console.print(head)
         for f in in_step:
-            console.print(_finding(f))
+            console.print(finding_text(f))
         console.print()
     counts = summary(findings)["counts"]
     tail = Text()

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.text import Text
 
 from gputriage.model.finding import Finding, Severity
-from gputriage.report.style import SEVERITY_LABEL, SEVERITY_STYLE, evidence_text
+from gputriage.report.style import finding_text
 
 
 def render(run: dict[str, Any], verdicts: dict[str, dict[str, Any]], findings: list[Finding], console: Console) -> None:
@@ -57,13 +57,7 @@ def render(run: dict[str, Any], verdicts: dict[str, dict[str, Any]], findings: l
     if extra:
         console.print()
     for f in extra:
-        t = Text()
-        t.append(f" {SEVERITY_LABEL[f.severity]:4} ", style=f"reverse {SEVERITY_STYLE[f.severity]}")
-        t.append(f" {f.symptom}  ", style="bold")
-        t.append(f"[{f.id}]\n", style="dim")
-        t.append(f"       do: {f.decision}\n", style="green")
-        t.append(f"       evidence: {evidence_text(f.evidence)}", style="cyan")
-        console.print(t)
+        console.print(finding_text(f, why=False))
     worst = max((f.severity for f in findings), default=Severity.ok)
     if worst == Severity.ok and gpus:
         console.print(Text("\nno warning about this workload", style="green"))

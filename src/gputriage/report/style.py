@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputriage.model.finding import Severity
+from rich.text import Text
+
+from gputriage.model.finding import Finding, Severity
 from gputriage.model.reading import Unavailable
 
 SEVERITY_STYLE = {Severity.ok: "green", Severity.info: "cyan", Severity.warn: "yellow", Severity.critical: "bold red"}
@@ -30,3 +32,20 @@ def evidence_text(evidence: dict[str, Any]) -> str:
             value = f"[{', '.join(map(str, value[:6]))}, … {len(value)} items]"
         parts.append(f"{key}={value}")
     return ", ".join(parts)
+
+
+def finding_text(f: Finding, why: bool = True) -> Text:
+    """A finding as the terminal shows it: badge, symptom and id, then why, do and evidence."""
+    t = Text()
+    t.append(f" {SEVERITY_LABEL[f.severity]:4} ", style=f"reverse {SEVERITY_STYLE[f.severity]}")
+    t.append(f" {f.symptom}", style="bold")
+    t.append(f"  [{f.id}{' · ' + f.subject if f.subject else ''}]\n", style="dim")
+    if why:
+        t.append("       why: ", style="dim")
+        t.append(f.cause + "\n")
+    t.append("        do: ", style="dim")
+    t.append(f.decision, style="green")
+    if f.evidence:
+        t.append("\n  evidence: ", style="dim")
+        t.append(evidence_text(f.evidence), style="cyan")
+    return t

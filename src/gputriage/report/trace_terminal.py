@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gputriage.model.finding import Finding
-from gputriage.report.style import SEVERITY_LABEL, SEVERITY_STYLE, evidence_text
+from gputriage.report.style import finding_text
 
 
 def _bar(pct: float, width: int = 24) -> str:
@@ -85,11 +85,4 @@ def render(report: dict[str, Any], findings: list[Finding], console: Console, to
                            f"{mr['stragglers'] or 'none'}; busy spread {mr['busy_pct_spread']} points", style="bold"))
     render_verdict(report, console)
     for f in findings:
-        t = Text()
-        t.append(f" {SEVERITY_LABEL[f.severity]:4} ", style=f"reverse {SEVERITY_STYLE[f.severity]}")
-        t.append(f" {f.symptom}  ", style="bold")
-        t.append(f"[{f.id}]\n", style="dim")
-        t.append(f"       why: {f.cause}\n")
-        t.append(f"        do: {f.decision}\n", style="green")
-        t.append(f"  evidence: {evidence_text(f.evidence)}", style="cyan")
-        console.print(t)
+        console.print(finding_text(f))
