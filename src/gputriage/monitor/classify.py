@@ -297,6 +297,7 @@ def verdict(samples: list[dict[str, Any]], gpu: int, gpu_info: dict[str, Any]) -
     keys = chosen[0].metrics.keys()
     evidence = {k: _median([w.metrics.get(k) for w in chosen]) for k in keys}
     evidence = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in evidence.items() if v is not None}
+    timeline = _mark_warmup(timeline, dominant.value)
     alternatives = sorted({a.value for w in chosen for a in w.alternatives})
     share = counts[dominant] / total
     confidence = round(share * (0.6 if alternatives else 1.0), 2)
@@ -308,6 +309,17 @@ def verdict(samples: list[dict[str, Any]], gpu: int, gpu_info: dict[str, Any]) -
         "steady_s": round(total, 1), "startup_s": round(start, 1), "timeline": timeline,
         "shares": {k.value: round(v / total, 2) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])},
     }
+
+
+def _mark_warmup(timeline: list[dict[str, Any]], dominant: str) -> list[dict[str, Any]]:
+    """A short first phase after start-up that gives way to the dominant regime is the warm-up."""
+    body = [i for i, r in enumerate(timeline) if r["regime"] != "start-up"]
+    if len(body) >= 2:
+        first, second = timeline[body[0]], timeline[body[1]]
+        if first["regime"] != dominant and second["regime"] == dominant and \
+                first["end_s"] - first["start_s"] < second["end_s"] - second["start_s"]:
+            timeline[body[0]] = dict(first, regime=f"warm-up ({first['regime']})")
+    return timeline
 
 
 def from_flat_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,0 +1,57 @@
+"""The sampler's verdicts on real 10 Hz H200 streams (recorded with their known cause), replayed
+through a fake NVML and the real sampler, and on streams with the host side recorded by gputriage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gputriage.monitor.classify import from_flat_rows, verdict
+from gputriage.monitor.sampler import Sampler
+from gputriage.testing.stream_nvml import StreamNvml
+
+SCENARIOS = json.loads((Path(__file__).parent / "fixtures" / "h200" / "scenario_samples.json").read_text())
+H200 = {"memory_total_bytes": 150754820096, "power_limit_mw": 700000, "power_default_mw": 700000}
+EXPECTED = {"healthy_bf16": "compute_bound", "input_starved": "input_starved", "fp32_no_tc": "tensor_cores_idle",
+            "memory_bound_unfused": "memory_bound", "small_batch": "underfilled"}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_recorded_streams_get_their_known_cause(name):
+    v = verdict(from_flat_rows(SCENARIOS[name]["samples"]), 0, H200)
+    assert v["bottleneck"] == EXPECTED[name]
+    assert v["timeline"][0]["regime"] == "start-up"
+    assert v["evidence"] and v["decision"]
+
+
+def test_underfilled_evidence_names_the_gap_between_util_and_sm_activity():
+    v = verdict(from_flat_rows(SCENARIOS["small_batch"]["samples"]), 0, H200)
+    assert v["evidence"]["util_pct"] >= 90 and v["evidence"]["sm_active_pct"] < 30
+    assert "SM activity" in v["summary"]
+
+
+def test_without_host_data_the_starved_stream_says_what_it_cannot_tell():
+    v = verdict(from_flat_rows(SCENARIOS["input_starved"]["samples"]), 0, H200)
+    assert set(v["undecided_between"]) >= {"input_starved", "sync_bound"}
+
+
+def test_a_power_cap_at_the_default_limit_is_not_throttling():
+    v = verdict(from_flat_rows(SCENARIOS["healthy_bf16"]["samples"]), 0, H200)
+    assert v["bottleneck"] == "compute_bound"
+    lowered = dict(H200, power_limit_mw=400000)
+    assert verdict(from_flat_rows(SCENARIOS["healthy_bf16"]["samples"]), 0, lowered)["bottleneck"] == "throttled"
+
+
+@pytest.mark.parametrize("name", ["healthy_bf16", "fp32_no_tc", "small_batch"])
+def test_the_real_sampler_on_a_replayed_stream(name, make_host):
+    rows = SCENARIOS[name]["samples"]
+    nvml = StreamNvml(rows)
+    sampler = Sampler(nvml, make_host(), [0])
+    samples = [sampler.sample_once() for _ in range(len(rows))]
+    for s, r in zip(samples, rows):
+        s["t"] = r["t"]
+    g = samples[-1]["gpus"][0]
+    assert set(g) >= {"util", "power", "sm_clk", "reasons", "temp", "used", "gpm"}
+    assert verdict(samples, 0, H200)["bottleneck"] == EXPECTED[name]
