@@ -59,7 +59,7 @@ def _header(snap: Snapshot) -> Text:
         h.append(f"torch {torch if not isinstance(torch, Unavailable) else 'not installed'}", style="")
         build = snap.get("torch.cuda.build_version")
         if not isinstance(build, Unavailable) and build:
-            h.append(f" (cu{build})")
+            h.append(f", built for CUDA {build}")
         h.append("\n")
     return h
 
