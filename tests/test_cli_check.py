@@ -86,3 +86,11 @@ def test_snapshot_then_replay(tmp_path):
 
 def test_unknown_severity_is_a_usage_error():
     assert run("check", "--from", str(H200_SNAPSHOT), "--fail-on", "sometimes").returncode == 2
+
+
+def test_check_full_runs_the_quick_disk_probes(tmp_path):
+    r = subprocess.run(GT + ["check", "--full", "--no-framework", "--window", "0.2", "--fail-on", "never", "--json"],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    facts = json.loads(r.stdout)["facts"]
+    assert facts["host.fs.cwd.seq_read_mbps"] > 0 and facts["host.fs.cwd.rand_read_4k_iops"] > 0
+    assert list(tmp_path.iterdir()) == []  # the probe file is gone

@@ -53,6 +53,7 @@ SCENARIOS: dict[str, dict] = {
                                   "host.cpu.median_core_busy_pct": 1.0},
     "fs.low_space": {"host.fs.cwd.free_bytes": 2 * 2**30},
     "fs.slow_type": {"host.fs.cwd.fstype": "nfs4"},
+    "fs.slow_reads": {"host.fs.cwd.seq_read_mbps": 180.0, "host.fs.cwd.rand_read_4k_iops": 350.0},
     "mem.low_available": {"host.mem.available_bytes": 2 * 2**30},
     "mem.pressure": {"host.psi.memory.some_avg10_pct": 30.0},
     "mem.swapping": {"host.swap.used_bytes": 8 * 2**30, "host.vm.major_faults_per_s": 900.0},

@@ -12,7 +12,7 @@ from gputriage.cli.common import budget_or_fail, err, exit_for, fail, out, parse
 from gputriage.model.snapshot import Snapshot, SnapshotError
 
 
-def take_snapshot(window_s: float, load: bool, framework: bool, refresh: bool = False) -> Snapshot:
+def take_snapshot(window_s: float, load: bool, framework: bool, refresh: bool = False, full: bool = False) -> Snapshot:
     from gputriage.cli.common import live_backends
     from gputriage.collect import DEFAULT_LOAD_MS, collect_snapshot
 
@@ -20,7 +20,7 @@ def take_snapshot(window_s: float, load: bool, framework: bool, refresh: bool = 
     with err.status("reading the machine…", spinner="dots") if err.is_terminal else _null():
         try:
             return collect_snapshot(nvml, host, window_s=window_s, load_ms=DEFAULT_LOAD_MS if load else 0.0,
-                                    use_framework=framework, use_cache=not refresh)
+                                    use_framework=framework, use_cache=not refresh, full=full)
         finally:
             nvml.shutdown()
 
@@ -46,6 +46,7 @@ def check(
     no_load: bool = typer.Option(False, "--no-load", help="Do not run the brief GPU load used to read the PCIe link."),
     no_framework: bool = typer.Option(False, "--no-framework", help="Do not start the torch probe."),
     refresh: bool = typer.Option(False, "--refresh", help="Re-import torch even if its answer is cached."),
+    full: bool = typer.Option(False, "--full", help="Also run the quick disk-read probes (~2 s, 64 MiB temp file)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every finding, OK ones included."),
 ) -> None:
     """Run the triage playbook: driver, link, utilization, VRAM, CPU, disk, memory, container, Xid, power,
@@ -57,7 +58,7 @@ def check(
         except SnapshotError as exc:
             fail(str(exc), exits.BAD_INPUT)
     else:
-        snap = take_snapshot(window, load=not no_load, framework=not no_framework, refresh=refresh)
+        snap = take_snapshot(window, load=not no_load, framework=not no_framework, refresh=refresh, full=full)
     if save is not None:
         try:
             snap.save(save)

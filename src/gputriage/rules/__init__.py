@@ -28,6 +28,7 @@ RULE_MODULES = (
     "env_hides_gpus",
     "fallen_off_bus",
     "fs_low_space",
+    "fs_slow_reads",
     "fs_slow_type",
     "gpu_lost",
     "kernel_log_unreadable",
