@@ -109,16 +109,7 @@ def run(
     samples = session.sampler.samples
     if budget_obj is not None:
         extra += check_samples(budget_obj, samples, session.gpus, session.info)
-    verdicts, findings = session.finish(code, extra)
-
-    verdict = {"bottleneck": _dominant_name(verdicts), "source": "sampler",
-               "per_gpu": {str(k): v for k, v in verdicts.items()}}
-    if trace_result is not None:
-        from gputriage.trace.merge import merge
-
-        main_gpu = next(iter(verdicts.values()), None)
-        merged = merge(main_gpu, trace_result.get("verdict"))
-        verdict.update(bottleneck=merged["bottleneck"], source=merged["source"], merged=merged)
+    verdict, findings = session.finish(code, extra, trace=trace_result)
     report = {"schema": "gputriage.run", "version": 1, "id": session.run_id, "command": list(command),
               "exit_code": code, "samples": len(samples), "meta": session.meta, "verdict": verdict,
               "findings": [f.to_json() for f in findings]}
@@ -137,7 +128,7 @@ def run(
         run_view = {"id": session.run_id, "kind": "run", "command": list(command), "exit_code": code,
                     "started": samples[0]["t"] if samples else None, "ended": samples[-1]["t"] if samples else None,
                     "meta": session.meta}
-        render(run_view, {str(k): v for k, v in verdicts.items()}, findings, err)
+        render(run_view, verdict["per_gpu"], findings, err)
         if trace_result is not None:
             from gputriage.report.trace_terminal import render_verdict
 
@@ -153,7 +144,3 @@ def run(
 
     raise typer.Exit(exit_for(findings, threshold))
 
-
-def _dominant_name(verdicts: dict) -> Optional[str]:
-    names = [v.get("bottleneck") for v in verdicts.values() if v.get("bottleneck")]
-    return max(set(names), key=names.count) if names else None

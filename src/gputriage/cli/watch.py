@@ -92,13 +92,13 @@ def watch(
     except KeyboardInterrupt:
         pass
     extra = check_samples(budget_obj, session.sampler.samples, session.gpus, session.info) if budget_obj else []
-    verdicts, findings = session.finish(0, extra)
+    verdict, findings = session.finish(0, extra)
     from gputriage.report.run_terminal import render
 
     render({"id": session.run_id, "kind": "watch", "command": ["watch"], "meta": session.meta,
             "started": session.sampler.samples[0]["t"] if session.sampler.samples else None,
             "ended": session.sampler.samples[-1]["t"] if session.sampler.samples else None},
-           {str(k): v for k, v in verdicts.items()}, findings, out)
+           verdict["per_gpu"], findings, out)
     if store is not None:
         store.close()
     raise typer.Exit(exit_for(findings, threshold))

@@ -151,18 +151,27 @@ class Session:
             self.sampler.pid = pid
         self.sampler.start()
 
-    def finish(self, exit_code: int | None, extra: list[Finding] | None = None) -> tuple[dict[int, dict[str, Any]], list[Finding]]:
+    def finish(self, exit_code: int | None, extra: list[Finding] | None = None,
+               trace: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Finding]]:
+        """Stop sampling; judge each GPU the workload used; merge a profiler trace's verdict if any;
+        keep it all in the store. Returns the verdict ({"bottleneck", "source", "per_gpu", ...})."""
         samples = self.sampler.stop()
         verdicts = {i: classify.verdict(samples, i, self.info.get(i, {})) for i in gpus_of_workload(samples, self.gpus)}
         findings = run_findings(verdicts, samples, self.info) + list(extra or [])
+        verdict: dict[str, Any] = {"bottleneck": dominant(verdicts), "source": "sampler",
+                                   "per_gpu": {str(k): v for k, v in verdicts.items()}}
+        if trace is not None:
+            from gputriage.trace.merge import merge
+
+            merged = merge(next(iter(verdicts.values()), None), trace.get("verdict"))
+            verdict.update(bottleneck=merged["bottleneck"], source=merged["source"], merged=merged)
         if self.store is not None and self.run_id is not None:
-            self.store.end_run(self.run_id, exit_code, {"per_gpu": {str(k): v for k, v in verdicts.items()},
-                                                         "bottleneck": _dominant(verdicts)},
-                               [f.to_json() for f in findings])
+            self.store.end_run(self.run_id, exit_code, verdict, [f.to_json() for f in findings])
         self.nvml.shutdown()
-        return verdicts, findings
+        return verdict, findings
 
 
-def _dominant(verdicts: dict[int, dict[str, Any]]) -> str | None:
+def dominant(verdicts: dict[int, dict[str, Any]]) -> str | None:
+    """The bottleneck most GPUs share."""
     names = [v.get("bottleneck") for v in verdicts.values() if v.get("bottleneck")]
     return max(set(names), key=names.count) if names else None
