@@ -37,7 +37,8 @@ def collect_snapshot(nvml: NvmlBackend, host: Host, *, window_s: float = DEFAULT
 
     # helpers start first (their set-up overlaps the idle window; their CPU time is subtracted)
     load_child = None
-    if ctx.gpus and load_ms > 0:
+    shared = [i for i in ctx.gpus if nvml.call("nvmlDeviceGetComputeMode", i) not in (0, None)]
+    if ctx.gpus and load_ms > 0 and not shared:  # never take an exclusive-mode GPU from a job about to start
         load_child = ChildProbe("gputriage.probes.link_load", "--ms", str(load_ms), "--wait", stdin=True)
         ctx.ignore_pids.add(load_child.pid)
     framework_child, framework_key, framework_info = None, None, None
@@ -70,7 +71,9 @@ def collect_snapshot(nvml: NvmlBackend, host: Host, *, window_s: float = DEFAULT
     facts += utilization.gpm_end(ctx, gpm_first)
 
     if load_child is None:
-        facts += pcie.not_loaded(ctx, Unavailable("not_supported", "read at idle (--no-load)"))
+        why = (f"read at idle: GPU {shared[0]} is in an exclusive or prohibited compute mode" if shared
+               else "read at idle (--no-load)")
+        facts += pcie.not_loaded(ctx, Unavailable("not_supported", why))
     else:
         problem = load_child.wait_for("READY", timeout_s=15.0)
         if problem is None:
