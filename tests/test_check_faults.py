@@ -127,3 +127,11 @@ def test_container_without_devices_and_small_shm(h200, collect):
 def test_costly_environment_variables(h200, collect, make_host):
     snap = collect(h200, environ={"CUDA_LAUNCH_BLOCKING": "1", "CUDA_VISIBLE_DEVICES": ""})
     assert {"env.costly_variable", "env.gpus_hidden"} <= ids(snap, Severity.warn)
+
+
+def test_no_link_load_on_a_gpu_in_exclusive_mode(h200, make_host):
+    from gputriage.collect import collect_snapshot
+
+    h200.set("nvmlDeviceGetComputeMode", 0, 3)  # exclusive process
+    snap = collect_snapshot(h200, make_host(), window_s=0.1, load_ms=200, use_framework=False)
+    assert "exclusive" in snap.get("gpu.0.pcie.link_width.loaded").detail

@@ -37,7 +37,8 @@ def collect_snapshot(nvml: NvmlBackend, host: Host, *, window_s: float = DEFAULT
 
     # helpers start first (their set-up overlaps the idle window; their CPU time is subtracted)
     load_child = None
-    shared = [i for i in ctx.gpus if nvml.call("nvmlDeviceGetComputeMode", i) not in (0, None)]
+    modes = {i: nvml.call("nvmlDeviceGetComputeMode", i) for i in ctx.gpus}
+    shared = [i for i, mode in modes.items() if isinstance(mode, int) and mode != 0]
     if ctx.gpus and load_ms > 0 and not shared:  # never take an exclusive-mode GPU from a job about to start
         load_child = ChildProbe("gputriage.probes.link_load", "--ms", str(load_ms), "--wait", stdin=True)
         ctx.ignore_pids.add(load_child.pid)
