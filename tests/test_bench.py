@@ -99,3 +99,19 @@ def test_references_bands_and_findings():
     assert "power limit" in found["bench.matmul.bf16_low"].cause
     remote = b.findings([low], link_now=(5, 16))[0]
     assert "NUMA" in remote.cause
+
+
+def test_allreduce_bus_bandwidth_runs_one_process_per_rank_on_gloo():
+    pytest.importorskip("torch")
+    rows = b.run_collectives(lambda row: None, extra=("--backend", "gloo", "--world", "2", "--max-bytes",
+                                                      str(4 << 20), "--repeats", "2"))
+    assert rows[0]["probe"] == "allreduce.busbw" and rows[0]["value"] > 0
+    sizes = rows[0]["detail"]["sizes"]
+    assert [x["bytes"] for x in sizes] == [1 << 20, 4 << 20]
+    assert all(x["busbw_gbs"] == pytest.approx(x["algbw_gbs"] * 2 * (2 - 1) / 2, abs=0.01) for x in sizes)
+
+
+def test_allreduce_needs_two_gpus_under_nccl():
+    pytest.importorskip("torch")
+    rows = b.run_collectives(lambda row: None)
+    assert "error" in rows[0] and "2 GPUs" in rows[0]["error"]

@@ -81,6 +81,9 @@ def bench(
             sampler.start()
             progress.update(task, description="GPU probes (torch in a child process)")
             rows = b.run_gpu_child(quick, lambda row: progress.update(task, description=f"GPU: {row.get('probe')}"))
+            if len(gpus) > 1 and not quick:
+                progress.update(task, description=f"NCCL all-reduce over {len(gpus)} GPUs")
+                rows += b.run_collectives(lambda row: None)
             samples = sampler.stop()
             res, errs = b.to_results(rows, samples, spec, link)
             results += res

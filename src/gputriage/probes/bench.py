@@ -88,6 +88,33 @@ def run_gpu_child(quick: bool, on_line: Callable[[dict[str, Any]], None]) -> lis
     return rows
 
 
+def run_collectives(on_line: Callable[[dict[str, Any]], None], timeout_s: float = 120.0,
+                    extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """All-reduce bus bandwidth over every visible GPU (NCCL, one process per GPU), as result rows."""
+    argv = [sys.executable, "-m", "gputriage.probes.collectives", *extra]
+    t0 = time.time()
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return [{"probe": "allreduce", "error": f"did not finish within {timeout_s:g} s"}]
+    rows = []
+    for line in p.stdout.splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    errors = [r for r in rows if "error" in r]
+    sizes = [r for r in rows if "busbw_gbs" in r]
+    if errors or not sizes:
+        return errors or [{"probe": "allreduce", "error": (p.stderr.strip().splitlines() or ["no output"])[-1][:200]}]
+    best = max(sizes, key=lambda r: r["busbw_gbs"])
+    row = {"probe": "allreduce.busbw", "value": best["busbw_gbs"], "unit": "GB/s", "t0": t0, "t1": time.time(),
+           "detail": {"world": best["world"], "best_at_bytes": best["bytes"], "backend": best["backend"],
+                      "sizes": [{k: r[k] for k in ("bytes", "time_us", "algbw_gbs", "busbw_gbs")} for r in sizes]}}
+    on_line(row)
+    return [row]
+
+
 def to_results(rows: list[dict[str, Any]], samples: list[dict[str, Any]], spec: GpuSpec | None,
                link: tuple[int, int] | None) -> tuple[list[ProbeResult], list[dict[str, Any]]]:
     results, errors = [], []
