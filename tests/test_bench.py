@@ -115,3 +115,13 @@ def test_allreduce_needs_two_gpus_under_nccl():
     pytest.importorskip("torch")
     rows = b.run_collectives(lambda row: None)
     assert "error" in rows[0] and "2 GPUs" in rows[0]["error"]
+
+
+def test_numa_layout_needs_several_nodes(tmp_path):
+    (tmp_path / "sys/devices/system/node/node0").mkdir(parents=True)
+    (tmp_path / "sys/bus/pci/devices/0000:18:00.0").mkdir(parents=True)
+    (tmp_path / "sys/bus/pci/devices/0000:18:00.0/numa_node").write_text("1\n")
+    assert b.numa_layout("0000:18:00.0", str(tmp_path)) is None  # one node: nothing to compare
+    (tmp_path / "sys/devices/system/node/node1").mkdir()
+    assert b.numa_layout("0000:18:00.0", str(tmp_path)) == (1, [0, 1])
+    assert b.band("pcie.h2d_pinned_node0") == (0.70, 1.0)

@@ -80,7 +80,9 @@ def bench(
             sampler = Sampler(nvml, Host(), gpus[:1], period_s=0.1)
             sampler.start()
             progress.update(task, description="GPU probes (torch in a child process)")
-            rows = b.run_gpu_child(quick, lambda row: progress.update(task, description=f"GPU: {row.get('probe')}"))
+            bus = pci.get("busId", "").lower()[4:] if isinstance(pci, dict) else None
+            rows = b.run_gpu_child(quick, lambda row: progress.update(task, description=f"GPU: {row.get('probe')}"),
+                                   numa=b.numa_layout(bus))
             if len(gpus) > 1 and not quick:
                 progress.update(task, description=f"NCCL all-reduce over {len(gpus)} GPUs")
                 rows += b.run_collectives(lambda row: None)

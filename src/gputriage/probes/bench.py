@@ -25,7 +25,7 @@ PCIE_LANE_GBS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 # healthy share of the datasheet figure: (low, high); measured GEMMs reach ~80% of dense peak,
 # copies ~90% of HBM bandwidth, pinned PCIe copies ~85-88% of the raw link rate
 BANDS = {"matmul": (0.60, 1.25), "memory.copy": (0.75, 1.05), "memory.read": (0.75, 1.05),
-         "pcie.h2d_pinned": (0.70, 1.0), "pcie.d2h_pinned": (0.70, 1.0)}
+         "pcie.h2d_pinned": (0.70, 1.0), "pcie.d2h_pinned": (0.70, 1.0), "pcie.h2d_pinned_node": (0.70, 1.0)}
 DTYPE_FIELD = {"fp32": "fp32_tflops", "tf32": "tf32_tflops", "fp16": "fp16_tflops", "bf16": "bf16_tflops",
                "fp8_e4m3": "fp8_tflops"}
 CHILD_TIMEOUT_S = {"quick": 60, "full": 180}
@@ -36,14 +36,18 @@ def reference(probe: str, spec: GpuSpec | None, link: tuple[int, int] | None) ->
         return spec.data.get(DTYPE_FIELD.get(probe.split(".", 1)[1], ""))
     if probe in ("memory.copy", "memory.read") and spec is not None:
         return spec.memory_bw_gbs
-    if probe in ("pcie.h2d_pinned", "pcie.d2h_pinned", "pcie.h2d_pageable", "pcie.d2h_pageable") and link:
+    if probe.startswith("pcie.") and link:
         gen, width = link
         return round(PCIE_LANE_GBS.get(gen, 0) * width, 1) or None
     return None
 
 
 def band(probe: str) -> tuple[float, float] | None:
-    return BANDS.get("matmul" if probe.startswith("matmul.") else probe)
+    if probe.startswith("matmul."):
+        return BANDS["matmul"]
+    if probe.startswith("pcie.h2d_pinned_node"):
+        return BANDS["pcie.h2d_pinned_node"]
+    return BANDS.get(probe)
 
 
 def conditions(samples: list[dict[str, Any]], t0: float, t1: float, gpu: int = 0) -> dict[str, Any]:
@@ -61,8 +65,22 @@ def conditions(samples: list[dict[str, Any]], t0: float, t1: float, gpu: int = 0
             "temperature_c": med("temp"), "clock_event_reasons": sorted(reasons), "samples": len(rows)}
 
 
-def run_gpu_child(quick: bool, on_line: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
+def numa_layout(bus_id: str | None, root: str = "/") -> tuple[int, list[int]] | None:
+    """(the GPU's NUMA node, every node) when the machine has several nodes; else None."""
+    base = os.path.join(root, "sys/devices/system/node")
+    try:
+        nodes = sorted(int(n[4:]) for n in os.listdir(base) if n.startswith("node") and n[4:].isdigit())
+        gpu_node = int(open(os.path.join(root, f"sys/bus/pci/devices/{bus_id}/numa_node")).read().strip())
+    except (OSError, ValueError, TypeError):
+        return None
+    return (gpu_node, nodes) if len(nodes) > 1 and gpu_node >= 0 else None
+
+
+def run_gpu_child(quick: bool, on_line: Callable[[dict[str, Any]], None],
+                  numa: tuple[int, list[int]] | None = None) -> list[dict[str, Any]]:
     argv = [sys.executable, "-m", "gputriage.probes.gpu_bench"] + (["--quick"] if quick else [])
+    if numa is not None:
+        argv += ["--numa", str(numa[0]), ",".join(map(str, numa[1]))]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             stdin=subprocess.DEVNULL)
     rows = []

@@ -10,6 +10,7 @@ and memory, and its tensors freed before the next.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import time
@@ -120,6 +121,35 @@ def host_copies(torch: Any, quick: bool) -> None:
         host = dst = src = None  # free before the next kind
 
 
+def node_cpus(node: int) -> set[int]:
+    text = open(f"/sys/devices/system/node/node{node}/cpulist").read().strip()
+    cpus: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def numa_copies(torch: Any, gpu_node: int, nodes: list[int]) -> None:
+    """Pinned H2D from a buffer on each NUMA node (first touch while pinned to that node's CPUs)."""
+    nbytes = 256 << 20
+    n = nbytes // 4
+    dev = torch.empty(n, device="cuda")
+    mine = os.sched_getaffinity(0)
+    try:
+        for node in nodes:
+            os.sched_setaffinity(0, node_cpus(node))
+            host = torch.randn(n).pin_memory()
+            t0 = time.time()
+            secs = timed(torch, lambda i, h=host: dev.copy_(h, non_blocking=True), repeats=10)
+            emit(probe=f"pcie.h2d_pinned_node{node}", value=round(nbytes / secs / 1e9, 1), unit="GB/s", t0=t0,
+                 t1=time.time(), detail={"buffer_node": node, "gpu_node": gpu_node,
+                                         "placement": "local" if node == gpu_node else "remote"})
+            host = None
+    finally:
+        os.sched_setaffinity(0, mine)
+
+
 def launches(torch: Any) -> None:
     x = torch.zeros(1, device="cuda")
     for _ in range(100):
@@ -200,6 +230,10 @@ def main(argv: list[str]) -> int:
                                                                repeats=10 if quick else 20)))
     steps += [("memory", lambda: memory(torch, quick)), ("pcie", lambda: host_copies(torch, quick)),
               ("launch", lambda: launches(torch))]
+    if "--numa" in argv:  # --numa GPU_NODE NODE,NODE,...: only where several nodes exist
+        i = argv.index("--numa")
+        gpu_node, nodes = int(argv[i + 1]), [int(x) for x in argv[i + 2].split(",")]
+        steps.append(("pcie.numa", lambda: numa_copies(torch, gpu_node, nodes)))
     if not quick:
         steps.append(("p2p", lambda: peers(torch)))
     for name, step in steps:
