@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -49,7 +48,9 @@ def run(
 ) -> None:
     """Run COMMAND (no shell), pass its input and output through, and name what holds it back.
     Exits with the command's exit code."""
+    from gputriage.backends.commands import start
     from gputriage.backends.host import Host
+    from gputriage.model.reading import Unavailable
     from gputriage.backends.nvml import PynvmlBackend
     from gputriage.monitor.budget import check_samples
     from gputriage.monitor.session import Session
@@ -71,12 +72,9 @@ def run(
 
     session = Session(PynvmlBackend(record=False, bounded=False), Host(), store, "run", list(command), period_s=period,
                       use_gpm=not no_gpm)
-    try:
-        child = subprocess.Popen(argv, env=env)
-    except FileNotFoundError:
-        fail(f"{argv[0]}: command not found", 127)
-    except PermissionError:
-        fail(f"{argv[0]}: permission denied", 126)
+    child = start(argv, env)
+    if isinstance(child, Unavailable):
+        fail(child.detail, {"not_found": 127, "no_permission": 126}.get(child.reason, 126))
     session.start(child.pid)
 
     def forward(signum: int, _frame: object) -> None:

@@ -17,6 +17,7 @@ import time
 from typing import Any, Callable
 
 from gputriage.backends.host import Host
+from gputriage.backends.process_tree import ProcessDetail, ProcessTree
 from gputriage.backends.nvml import GPM_DEFAULT_METRICS, NvmlBackend
 from gputriage.collect.procfs import cpu_busy_pct, parse_keyed, parse_net_dev, parse_proc_stat
 from gputriage.model.reading import Unavailable
@@ -152,75 +153,46 @@ class ProcessTreeReader:
     once every `slow_every` samples (per-thread counters cost one file read per thread)."""
 
     def __init__(self, pid: int, nvml: NvmlBackend, gpus: list[int], slow_every: int = 10) -> None:
-        import psutil
-
-        self.psutil = psutil
-        self.root = psutil.Process(pid)
+        self.tree = ProcessTree(pid)
         self.nvml, self.gpus = nvml, gpus
         self.slow_every = slow_every
         self._cpu_prev: dict[int, float] = {}
         self._cpu_t = time.monotonic()
-        self._slow_prev: dict[int, tuple[dict[int, float], int, int]] = {}
+        self._slow_prev: dict[int, ProcessDetail] = {}
         self._slow_t = time.monotonic()
         self._tick = 0
-        self._procs: list[Any] = []
         self._slow: dict[str, Any] = {}
 
     def read(self) -> dict[str, Any]:
-        ps = self.psutil
-        if self._tick % (2 * self.slow_every) == 0 or not self._procs:  # scanning /proc for children is slow
-            try:
-                self._procs = [self.root] + self.root.children(recursive=True)
-            except ps.Error:
-                return {}
+        if self._tick % (2 * self.slow_every) == 0 and not self.tree.refresh():
+            return {}
         now = time.monotonic()
         dt = max(now - self._cpu_t, 1e-6)
-        cpu = 0.0
-        seen: dict[int, float] = {}
-        for p in self._procs:
-            try:
-                t = p.cpu_times()
-            except ps.Error:
-                continue
-            total = t.user + t.system
-            seen[p.pid] = total
-            if p.pid in self._cpu_prev:
-                cpu += max(0.0, total - self._cpu_prev[p.pid]) / dt * 100
+        seen = self.tree.cpu_seconds()
+        cpu = sum(max(0.0, total - self._cpu_prev[pid]) for pid, total in seen.items() if pid in self._cpu_prev)
         self._cpu_prev, self._cpu_t = seen, now
         if self._tick % self.slow_every == 0:
             self._slow = self._read_slow(now)
         self._tick += 1
-        return {"pids": len(seen), "cpu_pct": round(cpu, 1), **self._slow}
+        return {"pids": len(seen), "cpu_pct": round(cpu / dt * 100, 1), **self._slow}
 
     def _read_slow(self, now: float) -> dict[str, Any]:
-        ps = self.psutil
         dt = max(now - self._slow_t, 1e-6)
-        rss = rd = wr = 0.0
-        top_thread = 0.0
-        seen: dict[int, tuple[dict[int, float], int, int]] = {}
-        for p in self._procs:
-            try:
-                with p.oneshot():
-                    threads = {th.id: th.user_time + th.system_time for th in p.threads()}
-                    rss += p.memory_info().rss
-                    try:
-                        io = p.io_counters()
-                        ior, iow = io.read_bytes, io.write_bytes
-                    except (ps.AccessDenied, AttributeError):
-                        ior = iow = 0
-            except ps.Error:
+        seen = self.tree.details()
+        rd = wr = top_thread = 0.0
+        for pid, d in seen.items():
+            prev = self._slow_prev.get(pid)
+            if prev is None:
                 continue
-            seen[p.pid] = (threads, ior, iow)
-            prev = self._slow_prev.get(p.pid)
-            if prev is not None:
-                rd += max(0, ior - prev[1]) / dt
-                wr += max(0, iow - prev[2]) / dt
-                for tid, tt in threads.items():
-                    if tid in prev[0]:
-                        top_thread = max(top_thread, (tt - prev[0][tid]) / dt * 100)
+            rd += max(0, d.read_bytes - prev.read_bytes) / dt
+            wr += max(0, d.write_bytes - prev.write_bytes) / dt
+            for tid, secs in d.threads_cpu_s.items():
+                if tid in prev.threads_cpu_s:
+                    top_thread = max(top_thread, (secs - prev.threads_cpu_s[tid]) / dt * 100)
         first = not self._slow_prev
         self._slow_prev, self._slow_t = seen, now
-        out: dict[str, Any] = {"rss": int(rss), "io_rd_bps": round(rd), "io_wr_bps": round(wr)}
+        out: dict[str, Any] = {"rss": sum(d.rss_bytes for d in seen.values()), "io_rd_bps": round(rd),
+                               "io_wr_bps": round(wr)}
         if not first:
             out["top_thread_pct"] = round(top_thread, 1)
         vram = self._read_vram(set(seen))
@@ -243,7 +215,7 @@ class ProcessTreeReader:
 
     def others_on_gpus(self) -> list[dict[str, Any]]:
         """Processes on the GPUs that are not this tree (for `contended`)."""
-        mine = {p.pid for p in self._procs}
+        mine = self.tree.pids
         out = []
         for i in self.gpus:
             listed = self.nvml.call("nvmlDeviceGetComputeRunningProcesses", i)

@@ -1,0 +1,63 @@
+"""A process and its descendants, read through psutil: members, CPU seconds, per-thread CPU, RSS
+and I/O counters. Processes that vanish or deny access are skipped, never raised."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ProcessDetail:
+    threads_cpu_s: dict[int, float]  # thread id → user + system seconds
+    rss_bytes: int
+    read_bytes: int
+    write_bytes: int
+
+
+class ProcessTree:
+    def __init__(self, pid: int) -> None:
+        import psutil
+
+        self._ps = psutil
+        self.root = psutil.Process(pid)  # raises psutil.NoSuchProcess when it is already gone
+        self._members: list[Any] = [self.root]
+
+    def refresh(self) -> bool:
+        """Re-scan the descendants (a walk over /proc: not for every sample). False when the root is gone."""
+        try:
+            self._members = [self.root] + self.root.children(recursive=True)
+            return True
+        except self._ps.Error:
+            return False
+
+    @property
+    def pids(self) -> set[int]:
+        return {p.pid for p in self._members}
+
+    def cpu_seconds(self) -> dict[int, float]:
+        out = {}
+        for p in self._members:
+            try:
+                t = p.cpu_times()
+            except self._ps.Error:
+                continue
+            out[p.pid] = t.user + t.system
+        return out
+
+    def details(self) -> dict[int, ProcessDetail]:
+        out = {}
+        for p in self._members:
+            try:
+                with p.oneshot():
+                    threads = {th.id: th.user_time + th.system_time for th in p.threads()}
+                    rss = p.memory_info().rss
+                    try:
+                        io = p.io_counters()
+                        rd, wr = io.read_bytes, io.write_bytes
+                    except (self._ps.AccessDenied, AttributeError):
+                        rd = wr = 0
+            except self._ps.Error:
+                continue
+            out[p.pid] = ProcessDetail(threads, rss, rd, wr)
+        return out
