@@ -45,11 +45,12 @@ def frame(sample: dict[str, Any], info: dict[int, dict[str, Any]], regimes: dict
     if cores:
         cpu.append(f"CPU {len(cores)} cores  max {max(cores):.0f}%  mean {sum(cores) / len(cores):.0f}%  "
                    f"iowait {host.get('iowait', 0):.0f}%\n")
-        cpu.append("".join(" ▁▂▃▄▅▆▇█"[min(8, int(c / 12.5))] for c in cores[:72]))
+        cpu.append("".join("▁▁▂▃▄▅▆▇█"[min(8, int(c / 12.5))] for c in cores[:72]))
     disk = Text(f"\ndisk read {host.get('disk_rd_bps', 0) / 1e6:.0f} MB/s  write {host.get('disk_wr_bps', 0) / 1e6:.0f}"
                 f" MB/s  net rx {host.get('net_rx_bps', 0) / 1e6:.0f} MB/s  swap-in {host.get('swapin_s', 0):.0f}/s",
                 style="dim")
-    return Group(t, cpu, disk, Text("Ctrl-C to stop", style="dim"))
+    parts = ([t] if sample.get("gpus") else []) + [cpu, disk, Text("Ctrl-C to stop", style="dim")]
+    return Group(*parts)
 
 
 def watch(
