@@ -2,12 +2,13 @@
 
 One sample is a plain dict (cheap to build, to batch into the store and to replay):
   {"t": unix_s,
-   "gpus": [{"index", "util", "memutil", "used", "power", "sm_clk", "mem_clk", "reasons", "temp",
-             "pcie_tx", "pcie_rx", "gpm": {"2": sm_active_pct, ...}}],
+   "gpus": [{"index", "util", "memutil", "used", "power", "sm_clk", "reasons", "temp",
+             "gpm": {"2": sm_active_pct, "3", "5", "10", "20": pcie_tx_mb_s, "21": pcie_rx_mb_s}}],
    "host": {"cpu": [busy % per core], "iowait", "mem_avail", "swap_used", "majflt_s", "swapin_s",
             "disk_rd_bps", "disk_wr_bps", "net_rx_bps", "net_tx_bps"},
    "proc": {"pids", "cpu_pct", "top_thread_pct", "rss", "io_rd_bps", "io_wr_bps", "vram"}}
-Values the hardware does not give are absent (never zero-filled).
+Values the hardware does not give are absent (never zero-filled). Slow-moving values (memory,
+temperature, per-thread CPU, disk, network) are read once a second and repeated in between.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any, Callable
 
 from gputriage.backends.host import Host
 from gputriage.backends.process_tree import ProcessDetail, ProcessTree
-from gputriage.backends.nvml import GPM_DEFAULT_METRICS, NvmlBackend
+from gputriage.backends.nvml import (GPM_ANY_TENSOR_UTIL, GPM_DRAM_BW_UTIL, GPM_PCIE_RX_PER_SEC, GPM_PCIE_TX_PER_SEC,
+                                     GPM_SM_OCCUPANCY, GPM_SM_UTIL, NvmlBackend)
 from gputriage.collect.procfs import cpu_busy_pct, parse_keyed, parse_net_dev, parse_proc_stat
 from gputriage.model.reading import Unavailable
 
@@ -46,13 +48,22 @@ def parse_diskstats(text: str) -> tuple[int, int]:
     return rd * 512, wr * 512
 
 
-class GpuReader:
-    """Reads one GPU's sample row; GPM over the interval since the previous row."""
+# the GPM metrics the verdicts use: SM activity, occupancy, tensor pipes, DRAM bandwidth, PCIe TX/RX
+SAMPLED_GPM = (GPM_SM_UTIL, GPM_SM_OCCUPANCY, GPM_ANY_TENSOR_UTIL, GPM_DRAM_BW_UTIL, GPM_PCIE_TX_PER_SEC,
+               GPM_PCIE_RX_PER_SEC)
 
-    def __init__(self, nvml: NvmlBackend, index: int, use_gpm: bool = True) -> None:
-        self.nvml, self.index = nvml, index
+
+class GpuReader:
+    """Reads one GPU's sample row: utilization, power, SM clock, clock-event reasons and GPM (over the
+    interval since the previous row) every sample; memory used and temperature, which move slowly,
+    every `slow_every` samples (the row carries the last values)."""
+
+    def __init__(self, nvml: NvmlBackend, index: int, use_gpm: bool = True, slow_every: int = 10) -> None:
+        self.nvml, self.index, self.slow_every = nvml, index, slow_every
         self._gpm_prev: Any = nvml.gpm_sample(index) if use_gpm else Unavailable("not_supported", "off")
         self.gpm_ok = _ok(self._gpm_prev)
+        self._tick = 0
+        self._slow: dict[str, Any] = {}
 
     def read(self) -> dict[str, Any]:
         n, i = self.nvml, self.index
@@ -61,19 +72,24 @@ class GpuReader:
         if _ok(util):
             row["util"], row["memutil"] = util["gpu"], util["memory"]
         for key, fn, args in (("power", "nvmlDeviceGetPowerUsage", ()), ("sm_clk", "nvmlDeviceGetClockInfo", (1,)),
-                              ("mem_clk", "nvmlDeviceGetClockInfo", (2,)),
-                              ("reasons", "nvmlDeviceGetCurrentClocksEventReasons", ()),
-                              ("temp", "nvmlDeviceGetTemperature", (0,))):
+                              ("reasons", "nvmlDeviceGetCurrentClocksEventReasons", ())):
             v = n.call(fn, i, *args)
             if _ok(v):
                 row[key] = v
-        mem = n.call("nvmlDeviceGetMemoryInfo", i)
-        if _ok(mem):
-            row["used"] = mem["used"]
+        if self._tick % self.slow_every == 0:
+            self._slow = {}
+            temp = n.call("nvmlDeviceGetTemperature", i, 0)
+            if _ok(temp):
+                self._slow["temp"] = temp
+            mem = n.call("nvmlDeviceGetMemoryInfo", i)
+            if _ok(mem):
+                self._slow["used"] = mem["used"]
+        self._tick += 1
+        row.update(self._slow)
         if self.gpm_ok:
             cur = n.gpm_sample(i)
             if _ok(cur):
-                m = n.gpm_metrics(i, self._gpm_prev, cur, GPM_DEFAULT_METRICS)
+                m = n.gpm_metrics(i, self._gpm_prev, cur, SAMPLED_GPM)
                 n.gpm_free(self._gpm_prev)
                 self._gpm_prev = cur
                 if _ok(m):
