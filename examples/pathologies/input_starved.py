@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
-BATCH, FEATURES, HIDDEN = 1024, 1024, 8192
+BATCH, FEATURES, HIDDEN = 1024, 1024, 16384
 
 
 def preprocess(rng: np.random.Generator) -> np.ndarray:
