@@ -135,3 +135,12 @@ def test_no_link_load_on_a_gpu_in_exclusive_mode(h200, make_host):
     h200.set("nvmlDeviceGetComputeMode", 0, 3)  # exclusive process
     snap = collect_snapshot(h200, make_host(), window_s=0.1, load_ms=200, use_framework=False)
     assert "exclusive" in snap.get("gpu.0.pcie.link_width.loaded").detail
+
+
+def test_one_of_two_gpus_lost_mid_read_degrades_only_that_gpu(h200, collect):
+    snap = collect(h200.add_gpu_like(0).gpu_lost(1, after_calls=3))
+    assert snap.get("gpu.count") == 2
+    assert isinstance(snap.get("gpu.0.power.draw_mw"), int) and snap.get("gpu.0.name") == "NVIDIA H200"
+    assert snap.get("gpu.1.power.draw_mw").reason == "gpu_lost"
+    lost = [f for f in evaluate(snap) if f.id == "gpu.lost"]
+    assert [f.subject for f in lost] == ["gpu.1"]

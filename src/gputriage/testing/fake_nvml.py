@@ -45,6 +45,15 @@ class FakeNvml(ReplayNvml):
                 self.source[key] = encode(Unavailable("not_supported", "Not Supported"))
         return self
 
+    def add_gpu_like(self, index: int) -> "FakeNvml":
+        """A second GPU answering like GPU `index` (a recorded machine has one; faults need two)."""
+        new = int(self.source.get("nvmlDeviceGetCount", 1))
+        for key in [k for k in self.source if k.split("/")[1:2] == [str(index)]]:
+            fn, _, rest = key.split("/", 2) + [""] * (3 - len(key.split("/", 2)))
+            self.source["/".join(x for x in (fn, str(new), rest) if x)] = copy.deepcopy(self.source[key])
+        self.source["nvmlDeviceGetCount"] = new + 1
+        return self
+
     def link(self, index: int, *, gen: int | None = None, width: int | None = None) -> "FakeNvml":
         if gen is not None:
             self.set("nvmlDeviceGetCurrPcieLinkGeneration", index, gen)
