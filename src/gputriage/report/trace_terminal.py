@@ -68,15 +68,19 @@ def render(report: dict[str, Any], findings: list[Finding], console: Console, to
                                    style="dim"))
         kernels = r.get("kernels") or []
         if kernels:
+            from gputriage.trace.kernel_kinds import SHORT_KIND, short_name
+
             kt = Table(header_style="bold", box=None, pad_edge=False)
-            for col in ("kernel", "kind", "TC", "count", "total ms", "%", "median µs", "TFLOP/s", "GB/s", "roof"):
-                kt.add_column(col, no_wrap=True, overflow="ellipsis", max_width=48 if col == "kernel" else None,
+            for col in ("kernel", "kind", "n", "ms", "%", "µs", "rate", "roof"):
+                kt.add_column(col, no_wrap=True, overflow="ellipsis", max_width=32 if col == "kernel" else None,
                               justify="left" if col in ("kernel", "kind", "roof") else "right")
             for k in kernels[:top]:
-                kt.add_row(k["name"], k["kind"], "yes" if k["tensor_cores"] else "no", str(k["count"]),
-                           f"{k['total_us'] / 1000:.2f}", f"{k['pct_of_kernel_time']:.1f}", f"{k['median_us']:.1f}",
-                           f"{k['achieved_tflops']:.1f}" if k.get("achieved_tflops") else "",
-                           f"{k['achieved_gbs']:.0f}" if k.get("achieved_gbs") else "", k.get("roof", ""))
+                rate = (f"{k['achieved_tflops']:.0f} TF/s" if k.get("achieved_tflops") and k["kind"].startswith("gemm")
+                        else f"{k['achieved_gbs']:.0f} GB/s" if k.get("achieved_gbs") else
+                        f"{k['achieved_tflops']:.1f} TF/s" if k.get("achieved_tflops") else "")
+                kt.add_row(short_name(k["name"]), SHORT_KIND.get(k["kind"], k["kind"]), str(k["count"]),
+                           f"{k['total_us'] / 1000:.1f}", f"{k['pct_of_kernel_time']:.0f}", f"{k['median_us']:.0f}" if k["median_us"] >= 100 else f"{k['median_us']:.1f}",
+                           rate, {"memory": "mem", "compute": "math"}.get(k.get("roof", ""), ""))
             console.print()
             console.print(kt)
     mr = report.get("multi_rank")
