@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from gputriage.cli import exits
 from gputriage.cli.common import fail, out, print_json
@@ -42,7 +43,7 @@ def runs(
         started = dt.datetime.fromtimestamp(r["started"]).strftime("%m-%d %H:%M:%S")
         dur = f"{r['ended'] - r['started']:.0f}s" if r["ended"] else "[yellow]incomplete[/]"
         t.add_row(str(r["id"]), r["kind"], started, dur, "" if r["exit_code"] is None else str(r["exit_code"]),
-                  str(r["samples"]), r["bottleneck"] or "-", " ".join(r["command"]))
+                  str(r["samples"]), r["bottleneck"] or "-", Text(" ".join(r["command"])))
     out.print(t)
 
 

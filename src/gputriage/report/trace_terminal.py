@@ -78,7 +78,7 @@ def render(report: dict[str, Any], findings: list[Finding], console: Console, to
                 rate = (f"{k['achieved_tflops']:.0f} TF/s" if k.get("achieved_tflops") and k["kind"].startswith("gemm")
                         else f"{k['achieved_gbs']:.0f} GB/s" if k.get("achieved_gbs") else
                         f"{k['achieved_tflops']:.1f} TF/s" if k.get("achieved_tflops") else "")
-                kt.add_row(short_name(k["name"]), SHORT_KIND.get(k["kind"], k["kind"]), str(k["count"]),
+                kt.add_row(Text(short_name(k["name"])), SHORT_KIND.get(k["kind"], k["kind"]), str(k["count"]),
                            f"{k['total_us'] / 1000:.1f}", f"{k['pct_of_kernel_time']:.0f}", f"{k['median_us']:.0f}" if k["median_us"] >= 100 else f"{k['median_us']:.1f}",
                            rate, {"memory": "mem", "compute": "math"}.get(k.get("roof", ""), ""))
             console.print()

@@ -63,7 +63,7 @@ _WORD = re.compile(r"([A-Za-z_]\w*)\s*(?:<|\(|,|>|$)")
 _SKIP = {"at", "native", "void", "int", "float", "char", "std", "array", "unsigned", "long", "const", "bool", "c10",
          "Half", "BFloat16", "double", "operator", "lambda", "TensorIteratorBase", "type", "enable_if", "detail",
          "ReduceOp", "AUnaryFunctor", "BUnaryFunctor", "BinaryFunctor", "TensorListMetadata", "cutlass", "Kernel",
-         "binary_internal", "internal"}
+         "binary_internal", "internal", "true", "false", "func_wrapper_t"}
 
 
 def short_name(name: str) -> str:
