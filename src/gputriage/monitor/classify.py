@@ -302,8 +302,11 @@ def verdict(samples: list[dict[str, Any]], gpu: int, gpu_info: dict[str, Any]) -
     share = counts[dominant] / total
     confidence = round(share * (0.6 if alternatives else 1.0), 2)
     summary = f"{describe(dominant, evidence)}: {dominant.value}"
+    series = {"t_s": [round(w.start_s, 1) for w in ws], "util_pct": [w.metrics.get("util_pct") for w in ws],
+              "sm_active_pct": [w.metrics.get("sm_active_pct") for w in ws]}
     return {
         "bottleneck": dominant.value, "gpu": gpu, "share": round(share, 2), "confidence": confidence,
+        "series": series,
         "summary": summary, "decision": DECISIONS[dominant], "evidence": evidence,
         "undecided_between": [dominant.value] + alternatives if alternatives else [],
         "steady_s": round(total, 1), "startup_s": round(start, 1), "timeline": timeline,

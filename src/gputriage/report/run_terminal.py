@@ -12,6 +12,18 @@ from gputriage.model.finding import Finding, Severity
 from gputriage.report.style import finding_text
 
 
+BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list, width: int = 60) -> str:
+    """Percentages (one per second) as block characters, squeezed to `width` by taking maxima."""
+    vals = [0.0 if v is None else float(v) for v in values]
+    if len(vals) > width:
+        step = len(vals) / width
+        vals = [max(vals[int(i * step): max(int((i + 1) * step), int(i * step) + 1)]) for i in range(width)]
+    return "".join(BLOCKS[min(8, int(round(v / 12.5)))] for v in vals)
+
+
 def render(run: dict[str, Any], verdicts: dict[str, dict[str, Any]], findings: list[Finding], console: Console) -> None:
     cmd = " ".join(run.get("command", []))
     started = run.get("started")
@@ -50,6 +62,12 @@ def render(run: dict[str, Any], verdicts: dict[str, dict[str, Any]], findings: l
             console.print(Text(f"  the sampler cannot tell {' / '.join(v['undecided_between'])} apart: "
                                "`gputriage run --profile -- ...` separates them", style="yellow"))
         console.print(Text("  do: " + v["decision"], style="green"))
+        for key, label in (("util_pct", "GPU-Util"), ("sm_active_pct", "SM act. ")):
+            values = (v.get("series") or {}).get(key) or []
+            if any(x is not None for x in values):
+                line = Text(f"  {label} ", style="dim")
+                line.append(sparkline(values), style="cyan")
+                console.print(line)
         tl = " · ".join(f"{r['start_s']:.0f}–{r['end_s']:.0f}s {r['regime']}" for r in v.get("timeline", []))
         if tl:
             console.print(Text("  timeline: " + tl, style="dim"))
