@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from gputriage.model.fact import Fact
+from gputriage.model.files import unreadable
 from gputriage.model.reading import Reading, Unavailable
 
 SNAPSHOT_SCHEMA = "gputriage.snapshot"
@@ -78,14 +79,8 @@ class Snapshot:
         path = Path(path)
         try:
             text = path.read_text()
-        except FileNotFoundError:
-            raise SnapshotError(f"{path}: no such file") from None
-        except IsADirectoryError:
-            raise SnapshotError(f"{path}: is a directory") from None
-        except PermissionError:
-            raise SnapshotError(f"{path}: permission denied") from None
-        except UnicodeDecodeError:
-            raise SnapshotError(f"{path}: not a text file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SnapshotError(unreadable(path, exc)) from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:

@@ -27,6 +27,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from gputriage.model.files import unreadable
 from gputriage.model.finding import Finding, Severity
 from gputriage.model.snapshot import Snapshot
 
@@ -58,10 +59,8 @@ def load_budget(path: str | Path) -> Budget:
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise BudgetError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise BudgetError(f"{path}: cannot read: {exc}") from None
+        raise BudgetError(unreadable(path, exc)) from None
     except tomllib.TOMLDecodeError as exc:
         raise BudgetError(f"{path}: not valid TOML: {exc}") from None
     table = data.get("budget", data)

@@ -20,6 +20,8 @@ from typing import Any, BinaryIO, Optional, Union
 
 import msgspec
 
+from gputriage.model.files import unreadable
+
 BLOCK_BYTES = 32 * 2**20
 EVENT_START = b"\n  {"
 ARRAY_KEY = b'"traceEvents"'
@@ -265,12 +267,8 @@ def load(path: str | Path) -> Columns:
     try:
         size = os.path.getsize(path)
         fh = _open(path)
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory") from None
-    except PermissionError:
-        raise TraceError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise TraceError(unreadable(path, exc)) from None
     cols = Columns(path=str(path), file_bytes=size)
     try:
         with fh:
