@@ -55,3 +55,17 @@ def test_the_real_sampler_on_a_replayed_stream(name, make_host):
     g = samples[-1]["gpus"][0]
     assert set(g) >= {"util", "power", "sm_clk", "reasons", "temp", "used", "gpm"}
     assert verdict(samples, 0, H200)["bottleneck"] == EXPECTED[name]
+
+
+def test_budgets_over_recorded_streams(tmp_path):
+    from gputriage.monitor.budget import check_samples, load_budget
+
+    path = tmp_path / "budget.toml"
+    path.write_text("[budget]\nmax_power_pct_of_limit = 95\nmin_sm_active_pct = 40\nmax_temperature_c = 80\n")
+    budget = load_budget(path)
+    healthy = from_flat_rows(SCENARIOS["healthy_bf16"]["samples"])
+    ids = {f.id for f in check_samples(budget, healthy, [0], {0: H200})}
+    assert ids == {"budget.max_power_pct_of_limit"}  # ~690 W of 700 W; SM activity and temperature within budget
+    small = from_flat_rows(SCENARIOS["small_batch"]["samples"])
+    found = {f.id: f for f in check_samples(budget, small, [0], {0: H200}, steady_from_t=small[50]["t"])}
+    assert found["budget.min_sm_active_pct"].evidence["observed"] < 40
