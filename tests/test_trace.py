@@ -167,3 +167,11 @@ def test_a_cpu_only_trace_recorded_here_parses_and_says_what_is_missing(tmp_path
     assert any("no GPU activity" in p for p in rep["ranks"][0]["problems"])
     flops = [f for f, n in zip(cols.o_flops, cols.o_name) if cols.names[n] == "aten::addmm"]
     assert flops and flops[0] == 2 * 32 * 64 * 64
+
+
+def test_large_gemms_far_under_the_datasheet_point_at_a_shared_or_throttled_gpu():
+    _, found = report("contended")  # another process time-sliced the GPU: 300 of 989 TFLOP/s
+    slow = [f for f in found if f.id == "trace.slow_gemms"]
+    assert slow and slow[0].evidence["achieved_tflops"] < 0.5 * slow[0].evidence["datasheet_tflops"]
+    _, found = report("healthy")  # 748 TFLOP/s: healthy
+    assert not [f for f in found if f.id == "trace.slow_gemms"]

@@ -86,7 +86,7 @@ def analyze_file(path: str | Path) -> tuple[dict[str, Any], list[Finding]]:
     main = max(anatomies, key=lambda a: a.busy_total_us)
     kernels = table(cols, kinds, spec)
     verdict = decide(main)
-    found = findings_of(main, kernels, verdict, *_elementwise_bytes(cols, kinds))
+    found = findings_of(main, kernels, verdict, *_elementwise_bytes(cols, kinds), spec=spec)
     result.update({
         "anatomy": [a.to_json() for a in anatomies],
         "kernels": kernels,

@@ -16,6 +16,20 @@ from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.load import KERNEL, Columns
 
 
+def peak_dtype(kind: str, op_dtype: str) -> str:
+    """Which datasheet rate bounds a kernel: tensor-core kernels by their operands' dtype (fp32 operands
+    on tensor cores mean TF32), everything else the fp32 CUDA-core rate."""
+    if kind not in (kk.GEMM_TC, kk.ATTENTION):
+        return "fp32"
+    if "Float8" in op_dtype:
+        return "fp8"
+    if op_dtype == "c10::Half":
+        return "fp16"
+    if op_dtype == "float":
+        return "tf32"
+    return "bf16"
+
+
 def table(cols: Columns, kinds: list[str], spec: GpuSpec | None, top: int = 15) -> list[dict[str, Any]]:
     op_by_ext: dict[int, int] = {}
     for i, ext in enumerate(cols.o_ext):
@@ -47,6 +61,8 @@ def table(cols: Columns, kinds: list[str], spec: GpuSpec | None, top: int = 15) 
             "mean_us": round(t / len(durs), 2), "median_us": round(median(durs), 2),
             "max_us": round(max(durs), 2),
         }
+        if g["dtype"]:
+            row["dtype"] = g["dtype"]
         if g["timed_us"] > 0 and (g["flops"] or g["bytes"]):
             secs = g["timed_us"] / 1e6
             row["achieved_tflops"] = round(g["flops"] / secs / 1e12, 2) if g["flops"] else None
@@ -54,8 +70,7 @@ def table(cols: Columns, kinds: list[str], spec: GpuSpec | None, top: int = 15) 
             if g["flops"] and g["bytes"]:
                 ai = g["flops"] / g["bytes"]
                 row["flop_per_byte"] = round(ai, 2)
-                dtype = "bf16" if g["kind"] in (kk.GEMM_TC, kk.ATTENTION) else "fp32"
-                ridge = spec.ridge_flop_per_byte(dtype) if spec else None
+                ridge = spec.ridge_flop_per_byte(peak_dtype(g["kind"], g["dtype"])) if spec else None
                 if ridge:
                     row["ridge_flop_per_byte"] = round(ridge, 1)
                     row["roof"] = "memory" if ai < ridge else "compute"

@@ -85,8 +85,13 @@ def decide(a: Anatomy) -> dict[str, Any]:
             "decision": DECISION[verdict], "shares_pct": all_shares}
 
 
+SLOW_GEMM_PCT_OF_PEAK = 50.0  # large tensor-core GEMMs reach 70-80% of the datasheet on a healthy GPU
+SLOW_GEMM_MIN_US = 100.0  # only kernels long enough that shape and launch effects do not explain it
+SLOW_GEMM_MIN_SHARE = 20.0  # of kernel time
+
+
 def findings(a: Anatomy, kernels: list[dict[str, Any]], verdict: dict[str, Any], elementwise_bytes: float,
-             chain_kernels: int = 0) -> list[Finding]:
+             chain_kernels: int = 0, spec: Any = None) -> list[Finding]:
     """Findings with decisions for every cause above its threshold, the verdict's first."""
     w = a.window_us or 1.0
     pct = lambda us: round(100 * us / w, 1)  # noqa: E731
@@ -152,6 +157,25 @@ def findings(a: Anatomy, kernels: list[dict[str, Any]], verdict: dict[str, Any],
             "kernels with fewer blocks than SMs", "Kernels too small for the GPU: busy by nvidia-smi, most SMs idle",
             {"underfilled_busy_pct": round(100 * a.underfilled_us / a.busy_total_us, 1),
              "median_kernel_us": round(a.median_kernel_us, 2)})
+    if spec is not None:
+        from gputriage.trace.kernels import peak_dtype
+
+        for k in kernels:
+            peak = spec.tflops(peak_dtype(k["kind"], k.get("dtype", "")))
+            rate = k.get("achieved_tflops")
+            if (k["kind"] == kk.GEMM_TC and peak and rate and k["median_us"] >= SLOW_GEMM_MIN_US
+                    and k["pct_of_kernel_time"] >= SLOW_GEMM_MIN_SHARE and 100 * rate / peak < SLOW_GEMM_PCT_OF_PEAK):
+                out.append(Finding(id="trace.slow_gemms", severity=Severity.warn, step=2,
+                                   symptom=f"Large tensor-core GEMMs reach {rate:.0f} TFLOP/s, {100 * rate / peak:.0f}% "
+                                           f"of the {spec.name}'s {peak:g}",
+                                   cause="Kernels long enough to run at full rate run slowly: the GPU is time-sliced "
+                                         "with another process, or its clocks are held down (power, thermal)",
+                                   decision="Look for other processes on the GPU and clock-event reasons (`gputriage "
+                                            "check`, or `gputriage run`, which sees both); compare with `gputriage bench`",
+                                   evidence={"kernel": k["name"][:80], "achieved_tflops": rate, "datasheet_tflops": peak,
+                                             "median_us": k["median_us"], "pct_of_kernel_time": k["pct_of_kernel_time"]},
+                                   subject=subject))
+                break
     comm = busy.get(kk.COMM, 0)
     if pct(comm) >= FINDING_MIN_PCT:
         add(B.comm_bound, Severity.warn, f"Communication kernels take {pct(comm)}% of the window",
