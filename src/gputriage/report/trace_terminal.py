@@ -59,6 +59,13 @@ def render(report: dict[str, Any], findings: list[Finding], console: Console, to
                                f"{a['gaps']:,} idle gaps, median {a['median_gap_us']} µs; "
                                f"{a['underfilled_busy_pct']}% of busy time in kernels with fewer blocks than SMs",
                                style="dim"))
+            steps = a.get("steps") or []
+            if steps:
+                durs = sorted(x["dur_us"] for x in steps)
+                busy = sorted(x["gpu_busy_pct"] for x in steps)
+                console.print(Text(f"{len(steps)} profiler steps: median {durs[len(durs) // 2] / 1000:.2f} ms "
+                                   f"({durs[0] / 1000:.2f}–{durs[-1] / 1000:.2f}), GPU busy per step median "
+                                   f"{busy[len(busy) // 2]:.0f}% ({busy[0]:.0f}–{busy[-1]:.0f})", style="dim"))
             syncs = a.get("syncs", {})
             if syncs.get("count"):
                 console.print(Text(f"{syncs['count']} host synchronizations, host blocked "
