@@ -8,7 +8,6 @@ section), so a recorded machine can be replayed on one with no GPU.
 from __future__ import annotations
 
 import ctypes
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from typing import Any, Iterable
@@ -127,7 +126,6 @@ class PynvmlBackend(NvmlBackend):
         self._handles: dict[int, Any] = {}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nvml")
         self._stuck = False
-        self._lock = threading.Lock()
 
     def _bounded(self, func: Any, *args: Any) -> Reading:
         if not self.bounded:

@@ -11,6 +11,14 @@ from typing import Any
 DATA = Path(__file__).resolve().parent.parent / "data" / "specs.json"
 
 
+PCIE_LANE_GBS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}  # per lane, one direction
+
+
+def pcie_link_gbs(gen: int, width: int) -> float:
+    """Raw one-direction bandwidth of a PCIe link (GB/s); 0 for an unknown generation."""
+    return PCIE_LANE_GBS.get(int(gen), 0.0) * int(width)
+
+
 @dataclass(frozen=True)
 class GpuSpec:
     name: str

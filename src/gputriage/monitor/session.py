@@ -15,13 +15,13 @@ from gputriage.backends.nvml import NvmlBackend
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Finding, Severity
 from gputriage.model.reading import Unavailable
+from gputriage.model.specs import pcie_link_gbs
 from gputriage.monitor import classify
 from gputriage.monitor.sampler import DEFAULT_PERIOD_S, Sampler
 from gputriage.monitor.store import Store
 
 # verdicts that call for a change, and how loudly; compute_bound and idle are not faults
 VERDICT_SEVERITY = {B.compute_bound: Severity.ok, B.idle: Severity.info, B.memory_bound: Severity.info}
-PCIE_LANE_GBS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 LINK_SATURATED = 0.7  # share of the link's capacity above which copies are at the link's limit
 
 
@@ -80,7 +80,7 @@ def _link_saturated(v: dict[str, Any], gpu: dict[str, Any]) -> bool:
     gen, width = gpu.get("pcie_gen_max"), gpu.get("pcie_width_max")
     if not rx or not gen or not width:
         return False
-    return rx / 1000.0 >= LINK_SATURATED * PCIE_LANE_GBS.get(int(gen), 0) * int(width)
+    return rx / 1000.0 >= LINK_SATURATED * pcie_link_gbs(gen, width)
 
 
 def run_findings(verdicts: dict[int, dict[str, Any]], samples: list[dict[str, Any]],

@@ -19,9 +19,8 @@ from gputriage.collect.power_thermal import decode_reasons
 from gputriage.model.finding import Finding, Severity
 from gputriage.model.numbers import median
 from gputriage.model.probe import ProbeResult
-from gputriage.model.specs import GpuSpec
+from gputriage.model.specs import GpuSpec, pcie_link_gbs
 
-PCIE_LANE_GBS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 # healthy share of the datasheet figure: (low, high); measured GEMMs reach ~80% of dense peak,
 # copies ~90% of HBM bandwidth, pinned PCIe copies ~85-88% of the raw link rate
 BANDS = {"matmul": (0.60, 1.25), "memory.copy": (0.75, 1.05), "memory.read": (0.75, 1.05),
@@ -38,7 +37,7 @@ def reference(probe: str, spec: GpuSpec | None, link: tuple[int, int] | None) ->
         return spec.memory_bw_gbs
     if probe.startswith("pcie.") and link:
         gen, width = link
-        return round(PCIE_LANE_GBS.get(gen, 0) * width, 1) or None
+        return round(pcie_link_gbs(gen, width), 1) or None
     return None
 
 
@@ -175,7 +174,7 @@ def findings(results: list[ProbeResult], link_now: tuple[int, int] | None) -> li
                                     "Check for other processes, ECC/row-remap state and clocks (`gputriage check`)",
                                     Severity.warn)
         else:
-            degraded = link_now is not None and r.reference and link_now[1] * PCIE_LANE_GBS.get(link_now[0], 0) < r.reference
+            degraded = link_now is not None and r.reference and pcie_link_gbs(*link_now) < r.reference
             cause = ("The link trained below its capability (see pcie.link_width/gen)" if degraded else
                      "Pinned copies run far under the link's capacity: a degraded link, or the pinned buffer sits on "
                      "a NUMA node remote from the GPU")
@@ -196,6 +195,3 @@ def compare(results: list[ProbeResult], previous: list[dict[str, Any]] | None) -
     return {r.name: round(100.0 * (r.value - before[r.name]) / before[r.name], 1)
             for r in results if before.get(r.name)}
 
-
-def cpu_count() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any, Iterable
+from typing import Any
 
-from gputriage.backends.nvml import GPM_DEFAULT_METRICS, ReplayNvml, call_key, encode
+from gputriage.backends.nvml import ReplayNvml, call_key, encode
 from gputriage.model.reading import Reading, Unavailable
 
 
@@ -15,7 +15,6 @@ class FakeNvml(ReplayNvml):
 
     def __init__(self, records: dict[str, Any]) -> None:
         super().__init__(copy.deepcopy(records))
-        self._lost: set[int] = set()
         self._lost_after: dict[int, int] = {}
         self._calls: dict[int, int] = {}
         self.gpm_series: dict[int, list[dict[str, float]]] = {}
@@ -96,6 +95,3 @@ class FakeNvml(ReplayNvml):
         if self._lost_now(index):
             return Unavailable("gpu_lost", "GPU is lost")
         return super().gpm_sample(index)
-
-    def gpm_metrics(self, index: int, first: Any, second: Any, metric_ids: Iterable[int] = GPM_DEFAULT_METRICS) -> Reading:
-        return super().gpm_metrics(index, first, second, metric_ids)
