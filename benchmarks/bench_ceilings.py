@@ -1,7 +1,10 @@
 """`gputriage bench` against the best plain-torch recipe for each figure, side by side, in one run.
 Needs a CUDA GPU. Prints a table (ours, recipe, ratio).
 
-    python benchmarks/bench_ceilings.py [--repeats 30]
+    python benchmarks/bench_ceilings.py [--repeats 30] [--save DIR]
+
+Also times `gputriage bench --quick` and the full `gputriage bench` (whole command, wall clock);
+--save keeps both JSON reports (fixtures for the rendering tests).
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ import argparse
 import json
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import torch
 
@@ -66,16 +71,28 @@ def pinned(direction: str, repeats: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--save", type=Path, default=None)
     args = ap.parse_args()
-    out = subprocess.run([sys.executable, "-m", "gputriage", "bench", "--json", "--no-disk"],
-                         capture_output=True, text=True)
-    ours = {r["name"]: r for r in json.loads(out.stdout)["results"]}
+    walls, reports = {}, {}
+    for kind, extra in (("quick", ["--quick"]), ("full", [])):
+        t0 = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "gputriage", "bench", "--json", *extra], capture_output=True, text=True)
+        walls[kind] = time.perf_counter() - t0
+        reports[kind] = out.stdout
+        if out.returncode:
+            print(f"bench {kind} exited {out.returncode}: {out.stderr[-2000:]}")
+        if args.save:
+            args.save.mkdir(parents=True, exist_ok=True)
+            (args.save / f"bench_{kind}.json").write_text(out.stdout)
+    ours = {r["name"]: r for r in json.loads(reports["full"])["results"]}
     recipes = {"matmul.bf16": best_bf16_gemm(args.repeats), "memory.copy": copy_bw(args.repeats),
                "pcie.h2d_pinned": pinned("h2d", args.repeats // 3), "pcie.d2h_pinned": pinned("d2h", args.repeats // 3)}
     print(f"{'figure':22} {'gputriage':>12} {'torch recipe':>13} {'ratio':>7}")
     for name, value in recipes.items():
         o = ours.get(name, {}).get("value")
         print(f"{name:22} {o if o is not None else float('nan'):12.1f} {value:13.1f} {(o or 0) / value:7.1%}")
+    print(f"{'bench --quick, wall s':22} {walls['quick']:12.1f}")
+    print(f"{'bench (full), wall s':22} {walls['full']:12.1f}")
     for name in ("launch.enqueue", "launch.latency", "launch.graph_per_kernel", "launch.item_roundtrip"):
         if name in ours:
             print(f"{name:22} {ours[name]['value']:12.2f} µs")

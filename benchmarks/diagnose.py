@@ -3,6 +3,10 @@ and without `--profile`, and print: expected bottleneck, the sampler's verdict, 
 (merged) verdict, throughput before and after the fix, and whether each verdict is right.
 
     python benchmarks/diagnose.py [--seconds 6] [--out results.json] [--only name,name]
+                                  [--modes sampled,profiled,fixed,fixed_profiled] [--keep-traces DIR]
+
+Results are written to --out after every pathology (a cut-short run keeps what it measured);
+`--table results.json` prints the table of an earlier run.
 
 Needs a CUDA GPU. The verdict code never sees these names: each script is just a command.
 """
@@ -36,7 +40,10 @@ def gputriage_run(script: Path, fixed: bool, profile: bool, seconds: float, stor
         argv += ["--profile"] + (["--keep-trace", str(keep / f"{script.stem}.json")] if keep else [])
     argv += ["--", sys.executable, str(script), "--seconds", str(seconds)] + (["--fixed"] if fixed else [])
     t0 = time.time()
-    proc = subprocess.run(argv, capture_output=True, text=True, cwd=script.parent, timeout=300)
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=script.parent, timeout=120)
+    except subprocess.TimeoutExpired:
+        return {"rc": None, "wall_s": round(time.time() - t0, 1), "error": "timed out after 120 s"}
     report = json.loads(report_path.read_text()) if report_path.stat().st_size else {}
     m = re.search(r"throughput: ([0-9.]+) (\S+)", proc.stdout)
     warnings = [f["id"] for f in report.get("findings", []) if f["severity"] in ("warn", "critical")]
@@ -50,44 +57,69 @@ def gputriage_run(script: Path, fixed: bool, profile: bool, seconds: float, stor
             "stderr_tail": proc.stderr[-400:] if proc.returncode else ""}
 
 
+MODES = ("sampled", "profiled", "fixed", "fixed_profiled")
+
+
+def verdict_ok(got: str | None, expected: str, undecided: list[str] | None = None) -> str:
+    if got == expected:
+        return "yes"
+    return "set" if expected in (undecided or []) else "NO"
+
+
+def print_table(rows: list[dict]) -> None:
+    print("ok: yes = named; set = among the causes the sampler says it cannot separate (--profile does)")
+    head = (f"{'pathology':21} {'expected':16} {'sampler':16} {'ok':3} {'--profile':16} {'ok':3} "
+            f"{'before':>10} {'after':>10} {'gain':>6}  fixed: warnings (sampled / profiled)")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        s, p, f, fp = (r.get(m) or {} for m in MODES)
+        gain = (f["throughput"] / s["throughput"]) if f.get("throughput") and s.get("throughput") else None
+        warn = " / ".join(",".join(x.get("warnings") or []) or "-" for x in (f, fp) if x)
+        print(f"{r['pathology']:21} {r['expected']:16} {str(s.get('sampler')):16} "
+              f"{verdict_ok(s.get('sampler'), r['expected'], s.get('undecided')) if s else '':3} "
+              f"{str(p.get('verdict')):16} {verdict_ok(p.get('verdict'), r['expected']) if p else '':3} "
+              f"{s.get('throughput') or 0:10.1f} {f.get('throughput') or 0:10.1f} "
+              f"{f'{gain:.2f}x' if gain else '':>6}  {warn}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=6.0)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--only", default="")
+    ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--keep-traces", type=Path, default=None, help="keep each --profile trace in this folder")
+    ap.add_argument("--table", type=Path, default=None, help="print the table of an earlier --out file")
     args = ap.parse_args()
+    if args.table:
+        print_table(json.loads(args.table.read_text()))
+        return
+    modes = [m for m in args.modes.split(",") if m in MODES]
     names = [n for n in EXPECTED if not args.only or n in args.only.split(",")]
     store = Path(tempfile.mkdtemp()) / "runs.sqlite"
+    if args.keep_traces:
+        args.keep_traces.mkdir(parents=True, exist_ok=True)
     rows = []
     for name in names:
         script = GALLERY / f"{name}.py"
         row = {"pathology": name, "expected": EXPECTED[name]}
-        row["sampled"] = gputriage_run(script, False, False, args.seconds, store)
-        if args.keep_traces:
-            args.keep_traces.mkdir(parents=True, exist_ok=True)
-        row["profiled"] = gputriage_run(script, False, True, args.seconds, store, args.keep_traces)
-        if name != "healthy":
+        for mode in modes:
+            fixed, profile = mode.startswith("fixed"), mode.endswith("profiled")
+            if fixed and name == "healthy":
+                continue
             # torch.compile's warm-up takes seconds: give the fused loop time to dominate the run
-            secs = args.seconds * 4 if name == "unfused_elementwise" else args.seconds
-            row["fixed"] = gputriage_run(script, True, False, secs, store)
+            secs = args.seconds * 4 if fixed and name == "unfused_elementwise" else args.seconds
+            keep = (args.keep_traces / ("fixed" if fixed else "broken")) if args.keep_traces and profile else None
+            if keep:
+                keep.mkdir(exist_ok=True)
+            row[mode] = gputriage_run(script, fixed, profile, secs, store, keep)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    if args.out:
-        args.out.write_text(json.dumps(rows, indent=1))
+        if args.out:
+            args.out.write_text(json.dumps(rows, indent=1))
     print()
-    print("ok: yes = named; set = among the causes the sampler says it cannot separate (--profile does)")
-    head = f"{'pathology':22} {'expected':18} {'sampler':18} {'ok':3} {'--profile':18} {'ok':3} {'before':>10} {'after':>10} {'gain':>6}  fixed: warnings"
-    print(head)
-    print("-" * len(head))
-    for r in rows:
-        s, p, f = r["sampled"], r["profiled"], r.get("fixed", {})
-        gain = (f["throughput"] / s["throughput"]) if f.get("throughput") and s.get("throughput") else None
-        s_ok = "yes" if s["sampler"] == r["expected"] else ("set" if r["expected"] in (s.get("undecided") or []) else "NO")
-        print(f"{r['pathology']:22} {r['expected']:18} {str(s['sampler']):18} {s_ok:3} "
-              f"{str(p['verdict']):18} {'yes' if p['verdict'] == r['expected'] else 'NO':3} "
-              f"{s['throughput'] or 0:10.1f} {f.get('throughput') or 0:10.1f} {f'{gain:.2f}x' if gain else '':>6}  "
-              f"{','.join(f.get('warnings', [])) or ('-' if f else '')}")
+    print_table(rows)
 
 
 if __name__ == "__main__":

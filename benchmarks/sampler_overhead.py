@@ -1,8 +1,13 @@
 """Sampler overhead, on a GPU machine.
 
-1. CPU cost of `gputriage`'s sampler at 10 Hz (NVML + GPM + host + a process tree) over 60 s, as a
-   share of one core, side by side with a plain Python NVML+GPM loop at 10 Hz.
-2. A bf16 training loop's throughput with and without `gputriage run` around it, alternating,
+1. CPU cost over the same `--seconds` window, side by side (all three run at once):
+   - gputriage's sampler at 10 Hz (NVML + GPM + host + a process tree, samples written to a SQLite
+     store in 1 s batches, as `gputriage run` does): the sampling thread's CPU time, and the whole
+     process's CPU time over the window (NVML helper threads included);
+   - a plain Python NVML+GPM loop at 10 Hz (a fresh process; its thread CPU time);
+   - `nvidia-smi dmon` at 1 Hz (its process CPU time).
+2. CPU cost per NVML call the sampler makes (microseconds, 300 calls each).
+3. A bf16 training loop's throughput with and without `gputriage run` around it, alternating,
    median of N pairs.
 
     python benchmarks/sampler_overhead.py [--seconds 60] [--pairs 5] [--loop-seconds 8]
@@ -11,55 +16,118 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ROOT / "examples" / "pathologies" / "healthy.py"
 
+PLAIN_LOOP = r"""
+import sys, time, pynvml
+seconds = float(sys.argv[1])
+pynvml.nvmlInit()
+h = pynvml.nvmlDeviceGetHandleByIndex(0)
+prev = pynvml.nvmlGpmSampleAlloc()
+pynvml.nvmlGpmSampleGet(h, prev)
+c0, t_end = time.thread_time(), time.monotonic() + seconds
+while time.monotonic() < t_end:
+    cur = pynvml.nvmlGpmSampleAlloc()
+    pynvml.nvmlGpmSampleGet(h, cur)
+    req = pynvml.c_nvmlGpmMetricsGet_t()
+    req.version, req.numMetrics, req.sample1, req.sample2 = pynvml.NVML_GPM_METRICS_GET_VERSION, 5, prev, cur
+    for i, mid in enumerate((1, 2, 3, 5, 10)):
+        req.metrics[i].metricId = mid
+    pynvml.nvmlGpmMetricsGet(req)
+    pynvml.nvmlDeviceGetUtilizationRates(h)
+    pynvml.nvmlDeviceGetPowerUsage(h)
+    pynvml.nvmlGpmSampleFree(prev)
+    prev = cur
+    time.sleep(0.1)
+print(100.0 * (time.thread_time() - c0) / seconds)
+"""
 
-def sampler_cpu(seconds: float) -> float:
+
+def process_cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def side_by_side(seconds: float) -> dict[str, float | None]:
+    """Our sampler, a plain NVML+GPM loop and nvidia-smi dmon over the same window."""
+    import psutil
+
     from gputriage.backends.host import Host
     from gputriage.backends.nvml import PynvmlBackend
     from gputriage.monitor.sampler import Sampler
+    from gputriage.monitor.store import Store
 
     nvml = PynvmlBackend(record=False, bounded=False)
     nvml.init()
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(%f)" % (seconds + 5)])
-    s = Sampler(nvml, Host(), [0], pid=child.pid)
+    folder = Path(tempfile.mkdtemp())
+    store = Store(folder / "runs.sqlite")
+    workload = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(%f)" % (seconds + 10)])
+    run_id = store.begin_run("run", ["sleep"], {})
+    plain = subprocess.Popen([sys.executable, "-c", PLAIN_LOOP, str(seconds)], stdout=subprocess.PIPE, text=True)
+    smi = None
+    if shutil.which("nvidia-smi"):
+        smi = subprocess.Popen(["nvidia-smi", "dmon", "-d", "1", "-s", "pucm"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    s = Sampler(nvml, Host(), [0], pid=workload.pid, sink=lambda batch: store.add_samples(run_id, batch))
+    p0 = process_cpu_s()
     s.start()
     time.sleep(seconds)
     s.stop()
-    child.kill()
-    return 100.0 * s.busy_s / seconds
+    process_pct = 100.0 * (process_cpu_s() - p0) / seconds
+    smi_pct = None
+    if smi is not None:
+        t = psutil.Process(smi.pid).cpu_times()
+        smi_pct = 100.0 * (t.user + t.system) / seconds  # started with the window, ran through it
+        smi.terminate()
+        smi.wait()
+    plain_pct = float(plain.communicate()[0].strip() or "nan")
+    workload.kill()
+    store.close()
+    shutil.rmtree(folder, ignore_errors=True)
+    return {"sampler_thread": 100.0 * s.busy_s / seconds, "sampler_process": process_pct, "plain": plain_pct,
+            "smi": smi_pct, "samples": len(s.samples)}
 
 
-def plain_loop_cpu(seconds: float) -> float:
-    import pynvml
+def per_call_us(n: int = 300) -> list[tuple[str, float]]:
+    """CPU microseconds per call of what the sampler asks NVML, on this thread."""
+    from gputriage.backends.nvml import PynvmlBackend
+    from gputriage.monitor.sampler import SAMPLED_GPM
 
-    pynvml.nvmlInit()
-    h = pynvml.nvmlDeviceGetHandleByIndex(0)
-    prev = pynvml.nvmlGpmSampleAlloc()
-    pynvml.nvmlGpmSampleGet(h, prev)
-    c0, t_end = time.thread_time(), time.monotonic() + seconds
-    while time.monotonic() < t_end:
-        cur = pynvml.nvmlGpmSampleAlloc()
-        pynvml.nvmlGpmSampleGet(h, cur)
-        req = pynvml.c_nvmlGpmMetricsGet_t()
-        req.version, req.numMetrics, req.sample1, req.sample2 = pynvml.NVML_GPM_METRICS_GET_VERSION, 5, prev, cur
-        for i, mid in enumerate((1, 2, 3, 5, 10)):
-            req.metrics[i].metricId = mid
-        pynvml.nvmlGpmMetricsGet(req)
-        pynvml.nvmlDeviceGetUtilizationRates(h)
-        pynvml.nvmlDeviceGetPowerUsage(h)
-        pynvml.nvmlGpmSampleFree(prev)
-        prev = cur
-        time.sleep(0.1)
-    return 100.0 * (time.thread_time() - c0) / seconds
+    nvml = PynvmlBackend(record=False, bounded=False)
+    nvml.init()
+    calls = [("nvmlDeviceGetUtilizationRates", ()), ("nvmlDeviceGetPowerUsage", ()), ("nvmlDeviceGetClockInfo", (1,)),
+             ("nvmlDeviceGetCurrentClocksEventReasons", ()), ("nvmlDeviceGetTemperature", (0,)),
+             ("nvmlDeviceGetMemoryInfo", ()), ("nvmlDeviceGetComputeRunningProcesses", ())]
+    out = []
+    for fn, args in calls:
+        c0 = time.thread_time()
+        for _ in range(n):
+            nvml.call(fn, 0, *args)
+        out.append((fn, 1e6 * (time.thread_time() - c0) / n))
+    a, b = nvml.gpm_sample(0), nvml.gpm_sample(0)
+    c0 = time.thread_time()
+    for _ in range(n):
+        b = nvml.gpm_sample(0, into=b)
+    out.append(("gpm_sample (refilled buffer)", 1e6 * (time.thread_time() - c0) / n))
+    c0 = time.thread_time()
+    for _ in range(n):
+        nvml.gpm_metrics(0, a, b, SAMPLED_GPM)
+    out.append(("gpm_metrics (6 metrics)", 1e6 * (time.thread_time() - c0) / n))
+    nvml.gpm_free(a)
+    nvml.gpm_free(b)
+    return out
 
 
 def throughput(wrapped: bool, loop_s: float) -> float:
@@ -76,20 +144,31 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--loop-seconds", type=float, default=8.0)
     args = ap.parse_args()
-    ours = sampler_cpu(args.seconds)
-    plain = plain_loop_cpu(min(args.seconds, 20.0))
+    cpu = side_by_side(args.seconds)
+    calls = per_call_us()
     rows = []
     for _ in range(args.pairs):
         rows.append((throughput(False, args.loop_seconds), throughput(True, args.loop_seconds)))
-    bare = statistics.median(r[0] for r in rows)
-    wrapped = statistics.median(r[1] for r in rows)
-    print(f"{'measure':52} {'value':>12}")
-    print(f"{'gputriage sampler, 10 Hz, GPM+host+tree, % of one core':52} {ours:11.2f}%")
-    print(f"{'plain Python NVML+GPM loop, 10 Hz, % of one core':52} {plain:11.2f}%")
-    print(f"{'bf16 GEMM loop alone, TFLOP/s (median of pairs)':52} {bare:12.1f}")
-    print(f"{'same under gputriage run, TFLOP/s':52} {wrapped:12.1f}")
-    print(f"{'slow-down under gputriage run':52} {100 * (1 - wrapped / bare):11.2f}%")
-    print("pairs (alone, wrapped):", [(round(a, 1), round(b, 1)) for a, b in rows])
+    print(f"CPU over the same {args.seconds:.0f} s window, % of one core ({os.cpu_count()} cores), "
+          f"{cpu['samples']} samples taken")
+    print(f"{'measure':58} {'value':>10}")
+    print(f"{'gputriage sampler thread, 10 Hz, GPM+host+tree+store':58} {cpu['sampler_thread']:9.2f}%")
+    print(f"{'gputriage sampling process, whole (all threads)':58} {cpu['sampler_process']:9.2f}%")
+    print(f"{'plain Python NVML+GPM loop, 10 Hz':58} {cpu['plain']:9.2f}%")
+    if cpu["smi"] is not None:
+        print(f"{'nvidia-smi dmon, 1 Hz':58} {cpu['smi']:9.2f}%")
+    print()
+    print(f"{'NVML call (CPU per call)':58} {'µs':>10}")
+    for name, us in calls:
+        print(f"{name:58} {us:10.1f}")
+    if rows:
+        bare = statistics.median(r[0] for r in rows)
+        wrapped = statistics.median(r[1] for r in rows)
+        print()
+        print(f"{'bf16 GEMM loop alone, TFLOP/s (median of pairs)':58} {bare:10.1f}")
+        print(f"{'same under gputriage run, TFLOP/s':58} {wrapped:10.1f}")
+        print(f"{'slow-down under gputriage run':58} {100 * (1 - wrapped / bare):9.2f}%")
+        print("pairs (alone, wrapped):", [(round(a, 1), round(b, 1)) for a, b in rows])
 
 
 if __name__ == "__main__":

@@ -1,20 +1,22 @@
-"""Kernel-launch-bound: a deep, narrow model at batch 1; every kernel is shorter than its launch.
+"""Kernel-launch-bound: a deep model served one request at a time (batch 1); every kernel is
+shorter than its launch.
 
-Fix: capture the forward pass in a CUDA graph (one launch replays every kernel).
+Fix: batch requests together and capture the forward pass in a CUDA graph (one launch replays
+every kernel).
 """
 
 import torch
 from torch import nn
 
-DEPTH, WIDTH = 48, 256
+DEPTH, WIDTH, BATCHED = 48, 1024, 4096
 
 
 def build(fixed: bool):
     layers = []
     for _ in range(DEPTH):
         layers += [nn.Linear(WIDTH, WIDTH), nn.LayerNorm(WIDTH), nn.GELU()]
-    model = nn.Sequential(*layers).cuda().eval()
-    x = torch.randn(1, WIDTH, device="cuda")
+    model = nn.Sequential(*layers).cuda().bfloat16().eval()
+    x = torch.randn(BATCHED if fixed else 1, WIDTH, device="cuda", dtype=torch.bfloat16)
     if not fixed:
         def step() -> float:
             with torch.no_grad():
@@ -28,7 +30,7 @@ def build(fixed: bool):
 
     def step() -> float:
         graph.replay()
-        return 1
+        return BATCHED
 
     return step, "inferences"
 

@@ -63,7 +63,8 @@ class NvmlBackend:
     def call(self, fn: str, index: int | None = None, *args: Any) -> Reading:  # pragma: no cover
         raise NotImplementedError
 
-    def gpm_sample(self, index: int) -> Reading:  # pragma: no cover - interface
+    def gpm_sample(self, index: int, into: Any = None) -> Reading:  # pragma: no cover - interface
+        """A GPM sample; `into` is an earlier sample of this GPU whose buffer may be refilled."""
         raise NotImplementedError
 
     def gpm_metrics(self, index: int, first: Any, second: Any,
@@ -124,6 +125,7 @@ class PynvmlBackend(NvmlBackend):
         self.record = record
         self.records: dict[str, Any] = {}
         self._handles: dict[int, Any] = {}
+        self._gpm_supported: dict[int, bool] = {}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nvml")
         self._stuck = False
 
@@ -194,7 +196,7 @@ class PynvmlBackend(NvmlBackend):
             self.records[call_key(fn, index, args)] = encode(result)
         return result
 
-    def gpm_sample(self, index: int) -> Reading:
+    def gpm_sample(self, index: int, into: Any = None) -> Reading:
         import pynvml
 
         handle = self._handle(index)
@@ -202,14 +204,16 @@ class PynvmlBackend(NvmlBackend):
             return handle
 
         def take() -> Any:
-            support = pynvml.nvmlGpmQueryDeviceSupport(handle)
-            if not support.isSupportedDevice:
+            if index not in self._gpm_supported:  # asked once per GPU, not every sample
+                self._gpm_supported[index] = bool(pynvml.nvmlGpmQueryDeviceSupport(handle).isSupportedDevice)
+            if not self._gpm_supported[index]:
                 raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
-            sample = pynvml.nvmlGpmSampleAlloc()
+            sample = into[0] if isinstance(into, tuple) else pynvml.nvmlGpmSampleAlloc()
             try:
                 pynvml.nvmlGpmSampleGet(handle, sample)
             except Exception:
-                pynvml.nvmlGpmSampleFree(sample)
+                if not isinstance(into, tuple):  # a refilled buffer stays its owner's to free
+                    pynvml.nvmlGpmSampleFree(sample)
                 raise
             return (sample, time.monotonic())
 
@@ -271,7 +275,7 @@ class ReplayNvml(NvmlBackend):
     def call(self, fn: str, index: int | None = None, *args: Any) -> Reading:
         return self._answer(call_key(fn, index, args))
 
-    def gpm_sample(self, index: int) -> Reading:
+    def gpm_sample(self, index: int, into: Any = None) -> Reading:
         recorded = self.source.get(f"gpm/{index}")
         if recorded is None:
             return Unavailable("not_found", f"gpm/{index} was not recorded")

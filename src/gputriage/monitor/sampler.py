@@ -62,6 +62,7 @@ class GpuReader:
         self.nvml, self.index, self.slow_every = nvml, index, slow_every
         self._gpm_prev: Any = nvml.gpm_sample(index) if use_gpm else Unavailable("not_supported", "off")
         self.gpm_ok = _ok(self._gpm_prev)
+        self._gpm_spare: Any = None  # the buffer of the sample before last, refilled next time
         self._tick = 0
         self._slow: dict[str, Any] = {}
 
@@ -87,11 +88,10 @@ class GpuReader:
         self._tick += 1
         row.update(self._slow)
         if self.gpm_ok:
-            cur = n.gpm_sample(i)
+            cur = n.gpm_sample(i, into=self._gpm_spare)
             if _ok(cur):
                 m = n.gpm_metrics(i, self._gpm_prev, cur, SAMPLED_GPM)
-                n.gpm_free(self._gpm_prev)
-                self._gpm_prev = cur
+                self._gpm_spare, self._gpm_prev = self._gpm_prev, cur
                 if _ok(m):
                     row["gpm"] = {k: round(v, 2) for k, v in m["metrics"].items()}
         return row
@@ -99,6 +99,8 @@ class GpuReader:
     def close(self) -> None:
         if self.gpm_ok:
             self.nvml.gpm_free(self._gpm_prev)
+            if self._gpm_spare is not None:
+                self.nvml.gpm_free(self._gpm_spare)
 
 
 class HostReader:

@@ -17,7 +17,7 @@ import time
 from typing import Any, Callable
 
 QUICK_SHAPES = (8192,)
-FULL_SHAPES = (4096, 8192, 12288)
+FULL_SHAPES = (4096, 8192, 12288, 16384)
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8_e4m3")
 
 

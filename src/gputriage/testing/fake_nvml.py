@@ -91,7 +91,7 @@ class FakeNvml(ReplayNvml):
             return Unavailable("gpu_lost", "GPU is lost")
         return super().call(fn, index, *args)
 
-    def gpm_sample(self, index: int) -> Reading:
+    def gpm_sample(self, index: int, into: Any = None) -> Reading:
         if self._lost_now(index):
             return Unavailable("gpu_lost", "GPU is lost")
-        return super().gpm_sample(index)
+        return super().gpm_sample(index, into)

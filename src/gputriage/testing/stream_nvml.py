@@ -48,7 +48,7 @@ class StreamNvml(NvmlBackend):
             return answers[fn]
         return Unavailable("not_supported", fn)
 
-    def gpm_sample(self, index: int) -> Reading:
+    def gpm_sample(self, index: int, into: Any = None) -> Reading:
         return ("replay", self.i)
 
     def gpm_metrics(self, index: int, first: Any, second: Any,

@@ -23,7 +23,7 @@ from typing import Any
 from gputriage.model.finding import Finding
 
 SITE = r'''
-import os, signal, sys, threading, time
+import atexit, os, signal, sys, threading, time
 
 def _gputriage_profile():
     out = os.environ.pop("GPUTRIAGE_TRACE_OUT", None)  # popped: child processes do not profile
@@ -32,8 +32,9 @@ def _gputriage_profile():
     skip = float(os.environ.pop("GPUTRIAGE_PROFILE_SKIP_S", "2"))
     steps = int(os.environ.pop("GPUTRIAGE_PROFILE_STEPS", "10"))
     window = float(os.environ.pop("GPUTRIAGE_PROFILE_WINDOW_S", "0.5"))
+    max_s = float(os.environ.pop("GPUTRIAGE_PROFILE_MAX_S", "3"))  # slow steps: stop after this long
     cuda = os.environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1"
-    st = {"want": None, "prof": None, "steps": 0, "started": 0.0, "hooks": [], "finished": False}
+    st = {"want": None, "prof": None, "steps": 0, "started": 0.0, "hooks": [], "seen_step": False}
     lock = threading.Lock()
     done = threading.Event()
 
@@ -75,6 +76,7 @@ def _gputriage_profile():
             done.set()
 
     def on_step(*_a, **_k):
+        st["seen_step"] = True
         if st["prof"]:
             st["steps"] += 1
             if st["steps"] >= steps:
@@ -130,12 +132,21 @@ def _gputriage_profile():
                 while time.time() - t1 < 60 and not done.is_set():
                     if st["prof"] is False:
                         return
-                    if st["steps"] >= steps or (st["steps"] == 0 and st["prof"] and time.time() - st["started"] >= window):
+                    spent = time.time() - st["started"] if st["prof"] else 0.0
+                    if st["steps"] >= steps or spent >= (max_s if st["seen_step"] else window):
                         break
                     time.sleep(0.02)
                 if done.is_set():
                     return
 
+    def on_exit():
+        # the workload ended inside the window: keep what was profiled
+        if st["prof"]:
+            with lock:
+                st["want"] = "stop"
+            act("exit")
+
+    atexit.register(on_exit)
     signal.signal(signal.SIGUSR2, on_signal)
     threading.Thread(target=worker, name="gputriage-profiler", daemon=True).start()
 
