@@ -54,7 +54,10 @@ def gputriage_run(script: Path, fixed: bool, profile: bool, seconds: float, stor
             "undecided": next(iter(report.get("verdict", {}).get("per_gpu", {}).values()), {}).get("undecided_between"),
             "trace": (report.get("trace") or {}).get("verdict", {}).get("bottleneck") if report.get("trace") else None,
             "trace_error": (report.get("trace") or {}).get("error"), "warnings": warnings,
-            "stderr_tail": proc.stderr[-400:] if proc.returncode else ""}
+            "stderr_tail": proc.stderr[-400:] if proc.returncode else "",
+            # the evidence, to check a verdict afterwards
+            "report": {"verdict": report.get("verdict"), "findings": report.get("findings"),
+                       "trace": {k: v for k, v in (report.get("trace") or {}).items() if k != "kernels"}}}
 
 
 MODES = ("sampled", "profiled", "fixed", "fixed_profiled")

@@ -18,7 +18,7 @@ mode = sys.argv[1]
 m = torch.nn.Linear(128, 128); opt = torch.optim.SGD(m.parameters(), lr=0.01)
 a = torch.randn(128, 128)
 t = time.time()
-while time.time() - t < 3.5:
+while time.time() - t < (1.5 if mode == "short" else 3.5):
     if mode == "optim":
         m(torch.randn(32, 128)).pow(2).mean().backward(); opt.step(); opt.zero_grad()
     else:
@@ -44,6 +44,23 @@ def test_profile_injection_writes_a_trace(tmp_path, mode):
     assert "no GPU activity" in " ".join(report["trace"]["ranks"][0]["problems"])
     ops = {e.get("name") for e in json.loads(kept.read_text())["traceEvents"] if e.get("cat") == "cpu_op"}
     assert ("aten::addmm" if mode == "optim" else "aten::mm") in ops
+    log = report["trace"]["profile_log"]
+    if mode == "optim":
+        assert log == ["started at optimizer step", "stopped at optimizer step after 5 optimizer steps"]
+    else:
+        assert log[0] == "started at signal" and log[1].startswith("stopped at signal")
+
+
+def test_profile_kept_when_the_workload_ends_inside_the_window(tmp_path):
+    script = tmp_path / "w.py"
+    script.write_text(WORKLOAD)
+    env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0", GPUTRIAGE_PROFILE_WINDOW_S="30")
+    r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.2", "--", sys.executable,
+                             str(script), "short"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads(r.stdout[r.stdout.index("{"):])
+    assert report["trace"]["profile_log"] == ["started at signal", "stopped at exit after 0 optimizer steps"]
+    assert "no GPU activity" in " ".join(report["trace"]["ranks"][0]["problems"])
 
 
 def test_profile_needs_a_python_command(tmp_path):

@@ -175,3 +175,11 @@ def test_large_gemms_far_under_the_datasheet_point_at_a_shared_or_throttled_gpu(
     assert slow and slow[0].evidence["achieved_tflops"] < 0.5 * slow[0].evidence["datasheet_tflops"]
     _, found = report("healthy")  # 748 TFLOP/s: healthy
     assert not [f for f in found if f.id == "trace.slow_gemms"]
+
+
+def test_a_window_with_a_handful_of_kernels_gets_no_verdict():
+    # recorded on the H200: `run --profile` started the profiler just before the workload ended
+    rep, findings = report("too_short_window")
+    assert rep["verdict"]["bottleneck"] is None and findings == []
+    assert "too little GPU activity to judge" in rep["ranks"][0]["problems"][0]
+    assert rep["ranks"][0]["anatomy"][0]["kernels"] == 6

@@ -11,7 +11,7 @@ from typing import Any
 from gputriage.model.finding import Finding
 from gputriage.model.specs import match
 from gputriage.trace import kernel_kinds as kk
-from gputriage.trace.anatomy import analyze as anatomy_of, gpu_kinds
+from gputriage.trace.anatomy import Anatomy, analyze as anatomy_of, gpu_kinds
 from gputriage.trace.kernels import table
 from gputriage.trace.load import KERNEL, Columns, TraceError, load
 from gputriage.trace.verdict import decide, findings as findings_of
@@ -65,6 +65,15 @@ def _overlap(cols: Columns, kinds: list[str], device: int) -> dict[str, Any] | N
     return {"comm_us": round(total, 1), "overlapped_pct": round(100 * overlapped / total, 1) if total else 0.0}
 
 
+MIN_KERNELS = 10
+MIN_BUSY_US = 50_000.0
+
+
+def too_little(a: Anatomy) -> bool:
+    """Too few kernels (unless they are long) to name a bottleneck from."""
+    return a.kernel_count < MIN_KERNELS and a.busy_total_us < MIN_BUSY_US
+
+
 def analyze_file(path: str | Path) -> tuple[dict[str, Any], list[Finding]]:
     t0 = time.perf_counter()
     cols = load(path)
@@ -84,6 +93,14 @@ def analyze_file(path: str | Path) -> tuple[dict[str, Any], list[Finding]]:
         result["parse_s"] = round(time.perf_counter() - t0, 3)
         return result, []
     main = max(anatomies, key=lambda a: a.busy_total_us)
+    if too_little(main):
+        result["problems"].append(
+            f"too little GPU activity to judge: a {main.window_us / 1000:.1f} ms window with {main.kernel_count} "
+            "kernels (profile the steady state for longer)")
+        result["anatomy"] = [a.to_json() for a in anatomies]
+        result["verdict"] = None
+        result["parse_s"] = round(time.perf_counter() - t0, 3)
+        return result, []
     kernels = table(cols, kinds, spec)
     verdict = decide(main)
     found = findings_of(main, kernels, verdict, *_elementwise_bytes(cols, kinds), spec=spec)

@@ -86,12 +86,19 @@ def _gputriage_profile():
             act("optimizer step")
 
     def on_forward(*_a, **_k):
-        if st["want"]:
+        if st["want"] and not st["seen_step"]:  # a training loop starts and stops at step boundaries
             act("module forward")
 
+    def importing():
+        # a module half-imported on this thread: starting the profiler now could import it again
+        for mod in list(sys.modules.values()):
+            if getattr(getattr(mod, "__spec__", None), "_initializing", False):
+                return True
+        return False
+
     def on_signal(signum, frame):
-        if st["want"]:
-            act("signal")
+        if st["want"] and not importing():
+            act("signal")  # else the worker signals again a little later
 
     def worker():
         deadline = time.time() + 300
@@ -101,16 +108,11 @@ def _gputriage_profile():
             time.sleep(0.1)
         time.sleep(skip)
         try:
-            # import everything the profiler needs here, off the main thread, so starting it later
-            # imports nothing while the workload might be importing
+            # import what the profiler needs here, off the main thread, so starting it later imports
+            # little (nothing heavy such as torch._dynamo: that would hold the GIL for seconds)
             import torch
             import torch.profiler
             from torch.profiler import ProfilerActivity, profile
-            for name in ("torch._dynamo", "torch._inductor", "torch.distributed"):
-                try:
-                    __import__(name)
-                except Exception:
-                    pass
             acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
             st["make"] = lambda: profile(activities=acts, record_shapes=True)
             from torch.optim.optimizer import register_optimizer_step_post_hook
@@ -119,14 +121,22 @@ def _gputriage_profile():
         except Exception as exc:
             note("ERROR setup: %s: %s" % (type(exc).__name__, exc))
             return
+        t0 = time.time()
+        while not st["seen_step"] and time.time() - t0 < 1.0:  # a training loop? then start at a step
+            time.sleep(0.01)
         for want in ("start", "stop"):
             with lock:
                 st["want"] = want
             t0 = time.time()
             while st["want"] == want and time.time() - t0 < 1.0:  # a hook acts at the next step or forward
                 time.sleep(0.01)
-            if st["want"] == want:  # plain tensor code: no hook fired, act from a signal handler
+            while st["want"] == want and time.time() - t0 < 30:
+                # plain tensor code: no hook fired; act from a signal handler (retried while it defers)
                 os.kill(os.getpid(), signal.SIGUSR2)
+                time.sleep(0.2)
+            if st["want"] == want:
+                note("ERROR %s: the workload never reached a point where the profiler could %s" % (want, want))
+                return
             if want == "start":
                 t1 = time.time()
                 while time.time() - t1 < 60 and not done.is_set():
@@ -180,20 +190,21 @@ def analyze_dir(folder: Path, keep: Path | None = None) -> tuple[dict[str, Any] 
 
     trace = folder / "trace.json"
     log = folder / "trace.json.log"
+    said = log.read_text().strip().splitlines() if log.exists() else []
     try:
         if not trace.exists():
-            said = log.read_text().strip().splitlines() if log.exists() else []
             errors = [line for line in said if line.startswith("ERROR")]
             if errors:
-                return {"error": "the profiler failed in the workload: " + errors[0][6:]}, []
+                return {"error": "the profiler failed in the workload: " + errors[0][6:], "profile_log": said}, []
             return {"error": "no trace was written: the workload ended before the profiling window, or never "
-                             "used CUDA (try a smaller --profile-skip)"}, []
+                             "used CUDA (try a smaller --profile-skip)", "profile_log": said}, []
         if keep is not None:
             shutil.copy(trace, keep)
         report, found = analyze([trace])
         report["kept_trace"] = str(keep) if keep is not None else None
+        report["profile_log"] = said
         return report, found
     except TraceError as exc:
-        return {"error": str(exc)}, []
+        return {"error": str(exc), "profile_log": said}, []
     finally:
         shutil.rmtree(folder, ignore_errors=True)
