@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,6 +33,18 @@ EXPECTED = {
 }
 
 
+RUNNING: list[int] = []  # the process group of the run in flight
+
+
+def _stop_running(signum: int, frame: object) -> None:
+    for pgid in RUNNING:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+    sys.exit(128 + signum)
+
+
 def gputriage_run(script: Path, fixed: bool, profile: bool, seconds: float, store: Path,
                   keep: Path | None = None) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
@@ -40,10 +54,17 @@ def gputriage_run(script: Path, fixed: bool, profile: bool, seconds: float, stor
         argv += ["--profile"] + (["--keep-trace", str(keep / f"{script.stem}.json")] if keep else [])
     argv += ["--", sys.executable, str(script), "--seconds", str(seconds)] + (["--fixed"] if fixed else [])
     t0 = time.time()
+    # a session of its own, so a timeout stops the workload and whatever it started, not just `gputriage run`
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=script.parent,
+                            start_new_session=True)
+    RUNNING[:] = [proc.pid]
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, cwd=script.parent, timeout=120)
+        stdout, stderr = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         return {"rc": None, "wall_s": round(time.time() - t0, 1), "error": "timed out after 120 s"}
+    proc = subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
     report = json.loads(report_path.read_text()) if report_path.stat().st_size else {}
     m = re.search(r"throughput: ([0-9.]+) (\S+)", proc.stdout)
     warnings = [f["id"] for f in report.get("findings", []) if f["severity"] in ("warn", "critical")]
@@ -95,6 +116,7 @@ def main() -> None:
     ap.add_argument("--keep-traces", type=Path, default=None, help="keep each --profile trace in this folder")
     ap.add_argument("--table", type=Path, default=None, help="print the table of an earlier --out file")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, _stop_running)
     if args.table:
         print_table(json.loads(args.table.read_text()))
         return

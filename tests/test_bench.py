@@ -125,3 +125,21 @@ def test_numa_layout_needs_several_nodes(tmp_path):
     (tmp_path / "sys/devices/system/node/node1").mkdir()
     assert b.numa_layout("0000:18:00.0", str(tmp_path)) == (1, [0, 1])
     assert b.band("pcie.h2d_pinned_node0") == (0.70, 1.0)
+
+
+def test_another_process_on_the_gpu_makes_every_gpu_figure_a_share():
+    from pathlib import Path
+
+    from gputriage.testing.fake_nvml import FakeNvml
+
+    records = json.loads((Path(__file__).parent / "fixtures/h200/snapshot_idle.json").read_text())["raw"]["nvml"]
+    nvml = FakeNvml(records)
+    assert b.others_on_gpus(nvml, [0]) == []
+    nvml.add_process(0, 4242, 2 << 30).add_process(0, 777, 1 << 30)
+    others = b.others_on_gpus(nvml, [0], exclude={777})
+    assert others == [{"gpu": 0, "pid": 4242, "used_bytes": 2 << 30}]
+    capped = ProbeResult("matmul.bf16", 400.0, "TFLOP/s", 989.4, {"clock_event_reasons": []})
+    found = {f.id: f for f in b.findings([capped], None, others)}
+    assert set(found) == {"bench.gpu_shared", "bench.matmul.bf16_low"}
+    assert "4242" in found["bench.gpu_shared"].symptom and found["bench.gpu_shared"].severity.name == "warn"
+    assert b.findings([], None, []) == []

@@ -10,23 +10,35 @@ import sys
 import torch
 
 N = 8192
-NEIGHBOUR = ("import torch,time\n"
-             "a=torch.randn(8192,8192,device='cuda',dtype=torch.bfloat16)\n"
-             "t=time.time()\n"
-             "while time.time()-t<120: a@a\n")
+# the neighbour: bf16 GEMMs for at most 60 s, and never longer than the script that started it lives
+NEIGHBOUR = """
+import os, sys, time, torch
+parent = int(sys.argv[1])
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+t = time.time()
+while time.time() - t < 60:
+    for _ in range(20):
+        a @ a
+    torch.cuda.synchronize()
+    try:
+        os.kill(parent, 0)
+    except OSError:
+        break
+"""
 
 
 def build(fixed: bool):
     a = torch.randn(N, N, device="cuda", dtype=torch.bfloat16)
     if not fixed:
         # start the neighbour as another job would be: detached (double fork), not our child
-        launcher = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', sys.argv[1]], "
-                    "start_new_session=True); print(p.pid)")
-        pid = int(subprocess.check_output([sys.executable, "-c", launcher, NEIGHBOUR]).decode())
         import atexit
         import os
         import signal
         import time
+
+        launcher = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', sys.argv[1], sys.argv[2]], "
+                    "start_new_session=True); print(p.pid)")
+        pid = int(subprocess.check_output([sys.executable, "-c", launcher, NEIGHBOUR, str(os.getpid())]).decode())
 
         atexit.register(lambda: os.kill(pid, signal.SIGKILL))
         time.sleep(6)  # let the neighbour start its loop

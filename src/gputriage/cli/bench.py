@@ -73,6 +73,7 @@ def bench(
     spec = match(dev_id, g0.get("memory_total_bytes"), g0.get("name")) if gpus else None
     link = (g0["pcie_gen_max"], g0["pcie_width_max"]) if g0.get("pcie_gen_max") and g0.get("pcie_width_max") else None
     results, errors, rows = [], [], []
+    others = b.others_on_gpus(nvml, gpus) if gpus and not no_gpu else []  # no CUDA context of ours yet
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
                   transient=True, disable=not err.is_terminal) as progress:
         task = progress.add_task("starting", total=None)
@@ -87,6 +88,8 @@ def bench(
                 progress.update(task, description=f"NCCL all-reduce over {len(gpus)} GPUs")
                 rows += b.run_collectives(lambda row: None)
             samples = sampler.stop()
+            seen = {o["pid"] for o in others}
+            others += [o for o in b.others_on_gpus(nvml, gpus) if o["pid"] not in seen]  # the child has exited
             res, errs = b.to_results(rows, samples, spec, link)
             results += res
             errors += errs
@@ -106,7 +109,7 @@ def bench(
         gen, width = nvml.call("nvmlDeviceGetCurrPcieLinkGeneration", 0), nvml.call("nvmlDeviceGetCurrPcieLinkWidth", 0)
         link_now = (gen, width) if isinstance(gen, int) and isinstance(width, int) else None
         nvml.shutdown()
-    found = b.findings(results, link_now)
+    found = b.findings(results, link_now, others)
     machine = socket.gethostname() + "|" + ",".join(str(info[i].get("uuid")) for i in gpus)
     changes: dict[str, float] = {}
     try:
@@ -121,7 +124,7 @@ def bench(
         print_json({"schema": "gputriage.bench", "version": 1, "gpu": g0.get("name"), "spec": spec.name if spec else None,
                     "quick": quick, "results": [r.to_json() | {"band": b.band(r.name), "change_pct": changes.get(r.name)}
                                                 for r in results],
-                    "errors": errors, "findings": [f.to_json() for f in found]})
+                    "errors": errors, "other_processes": others, "findings": [f.to_json() for f in found]})
     else:
         from gputriage.report.bench_terminal import render
 

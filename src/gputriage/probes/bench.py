@@ -147,8 +147,29 @@ def to_results(rows: list[dict[str, Any]], samples: list[dict[str, Any]], spec: 
     return results, errors
 
 
-def findings(results: list[ProbeResult], link_now: tuple[int, int] | None) -> list[Finding]:
+def others_on_gpus(nvml: Any, gpus: list[int], exclude: set[int] = frozenset()) -> list[dict[str, Any]]:
+    """Compute processes on these GPUs that are not the bench's own (pid, GPU, VRAM bytes)."""
     out = []
+    for i in gpus:
+        listed = nvml.call("nvmlDeviceGetComputeRunningProcesses", i)
+        if isinstance(listed, list):
+            out += [{"gpu": i, "pid": int(p["pid"]), "used_bytes": p.get("usedGpuMemory")} for p in listed
+                    if int(p["pid"]) not in exclude]
+    return out
+
+
+def findings(results: list[ProbeResult], link_now: tuple[int, int] | None,
+             others: list[dict[str, Any]] | None = None) -> list[Finding]:
+    out = []
+    if others:
+        pids = sorted({o["pid"] for o in others})
+        out.append(Finding(
+            id="bench.gpu_shared", severity=Severity.warn, step=3, subject="gpu.0",
+            symptom=f"{len(pids)} other process(es) used the GPU during the bench (pid {', '.join(map(str, pids))})",
+            cause="The GPU time-slices between processes: every GPU figure here is a share, not this machine's "
+                  "ceiling",
+            decision="Bench again on an idle GPU (stop or wait for those processes)",
+            evidence={"other_processes": others}))
     for r in results:
         b = band(r.name)
         pct = r.pct_of_reference
