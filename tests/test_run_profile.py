@@ -15,10 +15,17 @@ GT = [sys.executable, "-m", "gputriage"]
 WORKLOAD = """
 import sys, time, torch
 mode = sys.argv[1]
+if mode == "slow_start":  # as on a GPU, where CUPTI takes seconds to start
+    import torch.profiler
+    _start = torch.profiler.profile.start
+    def _slow(self):
+        time.sleep(1.5)
+        _start(self)
+    torch.profiler.profile.start = _slow
 m = torch.nn.Linear(128, 128); opt = torch.optim.SGD(m.parameters(), lr=0.01)
 a = torch.randn(128, 128)
 t = time.time()
-while time.time() - t < (1.5 if mode == "short" else 3.5):
+while time.time() - t < {"short": 1.5, "slow_start": 6.0}.get(mode, 3.5):
     if mode == "optim":
         m(torch.randn(32, 128)).pow(2).mean().backward(); opt.step(); opt.zero_grad()
     else:
@@ -46,9 +53,11 @@ def test_profile_injection_writes_a_trace(tmp_path, mode):
     assert ("aten::addmm" if mode == "optim" else "aten::mm") in ops
     log = report["trace"]["profile_log"]
     if mode == "optim":
-        assert log == ["started at optimizer step", "stopped at optimizer step after 5 optimizer steps"]
+        assert log[0].startswith("started at optimizer step")
+        assert log[1].startswith("stopped at optimizer step after 5 optimizer steps")
     else:
-        assert log[0] == "started at signal" and log[1].startswith("stopped at signal")
+        assert log[0].startswith("started at signal") and log[1].startswith("stopped at signal")
+    assert len(log) == 2
 
 
 def test_profile_kept_when_the_workload_ends_inside_the_window(tmp_path):
@@ -59,10 +68,25 @@ def test_profile_kept_when_the_workload_ends_inside_the_window(tmp_path):
                              str(script), "short"], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads(r.stdout[r.stdout.index("{"):])
-    assert report["trace"]["profile_log"] == ["started at signal", "stopped at exit after 0 optimizer steps"]
+    log = report["trace"]["profile_log"]
+    assert len(log) == 2 and log[0].startswith("started at signal") and log[1].startswith("stopped at exit after 0")
     assert "no GPU activity" in " ".join(report["trace"]["ranks"][0]["problems"])
 
 
 def test_profile_needs_a_python_command(tmp_path):
     r = subprocess.run(GT + ["run", "--no-store", "--profile", "--", "true"], capture_output=True, text=True)
     assert r.returncode == 2 and "Python command" in r.stderr
+
+
+def test_the_window_counts_from_when_the_profiler_runs(tmp_path):
+    # a slow start must neither shorten the window nor let a stop run inside the start
+    script = tmp_path / "w.py"
+    script.write_text(WORKLOAD)
+    env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
+    r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.2", "--", sys.executable,
+                             str(script), "slow_start"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    log = json.loads(r.stdout[r.stdout.index("{"):])["trace"]["profile_log"]
+    assert len(log) == 2 and log[0].startswith("started at signal") and log[1].startswith("stopped at signal"), log
+    assert float(log[0].split(", ")[1].split(" s to start")[0]) >= 1.5
+    assert float(log[1].split(", ")[1].split(" s profiled")[0]) >= 0.45

@@ -34,7 +34,9 @@ def _gputriage_profile():
     window = float(os.environ.pop("GPUTRIAGE_PROFILE_WINDOW_S", "0.5"))
     max_s = float(os.environ.pop("GPUTRIAGE_PROFILE_MAX_S", "3"))  # slow steps: stop after this long
     cuda = os.environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1"
-    st = {"want": None, "prof": None, "steps": 0, "started": 0.0, "hooks": [], "seen_step": False}
+    st = {"want": None, "prof": None, "steps": 0, "started": 0.0, "hooks": [], "seen_step": False,
+          "acting": False}
+    born = time.time()
     lock = threading.Lock()
     done = threading.Event()
 
@@ -50,30 +52,40 @@ def _gputriage_profile():
 
     def act(where):
         # start or stop the profiler, on the main thread, at a point where the workload is not importing
-        with lock:
-            want, st["want"] = st["want"], None
-        if want == "start" and st["prof"] is None:
-            try:
-                st["prof"] = st["make"]()
-                st["prof"].start()
+        if st["acting"]:  # re-entered by a signal or hook during start/stop: the outer call finishes it
+            return
+        st["acting"] = True
+        try:
+            with lock:
+                want, st["want"] = st["want"], None
+            if want == "start" and st["prof"] is None:
+                t = time.time()
+                try:
+                    prof = st["make"]()
+                    prof.start()  # seconds, the first time: CUPTI starts up
+                except Exception as exc:
+                    st["prof"] = False
+                    note("ERROR start: %s: %s" % (type(exc).__name__, exc))
+                    done.set()
+                    return
                 st["started"] = time.time()
-                note("started at " + where)
-            except Exception as exc:
-                st["prof"] = False
-                note("ERROR start: %s: %s" % (type(exc).__name__, exc))
+                st["prof"] = prof  # published once running: the window counts from here
+                note("started at %s (+%.1f s, %.2f s to start)" % (where, t - born, st["started"] - t))
+            elif want == "stop" and st["prof"]:
+                prof, st["prof"] = st["prof"], False
+                try:
+                    prof.stop()
+                    prof.export_chrome_trace(out + ".tmp")
+                    os.replace(out + ".tmp", out)
+                    note("stopped at %s after %d optimizer steps (+%.1f s, %.2f s profiled)"
+                         % (where, st["steps"], time.time() - born, time.time() - st["started"]))
+                except Exception as exc:
+                    note("ERROR stop: %s: %s" % (type(exc).__name__, exc))
+                for h in st["hooks"]:
+                    h.remove()
                 done.set()
-        elif want == "stop" and st["prof"]:
-            prof, st["prof"] = st["prof"], False
-            try:
-                prof.stop()
-                prof.export_chrome_trace(out + ".tmp")
-                os.replace(out + ".tmp", out)
-                note("stopped at %s after %d optimizer steps" % (where, st["steps"]))
-            except Exception as exc:
-                note("ERROR stop: %s: %s" % (type(exc).__name__, exc))
-            for h in st["hooks"]:
-                h.remove()
-            done.set()
+        finally:
+            st["acting"] = False
 
     def on_step(*_a, **_k):
         st["seen_step"] = True
@@ -92,7 +104,7 @@ def _gputriage_profile():
     def importing():
         # a module half-imported on this thread: starting the profiler now could import it again
         for mod in list(sys.modules.values()):
-            if getattr(getattr(mod, "__spec__", None), "_initializing", False):
+            if getattr(getattr(mod, "__spec__", None), "_initializing", False) is True:
                 return True
         return False
 
