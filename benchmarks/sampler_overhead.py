@@ -97,7 +97,8 @@ def side_by_side(seconds: float) -> dict[str, float | None]:
     store.close()
     shutil.rmtree(folder, ignore_errors=True)
     return {"sampler_thread": 100.0 * s.busy_s / seconds, "sampler_process": process_pct, "plain": plain_pct,
-            "smi": smi_pct, "samples": len(s.samples)}
+            "smi": smi_pct, "samples": len(s.samples),
+            "parts": {k: 100.0 * v / seconds for k, v in s.cost_s.items()}}
 
 
 def per_call_us(n: int = 300) -> list[tuple[str, float]]:
@@ -153,6 +154,8 @@ def main() -> None:
           f"{cpu['samples']} samples taken")
     print(f"{'measure':58} {'value':>10}")
     print(f"{'gputriage sampler thread, 10 Hz, GPM+host+tree+store':58} {cpu['sampler_thread']:9.2f}%")
+    for part, pct in cpu["parts"].items():
+        print(f"{'  of which ' + part:58} {pct:9.2f}%")
     print(f"{'gputriage sampling process, whole (all threads)':58} {cpu['sampler_process']:9.2f}%")
     print(f"{'plain Python NVML+GPM loop, 10 Hz':58} {cpu['plain']:9.2f}%")
     if cpu["smi"] is not None:

@@ -7,8 +7,9 @@ One sample is a plain dict (cheap to build, to batch into the store and to repla
    "host": {"cpu": [busy % per core], "iowait", "mem_avail", "swap_used", "majflt_s", "swapin_s",
             "disk_rd_bps", "disk_wr_bps", "net_rx_bps", "net_tx_bps"},
    "proc": {"pids", "cpu_pct", "top_thread_pct", "rss", "io_rd_bps", "io_wr_bps", "vram"}}
-Values the hardware does not give are absent (never zero-filled). Slow-moving values (memory,
-temperature, per-thread CPU, disk, network) are read once a second and repeated in between.
+Values the hardware does not give are absent (never zero-filled). GPU counters are read every
+sample; host and workload CPU twice a second; slow-moving values (memory, temperature, per-thread
+CPU, disk, network) once a second; rows in between repeat the last values.
 """
 
 from __future__ import annotations
@@ -104,12 +105,14 @@ class GpuReader:
 
 
 class HostReader:
-    """Per-core CPU and iowait every sample; memory, swap, faults, disk and network rates every
-    `slow_every` samples (they move slowly, and reading them costs more than the CPU counters)."""
+    """Per-core CPU and iowait every `cpu_every` samples (2 Hz at 10 Hz: the verdicts judge 1 s
+    windows); memory, swap, faults, disk and network rates every `slow_every` samples. Rows in
+    between carry the last values."""
 
-    def __init__(self, host: Host, slow_every: int = 10) -> None:
+    def __init__(self, host: Host, slow_every: int = 10, cpu_every: int = 5) -> None:
         self.host = host
-        self.slow_every = slow_every
+        self.slow_every, self.cpu_every = slow_every, cpu_every
+        self._last_cpu: dict[str, Any] = {}
         self._prev: dict[str, Any] | None = None
         self._prev_slow: dict[str, Any] | None = None
         self._tick = 0
@@ -124,6 +127,16 @@ class HostReader:
         return raw
 
     def read(self) -> dict[str, Any]:
+        if self._tick % self.cpu_every == 0:
+            self._last_cpu = self._read_cpu()
+        out: dict[str, Any] = dict(self._last_cpu)
+        if self._tick % self.slow_every == 0:
+            self._last_slow = self._read_slow()
+        self._tick += 1
+        out.update(self._last_slow)
+        return out
+
+    def _read_cpu(self) -> dict[str, Any]:
         cur = self._raw((("stat", "/proc/stat"),))
         prev, self._prev = self._prev, cur
         out: dict[str, Any] = {}
@@ -133,10 +146,6 @@ class HostReader:
             out["cpu"] = [round(cpu_busy_pct(a[k], b[k])[0], 1) for k in cores]
             if "cpu" in a and "cpu" in b:
                 out["iowait"] = round(cpu_busy_pct(a["cpu"], b["cpu"])[1], 1)
-        if self._tick % self.slow_every == 0:
-            self._last_slow = self._read_slow()
-        self._tick += 1
-        out.update(self._last_slow)
         return out
 
     def _read_slow(self) -> dict[str, Any]:
@@ -167,13 +176,14 @@ class HostReader:
 
 
 class ProcessTreeReader:
-    """CPU of a process and its children every sample; their busiest thread, RSS, I/O rate and VRAM
-    once every `slow_every` samples (per-thread counters cost one file read per thread)."""
+    """CPU of a process and its children every `cpu_every` samples; their busiest thread, RSS, I/O
+    rate and VRAM every `slow_every` samples (per-thread counters cost one file read per thread)."""
 
-    def __init__(self, pid: int, nvml: NvmlBackend, gpus: list[int], slow_every: int = 10) -> None:
+    def __init__(self, pid: int, nvml: NvmlBackend, gpus: list[int], slow_every: int = 10, cpu_every: int = 5) -> None:
         self.tree = ProcessTree(pid)
         self.nvml, self.gpus = nvml, gpus
-        self.slow_every = slow_every
+        self.slow_every, self.cpu_every = slow_every, cpu_every
+        self._cpu: dict[str, Any] = {}
         self._cpu_prev: dict[int, float] = {}
         self._cpu_t = time.monotonic()
         self._slow_prev: dict[int, ProcessDetail] = {}
@@ -185,14 +195,16 @@ class ProcessTreeReader:
         if self._tick % (2 * self.slow_every) == 0 and not self.tree.refresh():
             return {}
         now = time.monotonic()
-        dt = max(now - self._cpu_t, 1e-6)
-        seen = self.tree.cpu_seconds()
-        cpu = sum(max(0.0, total - self._cpu_prev[pid]) for pid, total in seen.items() if pid in self._cpu_prev)
-        self._cpu_prev, self._cpu_t = seen, now
+        if self._tick % self.cpu_every == 0:
+            dt = max(now - self._cpu_t, 1e-6)
+            seen = self.tree.cpu_seconds()
+            cpu = sum(max(0.0, total - self._cpu_prev[pid]) for pid, total in seen.items() if pid in self._cpu_prev)
+            self._cpu_prev, self._cpu_t = seen, now
+            self._cpu = {"pids": len(seen), "cpu_pct": round(cpu / dt * 100, 1)}
         if self._tick % self.slow_every == 0:
             self._slow = self._read_slow(now)
         self._tick += 1
-        return {"pids": len(seen), "cpu_pct": round(cpu / dt * 100, 1), **self._slow}
+        return {**self._cpu, **self._slow}
 
     def _read_slow(self, now: float) -> dict[str, Any]:
         dt = max(now - self._slow_t, 1e-6)
@@ -262,6 +274,7 @@ class Sampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="gputriage-sampler", daemon=True)
         self.busy_s = 0.0  # CPU time of the sampling thread itself
+        self.cost_s = {"gpu": 0.0, "host": 0.0, "tree": 0.0, "others": 0.0, "sink": 0.0}  # busy_s by part
 
     def attach(self, pid: int) -> None:
         try:
@@ -275,9 +288,18 @@ class Sampler:
         self._thread.start()
 
     def sample_once(self) -> dict[str, Any]:
-        s: dict[str, Any] = {"t": time.time(), "gpus": [g.read() for g in self.gpus], "host": self.host.read()}
+        cost, clock = self.cost_s, time.thread_time
+        c0 = clock()
+        s: dict[str, Any] = {"t": time.time(), "gpus": [g.read() for g in self.gpus]}
+        c1 = clock()
+        s["host"] = self.host.read()
+        c2 = clock()
         if self.tree is not None:
             s["proc"] = self.tree.read()
+        c3 = clock()
+        cost["gpu"] += c1 - c0
+        cost["host"] += c2 - c1
+        cost["tree"] += c3 - c2
         return s
 
     def _loop(self) -> None:
@@ -289,15 +311,19 @@ class Sampler:
             c0 = time.thread_time()
             s = self.sample_once()
             if self.tree is not None and tick % 20 == 0:
+                c1 = time.thread_time()
                 self.others = self.tree.others_on_gpus()
                 if self.others:
                     s["others"] = self.others
+                self.cost_s["others"] += time.thread_time() - c1
             tick += 1
             self.samples.append(s)
             pending.append(s)
             if self.sink is not None and time.monotonic() - last_flush >= self.batch_s:
+                c1 = time.thread_time()
                 self.sink(pending)
                 pending, last_flush = [], time.monotonic()
+                self.cost_s["sink"] += time.thread_time() - c1
             self.busy_s += time.thread_time() - c0
             next_t += self.period_s
             delay = next_t - time.monotonic()
