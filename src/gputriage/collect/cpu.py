@@ -7,12 +7,12 @@ user's load.
 
 from __future__ import annotations
 
-from gputriage.model.numbers import median
 from typing import Any
 
 from gputriage.collect.base import Context, fact
 from gputriage.collect.procfs import cpu_busy_pct, parse_proc_stat, parse_psi
 from gputriage.model.fact import Fact
+from gputriage.model.numbers import median
 from gputriage.model.reading import Unavailable
 
 USER_FIELD, SYSTEM_FIELD = 0, 2  # positions in a /proc/stat cpu row

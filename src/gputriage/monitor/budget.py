@@ -16,11 +16,12 @@ against a snapshot (`check`) or a run's samples (`run`, `watch`). Violations are
 
 from __future__ import annotations
 
-from gputriage.model.numbers import median
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from gputriage.model.numbers import median
 
 if sys.version_info >= (3, 11):
     import tomllib

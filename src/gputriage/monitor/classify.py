@@ -28,11 +28,11 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
 
 from __future__ import annotations
 
-from gputriage.model.numbers import median
 from dataclasses import dataclass, field
 from typing import Any
 
 from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.numbers import median
 
 WINDOW_S = 1.0
 IDLE_UTIL_PCT = 5.0

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import platform
 import socket
-from gputriage.model.numbers import median
 import sys
 from typing import Any
 
@@ -14,6 +13,7 @@ from gputriage.backends.host import Host
 from gputriage.backends.nvml import NvmlBackend
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Finding, Severity
+from gputriage.model.numbers import median
 from gputriage.model.reading import Unavailable
 from gputriage.model.specs import pcie_link_gbs
 from gputriage.monitor import classify
@@ -157,18 +157,51 @@ class Session:
         keep it all in the store. Returns the verdict ({"bottleneck", "source", "per_gpu", ...})."""
         samples = self.sampler.stop()
         verdicts = {i: classify.verdict(samples, i, self.info.get(i, {})) for i in gpus_of_workload(samples, self.gpus)}
-        findings = run_findings(verdicts, samples, self.info) + list(extra or [])
+        extra = list(extra or [])
         verdict: dict[str, Any] = {"bottleneck": dominant(verdicts), "source": "sampler",
                                    "per_gpu": {str(k): v for k, v in verdicts.items()}}
         if trace is not None:
             from gputriage.trace.merge import merge
 
-            merged = merge(next(iter(verdicts.values()), None), trace.get("verdict"))
+            first = next(iter(verdicts.items()), None)
+            effect = profiler_effect(samples, first[0], first[1], trace.get("profile_window_s")) if first else None
+            merged = merge(first[1] if first else None, trace.get("verdict"), effect)
             verdict.update(bottleneck=merged["bottleneck"], source=merged["source"], merged=merged)
+            if effect:
+                verdict["profiler_effect"] = effect
+            if merged["source"] == "sampler" and merged.get("trace") and "overhead" in merged.get("why", ""):
+                extra = [_as_profiler_artefact(f, merged["why"]) if f.id == f"trace.{merged['trace']}" else f
+                         for f in extra]
+        findings = run_findings(verdicts, samples, self.info) + extra
         if self.store is not None and self.run_id is not None:
             self.store.end_run(self.run_id, exit_code, verdict, [f.to_json() for f in findings])
         self.nvml.shutdown()
         return verdict, findings
+
+
+def _as_profiler_artefact(f: Finding, why: str) -> Finding:
+    """A trace finding that describes the profiler's own overhead: kept, as information."""
+    return Finding(id=f.id, severity=Severity.info, step=f.step, symptom=f.symptom + " (while profiled)",
+                   cause=f"{f.cause}; but {why}", decision=f.decision, evidence=f.evidence, subject=f.subject)
+
+
+def profiler_effect(samples: list[dict[str, Any]], gpu: int, judged: dict[str, Any],
+                    window_s: list[float] | None) -> dict[str, float] | None:
+    """Median GPU-Util while the profiler ran and over the rest of the steady run (None when either
+    has fewer than 3 samples)."""
+    if not window_s or not samples:
+        return None
+    t0, t1 = window_s
+    steady_from = samples[0]["t"] + (judged.get("startup_s") or 0.0)
+    inside, outside = [], []
+    for s in samples:
+        util = next((g.get("util") for g in s.get("gpus", []) if g.get("index") == gpu), None)
+        if util is None or s["t"] < steady_from:
+            continue
+        (inside if t0 <= s["t"] <= t1 else outside).append(util)
+    if len(inside) < 3 or len(outside) < 3:
+        return None
+    return {"inside_pct": float(median(inside)), "outside_pct": float(median(outside))}
 
 
 def dominant(verdicts: dict[int, dict[str, Any]]) -> str | None:

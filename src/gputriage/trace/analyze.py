@@ -3,18 +3,20 @@ and across ranks: stragglers and communication/computation overlap."""
 
 from __future__ import annotations
 
-from gputriage.model.numbers import median
 import time
 from pathlib import Path
 from typing import Any
 
 from gputriage.model.finding import Finding
+from gputriage.model.numbers import median
 from gputriage.model.specs import match
 from gputriage.trace import kernel_kinds as kk
-from gputriage.trace.anatomy import Anatomy, analyze as anatomy_of, gpu_kinds
+from gputriage.trace.anatomy import Anatomy, gpu_kinds
+from gputriage.trace.anatomy import analyze as anatomy_of
 from gputriage.trace.kernels import table
 from gputriage.trace.load import KERNEL, Columns, TraceError, load
-from gputriage.trace.verdict import decide, findings as findings_of
+from gputriage.trace.verdict import decide
+from gputriage.trace.verdict import findings as findings_of
 
 TRACE_SCHEMA = "gputriage.trace"
 TRACE_VERSION = 1

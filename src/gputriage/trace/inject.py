@@ -75,10 +75,12 @@ def _gputriage_profile():
                 prof, st["prof"] = st["prof"], False
                 try:
                     prof.stop()
+                    stopped = time.time()
                     prof.export_chrome_trace(out + ".tmp")
                     os.replace(out + ".tmp", out)
                     note("stopped at %s after %d optimizer steps (+%.1f s, %.2f s profiled)"
                          % (where, st["steps"], time.time() - born, time.time() - st["started"]))
+                    note("window %.3f %.3f" % (st["started"], stopped))
                 except Exception as exc:
                     note("ERROR stop: %s: %s" % (type(exc).__name__, exc))
                 for h in st["hooks"]:
@@ -202,7 +204,9 @@ def analyze_dir(folder: Path, keep: Path | None = None) -> tuple[dict[str, Any] 
 
     trace = folder / "trace.json"
     log = folder / "trace.json.log"
-    said = log.read_text().strip().splitlines() if log.exists() else []
+    lines = log.read_text().strip().splitlines() if log.exists() else []
+    said = [line for line in lines if not line.startswith("window ")]
+    window = next(([float(x) for x in line.split()[1:3]] for line in lines if line.startswith("window ")), None)
     try:
         if not trace.exists():
             errors = [line for line in said if line.startswith("ERROR")]
@@ -215,6 +219,7 @@ def analyze_dir(folder: Path, keep: Path | None = None) -> tuple[dict[str, Any] 
         report, found = analyze([trace])
         report["kept_trace"] = str(keep) if keep is not None else None
         report["profile_log"] = said
+        report["profile_window_s"] = window  # unix seconds the profiler ran, to compare with the samples
         return report, found
     except TraceError as exc:
         return {"error": str(exc), "profile_log": said}, []

@@ -8,9 +8,9 @@ once); an op that passes the same tensor twice (`y * y`) is counted twice, so it
 
 from __future__ import annotations
 
-from gputriage.model.numbers import median
 from typing import Any
 
+from gputriage.model.numbers import median
 from gputriage.model.specs import GpuSpec
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.load import KERNEL, Columns

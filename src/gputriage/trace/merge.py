@@ -3,7 +3,10 @@
 The sampler sees what a trace cannot: other processes on the GPU, clocks and throttling, VRAM
 fill. The trace sees what the sampler cannot: why the GPU idles (launches, synchronizations, host
 work) and what the kernels are. So: contended / throttled / vram_pressure from the sampler stand;
-otherwise the trace's verdict does, and where the sampler was undecided the trace settles it.
+otherwise the trace's verdict does, and where the sampler was undecided the trace settles it —
+unless the profiler itself starved the GPU: a host-bound trace verdict (the host did not keep the
+GPU fed) from a window where GPU-Util fell far below the rest of the run describes the profiler's
+own overhead, and a decided sampler verdict stands.
 """
 
 from __future__ import annotations
@@ -11,9 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 SAMPLER_ONLY = {"contended", "throttled", "vram_pressure"}
+HOST_BOUND = {"input_starved", "launch_bound", "sync_bound"}
+PROFILER_DROP_PTS = 25.0  # GPU-Util points lost while profiling that make a host-bound trace suspect
 
 
-def merge(sampler: dict[str, Any] | None, trace: dict[str, Any] | None) -> dict[str, Any]:
+def merge(sampler: dict[str, Any] | None, trace: dict[str, Any] | None,
+          profiled_util: dict[str, float] | None = None) -> dict[str, Any]:
     s = (sampler or {}).get("bottleneck")
     t = (trace or {}).get("bottleneck")
     if t is None:
@@ -22,6 +28,12 @@ def merge(sampler: dict[str, Any] | None, trace: dict[str, Any] | None) -> dict[
         return {"bottleneck": s, "source": "sampler", "sampler": s, "trace": t,
                 "why": f"{s} is visible only to the sampler; the trace's view of the kernels is {t}"}
     undecided = (sampler or {}).get("undecided_between") or []
+    pu = profiled_util or {}
+    drop = (pu["outside_pct"] - pu["inside_pct"]) if {"inside_pct", "outside_pct"} <= pu.keys() else 0.0
+    if t in HOST_BOUND and s and s not in HOST_BOUND and not undecided and drop >= PROFILER_DROP_PTS:
+        return {"bottleneck": s, "source": "sampler", "sampler": s, "trace": t,
+                "why": f"the profiler slowed the workload (GPU-Util {pu['inside_pct']:.0f}% while profiled, "
+                       f"{pu['outside_pct']:.0f}% otherwise): the trace's {t} is its own overhead"}
     why = (f"the sampler could not tell {' from '.join(undecided)} apart; the trace says {t}" if undecided
            else "the trace attributes each idle gap and each kernel")
     return {"bottleneck": t, "source": "trace", "sampler": s, "trace": t, "why": why}

@@ -1,0 +1,49 @@
+"""Merging the sampler's verdict with the trace's (`run --profile`)."""
+
+from __future__ import annotations
+
+from gputriage.monitor.session import profiler_effect
+from gputriage.trace.merge import merge
+
+
+def test_the_trace_settles_what_the_sampler_could_not_tell_apart():
+    m = merge({"bottleneck": "input_starved", "undecided_between": ["input_starved", "launch_bound"]},
+              {"bottleneck": "launch_bound"})
+    assert m["bottleneck"] == "launch_bound" and m["source"] == "trace"
+    assert "input_starved from launch_bound" in m["why"]
+
+
+def test_what_only_the_sampler_sees_stands():
+    m = merge({"bottleneck": "contended", "undecided_between": []}, {"bottleneck": "compute_bound"})
+    assert m["bottleneck"] == "contended" and m["source"] == "sampler"
+
+
+def test_no_trace_verdict_keeps_the_sampler():
+    assert merge({"bottleneck": "memory_bound"}, {"bottleneck": None})["bottleneck"] == "memory_bound"
+    assert merge({"bottleneck": "memory_bound"}, None)["source"] == "sampler"
+
+
+def test_a_host_bound_trace_from_a_window_the_profiler_starved_does_not_override():
+    sampler = {"bottleneck": "compute_bound", "undecided_between": []}
+    trace = {"bottleneck": "input_starved"}
+    starved = merge(sampler, trace, {"inside_pct": 26.0, "outside_pct": 95.0})
+    assert starved["bottleneck"] == "compute_bound" and starved["source"] == "sampler"
+    assert "26%" in starved["why"] and "95%" in starved["why"]
+    # the same verdicts with the GPU as busy while profiled: the trace is believed
+    assert merge(sampler, trace, {"inside_pct": 90.0, "outside_pct": 95.0})["bottleneck"] == "input_starved"
+    # a trace verdict about the kernels is not a profiler artefact
+    assert merge(sampler, {"bottleneck": "memory_bound"}, {"inside_pct": 26.0, "outside_pct": 95.0})["bottleneck"] \
+        == "memory_bound"
+
+
+def _samples(utils: list[float], t0: float = 1000.0) -> list[dict]:
+    return [{"t": t0 + 0.1 * i, "gpus": [{"index": 0, "util": u}]} for i, u in enumerate(utils)]
+
+
+def test_profiler_effect_compares_the_window_with_the_rest_of_the_steady_run():
+    # 1 s of start-up at 0%, 3 s steady at 95%, 1 s profiled at 30%, 1 s steady at 95%
+    samples = _samples([0.0] * 10 + [95.0] * 30 + [30.0] * 10 + [95.0] * 10)
+    effect = profiler_effect(samples, 0, {"startup_s": 1.0}, [1004.0, 1004.95])
+    assert effect == {"inside_pct": 30.0, "outside_pct": 95.0}
+    assert profiler_effect(samples, 0, {"startup_s": 1.0}, None) is None
+    assert profiler_effect(samples, 0, {"startup_s": 1.0}, [2000.0, 2001.0]) is None  # no sample inside
