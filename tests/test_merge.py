@@ -47,3 +47,10 @@ def test_profiler_effect_compares_the_window_with_the_rest_of_the_steady_run():
     assert effect == {"inside_pct": 30.0, "outside_pct": 95.0}
     assert profiler_effect(samples, 0, {"startup_s": 1.0}, None) is None
     assert profiler_effect(samples, 0, {"startup_s": 1.0}, [2000.0, 2001.0]) is None  # no sample inside
+
+
+def test_the_time_the_profiler_held_the_workload_is_not_the_baseline():
+    # steady at 95%, then 2 s at 0% while CUPTI drained the queue, 1 s profiled at 90%, 1 s export at 0%
+    samples = _samples([95.0] * 30 + [0.0] * 20 + [90.0] * 10 + [0.0] * 10 + [95.0] * 10)
+    held, window = [1003.0, 1006.95], [1005.0, 1005.95]
+    assert profiler_effect(samples, 0, {"startup_s": 0.0}, window, held) == {"inside_pct": 90.0, "outside_pct": 95.0}

@@ -59,7 +59,8 @@ def test_profile_injection_writes_a_trace(tmp_path, mode):
         assert log[0].startswith("started at signal") and log[1].startswith("stopped at signal")
     assert len(log) == 2
     t0, t1 = report["trace"]["profile_window_s"]
-    assert 0 < t1 - t0 < 30
+    h0, h1 = report["trace"]["profiler_held_s"]
+    assert h0 <= t0 < t1 <= h1 and t1 - t0 < 30
 
 
 def test_profile_kept_when_the_workload_ends_inside_the_window(tmp_path):

@@ -29,6 +29,11 @@ EXPECTED = {
     "healthy": "compute_bound",
     "small_batch": "launch_bound",
     "contended": "compute_bound",  # another process is invisible to a trace; the sampler names it
+    # written by `gputriage run --profile` around the pathology scripts (no ProfilerStep markers)
+    "run_profile_item_sync": "sync_bound",
+    "run_profile_input_starved_fixed": "memory_bound",  # fed by workers: AdamW's elementwise kernels lead
+    "run_profile_pageable_copy": "h2d_copy_bound",
+    "run_profile_vram_churn": "vram_pressure",
 }
 
 
@@ -183,3 +188,14 @@ def test_a_window_with_a_handful_of_kernels_gets_no_verdict():
     assert rep["verdict"]["bottleneck"] is None and findings == []
     assert "too little GPU activity to judge" in rep["ranks"][0]["problems"][0]
     assert rep["ranks"][0]["anatomy"][0]["kernels"] == 6
+
+
+def test_a_first_profiled_step_slowed_by_profiler_warm_up_is_left_out():
+    rep, _ = report("run_profile_item_sync")
+    rank = rep["ranks"][0]
+    assert 200_000 < rank["anatomy"][0]["warmup_skipped_us"] < 300_000  # the first step: ~260 ms
+    assert any("left out: profiler warm-up" in p for p in rank["problems"])
+    # the nine later steps (~9 ms each) are the window
+    assert 80_000 < rank["anatomy"][0]["window_us"] < 100_000
+    for name in ("run_profile_pageable_copy", "healthy", "launch_bound"):  # no outlier first step, or step markers
+        assert report(name)[0]["ranks"][0]["anatomy"][0]["warmup_skipped_us"] == 0

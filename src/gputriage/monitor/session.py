@@ -156,7 +156,10 @@ class Session:
         """Stop sampling; judge each GPU the workload used; merge a profiler trace's verdict if any;
         keep it all in the store. Returns the verdict ({"bottleneck", "source", "per_gpu", ...})."""
         samples = self.sampler.stop()
-        verdicts = {i: classify.verdict(samples, i, self.info.get(i, {})) for i in gpus_of_workload(samples, self.gpus)}
+        held = (trace or {}).get("profiler_held_s")
+        # the seconds the profiler itself held the workload (start-up drain, export) are not the workload's
+        judged = [s for s in samples if not (held[0] <= s["t"] <= held[1])] if held else samples
+        verdicts = {i: classify.verdict(judged, i, self.info.get(i, {})) for i in gpus_of_workload(samples, self.gpus)}
         extra = list(extra or [])
         verdict: dict[str, Any] = {"bottleneck": dominant(verdicts), "source": "sampler",
                                    "per_gpu": {str(k): v for k, v in verdicts.items()}}
@@ -164,7 +167,8 @@ class Session:
             from gputriage.trace.merge import merge
 
             first = next(iter(verdicts.items()), None)
-            effect = profiler_effect(samples, first[0], first[1], trace.get("profile_window_s")) if first else None
+            effect = (profiler_effect(samples, first[0], first[1], trace.get("profile_window_s"), held)
+                      if first else None)
             merged = merge(first[1] if first else None, trace.get("verdict"), effect)
             verdict.update(bottleneck=merged["bottleneck"], source=merged["source"], merged=merged)
             if effect:
@@ -186,19 +190,23 @@ def _as_profiler_artefact(f: Finding, why: str) -> Finding:
 
 
 def profiler_effect(samples: list[dict[str, Any]], gpu: int, judged: dict[str, Any],
-                    window_s: list[float] | None) -> dict[str, float] | None:
-    """Median GPU-Util while the profiler ran and over the rest of the steady run (None when either
-    has fewer than 3 samples)."""
+                    window_s: list[float] | None, held_s: list[float] | None = None) -> dict[str, float] | None:
+    """Median GPU-Util while the profiler ran and over the rest of the steady run, outside the time
+    the profiler held the workload (None when either has fewer than 3 samples)."""
     if not window_s or not samples:
         return None
     t0, t1 = window_s
+    h0, h1 = held_s or window_s
     steady_from = samples[0]["t"] + (judged.get("startup_s") or 0.0)
     inside, outside = [], []
     for s in samples:
         util = next((g.get("util") for g in s.get("gpus", []) if g.get("index") == gpu), None)
         if util is None or s["t"] < steady_from:
             continue
-        (inside if t0 <= s["t"] <= t1 else outside).append(util)
+        if t0 <= s["t"] <= t1:
+            inside.append(util)
+        elif not h0 <= s["t"] <= h1:
+            outside.append(util)
     if len(inside) < 3 or len(outside) < 3:
         return None
     return {"inside_pct": float(median(inside)), "outside_pct": float(median(outside))}

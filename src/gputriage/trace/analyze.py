@@ -11,7 +11,7 @@ from gputriage.model.finding import Finding
 from gputriage.model.numbers import median
 from gputriage.model.specs import match
 from gputriage.trace import kernel_kinds as kk
-from gputriage.trace.anatomy import Anatomy, gpu_kinds
+from gputriage.trace.anatomy import WARMUP_STEP_RATIO, Anatomy, gpu_kinds
 from gputriage.trace.anatomy import analyze as anatomy_of
 from gputriage.trace.kernels import table
 from gputriage.trace.load import KERNEL, Columns, TraceError, load
@@ -95,6 +95,10 @@ def analyze_file(path: str | Path) -> tuple[dict[str, Any], list[Finding]]:
         result["parse_s"] = round(time.perf_counter() - t0, 3)
         return result, []
     main = max(anatomies, key=lambda a: a.busy_total_us)
+    if main.warmup_skipped_us:
+        result["problems"].append(
+            f"the first profiled step ({main.warmup_skipped_us / 1000:.0f} ms, over {WARMUP_STEP_RATIO:g}x the later "
+            "steps) is left out: profiler warm-up (kernels loaded and instrumented at their first launch)")
     if too_little(main):
         result["problems"].append(
             f"too little GPU activity to judge: a {main.window_us / 1000:.1f} ms window with {main.kernel_count} "

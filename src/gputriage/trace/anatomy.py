@@ -127,6 +127,7 @@ class Anatomy:
     median_gap_us: float
     steps: list[dict[str, Any]]
     underfilled_us: float = 0.0
+    warmup_skipped_us: float = 0.0  # a first profiled step far slower than the rest, left out
 
     @property
     def busy_total_us(self) -> float:
@@ -146,6 +147,7 @@ class Anatomy:
             "idle": {k: {"us": round(v, 1), "pct": round(100 * v / w, 1)} for k, v in self.idle_us.items() if v > 0},
             "syncs": self.syncs, "gaps": self.gaps, "kernels": self.kernel_count,
             "median_kernel_us": round(self.median_kernel_us, 2), "median_gap_us": round(self.median_gap_us, 2),
+            "warmup_skipped_us": round(self.warmup_skipped_us, 1),
             "underfilled_busy_pct": round(100 * self.underfilled_us / self.busy_total_us, 1) if self.busy_total_us else 0.0,
             "steps": self.steps,
         }
@@ -173,6 +175,10 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         step_hi = max(s[1] + s[2] for s in cols.steps)
     else:
         step_lo = step_hi = None
+        first_host = min(min(cols.o_ts, default=host_start), min(cols.r_ts, default=host_start))
+        warm_end = profiler_warmup_end(cols, first_host)
+        if warm_end is not None:
+            step_lo, skipped = warm_end, warm_end - first_host
     out = []
     for dev in devices:
         idx = [i for i, d in enumerate(cols.g_dev) if d == dev]
@@ -218,8 +224,23 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         syncs = _sync_summary(cols, ops, sync_idx, lo, hi, sync_by_op)
         steps = _steps(cols, idx, kinds) if cols.steps else []
         out.append(Anatomy(dev, hi - lo, busy, idle, syncs, len(gaps), len(durations), _median(durations),
-                           _median(gaps), steps, underfilled))
+                           _median(gaps), steps, underfilled, skipped if not cols.steps and step_lo is not None else 0.0))
     return out
+
+
+WARMUP_STEP_RATIO = 3.0
+
+
+def profiler_warmup_end(cols: Columns, host_start: float) -> float | None:
+    """Where a training loop's first profiled step ends, when that step ran far slower than the rest
+    (CUDA lazy loading and CUPTI instrumenting each kernel's first launch: profiler warm-up, not the
+    workload). Steps are delimited by optimizer steps; None when fewer than 3 or no outlier."""
+    ends = sorted(ts + dur for ts, dur in cols.optimizer_steps)
+    if len(ends) < 3:
+        return None
+    first = ends[0] - host_start
+    rest = [b - a for a, b in zip(ends, ends[1:])]
+    return ends[0] if first > WARMUP_STEP_RATIO * _median(rest) else None
 
 
 def _gap_cause(cols: Columns, ops: dict[int, ThreadOps], corr_to_rt: dict[int, int], sync_idx: list[int],

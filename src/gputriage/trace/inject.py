@@ -2,13 +2,16 @@
 
 gputriage puts a `sitecustomize` module first on the workload's PYTHONPATH. At interpreter start it
 starts a background thread that waits until the workload has initialized CUDA, then `skip_s`
-seconds more (warm-up). It imports what the profiler needs (off the main thread), then asks for a
-start: the main thread starts torch.profiler at its next optimizer step or module forward (global
-hooks), or — for plain tensor code where neither fires — in a SIGUSR2 handler. The profile covers
-`steps` optimizer steps or, without an optimizer, a time window; it is stopped the same way and the
-Kineto trace written before interpreter shutdown, so a crash at exit cannot lose it. What happened
-is logged next to the trace. The variables that arm it are removed at start, so child processes (data
-loader workers) are not profiled.
+seconds more (warm-up), imports what the profiler needs (off the main thread) and asks for a
+start. The main thread starts torch.profiler at its next optimizer step (a training loop), at a
+module forward when no step came for a second (inference), or — for plain tensor code where
+neither hook fires — in a SIGUSR2 handler, deferred while the workload is importing. The profile
+covers `steps` optimizer steps (at most a few seconds) or, without an optimizer, a time window
+counted from when the profiler runs (on a GPU its start waits seconds for CUPTI and the queued
+work); it is stopped the same way, or at exit, and the Kineto trace written before interpreter
+shutdown, so a crash at exit cannot lose it. What happened is logged next to the trace, with the
+times the profiler held the workload. The variables that arm it are removed at start, so child
+processes (data loader workers) are not profiled.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ def _gputriage_profile():
     max_s = float(os.environ.pop("GPUTRIAGE_PROFILE_MAX_S", "3"))  # slow steps: stop after this long
     cuda = os.environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1"
     st = {"want": None, "prof": None, "steps": 0, "started": 0.0, "hooks": [], "seen_step": False,
-          "acting": False}
+          "acting": False, "first_forward": 0.0,
+          "want_t": 0.0}
     born = time.time()
     lock = threading.Lock()
     done = threading.Event()
@@ -68,7 +72,7 @@ def _gputriage_profile():
                     note("ERROR start: %s: %s" % (type(exc).__name__, exc))
                     done.set()
                     return
-                st["started"] = time.time()
+                st["started"], st["begin"] = time.time(), t
                 st["prof"] = prof  # published once running: the window counts from here
                 note("started at %s (+%.1f s, %.2f s to start)" % (where, t - born, st["started"] - t))
             elif want == "stop" and st["prof"]:
@@ -80,7 +84,9 @@ def _gputriage_profile():
                     os.replace(out + ".tmp", out)
                     note("stopped at %s after %d optimizer steps (+%.1f s, %.2f s profiled)"
                          % (where, st["steps"], time.time() - born, time.time() - st["started"]))
-                    note("window %.3f %.3f" % (st["started"], stopped))
+                    # when the profiler held the workload: from asking for the start (CUPTI drains the GPU's
+                    # queue first) to the end of the export; the profiled window inside it
+                    note("window %.3f %.3f %.3f %.3f" % (st["begin"], st["started"], stopped, time.time()))
                 except Exception as exc:
                     note("ERROR stop: %s: %s" % (type(exc).__name__, exc))
                 for h in st["hooks"]:
@@ -100,7 +106,12 @@ def _gputriage_profile():
             act("optimizer step")
 
     def on_forward(*_a, **_k):
-        if st["want"] and not st["seen_step"]:  # a training loop starts and stops at step boundaries
+        if not st["first_forward"]:
+            st["first_forward"] = time.time()
+        want = st["want"]
+        # a training loop starts and stops at step boundaries: start at a forward only when no step
+        # came for a second (inference)
+        if want and not st["seen_step"] and (want == "stop" or time.time() - st["want_t"] > 1.0):
             act("module forward")
 
     def importing():
@@ -135,19 +146,18 @@ def _gputriage_profile():
         except Exception as exc:
             note("ERROR setup: %s: %s" % (type(exc).__name__, exc))
             return
-        t0 = time.time()
-        while not st["seen_step"] and time.time() - t0 < 1.0:  # a training loop? then start at a step
-            time.sleep(0.01)
         for want in ("start", "stop"):
             with lock:
-                st["want"] = want
+                st["want"], st["want_t"] = want, time.time()
             t0 = time.time()
-            while st["want"] == want and time.time() - t0 < 1.0:  # a hook acts at the next step or forward
-                time.sleep(0.01)
             while st["want"] == want and time.time() - t0 < 30:
-                # plain tensor code: no hook fired; act from a signal handler (retried while it defers)
-                os.kill(os.getpid(), signal.SIGUSR2)
-                time.sleep(0.2)
+                # a hook acts at the next step or forward; where none fires (plain tensor code), a
+                # signal handler does (retried while it defers)
+                if time.time() - t0 > (3.0 if st["first_forward"] or st["seen_step"] else 0.5):
+                    os.kill(os.getpid(), signal.SIGUSR2)
+                    time.sleep(0.2)
+                else:
+                    time.sleep(0.01)
             if st["want"] == want:
                 note("ERROR %s: the workload never reached a point where the profiler could %s" % (want, want))
                 return
@@ -206,7 +216,7 @@ def analyze_dir(folder: Path, keep: Path | None = None) -> tuple[dict[str, Any] 
     log = folder / "trace.json.log"
     lines = log.read_text().strip().splitlines() if log.exists() else []
     said = [line for line in lines if not line.startswith("window ")]
-    window = next(([float(x) for x in line.split()[1:3]] for line in lines if line.startswith("window ")), None)
+    times = next(([float(x) for x in line.split()[1:5]] for line in lines if line.startswith("window ")), None)
     try:
         if not trace.exists():
             errors = [line for line in said if line.startswith("ERROR")]
@@ -219,7 +229,9 @@ def analyze_dir(folder: Path, keep: Path | None = None) -> tuple[dict[str, Any] 
         report, found = analyze([trace])
         report["kept_trace"] = str(keep) if keep is not None else None
         report["profile_log"] = said
-        report["profile_window_s"] = window  # unix seconds the profiler ran, to compare with the samples
+        if times and len(times) == 4:  # unix seconds, to set against the samples
+            report["profile_window_s"] = times[1:3]  # the profiled window
+            report["profiler_held_s"] = [times[0], times[3]]  # start-up drain to end of export
         return report, found
     except TraceError as exc:
         return {"error": str(exc), "profile_log": said}, []
