@@ -143,3 +143,47 @@ def test_another_process_on_the_gpu_makes_every_gpu_figure_a_share():
     assert set(found) == {"bench.gpu_shared", "bench.matmul.bf16_low"}
     assert "4242" in found["bench.gpu_shared"].symptom and found["bench.gpu_shared"].severity.name == "warn"
     assert b.findings([], None, []) == []
+
+
+def _recorded(name: str) -> tuple[dict, list[ProbeResult]]:
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parent / "fixtures/h200" / name).read_text())
+    return data, [ProbeResult(r["name"], r["value"], r["unit"], r["reference"], r["conditions"], r["detail"])
+                  for r in data["results"]]
+
+
+def test_recorded_h200_bench_is_healthy_and_renders():
+    import io
+
+    from rich.console import Console
+
+    from gputriage.report.bench_terminal import render
+
+    data, results = _recorded("bench_h200.json")
+    assert data["spec"] == "NVIDIA H200" and data["findings"] == [] and data["other_processes"] == []
+    assert b.findings(results, (5, 16)) == []  # every banded figure inside its band on a healthy H200
+    by = {r.name: r for r in results}
+    assert by["matmul.bf16"].detail["best_shape"][0] in (4096, 8192, 12288, 16384)
+    assert by["memory.copy"].value >= 4000  # read + write, > 16x the L2
+    buf = io.StringIO()
+    render(results, {r.name: b.band(r.name) for r in results}, {}, [], [], "gputriage bench: NVIDIA H200",
+           Console(file=buf, width=120))
+    text = buf.getvalue()
+    assert "matmul.bf16" in text and "756.3 TFLOP/s" in text and "sw_power_cap" in text
+
+
+def test_change_since_the_last_bench_on_the_same_h200():
+    _, now = _recorded("bench_h200.json")
+    earlier, _ = _recorded("bench_h200_earlier.json")
+    change = b.compare(now, earlier["results"])
+    assert change["matmul.bf16"] == round(100 * (756.3 - 778.2) / 778.2, 1)
+    assert set(change) >= {"memory.copy", "pcie.h2d_pinned", "launch.latency"}
+
+
+def test_recorded_two_gpu_bench_has_peer_copies_and_an_all_reduce():
+    data, results = _recorded("bench_2xh200.json")
+    by = {r.name: r for r in results}
+    assert {"p2p.0to1", "p2p.1to0", "allreduce.busbw"} <= set(by)
+    assert by["p2p.0to1"].value > 300 and by["allreduce.busbw"].value > 200  # NVLink between the two
+    assert data["findings"] == []
