@@ -110,6 +110,8 @@ def print_table(rows: list[dict]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=6.0)
+    ap.add_argument("--profile-seconds", type=float, default=14.0,
+                    help="loop length under --profile: on a GPU the profiler's start waits seconds for the queue")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--only", default="")
     ap.add_argument("--modes", default=",".join(MODES))
@@ -135,6 +137,8 @@ def main() -> None:
                 continue
             # torch.compile's warm-up takes seconds: give the fused loop time to dominate the run
             secs = args.seconds * 4 if fixed and name == "unfused_elementwise" else args.seconds
+            if profile:
+                secs = max(secs, args.profile_seconds)
             keep = (args.keep_traces / ("fixed" if fixed else "broken")) if args.keep_traces and profile else None
             if keep:
                 keep.mkdir(exist_ok=True)
