@@ -54,3 +54,43 @@ def test_the_time_the_profiler_held_the_workload_is_not_the_baseline():
     samples = _samples([95.0] * 30 + [0.0] * 20 + [90.0] * 10 + [0.0] * 10 + [95.0] * 10)
     held, window = [1003.0, 1006.95], [1005.0, 1005.95]
     assert profiler_effect(samples, 0, {"startup_s": 0.0}, window, held) == {"inside_pct": 90.0, "outside_pct": 95.0}
+
+
+def _session_over(rows, make_host):
+    from gputriage.monitor.classify import from_flat_rows
+    from gputriage.monitor.session import Session
+    from gputriage.testing.stream_nvml import StreamNvml
+
+    session = Session(StreamNvml(rows), make_host(), None, "run", ["python", "train.py"])
+    session.sampler.samples = from_flat_rows(rows)  # the recorded stream, as if sampled
+    return session, session.sampler.samples
+
+
+def test_a_profiled_run_merges_the_trace_and_keeps_the_profilers_own_effect_apart(make_host):
+    import json
+    from pathlib import Path
+
+    from gputriage.model.finding import Finding, Severity
+
+    rows = json.loads((Path(__file__).parent / "fixtures/h200/scenario_samples.json").read_text())["healthy_bf16"]["samples"]
+    starved = Finding(id="trace.input_starved", severity=Severity.warn, step=2, symptom="GPU idle 70%", cause="host",
+                      decision="feed it")
+
+    # the recorded compute-bound stream; the profiled window is as busy as the rest: the trace is believed
+    session, samples = _session_over(rows, make_host)
+    t_mid = samples[len(samples) // 2]["t"]
+    trace = {"verdict": {"bottleneck": "input_starved"}, "profile_window_s": [t_mid, t_mid + 1.0],
+             "profiler_held_s": [t_mid - 0.5, t_mid + 1.5]}
+    verdict, findings = session.finish(0, [starved], trace)
+    assert verdict["bottleneck"] == "input_starved" and verdict["source"] == "trace"
+    assert verdict["profiler_effect"]["inside_pct"] >= 90
+
+    # the same with GPU-Util low inside the profiled window: the profiler starved it, the sampler stands
+    session, samples = _session_over(rows, make_host)
+    for s in samples:
+        if t_mid <= s["t"] <= t_mid + 1.0:
+            s["gpus"][0]["util"] = 20
+    verdict, findings = session.finish(0, [starved], trace)
+    assert verdict["bottleneck"] == "compute_bound" and "overhead" in verdict["merged"]["why"]
+    kept = next(f for f in findings if f.id == "trace.input_starved")
+    assert kept.severity == Severity.info and kept.symptom.endswith("(while profiled)")
