@@ -93,3 +93,13 @@ def test_the_window_counts_from_when_the_profiler_runs(tmp_path):
     assert len(log) == 2 and log[0].startswith("started at signal") and log[1].startswith("stopped at signal"), log
     assert float(log[0].split(", ")[1].split(" s to start")[0]) >= 1.5
     assert float(log[1].split(", ")[1].split(" s profiled")[0]) >= 0.45
+
+
+def test_the_terminal_report_says_what_the_profiler_cost(tmp_path):
+    script = tmp_path / "w.py"
+    script.write_text(WORKLOAD)
+    env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0", GPUTRIAGE_PROFILE_WINDOW_S="0.3")
+    r = subprocess.run(GT + ["run", "--no-store", "--profile", "--profile-skip", "0.2", "--", sys.executable,
+                             str(script), "short"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "profiled 0." in r.stderr and "left out of the sampler's verdict" in r.stderr

@@ -128,9 +128,10 @@ def run(
                     "meta": session.meta}
         render(run_view, verdict["per_gpu"], findings, err)
         if trace_result is not None:
-            from gputriage.report.trace_terminal import render_verdict
+            from gputriage.report.trace_terminal import render_profile_window, render_verdict
 
             render_verdict(trace_result, err)
+            render_profile_window(trace_result, verdict.get("profiler_effect"), samples[0]["t"] if samples else None, err)
             if verdict.get("merged") and verdict["merged"].get("bottleneck"):
                 m = verdict["merged"]
                 err.print(f"[bold]verdict:[/] [bold magenta]{m['bottleneck']}[/] ({m.get('why', m['source'])})")

@@ -31,6 +31,24 @@ def render_verdict(report: dict[str, Any], console: Console) -> None:
     console.print(Text("  do: " + v["decision"], style="green"))
 
 
+def render_profile_window(report: dict[str, Any], effect: dict[str, float] | None, run_start: float | None,
+                          console: Console) -> None:
+    """When the profiler ran in a `run --profile`, what it cost the workload, and GPU-Util inside it."""
+    window, held = report.get("profile_window_s"), report.get("profiler_held_s")
+    if not window:
+        return
+    line = Text(f"profiled {window[1] - window[0]:.2f} s", style="dim")
+    if run_start is not None:
+        line.append(f" from +{window[0] - run_start:.1f} s", style="dim")
+    if held:
+        line.append(f"; the profiler held the workload {held[1] - held[0]:.1f} s in all (start-up {window[0] - held[0]:.1f} s, "
+                    f"export {held[1] - window[1]:.1f} s), left out of the sampler's verdict", style="dim")
+    if effect:
+        line.append(f"; GPU-Util {effect['inside_pct']:.0f}% while profiled, {effect['outside_pct']:.0f}% otherwise",
+                    style="dim")
+    console.print(line)
+
+
 def render(report: dict[str, Any], findings: list[Finding], console: Console, top: int = 10) -> None:
     for r in report["ranks"]:
         head = Text()
