@@ -153,7 +153,8 @@ def _gputriage_profile():
             while st["want"] == want and time.time() - t0 < 30:
                 # a hook acts at the next step or forward; where none fires (plain tensor code), a
                 # signal handler does (retried while it defers)
-                if time.time() - t0 > (3.0 if st["first_forward"] or st["seen_step"] else 0.5):
+                hooks_fire = st["first_forward"] or st["seen_step"]
+                if time.time() - t0 > (3.0 if hooks_fire else 0.5 if want == "start" else 0.0):
                     os.kill(os.getpid(), signal.SIGUSR2)
                     time.sleep(0.2)
                 else:
