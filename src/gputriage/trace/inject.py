@@ -38,8 +38,7 @@ def _gputriage_profile():
     max_s = float(os.environ.pop("GPUTRIAGE_PROFILE_MAX_S", "3"))  # slow steps: stop after this long
     cuda = os.environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1"
     st = {"want": None, "prof": None, "steps": 0, "started": 0.0, "hooks": [], "seen_step": False,
-          "acting": False, "first_forward": 0.0,
-          "want_t": 0.0}
+          "acting": False, "first_forward": 0.0, "want_t": 0.0}
     born = time.time()
     lock = threading.Lock()
     done = threading.Event()
@@ -70,6 +69,8 @@ def _gputriage_profile():
                 except Exception as exc:
                     st["prof"] = False
                     note("ERROR start: %s: %s" % (type(exc).__name__, exc))
+                    for h in st["hooks"]:
+                        h.remove()
                     done.set()
                     return
                 st["started"], st["begin"] = time.time(), t
