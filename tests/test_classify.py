@@ -69,3 +69,30 @@ def test_budgets_over_recorded_streams(tmp_path):
     small = from_flat_rows(SCENARIOS["small_batch"]["samples"])
     found = {f.id: f for f in check_samples(budget, small, [0], {0: H200}, steady_from_t=small[50]["t"])}
     assert found["budget.min_sm_active_pct"].evidence["observed"] < 40
+
+
+def test_another_process_on_the_gpu_is_in_every_sample_and_names_contended(make_host):
+    import os
+    import time
+
+    class Shared(StreamNvml):
+        def call(self, fn, index=None, *args):
+            if fn == "nvmlDeviceGetComputeRunningProcesses":
+                return [{"pid": 4242, "usedGpuMemory": 2 << 30}]
+            return super().call(fn, index, *args)
+
+    rows = SCENARIOS["healthy_bf16"]["samples"]
+    sampler = Sampler(Shared(rows), make_host(), [0], period_s=0.005, pid=os.getpid())
+    sampler.start()
+    deadline = time.monotonic() + 10
+    while len(sampler.samples) < 60 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    samples = sampler.stop()
+    first = next(i for i, s in enumerate(samples) if s.get("others"))
+    assert all(s.get("others") == [{"gpu": 0, "pid": 4242, "used": 2 << 30}] for s in samples[first:])
+    # on the recorded compute-bound stream, a neighbour in every sample is the verdict
+    recorded = from_flat_rows(rows)
+    for s in recorded:
+        s["others"] = samples[-1]["others"]
+    v = verdict(recorded, 0, H200)
+    assert v["bottleneck"] == "contended" and v["evidence"]["others_on_gpu"] == 1
