@@ -1,6 +1,7 @@
 """Sampler overhead, on a GPU machine.
 
-1. CPU cost over the same `--seconds` window, side by side (all three run at once):
+1. CPU cost over the same `--seconds` window, side by side (all three run at once; `--alone`: one
+   after the other, each over its own window):
    - gputriage's sampler at 10 Hz (NVML + GPM + host + a process tree, samples written to a SQLite
      store in 1 s batches, as `gputriage run` does): the sampling thread's CPU time, and the whole
      process's CPU time over the window (NVML helper threads included);
@@ -60,8 +61,9 @@ def process_cpu_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def side_by_side(seconds: float) -> dict[str, float | None]:
-    """Our sampler, a plain NVML+GPM loop and nvidia-smi dmon over the same window."""
+def side_by_side(seconds: float, alone: bool = False) -> dict[str, float | None]:
+    """Our sampler, a plain NVML+GPM loop and nvidia-smi dmon over the same window, or (`alone`) one
+    after the other, each over its own window (NVML calls of concurrent clients may contend)."""
     import psutil
 
     from gputriage.backends.host import Host
@@ -69,35 +71,52 @@ def side_by_side(seconds: float) -> dict[str, float | None]:
     from gputriage.monitor.sampler import Sampler
     from gputriage.monitor.store import Store
 
+    def start_plain() -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", PLAIN_LOOP, str(seconds)], stdout=subprocess.PIPE, text=True)
+
+    def start_smi() -> subprocess.Popen | None:
+        if not shutil.which("nvidia-smi"):
+            return None
+        return subprocess.Popen(["nvidia-smi", "dmon", "-d", "1", "-s", "pucm"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+
+    def smi_pct(smi: subprocess.Popen | None) -> float | None:
+        if smi is None:
+            return None
+        t = psutil.Process(smi.pid).cpu_times()
+        smi.terminate()
+        smi.wait()
+        return 100.0 * (t.user + t.system) / seconds  # started with the window, ran through it
+
     nvml = PynvmlBackend(record=False, bounded=False)
     nvml.init()
     folder = Path(tempfile.mkdtemp())
     store = Store(folder / "runs.sqlite")
     workload = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(%f)" % (seconds + 10)])
     run_id = store.begin_run("run", ["sleep"], {})
-    plain = subprocess.Popen([sys.executable, "-c", PLAIN_LOOP, str(seconds)], stdout=subprocess.PIPE, text=True)
-    smi = None
-    if shutil.which("nvidia-smi"):
-        smi = subprocess.Popen(["nvidia-smi", "dmon", "-d", "1", "-s", "pucm"], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    plain = smi = None
+    if not alone:
+        plain, smi = start_plain(), start_smi()
     s = Sampler(nvml, Host(), [0], pid=workload.pid, sink=lambda batch: store.add_samples(run_id, batch))
     p0 = process_cpu_s()
     s.start()
     time.sleep(seconds)
     s.stop()
     process_pct = 100.0 * (process_cpu_s() - p0) / seconds
-    smi_pct = None
-    if smi is not None:
-        t = psutil.Process(smi.pid).cpu_times()
-        smi_pct = 100.0 * (t.user + t.system) / seconds  # started with the window, ran through it
-        smi.terminate()
-        smi.wait()
-    plain_pct = float(plain.communicate()[0].strip() or "nan")
     workload.kill()
     store.close()
     shutil.rmtree(folder, ignore_errors=True)
+    if alone:
+        plain = start_plain()
+        plain_pct = float(plain.communicate()[0].strip() or "nan")
+        smi = start_smi()
+        time.sleep(seconds)
+        dmon = smi_pct(smi)
+    else:
+        dmon = smi_pct(smi)
+        plain_pct = float(plain.communicate()[0].strip() or "nan")
     return {"sampler_thread": 100.0 * s.busy_s / seconds, "sampler_process": process_pct, "plain": plain_pct,
-            "smi": smi_pct, "samples": len(s.samples),
+            "smi": dmon, "samples": len(s.samples), "alone": alone,
             "parts": {k: 100.0 * v / seconds for k, v in s.cost_s.items()}}
 
 
@@ -144,13 +163,15 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--loop-seconds", type=float, default=8.0)
+    ap.add_argument("--alone", action="store_true", help="measure the three one after the other, not at once")
     args = ap.parse_args()
-    cpu = side_by_side(args.seconds)
+    cpu = side_by_side(args.seconds, args.alone)
     calls = per_call_us()
     rows = []
     for _ in range(args.pairs):
         rows.append((throughput(False, args.loop_seconds), throughput(True, args.loop_seconds)))
-    print(f"CPU over the same {args.seconds:.0f} s window, % of one core ({os.cpu_count()} cores), "
+    how = "each alone over its own" if cpu["alone"] else "all at once over the same"
+    print(f"CPU {how} {args.seconds:.0f} s window, % of one core ({os.cpu_count()} cores), "
           f"{cpu['samples']} samples taken")
     print(f"{'measure':58} {'value':>10}")
     print(f"{'gputriage sampler thread, 10 Hz, GPM+host+tree+store':58} {cpu['sampler_thread']:9.2f}%")
