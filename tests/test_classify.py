@@ -96,3 +96,17 @@ def test_another_process_on_the_gpu_is_in_every_sample_and_names_contended(make_
         s["others"] = samples[-1]["others"]
     v = verdict(recorded, 0, H200)
     assert v["bottleneck"] == "contended" and v["evidence"]["others_on_gpu"] == 1
+
+
+def test_the_samplers_few_keys_read_like_the_full_parse():
+    from gputriage.collect.procfs import keyed_values, parse_keyed
+
+    host = json.loads((Path(__file__).parent / "fixtures/h200/snapshot_idle.json").read_text())["raw"]["host"]
+    for path, keys in (("/proc/meminfo", ("MemAvailable", "SwapTotal", "SwapFree")),
+                       ("/proc/vmstat", ("pgmajfault", "pswpin", "pswpout"))):
+        text = host[path] if isinstance(host[path], str) else host[path][0]
+        full = parse_keyed(text)
+        assert keyed_values(text, keys) == {k: full[k] for k in keys if k in full}
+    assert keyed_values("xpgmajfault 5\npgmajfault 7\n", ("pgmajfault",)) == {"pgmajfault": 7}  # line starts only
+    assert keyed_values("pgmajfaultx 5\n", ("pgmajfault",)) == {}
+    assert keyed_values("pgmajfaultx 5\npgmajfault 9\n", ("pgmajfault",)) == {"pgmajfault": 9}

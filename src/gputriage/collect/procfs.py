@@ -27,6 +27,26 @@ def cpu_busy_pct(before: list[int], after: list[int]) -> tuple[float, float]:
     return 100.0 * (total - idle - iowait) / total, 100.0 * iowait / total
 
 
+def keyed_values(text: str, keys: tuple[str, ...]) -> dict[str, int]:
+    """The same as parse_keyed for a few keys only, without splitting every line (a sampler reads
+    /proc/vmstat and /proc/meminfo every second for two or three of their ~200 lines)."""
+    out: dict[str, int] = {}
+    for key in keys:
+        pos, after = -1, len(key)
+        while True:  # the key at a line start, followed by ':' or ' '
+            pos = text.find(key, pos + 1)
+            if pos < 0 or ((pos == 0 or text[pos - 1] == "\n") and text[pos + after:pos + after + 1] in (":", " ")):
+                break
+        if pos < 0:
+            continue
+        end = text.find("\n", pos)
+        try:
+            out[key] = int(text[pos + after:end if end >= 0 else None].lstrip(": ").split()[0])
+        except (ValueError, IndexError):
+            continue
+    return out
+
+
 def parse_keyed(text: str, sep: str | None = None) -> dict[str, int]:
     """'Key: 123 kB' or 'key 123' lines → {key: int}. Values in kB stay in kB."""
     out: dict[str, int] = {}

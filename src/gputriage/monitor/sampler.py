@@ -22,7 +22,7 @@ from gputriage.backends.host import Host
 from gputriage.backends.process_tree import ProcessDetail, ProcessTree
 from gputriage.backends.nvml import (GPM_ANY_TENSOR_UTIL, GPM_DRAM_BW_UTIL, GPM_PCIE_RX_PER_SEC, GPM_PCIE_TX_PER_SEC,
                                      GPM_SM_OCCUPANCY, GPM_SM_UTIL, NvmlBackend)
-from gputriage.collect.procfs import cpu_busy_pct, parse_keyed, parse_net_dev, parse_proc_stat
+from gputriage.collect.procfs import cpu_busy_pct, keyed_values, parse_net_dev, parse_proc_stat
 from gputriage.model.reading import Unavailable
 
 DEFAULT_PERIOD_S = 0.1  # NVML utilization and GPM refresh at ~10 Hz on recent GPUs
@@ -154,14 +154,15 @@ class HostReader:
         prev, self._prev_slow = self._prev_slow, cur
         out: dict[str, Any] = {}
         if isinstance(cur["meminfo"], str):
-            kb = parse_keyed(cur["meminfo"])
+            kb = keyed_values(cur["meminfo"], ("MemAvailable", "SwapTotal", "SwapFree"))
             out["mem_avail"] = kb.get("MemAvailable", 0) * 1024
             out["swap_used"] = (kb.get("SwapTotal", 0) - kb.get("SwapFree", 0)) * 1024
         if prev is None:
             return out
         dt = max(cur["t"] - prev["t"], 1e-6)
         if isinstance(cur["vmstat"], str) and isinstance(prev["vmstat"], str):
-            a, b = parse_keyed(prev["vmstat"]), parse_keyed(cur["vmstat"])
+            keys = ("pgmajfault", "pswpin")
+            a, b = keyed_values(prev["vmstat"], keys), keyed_values(cur["vmstat"], keys)
             out["majflt_s"] = round((b.get("pgmajfault", 0) - a.get("pgmajfault", 0)) / dt, 1)
             out["swapin_s"] = round((b.get("pswpin", 0) - a.get("pswpin", 0)) / dt, 1)
         if isinstance(cur["disk"], str) and isinstance(prev["disk"], str):
@@ -179,10 +180,12 @@ class ProcessTreeReader:
     """CPU of a process and its children every `cpu_every` samples; their busiest thread, RSS, I/O
     rate and VRAM every `slow_every` samples (per-thread counters cost one file read per thread)."""
 
-    def __init__(self, pid: int, nvml: NvmlBackend, gpus: list[int], slow_every: int = 10, cpu_every: int = 5) -> None:
+    def __init__(self, pid: int, nvml: NvmlBackend, gpus: list[int], slow_every: int = 10, cpu_every: int = 5,
+                 refresh_every: int = 50) -> None:
         self.tree = ProcessTree(pid)
         self.nvml, self.gpus = nvml, gpus
         self.slow_every, self.cpu_every = slow_every, cpu_every
+        self.refresh_every = refresh_every  # finding children scans every process of the host: every 5 s
         self._cpu: dict[str, Any] = {}
         self._cpu_prev: dict[int, float] = {}
         self._cpu_t = time.monotonic()
@@ -192,7 +195,7 @@ class ProcessTreeReader:
         self._slow: dict[str, Any] = {}
 
     def read(self) -> dict[str, Any]:
-        if self._tick % (2 * self.slow_every) == 0 and not self.tree.refresh():
+        if self._tick % self.refresh_every == 0 and not self.tree.refresh():
             return {}
         now = time.monotonic()
         if self._tick % self.cpu_every == 0:
@@ -245,14 +248,13 @@ class ProcessTreeReader:
 
     def others_on_gpus(self) -> list[dict[str, Any]]:
         """Processes on the GPUs that are not this tree (for `contended`)."""
+        listed = {i: self.nvml.call("nvmlDeviceGetComputeRunningProcesses", i) for i in self.gpus}
+        on_gpus = {int(p["pid"]) for got in listed.values() if _ok(got) for p in got}
+        if not on_gpus <= self.tree.pids:
+            self.tree.refresh()  # a child started since the last scan is the workload, not another job
         mine = self.tree.pids
-        out = []
-        for i in self.gpus:
-            listed = self.nvml.call("nvmlDeviceGetComputeRunningProcesses", i)
-            if _ok(listed):
-                out += [{"gpu": i, "pid": int(p["pid"]), "used": p.get("usedGpuMemory")} for p in listed
-                        if int(p["pid"]) not in mine]
-        return out
+        return [{"gpu": i, "pid": int(p["pid"]), "used": p.get("usedGpuMemory")} for i, got in listed.items()
+                if _ok(got) for p in got if int(p["pid"]) not in mine]
 
 
 class Sampler:
