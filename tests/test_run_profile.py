@@ -105,3 +105,18 @@ def test_the_terminal_report_says_what_the_profiler_cost(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert re.search(r"profiled \d+\.\d\d s from \+\d+\.\d s", r.stderr), r.stderr[-800:]
     assert "left out of the sampler's verdict" in r.stderr
+
+
+def test_show_keeps_the_merged_verdict_of_a_profiled_run(tmp_path):
+    script = tmp_path / "w.py"
+    script.write_text(WORKLOAD)
+    store = tmp_path / "s.sqlite"
+    env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
+    r = subprocess.run(GT + ["run", "--store", str(store), "--quiet", "--profile", "--profile-skip", "0.2", "--",
+                             sys.executable, str(script), "short"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    run_id = json.loads(subprocess.run(GT + ["runs", "--json", "--store", str(store)], capture_output=True,
+                                       text=True).stdout)["runs"][0]["id"]
+    shown = json.loads(subprocess.run(GT + ["show", str(run_id), "--json", "--store", str(store)], capture_output=True,
+                                      text=True).stdout)
+    assert {"per_gpu", "merged", "source", "bottleneck"} <= set(shown["verdict"])

@@ -72,9 +72,13 @@ def show(
         findings = run_findings(per, samples, info)
         if samples:
             run["ended_sample"] = samples[-1]["t"]
+    stored = run.get("verdict") or {}
     if as_json:
-        print_json(run | {"verdict": {"per_gpu": verdicts}, "findings": [f.to_json() for f in findings]})
+        print_json(run | {"verdict": stored | {"per_gpu": verdicts}, "findings": [f.to_json() for f in findings]})
         return
     from gputriage.report.run_terminal import render
 
     render(run, verdicts, findings, out)
+    merged = stored.get("merged") or {}
+    if merged.get("bottleneck"):  # a `run --profile`: the sampler's and the trace's verdicts together
+        out.print(f"[bold]verdict:[/] [bold magenta]{merged['bottleneck']}[/] ({merged.get('why', merged['source'])})")
