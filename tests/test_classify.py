@@ -110,3 +110,16 @@ def test_the_samplers_few_keys_read_like_the_full_parse():
     assert keyed_values("xpgmajfault 5\npgmajfault 7\n", ("pgmajfault",)) == {"pgmajfault": 7}  # line starts only
     assert keyed_values("pgmajfaultx 5\n", ("pgmajfault",)) == {}
     assert keyed_values("pgmajfaultx 5\npgmajfault 9\n", ("pgmajfault",)) == {"pgmajfault": 9}
+
+
+def test_a_gap_in_the_samples_weighs_nothing():
+    # the recorded compute-bound stream with 20 s left out in the middle (as the seconds a profiler
+    # held the workload are): the window before the gap does not stretch over it
+    samples = from_flat_rows(SCENARIOS["healthy_bf16"]["samples"])
+    cut = len(samples) // 2
+    for s in samples[cut:]:
+        s["t"] += 20.0
+    v = verdict(samples, 0, H200)
+    whole = verdict(from_flat_rows(SCENARIOS["healthy_bf16"]["samples"]), 0, H200)
+    assert v["bottleneck"] == whole["bottleneck"] == "compute_bound"
+    assert abs(v["steady_s"] - whole["steady_s"]) <= 1.5

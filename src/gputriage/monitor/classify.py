@@ -188,7 +188,8 @@ def windows(samples: list[dict[str, Any]], gpu: int, gpu_info: dict[str, Any], w
         if s["t"] >= edge and bucket:
             m = window_metrics(bucket, gpu)
             lab, alt = label(m, gpu_info)
-            out.append(Window(bucket[0]["t"] - t0, s["t"] - t0, lab, m, alt))
+            # ends at its edge: after a gap in the samples (time left out) it does not stretch over the gap
+            out.append(Window(bucket[0]["t"] - t0, min(s["t"], edge) - t0, lab, m, alt))
             bucket = []
             while edge <= s["t"]:
                 edge += window_s
