@@ -75,6 +75,21 @@ class NvmlBackend:
         pass
 
 
+NVML_VALUE_NOT_AVAILABLE_FLOOR = 1 << 62  # usedGpuMemory at or above this: NVML could not tell
+
+
+def compute_processes(nvml: NvmlBackend, gpus: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """{GPU: [{"pid", "used_bytes"}]} of the compute processes NVML lists, for the GPUs it answers for
+    (used_bytes None where NVML cannot tell, as in containers without the PID namespace)."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for i in gpus:
+        listed = nvml.call("nvmlDeviceGetComputeRunningProcesses", i)
+        if isinstance(listed, list):
+            out[i] = [{"pid": int(p["pid"]), "used_bytes": int(u) if (u := p.get("usedGpuMemory")) is not None
+                       and int(u) < NVML_VALUE_NOT_AVAILABLE_FLOOR else None} for p in listed]
+    return out
+
+
 def _plain(obj: Any) -> Any:
     """Turn what pynvml returns (ctypes structs, arrays, bytes) into JSON-able values."""
     if isinstance(obj, (bool, int, float, str)) or obj is None:

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from gputriage.backends.host import Host
 from gputriage.backends.process_tree import ProcessDetail, ProcessTree
 from gputriage.backends.nvml import (GPM_ANY_TENSOR_UTIL, GPM_DRAM_BW_UTIL, GPM_PCIE_RX_PER_SEC, GPM_PCIE_TX_PER_SEC,
-                                     GPM_SM_OCCUPANCY, GPM_SM_UTIL, NvmlBackend)
+                                     GPM_SM_OCCUPANCY, GPM_SM_UTIL, NvmlBackend, compute_processes)
 from gputriage.collect.procfs import cpu_busy_pct, keyed_values, parse_net_dev, parse_proc_stat
 from gputriage.model.reading import Unavailable
 
@@ -234,27 +234,19 @@ class ProcessTreeReader:
         return out
 
     def _read_vram(self, pids: set[int]) -> int | None:
-        total, known = 0, False
-        for i in self.gpus:
-            listed = self.nvml.call("nvmlDeviceGetComputeRunningProcesses", i)
-            if not _ok(listed):
-                continue
-            known = True
-            for p in listed:
-                used = p.get("usedGpuMemory")
-                if int(p["pid"]) in pids and used is not None and int(used) < 1 << 62:
-                    total += int(used)
-        return total if known else None
+        listed = compute_processes(self.nvml, self.gpus)
+        if not listed:
+            return None
+        return sum(p["used_bytes"] or 0 for procs in listed.values() for p in procs if p["pid"] in pids)
 
     def others_on_gpus(self) -> list[dict[str, Any]]:
         """Processes on the GPUs that are not this tree (for `contended`)."""
-        listed = {i: self.nvml.call("nvmlDeviceGetComputeRunningProcesses", i) for i in self.gpus}
-        on_gpus = {int(p["pid"]) for got in listed.values() if _ok(got) for p in got}
-        if not on_gpus <= self.tree.pids:
+        listed = compute_processes(self.nvml, self.gpus)
+        if not {p["pid"] for procs in listed.values() for p in procs} <= self.tree.pids:
             self.tree.refresh()  # a child started since the last scan is the workload, not another job
         mine = self.tree.pids
-        return [{"gpu": i, "pid": int(p["pid"]), "used": p.get("usedGpuMemory")} for i, got in listed.items()
-                if _ok(got) for p in got if int(p["pid"]) not in mine]
+        return [{"gpu": i, "pid": p["pid"], "used": p["used_bytes"]} for i, procs in listed.items() for p in procs
+                if p["pid"] not in mine]
 
 
 class Sampler:

@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any, Callable
 
+from gputriage.backends.nvml import compute_processes
 from gputriage.collect.power_thermal import decode_reasons
 from gputriage.model.finding import Finding, Severity
 from gputriage.model.numbers import median
@@ -149,13 +150,8 @@ def to_results(rows: list[dict[str, Any]], samples: list[dict[str, Any]], spec: 
 
 def others_on_gpus(nvml: Any, gpus: list[int], exclude: set[int] = frozenset()) -> list[dict[str, Any]]:
     """Compute processes on these GPUs that are not the bench's own (pid, GPU, VRAM bytes)."""
-    out = []
-    for i in gpus:
-        listed = nvml.call("nvmlDeviceGetComputeRunningProcesses", i)
-        if isinstance(listed, list):
-            out += [{"gpu": i, "pid": int(p["pid"]), "used_bytes": p.get("usedGpuMemory")} for p in listed
-                    if int(p["pid"]) not in exclude]
-    return out
+    return [{"gpu": i, **p} for i, procs in compute_processes(nvml, gpus).items() for p in procs
+            if p["pid"] not in exclude]
 
 
 def findings(results: list[ProbeResult], link_now: tuple[int, int] | None,
