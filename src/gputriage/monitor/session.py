@@ -173,7 +173,7 @@ class Session:
             verdict.update(bottleneck=merged["bottleneck"], source=merged["source"], merged=merged)
             if effect:
                 verdict["profiler_effect"] = effect
-            if merged["source"] == "sampler" and merged.get("trace") and "overhead" in merged.get("why", ""):
+            if merged.get("profiler_starved"):
                 extra = [_as_profiler_artefact(f, merged["why"]) if f.id == f"trace.{merged['trace']}" else f
                          for f in extra]
         findings = run_findings(verdicts, samples, self.info) + extra

@@ -89,24 +89,24 @@ def analyze_file(path: str | Path) -> tuple[dict[str, Any], list[Finding]]:
         "gpu": props.get("name"), "spec": spec.name if spec else None, "problems": list(cols.problems),
         "skipped_event_kinds": cols.skipped_kinds,
     }
-    if not anatomies:
-        result["problems"].append("no GPU activity (kernels, copies) in this trace: was CUDA profiling on?")
+
+    def no_verdict(problem: str) -> tuple[dict[str, Any], list[Finding]]:
+        result["problems"].append(problem)
         result["verdict"] = None
         result["parse_s"] = round(time.perf_counter() - t0, 3)
         return result, []
+
+    if not anatomies:
+        return no_verdict("no GPU activity (kernels, copies) in this trace: was CUDA profiling on?")
     main = max(anatomies, key=lambda a: a.busy_total_us)
     if main.warmup_skipped_us:
         result["problems"].append(
             f"the first profiled step ({main.warmup_skipped_us / 1000:.0f} ms, over {WARMUP_STEP_RATIO:g}x the later "
             "steps) is left out: profiler warm-up (kernels loaded and instrumented at their first launch)")
     if too_little(main):
-        result["problems"].append(
-            f"too little GPU activity to judge: a {main.window_us / 1000:.1f} ms window with {main.kernel_count} "
-            "kernels (profile the steady state for longer)")
         result["anatomy"] = [a.to_json() for a in anatomies]
-        result["verdict"] = None
-        result["parse_s"] = round(time.perf_counter() - t0, 3)
-        return result, []
+        return no_verdict(f"too little GPU activity to judge: a {main.window_us / 1000:.1f} ms window with "
+                          f"{main.kernel_count} kernels (profile the steady state for longer)")
     kernels = table(cols, kinds, spec)
     verdict = decide(main)
     found = findings_of(main, kernels, verdict, *_elementwise_bytes(cols, kinds), spec=spec)

@@ -53,6 +53,11 @@ def _gputriage_profile():
             return False  # not imported, or still importing
         return torch.cuda.is_initialized() if cuda else True
 
+    def finish():
+        for h in st["hooks"]:
+            h.remove()
+        done.set()
+
     def act(where):
         # start or stop the profiler, on the main thread, at a point where the workload is not importing
         if st["acting"]:  # re-entered by a signal or hook during start/stop: the outer call finishes it
@@ -69,9 +74,7 @@ def _gputriage_profile():
                 except Exception as exc:
                     st["prof"] = False
                     note("ERROR start: %s: %s" % (type(exc).__name__, exc))
-                    for h in st["hooks"]:
-                        h.remove()
-                    done.set()
+                    finish()
                     return
                 st["started"], st["begin"] = time.time(), t
                 st["prof"] = prof  # published once running: the window counts from here
@@ -83,16 +86,15 @@ def _gputriage_profile():
                     stopped = time.time()
                     prof.export_chrome_trace(out + ".tmp")
                     os.replace(out + ".tmp", out)
+                    exported = time.time()
                     note("stopped at %s after %d optimizer steps (+%.1f s, %.2f s profiled)"
-                         % (where, st["steps"], time.time() - born, time.time() - st["started"]))
+                         % (where, st["steps"], stopped - born, stopped - st["started"]))
                     # when the profiler held the workload: from asking for the start (CUPTI drains the GPU's
                     # queue first) to the end of the export; the profiled window inside it
-                    note("window %.3f %.3f %.3f %.3f" % (st["begin"], st["started"], stopped, time.time()))
+                    note("window %.3f %.3f %.3f %.3f" % (st["begin"], st["started"], stopped, exported))
                 except Exception as exc:
                     note("ERROR stop: %s: %s" % (type(exc).__name__, exc))
-                for h in st["hooks"]:
-                    h.remove()
-                done.set()
+                finish()
         finally:
             st["acting"] = False
 

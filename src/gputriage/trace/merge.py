@@ -31,7 +31,7 @@ def merge(sampler: dict[str, Any] | None, trace: dict[str, Any] | None,
     pu = profiled_util or {}
     drop = (pu["outside_pct"] - pu["inside_pct"]) if {"inside_pct", "outside_pct"} <= pu.keys() else 0.0
     if t in HOST_BOUND and s and s not in HOST_BOUND and not undecided and drop >= PROFILER_DROP_PTS:
-        return {"bottleneck": s, "source": "sampler", "sampler": s, "trace": t,
+        return {"bottleneck": s, "source": "sampler", "sampler": s, "trace": t, "profiler_starved": True,
                 "why": f"the profiler slowed the workload (GPU-Util {pu['inside_pct']:.0f}% while profiled, "
                        f"{pu['outside_pct']:.0f}% otherwise): the trace's {t} is its own overhead"}
     why = (f"the sampler could not tell {' from '.join(undecided)} apart; the trace says {t}" if undecided
