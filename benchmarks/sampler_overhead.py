@@ -7,11 +7,15 @@
      process's CPU time over the window (NVML helper threads included);
    - a plain Python NVML+GPM loop at 10 Hz (a fresh process; its thread CPU time);
    - `nvidia-smi dmon` at 1 Hz (its process CPU time).
-2. CPU cost per NVML call the sampler makes (microseconds, 300 calls each).
+2. CPU cost per NVML call the sampler makes (microseconds, 300 calls each, back to back), and
+   (`--in-situ S`) per reading when it runs alone at 10 Hz for S seconds, as the sampler sees it
+   (caches gone cold between samples); the refresh period of the driver's own counters
+   (nvmlDeviceGetSamples: GPU-Util, power, SM clock).
 3. A bf16 training loop's throughput with and without `gputriage run` around it, alternating,
    median of N pairs.
 
-    python benchmarks/sampler_overhead.py [--seconds 60] [--pairs 5] [--loop-seconds 8]
+    python benchmarks/sampler_overhead.py [--seconds 60] [--pairs 5] [--loop-seconds 8] [--alone]
+                                          [--in-situ 5]
 """
 
 from __future__ import annotations
@@ -150,6 +154,93 @@ def per_call_us(n: int = 300) -> list[tuple[str, float]]:
     return out
 
 
+def in_situ_us(seconds: float) -> list[tuple[str, float]]:
+    """CPU microseconds per reading, each reading alone in a 10 Hz loop for `seconds`."""
+    import pynvml
+
+    from gputriage.backends.host import Host
+    from gputriage.backends.nvml import PynvmlBackend
+    from gputriage.monitor.sampler import SAMPLED_GPM, GpuReader, HostReader, ProcessTreeReader
+
+    nvml = PynvmlBackend(record=False, bounded=False)
+    nvml.init()
+    h = pynvml.nvmlDeviceGetHandleByIndex(0)
+    gpm = [nvml.gpm_sample(0), nvml.gpm_sample(0)]
+
+    def gpm_both() -> None:
+        gpm[0] = nvml.gpm_sample(0, into=gpm[0])
+        nvml.gpm_metrics(0, gpm[1], gpm[0], SAMPLED_GPM)
+        gpm.reverse()
+
+    workload = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(%f)" % (seconds * 20 + 10)])
+    last_ts = [0]
+
+    def buffered_util() -> None:
+        try:
+            _, got = pynvml.nvmlDeviceGetSamples(h, pynvml.NVML_GPU_UTILIZATION_SAMPLES, last_ts[0])
+        except pynvml.NVMLError:  # NOT_FOUND: no new sample since the last one
+            return
+        if got:
+            last_ts[0] = got[-1].timeStamp
+
+    gpu, host, tree = GpuReader(nvml, 0), HostReader(Host()), ProcessTreeReader(workload.pid, nvml, [0])
+    readings = [
+        ("nothing (the 10 Hz wake-up alone)", lambda: None),
+        ("pynvml.nvmlDeviceGetUtilizationRates", lambda: pynvml.nvmlDeviceGetUtilizationRates(h)),
+        ("backend call: utilization", lambda: nvml.call("nvmlDeviceGetUtilizationRates", 0)),
+        ("backend call: power", lambda: nvml.call("nvmlDeviceGetPowerUsage", 0)),
+        ("backend call: SM clock", lambda: nvml.call("nvmlDeviceGetClockInfo", 0, 1)),
+        ("backend call: clock-event reasons", lambda: nvml.call("nvmlDeviceGetCurrentClocksEventReasons", 0)),
+        ("field values: instant power", lambda: pynvml.nvmlDeviceGetFieldValues(h, [pynvml.NVML_FI_DEV_POWER_INSTANT])),
+        ("nvmlDeviceGetSamples: GPU-Util since last", buffered_util),
+        ("GPM sample (refilled)", lambda: nvml.gpm_sample(0, into=gpm[0])),
+        ("GPM sample + 6 metrics", gpm_both),
+        ("GpuReader.read (the sampler's GPU row)", gpu.read),
+        ("HostReader.read", host.read),
+        ("ProcessTreeReader.read", tree.read),
+    ]
+    out = []
+    for name, fn in readings:
+        n, busy = 0, 0.0
+        t_end = time.monotonic() + seconds
+        while time.monotonic() < t_end:
+            c0 = time.thread_time()
+            fn()
+            busy += time.thread_time() - c0
+            n += 1
+            time.sleep(0.1)
+        out.append((name, 1e6 * busy / max(n, 1)))
+    gpu.close()
+    workload.kill()
+    return out
+
+
+def native_periods_ms(wait_s: float = 3.0) -> list[tuple[str, float, int]]:
+    """The driver's own sampling period of GPU-Util, power and SM clock: median spacing of the
+    samples nvmlDeviceGetSamples holds for the last `wait_s` seconds."""
+    import pynvml
+
+    h = pynvml.nvmlDeviceGetHandleByIndex(0)
+    out = []
+    for name, kind in (("GPU-Util", pynvml.NVML_GPU_UTILIZATION_SAMPLES), ("power", pynvml.NVML_TOTAL_POWER_SAMPLES),
+                       ("SM clock", pynvml.NVML_PROCESSOR_CLK_SAMPLES)):
+        try:
+            try:
+                _, first = pynvml.nvmlDeviceGetSamples(h, kind, 0)
+            except pynvml.NVMLError_NotFound:
+                first = []
+            since = first[-1].timeStamp if first else 0
+            time.sleep(wait_s)
+            _, got = pynvml.nvmlDeviceGetSamples(h, kind, since)
+        except pynvml.NVMLError as exc:
+            out.append((f"{name} ({exc})", float("nan"), 0))
+            continue
+        ts = [s.timeStamp for s in got]
+        gaps = [(b - a) / 1000 for a, b in zip(ts, ts[1:])]
+        out.append((name, statistics.median(gaps) if gaps else float("nan"), len(ts)))
+    return out
+
+
 def throughput(wrapped: bool, loop_s: float) -> float:
     argv = [sys.executable, str(TRAIN), "--seconds", str(loop_s)]
     if wrapped:
@@ -164,12 +255,10 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--loop-seconds", type=float, default=8.0)
     ap.add_argument("--alone", action="store_true", help="measure the three one after the other, not at once")
+    ap.add_argument("--in-situ", type=float, default=0.0, metavar="S",
+                    help="also time each reading alone at 10 Hz for S seconds")
     args = ap.parse_args()
     cpu = side_by_side(args.seconds, args.alone)
-    calls = per_call_us()
-    rows = []
-    for _ in range(args.pairs):
-        rows.append((throughput(False, args.loop_seconds), throughput(True, args.loop_seconds)))
     how = "each alone over its own" if cpu["alone"] else "all at once over the same"
     print(f"CPU {how} {args.seconds:.0f} s window, % of one core ({os.cpu_count()} cores), "
           f"{cpu['samples']} samples taken")
@@ -181,10 +270,30 @@ def main() -> None:
     print(f"{'plain Python NVML+GPM loop, 10 Hz':58} {cpu['plain']:9.2f}%")
     if cpu["smi"] is not None:
         print(f"{'nvidia-smi dmon, 1 Hz':58} {cpu['smi']:9.2f}%")
-    print()
+    print(flush=True)
+    calls = per_call_us()
     print(f"{'NVML call (CPU per call)':58} {'µs':>10}")
     for name, us in calls:
         print(f"{name:58} {us:10.1f}")
+    situ = in_situ_us(args.in_situ) if args.in_situ else []
+    periods = []
+    if args.in_situ:  # an idle GPU keeps no utilization samples: measure under the bf16 loop
+        load = subprocess.Popen([sys.executable, str(TRAIN), "--seconds", "15"], stdout=subprocess.DEVNULL)
+        time.sleep(6)
+        periods = native_periods_ms()
+        load.kill()
+    if situ:
+        print()
+        print(f"{'reading alone at 10 Hz (CPU per reading, in situ)':58} {'µs':>10}")
+        for name, us in situ:
+            print(f"{name:58} {us:10.1f}")
+        print()
+        print(f"{'driver sampling period (nvmlDeviceGetSamples)':46} {'ms':>10} {'samples':>8}")
+        for name, ms, n in periods:
+            print(f"{name:46} {ms:10.1f} {n:8d}")
+    rows = []
+    for _ in range(args.pairs):
+        rows.append((throughput(False, args.loop_seconds), throughput(True, args.loop_seconds)))
     if rows:
         bare = statistics.median(r[0] for r in rows)
         wrapped = statistics.median(r[1] for r in rows)

@@ -123,3 +123,26 @@ def test_a_gap_in_the_samples_weighs_nothing():
     whole = verdict(from_flat_rows(SCENARIOS["healthy_bf16"]["samples"]), 0, H200)
     assert v["bottleneck"] == whole["bottleneck"] == "compute_bound"
     assert abs(v["steady_s"] - whole["steady_s"]) <= 1.5
+
+
+def test_the_gpu_idle_before_its_first_kernel_is_start_up_not_input_starved():
+    # 5 s after the CUDA context exists (VRAM taken) with the GPU idle and one host thread busy
+    # (imports, model building, kernel loading), then the recorded compute-bound stream
+    body = from_flat_rows(SCENARIOS["healthy_bf16"]["samples"])
+    t0, used = body[0]["t"], body[0]["gpus"][0].get("used", 0)
+    body = [s for s in body if s["gpus"][0].get("util", 0) >= 50]  # its own idle start-up left out
+    prefix = []
+    for i in range(50):
+        g = {"index": 0, "util": 0, "memutil": 0, "used": used + (0 if i < 5 else 600 * 2**20), "power": 90000,
+             "gpm": {"2": 0.0, "3": 0.0, "5": 0.0, "10": 0.0}}
+        prefix.append({"t": t0 + i * 0.1, "gpus": [g], "host": {"cpu": [100.0, 1.0, 0.5, 0.0], "iowait": 0.0},
+                       "proc": {"pids": 1, "cpu_pct": 100.0, "top_thread_pct": 100.0, "vram": 600 * 2**20}})
+    shift = t0 + 5.0 - body[0]["t"]
+    for s in body:
+        s["t"] += shift
+        s["host"] = {"cpu": [100.0, 1.0, 0.5, 0.0], "iowait": 0.0}
+        s["proc"] = {"pids": 1, "cpu_pct": 100.0, "top_thread_pct": 100.0, "vram": 2 * 2**30}
+    v = verdict(prefix + body, 0, H200)
+    assert v["startup_s"] >= 4.9
+    assert v["timeline"][0] == {"start_s": 0.0, "end_s": v["startup_s"], "regime": "start-up"}
+    assert v["bottleneck"] == "compute_bound" and "input_starved" not in v["shares"]

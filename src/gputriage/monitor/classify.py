@@ -237,16 +237,18 @@ def regimes(ws: list[Window], startup_end_s: float) -> list[Regime]:
 
 
 def startup_end(samples: list[dict[str, Any]], gpu: int) -> float:
-    """Seconds until the workload first shows on the GPU (memory grows or kernels run)."""
+    """Seconds until the workload first computes on the GPU; in a run whose GPU never computes, until
+    its memory first grows. Imports, model building and kernel loading after the CUDA context exists
+    are start-up too: a GPU that has not yet run anything is not starved by its input."""
     if not samples:
         return 0.0
     t0 = samples[0]["t"]
-    first = next((x for x in samples[0].get("gpus", []) if x.get("index", 0) == gpu), {})
-    base_used = first.get("used", 0) or 0
-    for s in samples:
-        g = next((x for x in s.get("gpus", []) if x.get("index", 0) == gpu), {})
+    rows = [(s, next((x for x in s.get("gpus", []) if x.get("index", 0) == gpu), {})) for s in samples]
+    for s, g in rows:
         if (g.get("util") or 0) >= IDLE_UTIL_PCT or (g.get("gpm", {}).get(GPM_SM) or 0) >= IDLE_UTIL_PCT:
             return s["t"] - t0
+    base_used = rows[0][1].get("used", 0) or 0
+    for s, g in rows:
         if (g.get("used") or 0) > base_used + 256 * 2**20 and s.get("proc", {}).get("vram"):
             return s["t"] - t0
     return 0.0
