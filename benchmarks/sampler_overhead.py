@@ -15,7 +15,7 @@
    median of N pairs.
 
     python benchmarks/sampler_overhead.py [--seconds 60] [--pairs 5] [--loop-seconds 8] [--alone]
-                                          [--in-situ 5]
+                                          [--in-situ 5] [--period 0.1]
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def process_cpu_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def side_by_side(seconds: float, alone: bool = False) -> dict[str, float | None]:
+def side_by_side(seconds: float, alone: bool = False, period_s: float = 0.1) -> dict[str, float | None]:
     """Our sampler, a plain NVML+GPM loop and nvidia-smi dmon over the same window, or (`alone`) one
     after the other, each over its own window (NVML calls of concurrent clients may contend)."""
     import psutil
@@ -101,7 +101,8 @@ def side_by_side(seconds: float, alone: bool = False) -> dict[str, float | None]
     plain = smi = None
     if not alone:
         plain, smi = start_plain(), start_smi()
-    s = Sampler(nvml, Host(), [0], pid=workload.pid, sink=lambda batch: store.add_samples(run_id, batch))
+    s = Sampler(nvml, Host(), [0], pid=workload.pid, sink=lambda batch: store.add_samples(run_id, batch),
+                period_s=period_s)
     p0 = process_cpu_s()
     s.start()
     time.sleep(seconds)
@@ -255,15 +256,16 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--loop-seconds", type=float, default=8.0)
     ap.add_argument("--alone", action="store_true", help="measure the three one after the other, not at once")
+    ap.add_argument("--period", type=float, default=0.1, help="the sampler's period (s)")
     ap.add_argument("--in-situ", type=float, default=0.0, metavar="S",
                     help="also time each reading alone at 10 Hz for S seconds")
     args = ap.parse_args()
-    cpu = side_by_side(args.seconds, args.alone)
+    cpu = side_by_side(args.seconds, args.alone, args.period)
     how = "each alone over its own" if cpu["alone"] else "all at once over the same"
     print(f"CPU {how} {args.seconds:.0f} s window, % of one core ({os.cpu_count()} cores), "
           f"{cpu['samples']} samples taken")
     print(f"{'measure':58} {'value':>10}")
-    print(f"{'gputriage sampler thread, 10 Hz, GPM+host+tree+store':58} {cpu['sampler_thread']:9.2f}%")
+    print(f"{f'gputriage sampler thread, {1 / args.period:g} Hz, GPM+host+tree+store':58} {cpu['sampler_thread']:9.2f}%")
     for part, pct in cpu["parts"].items():
         print(f"{'  of which ' + part:58} {pct:9.2f}%")
     print(f"{'gputriage sampling process, whole (all threads)':58} {cpu['sampler_process']:9.2f}%")

@@ -146,3 +146,17 @@ def test_the_gpu_idle_before_its_first_kernel_is_start_up_not_input_starved():
     assert v["startup_s"] >= 4.9
     assert v["timeline"][0] == {"start_s": 0.0, "end_s": v["startup_s"], "regime": "start-up"}
     assert v["bottleneck"] == "compute_bound" and "input_starved" not in v["shares"]
+
+
+def test_a_kept_open_file_reads_its_new_content_each_time(tmp_path):
+    from gputriage.backends.host import Host
+
+    f = tmp_path / "stat"
+    host = Host()
+    f.write_text("cpu 1 2 3\n")
+    assert host.reread(str(f)) == "cpu 1 2 3\n"
+    f.write_text("cpu 4\n" + "x" * 40000)  # rewritten in place, longer than the first read's buffer
+    text = host.reread(str(f))
+    assert text.startswith("cpu 4\n") and len(text) == 40006
+    host.close()
+    assert host.reread(str(tmp_path / "gone")).reason == "not_found"

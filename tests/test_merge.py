@@ -94,3 +94,29 @@ def test_a_profiled_run_merges_the_trace_and_keeps_the_profilers_own_effect_apar
     assert verdict["bottleneck"] == "compute_bound" and "overhead" in verdict["merged"]["why"]
     kept = next(f for f in findings if f.id == "trace.input_starved")
     assert kept.severity == Severity.info and kept.symptom.endswith("(while profiled)")
+
+
+def test_host_side_trace_findings_from_a_starved_window_are_information(make_host):
+    import json
+    from pathlib import Path
+
+    from gputriage.model.finding import Finding, Severity
+
+    # as recorded on the H200 (item_sync --fixed under --profile): the trace's verdict is compute_bound,
+    # but its 50 ms window, GPU-Util 0% while profiled against 100% otherwise, left a host-side idle finding
+    rows = json.loads((Path(__file__).parent / "fixtures/h200/scenario_samples.json").read_text())["healthy_bf16"]["samples"]
+    host_idle = Finding(id="trace.input_starved", severity=Severity.warn, step=2, symptom="GPU idle 15.1%",
+                        cause="host", decision="feed it")
+    kernels = Finding(id="trace.memory_bound", severity=Severity.warn, step=2, symptom="elementwise 23%",
+                      cause="unfused", decision="fuse")
+    session, samples = _session_over(rows, make_host)
+    t_mid = samples[len(samples) // 2]["t"]
+    for s in samples:
+        if t_mid <= s["t"] <= t_mid + 1.0:
+            s["gpus"][0]["util"] = 0
+    trace = {"verdict": {"bottleneck": "compute_bound"}, "profile_window_s": [t_mid, t_mid + 1.0]}
+    verdict, findings = session.finish(0, [host_idle, kernels], trace)
+    assert verdict["bottleneck"] == "compute_bound" and verdict["merged"]["profiler_starved"]
+    got = {f.id: f for f in findings}
+    assert got["trace.input_starved"].severity == Severity.info and "0% while profiled" in got["trace.input_starved"].cause
+    assert got["trace.memory_bound"].severity == Severity.warn  # about the kernels: not the profiler's doing

@@ -26,6 +26,7 @@ class Host:
         self.environ = dict(os.environ if environ is None else environ)
         self.cwd = cwd if cwd is not None else os.getcwd()
         self.records: dict[str, Any] = {}
+        self._kept: dict[str, tuple[int, int]] = {}  # path → (open fd, read size) for reread
 
     @property
     def is_live(self) -> bool:
@@ -50,6 +51,33 @@ class Host:
         except OSError as exc:
             return self._record(path, Unavailable("error", f"{path}: {exc.strerror or exc}"))
         return self._record(path, text)
+
+    def reread(self, path: str) -> Reading:
+        """The text of a file read again and again (a sampler's /proc files): on the live machine the
+        file stays open and is read from offset 0, which regenerates a /proc file without the cost of
+        opening it each time. Not recorded. `close()` lets the files go."""
+        if not self.is_live:
+            return self.read_text(path)
+        fd, size = self._kept.get(path, (-1, 16384))
+        try:
+            if fd < 0:
+                fd = os.open(path, os.O_RDONLY)
+            data = os.pread(fd, size, 0)
+            while len(data) == size:  # the buffer was full: read the whole file with a larger one
+                size *= 2
+                data = os.pread(fd, size, 0)
+        except OSError:
+            if fd >= 0:
+                os.close(fd)
+            self._kept.pop(path, None)
+            return self.read_text(path)
+        self._kept[path] = (fd, size)
+        return data.decode(errors="replace")
+
+    def close(self) -> None:
+        for fd, _ in self._kept.values():
+            os.close(fd)
+        self._kept.clear()
 
     def list_dir(self, path: str) -> Reading:
         try:

@@ -27,6 +27,11 @@ GPM_PCIE_RX_PER_SEC = 21
 GPM_DEFAULT_METRICS = (GPM_GRAPHICS_UTIL, GPM_SM_UTIL, GPM_SM_OCCUPANCY, GPM_ANY_TENSOR_UTIL,
                        GPM_DRAM_BW_UTIL, GPM_PCIE_TX_PER_SEC, GPM_PCIE_RX_PER_SEC)
 
+# the per-sample counters: (row key, NVML function, extra arguments)
+COUNTER_CALLS = (("util", "nvmlDeviceGetUtilizationRates", ()), ("power", "nvmlDeviceGetPowerUsage", ()),
+                 ("sm_clk", "nvmlDeviceGetClockInfo", (1,)),  # NVML_CLOCK_SM
+                 ("reasons", "nvmlDeviceGetCurrentClocksEventReasons", ()))
+
 
 def call_key(fn: str, index: int | None, args: tuple[Any, ...] = ()) -> str:
     key = fn if index is None else f"{fn}/{index}"
@@ -62,6 +67,19 @@ class NvmlBackend:
 
     def call(self, fn: str, index: int | None = None, *args: Any) -> Reading:  # pragma: no cover
         raise NotImplementedError
+
+    def gpu_counters(self, index: int) -> dict[str, Any]:
+        """What a sampler reads every sample: {"util", "memutil", "power" (mW), "sm_clk" (MHz),
+        "reasons" (clock-event bitmask)}; values NVML does not give are absent."""
+        row: dict[str, Any] = {}
+        util = self.call("nvmlDeviceGetUtilizationRates", index)
+        if isinstance(util, dict):
+            row["util"], row["memutil"] = util["gpu"], util["memory"]
+        for key, fn, args in COUNTER_CALLS[1:]:
+            v = self.call(fn, index, *args)
+            if not isinstance(v, Unavailable):
+                row[key] = v
+        return row
 
     def gpm_sample(self, index: int, into: Any = None) -> Reading:  # pragma: no cover - interface
         """A GPM sample; `into` is an earlier sample of this GPU whose buffer may be refilled."""
@@ -141,6 +159,8 @@ class PynvmlBackend(NvmlBackend):
         self.records: dict[str, Any] = {}
         self._handles: dict[int, Any] = {}
         self._gpm_supported: dict[int, bool] = {}
+        self._counters: dict[int, list[tuple[str, Any, tuple[Any, ...]]]] = {}  # per GPU: the calls that answer
+        self._gpm_requests: dict[tuple[int, ...], Any] = {}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nvml")
         self._stuck = False
 
@@ -211,6 +231,36 @@ class PynvmlBackend(NvmlBackend):
             self.records[call_key(fn, index, args)] = encode(result)
         return result
 
+    def gpu_counters(self, index: int) -> dict[str, Any]:
+        """The per-sample counters, called straight through nvidia-ml-py on the caller's thread (at
+        10 Hz the generic `call` path costs as much CPU as the driver); a counter the GPU does not
+        support is asked once, then left out."""
+        if self.bounded or self.record:
+            return super().gpu_counters(index)
+        import pynvml
+
+        handle = self._handle(index)
+        if isinstance(handle, Unavailable):
+            return {}
+        calls = self._counters.get(index)
+        if calls is None:
+            calls = self._counters[index] = [(key, getattr(pynvml, fn), args) for key, fn, args in COUNTER_CALLS
+                                             if hasattr(pynvml, fn)]
+        row: dict[str, Any] = {}
+        for entry in list(calls):
+            key, fn, args = entry
+            try:
+                v = fn(handle, *args)
+            except pynvml.NVMLError as exc:
+                if exc.value in (pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_FUNCTION_NOT_FOUND):
+                    calls.remove(entry)
+                continue
+            if key == "util":
+                row["util"], row["memutil"] = v.gpu, v.memory
+            else:
+                row[key] = int(v)
+        return row
+
     def gpm_sample(self, index: int, into: Any = None) -> Reading:
         import pynvml
 
@@ -244,7 +294,9 @@ class PynvmlBackend(NvmlBackend):
         ids = list(metric_ids)
 
         def compute() -> dict[str, Any]:
-            req = pynvml.c_nvmlGpmMetricsGet_t()
+            req = self._gpm_requests.get(tuple(ids))  # one request per metric list, reused
+            if req is None:
+                req = self._gpm_requests[tuple(ids)] = pynvml.c_nvmlGpmMetricsGet_t()
             req.version = pynvml.NVML_GPM_METRICS_GET_VERSION
             req.numMetrics = len(ids)
             req.sample1 = first[0]

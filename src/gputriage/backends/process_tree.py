@@ -10,6 +10,7 @@ from typing import Any
 @dataclass(frozen=True)
 class ProcessDetail:
     threads_cpu_s: dict[int, float]  # thread id → user + system seconds
+    cpu_s: float  # the process's user + system seconds, its ended threads included
     rss_bytes: int
     read_bytes: int
     write_bytes: int
@@ -51,6 +52,7 @@ class ProcessTree:
             try:
                 with p.oneshot():
                     threads = {th.id: th.user_time + th.system_time for th in p.threads()}
+                    t = p.cpu_times()
                     rss = p.memory_info().rss
                     try:
                         io = p.io_counters()
@@ -59,5 +61,5 @@ class ProcessTree:
                         rd = wr = 0
             except self._ps.Error:
                 continue
-            out[p.pid] = ProcessDetail(threads, rss, rd, wr)
+            out[p.pid] = ProcessDetail(threads, t.user + t.system, rss, rd, wr)
         return out

@@ -70,14 +70,7 @@ class GpuReader:
     def read(self) -> dict[str, Any]:
         n, i = self.nvml, self.index
         row: dict[str, Any] = {"index": i}
-        util = n.call("nvmlDeviceGetUtilizationRates", i)
-        if _ok(util):
-            row["util"], row["memutil"] = util["gpu"], util["memory"]
-        for key, fn, args in (("power", "nvmlDeviceGetPowerUsage", ()), ("sm_clk", "nvmlDeviceGetClockInfo", (1,)),
-                              ("reasons", "nvmlDeviceGetCurrentClocksEventReasons", ())):
-            v = n.call(fn, i, *args)
-            if _ok(v):
-                row[key] = v
+        row.update(n.gpu_counters(i))
         if self._tick % self.slow_every == 0:
             self._slow = {}
             temp = n.call("nvmlDeviceGetTemperature", i, 0)
@@ -122,7 +115,7 @@ class HostReader:
         h = self.host
         raw: dict[str, Any] = {"t": time.monotonic()}
         for key, path in paths:
-            raw[key] = h.read_text(path)
+            raw[key] = h.reread(path)
         h.records.clear()  # the sampler must not grow the recording
         return raw
 
@@ -198,20 +191,22 @@ class ProcessTreeReader:
         if self._tick % self.refresh_every == 0 and not self.tree.refresh():
             return {}
         now = time.monotonic()
+        details = None
+        if self._tick % self.slow_every == 0:
+            details = self.tree.details()
+            self._slow = self._read_slow(now, details)
         if self._tick % self.cpu_every == 0:
             dt = max(now - self._cpu_t, 1e-6)
-            seen = self.tree.cpu_seconds()
+            # on a slow tick the details carry each process's CPU seconds: no second pass over /proc
+            seen = {pid: d.cpu_s for pid, d in details.items()} if details is not None else self.tree.cpu_seconds()
             cpu = sum(max(0.0, total - self._cpu_prev[pid]) for pid, total in seen.items() if pid in self._cpu_prev)
             self._cpu_prev, self._cpu_t = seen, now
             self._cpu = {"pids": len(seen), "cpu_pct": round(cpu / dt * 100, 1)}
-        if self._tick % self.slow_every == 0:
-            self._slow = self._read_slow(now)
         self._tick += 1
         return {**self._cpu, **self._slow}
 
-    def _read_slow(self, now: float) -> dict[str, Any]:
+    def _read_slow(self, now: float, seen: dict[int, ProcessDetail]) -> dict[str, Any]:
         dt = max(now - self._slow_t, 1e-6)
-        seen = self.tree.details()
         rd = wr = top_thread = 0.0
         for pid, d in seen.items():
             prev = self._slow_prev.get(pid)
@@ -332,6 +327,8 @@ class Sampler:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
-        for g in self.gpus:
-            g.close()
+        if not self._thread.is_alive():  # a thread stuck in a driver call keeps its buffers and files
+            for g in self.gpus:
+                g.close()
+            self.host.host.close()
         return self.samples

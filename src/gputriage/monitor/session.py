@@ -164,7 +164,7 @@ class Session:
         verdict: dict[str, Any] = {"bottleneck": dominant(verdicts), "source": "sampler",
                                    "per_gpu": {str(k): v for k, v in verdicts.items()}}
         if trace is not None:
-            from gputriage.trace.merge import merge
+            from gputriage.trace.merge import HOST_BOUND, merge
 
             first = next(iter(verdicts.items()), None)
             effect = (profiler_effect(samples, first[0], first[1], trace.get("profile_window_s"), held)
@@ -173,9 +173,10 @@ class Session:
             verdict.update(bottleneck=merged["bottleneck"], source=merged["source"], merged=merged)
             if effect:
                 verdict["profiler_effect"] = effect
-            if merged.get("profiler_starved"):
-                extra = [_as_profiler_artefact(f, merged["why"]) if f.id == f"trace.{merged['trace']}" else f
-                         for f in extra]
+            if merged.get("profiler_starved"):  # the trace's host-side idle is the profiler's own
+                host_side = {f"trace.{b}" for b in HOST_BOUND}
+                why = f"{merged['profiler_note']}: this idle is its own overhead"
+                extra = [_as_profiler_artefact(f, why) if f.id in host_side else f for f in extra]
         findings = run_findings(verdicts, samples, self.info) + extra
         if self.store is not None and self.run_id is not None:
             self.store.end_run(self.run_id, exit_code, verdict, [f.to_json() for f in findings])

@@ -20,6 +20,8 @@ PROFILER_DROP_PTS = 25.0  # GPU-Util points lost while profiling that make a hos
 
 def merge(sampler: dict[str, Any] | None, trace: dict[str, Any] | None,
           profiled_util: dict[str, float] | None = None) -> dict[str, Any]:
+    """The run's verdict. `profiler_starved` is set when the profiled window lost GPU-Util the rest of
+    a decided, not host-bound run kept: the trace's host-side findings then describe the profiler."""
     s = (sampler or {}).get("bottleneck")
     t = (trace or {}).get("bottleneck")
     if t is None:
@@ -30,10 +32,15 @@ def merge(sampler: dict[str, Any] | None, trace: dict[str, Any] | None,
     undecided = (sampler or {}).get("undecided_between") or []
     pu = profiled_util or {}
     drop = (pu["outside_pct"] - pu["inside_pct"]) if {"inside_pct", "outside_pct"} <= pu.keys() else 0.0
-    if t in HOST_BOUND and s and s not in HOST_BOUND and not undecided and drop >= PROFILER_DROP_PTS:
+    starved = bool(s) and s not in HOST_BOUND and not undecided and drop >= PROFILER_DROP_PTS
+    note = (f"the profiler slowed the workload (GPU-Util {pu.get('inside_pct', 0):.0f}% while profiled, "
+            f"{pu.get('outside_pct', 0):.0f}% otherwise)")
+    if starved and t in HOST_BOUND:
         return {"bottleneck": s, "source": "sampler", "sampler": s, "trace": t, "profiler_starved": True,
-                "why": f"the profiler slowed the workload (GPU-Util {pu['inside_pct']:.0f}% while profiled, "
-                       f"{pu['outside_pct']:.0f}% otherwise): the trace's {t} is its own overhead"}
+                "profiler_note": note, "why": f"{note}: the trace's {t} is its own overhead"}
     why = (f"the sampler could not tell {' from '.join(undecided)} apart; the trace says {t}" if undecided
            else "the trace attributes each idle gap and each kernel")
-    return {"bottleneck": t, "source": "trace", "sampler": s, "trace": t, "why": why}
+    out = {"bottleneck": t, "source": "trace", "sampler": s, "trace": t, "why": why}
+    if starved:
+        out.update(profiler_starved=True, profiler_note=note)
+    return out
