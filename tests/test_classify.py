@@ -160,3 +160,20 @@ def test_a_kept_open_file_reads_its_new_content_each_time(tmp_path):
     assert text.startswith("cpu 4\n") and len(text) == 40006
     host.close()
     assert host.reread(str(tmp_path / "gone")).reason == "not_found"
+
+
+def test_the_time_after_the_last_kernel_is_shut_down_not_the_steady_state():
+    # the recorded compute-bound stream, then 3 s of teardown: the GPU idle, one host thread busy
+    # (DataLoader workers joined, a checkpoint written, the interpreter's exit)
+    body = from_flat_rows(SCENARIOS["healthy_bf16"]["samples"])
+    last = body[-1]
+    tail = []
+    for i in range(1, 31):
+        g = dict(last["gpus"][0], util=0, gpm={"2": 0.0, "3": 0.0, "5": 0.0, "10": 0.0})
+        tail.append({"t": last["t"] + 0.1 * i, "gpus": [g], "host": {"cpu": [100.0, 1.0], "iowait": 0.0},
+                     "proc": {"pids": 1, "cpu_pct": 100.0, "top_thread_pct": 100.0}})
+    v, alone = verdict(body + tail, 0, H200), verdict(body, 0, H200)
+    assert v["timeline"][-1]["regime"] == "shut-down"
+    assert v["timeline"][-1]["end_s"] - v["timeline"][-1]["start_s"] >= 3.0
+    assert v["bottleneck"] == "compute_bound" and v["shares"] == alone["shares"]  # no input_starved
+    assert v["steady_s"] == alone["steady_s"]

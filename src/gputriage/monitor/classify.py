@@ -211,13 +211,16 @@ class Regime:
         return {"start_s": round(self.start_s, 1), "end_s": round(self.end_s, 1), "regime": self.label}
 
 
-def regimes(ws: list[Window], startup_end_s: float) -> list[Regime]:
+def regimes(ws: list[Window], startup_end_s: float, shutdown_s: float | None = None) -> list[Regime]:
     out: list[Regime] = []
     if startup_end_s > 0:
         out.append(Regime(0.0, startup_end_s, "start-up"))
     for w in ws:
         if w.end_s <= startup_end_s:
             continue
+        if shutdown_s is not None and w.start_s > shutdown_s:
+            out.append(Regime(w.start_s, ws[-1].end_s, "shut-down"))
+            break
         name = w.label.value
         if out and out[-1].label == name:
             out[-1].end_s = w.end_s
@@ -226,7 +229,8 @@ def regimes(ws: list[Window], startup_end_s: float) -> list[Regime]:
     # fold one-window blips into the regime before them
     merged: list[Regime] = []
     for r in out:
-        if merged and r.end_s - r.start_s < 1.5 * WINDOW_S and r.label != "start-up" and merged[-1].label != "start-up":
+        edges = ("start-up", "shut-down")
+        if merged and r.end_s - r.start_s < 1.5 * WINDOW_S and r.label not in edges and merged[-1].label not in edges:
             merged[-1].end_s = r.end_s
             continue
         if merged and merged[-1].label == r.label:
@@ -252,6 +256,16 @@ def startup_end(samples: list[dict[str, Any]], gpu: int) -> float:
         if (g.get("used") or 0) > base_used + 256 * 2**20 and s.get("proc", {}).get("vram"):
             return s["t"] - t0
     return 0.0
+
+
+def shutdown_start(samples: list[dict[str, Any]], gpu: int) -> float | None:
+    """Seconds until the workload last computed on the GPU (None if it never did): what follows is
+    its shut-down (workers joined, checkpoints written, the interpreter's exit), not its steady state."""
+    for s in reversed(samples):
+        g = next((x for x in s.get("gpus", []) if x.get("index", 0) == gpu), {})
+        if (g.get("util") or 0) >= IDLE_UTIL_PCT or (g.get("gpm", {}).get(GPM_SM) or 0) >= IDLE_UTIL_PCT:
+            return s["t"] - samples[0]["t"]
+    return None
 
 
 def describe(label_: B, m: dict[str, Any]) -> str:
@@ -285,10 +299,10 @@ def describe(label_: B, m: dict[str, Any]) -> str:
 
 def verdict(samples: list[dict[str, Any]], gpu: int, gpu_info: dict[str, Any]) -> dict[str, Any]:
     """The dominant bottleneck of one GPU's steady state, with confidence, evidence and timeline."""
-    start = startup_end(samples, gpu)
+    start, end = startup_end(samples, gpu), shutdown_start(samples, gpu)
     ws = windows(samples, gpu, gpu_info)
-    steady = [w for w in ws if w.start_s >= start] or ws
-    timeline = [r.to_json() for r in regimes(ws, start)]
+    steady = [w for w in ws if w.start_s >= start and (end is None or w.start_s <= end)] or ws
+    timeline = [r.to_json() for r in regimes(ws, start, end)]
     if not steady:
         return {"bottleneck": None, "confidence": 0.0, "summary": "too few samples to judge", "timeline": timeline}
     counts: dict[B, float] = {}
@@ -319,7 +333,7 @@ def verdict(samples: list[dict[str, Any]], gpu: int, gpu_info: dict[str, Any]) -
 
 def _mark_warmup(timeline: list[dict[str, Any]], dominant: str) -> list[dict[str, Any]]:
     """A short first phase after start-up that gives way to the dominant regime is the warm-up."""
-    body = [i for i, r in enumerate(timeline) if r["regime"] != "start-up"]
+    body = [i for i, r in enumerate(timeline) if r["regime"] not in ("start-up", "shut-down")]
     if len(body) >= 2:
         first, second = timeline[body[0]], timeline[body[1]]
         if first["regime"] != dominant and second["regime"] == dominant and \
