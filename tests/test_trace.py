@@ -34,6 +34,9 @@ EXPECTED = {
     "run_profile_input_starved_fixed": "memory_bound",  # fed by workers: AdamW's elementwise kernels lead
     "run_profile_pageable_copy": "h2d_copy_bound",
     "run_profile_vram_churn": "vram_pressure",
+    "run_profile_fp32_no_tensor_cores": "tensor_cores_idle",
+    "run_profile_contended": "compute_bound",  # its GEMMs run at half speed: see the test below
+    "run_profile_contended_fixed": "compute_bound",
 }
 
 
@@ -199,3 +202,14 @@ def test_a_first_profiled_step_slowed_by_profiler_warm_up_is_left_out():
     assert 80_000 < rank["anatomy"][0]["window_us"] < 100_000
     for name in ("run_profile_pageable_copy", "healthy", "launch_bound"):  # no outlier first step, or step markers
         assert report(name)[0]["ranks"][0]["anatomy"][0]["warmup_skipped_us"] == 0
+
+
+def test_a_gpu_shared_with_another_job_shows_in_the_trace_as_slow_gemms():
+    # the same bf16 GEMM loop under `run --profile` on the H200, with a neighbour's GEMMs time-sliced
+    # in, then alone: the trace cannot see the neighbour, but its GEMMs reach half their rate
+    shared, shared_findings = report("run_profile_contended")
+    alone, alone_findings = report("run_profile_contended_fixed")
+    tflops = [r["ranks"][0]["kernels"][0]["achieved_tflops"] for r in (shared, alone)]
+    assert tflops[0] < 0.6 * tflops[1]
+    assert "trace.slow_gemms" in {f.id for f in shared_findings}
+    assert "trace.slow_gemms" not in {f.id for f in alone_findings}
