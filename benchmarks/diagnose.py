@@ -2,7 +2,7 @@
 and without `--profile`, and print: expected bottleneck, the sampler's verdict, the trace's
 (merged) verdict, throughput before and after the fix, and whether each verdict is right.
 
-    python benchmarks/diagnose.py [--seconds 6] [--out results.json] [--only name,name]
+    python benchmarks/diagnose.py [--seconds 12] [--out results.json] [--only name,name]
                                   [--modes sampled,profiled,fixed,fixed_profiled] [--keep-traces DIR]
 
 Results are written to --out after every pathology (a cut-short run keeps what it measured);
@@ -109,8 +109,10 @@ def print_table(rows: list[dict]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seconds", type=float, default=6.0)
-    ap.add_argument("--profile-seconds", type=float, default=14.0,
+    ap.add_argument("--seconds", type=float, default=12.0,
+                    help="steady loop length (the scripts' own default: a loop much shorter than a script's warm-up, "
+                         "such as DataLoader workers starting, is judged mostly on its warm-up)")
+    ap.add_argument("--profile-seconds", type=float, default=20.0,
                     help="loop length under --profile: on a GPU the profiler's start waits seconds for the queue")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--only", default="")
@@ -136,7 +138,7 @@ def main() -> None:
             if fixed and name == "healthy":
                 continue
             # torch.compile's warm-up takes seconds: give the fused loop time to dominate the run
-            secs = args.seconds * 4 if fixed and name == "unfused_elementwise" else args.seconds
+            secs = args.seconds * 2 if fixed and name == "unfused_elementwise" else args.seconds
             if profile:
                 secs = max(secs, args.profile_seconds)
             keep = (args.keep_traces / ("fixed" if fixed else "broken")) if args.keep_traces and profile else None
