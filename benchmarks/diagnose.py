@@ -2,7 +2,7 @@
 and without `--profile`, and print: expected bottleneck, the sampler's verdict, the trace's
 (merged) verdict, throughput before and after the fix, and whether each verdict is right.
 
-    python benchmarks/diagnose.py [--seconds 12] [--out results.json] [--only name,name]
+    python benchmarks/diagnose.py [--seconds 8] [--out results.json] [--only name,name]
                                   [--modes sampled,profiled,fixed,fixed_profiled] [--keep-traces DIR]
 
 Results are written to --out after every pathology (a cut-short run keeps what it measured);
@@ -109,7 +109,7 @@ def print_table(rows: list[dict]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seconds", type=float, default=12.0,
+    ap.add_argument("--seconds", type=float, default=8.0,
                     help="steady loop length (the scripts' own default: a loop much shorter than a script's warm-up, "
                          "such as DataLoader workers starting, is judged mostly on its warm-up)")
     ap.add_argument("--profile-seconds", type=float, default=20.0,

@@ -32,7 +32,7 @@ def capture_graph(fn: Callable[[], object]):
 def main(build: Callable[[bool], tuple[Callable[[], float], str]], doc: str) -> None:
     parser = argparse.ArgumentParser(description=doc)
     parser.add_argument("--fixed", action="store_true", help="apply the fix")
-    parser.add_argument("--seconds", type=float, default=12.0, help="how long to run the steady loop")
+    parser.add_argument("--seconds", type=float, default=8.0, help="how long to run the steady loop")
     args = parser.parse_args()
     import torch
 

@@ -27,8 +27,9 @@ class Batches(torch.utils.data.IterableDataset):
 
 
 def build(fixed: bool):
-    model = nn.Sequential(nn.Linear(FEATURES, HIDDEN), nn.GELU(), nn.Linear(HIDDEN, HIDDEN), nn.GELU(),
-                          nn.Linear(HIDDEN, HIDDEN), nn.GELU(), nn.Linear(HIDDEN, FEATURES)).cuda().bfloat16()
+    on_gpu = {"device": "cuda", "dtype": torch.bfloat16}  # 570 M weights: initialized on the GPU, not the CPU
+    model = nn.Sequential(nn.Linear(FEATURES, HIDDEN, **on_gpu), nn.GELU(), nn.Linear(HIDDEN, HIDDEN, **on_gpu),
+                          nn.GELU(), nn.Linear(HIDDEN, HIDDEN, **on_gpu), nn.GELU(), nn.Linear(HIDDEN, FEATURES, **on_gpu))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     if fixed:
         loader = iter(torch.utils.data.DataLoader(Batches(), batch_size=None, num_workers=12, pin_memory=True,
