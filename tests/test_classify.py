@@ -177,3 +177,26 @@ def test_the_time_after_the_last_kernel_is_shut_down_not_the_steady_state():
     assert v["timeline"][-1]["end_s"] - v["timeline"][-1]["start_s"] >= 3.0
     assert v["bottleneck"] == "compute_bound" and v["shares"] == alone["shares"]  # no input_starved
     assert v["steady_s"] == alone["steady_s"]
+
+
+def test_a_long_idle_start_and_end_is_a_finding_about_the_paid_idle_gpu():
+    from gputriage.monitor.session import run_findings
+
+    body = from_flat_rows(SCENARIOS["healthy_bf16"]["samples"])
+    last = body[-1]
+    tail = [{"t": last["t"] + 0.1 * i, "gpus": [dict(last["gpus"][0], util=0, gpm={"2": 0.0})], "host": {}}
+            for i in range(1, 401)]  # 40 s of teardown
+    for samples, expected in ((body, False), (body + tail, True)):
+        v = verdict(samples, 0, H200)
+        found = [f for f in run_findings({0: v}, samples) if f.id == "run.idle_edges"]
+        assert bool(found) == expected
+    assert found[0].evidence["shutdown_s"] >= 40 and "after its last" in found[0].symptom
+
+    # the terminal report prints it under the verdict (which does not repeat it)
+    from rich.console import Console
+
+    from gputriage.report.run_terminal import render
+
+    console = Console(record=True, width=100)
+    render({"kind": "run", "command": ["python", "train.py"], "meta": {"gpus": {"0": {}}}}, {"0": v}, found, console)
+    assert "held but idle" in console.export_text()

@@ -69,7 +69,7 @@ def show(
         info = {int(k): v for k, v in run["meta"].get("gpus", {}).items()}
         per = {i: classify.verdict(samples, i, info.get(i, {})) for i in gpus_of_workload(samples, gpus)} if gpus else {}
         verdicts = {str(k): v for k, v in per.items()}
-        findings = run_findings(per, samples, info)
+        findings = run_findings(per, samples, info, workload=run.get("kind") == "run")
         if samples:
             run["ended_sample"] = samples[-1]["t"]
     stored = run.get("verdict") or {}

@@ -326,7 +326,9 @@ def verdict(samples: list[dict[str, Any]], gpu: int, gpu_info: dict[str, Any]) -
         "series": series,
         "summary": summary, "decision": DECISIONS[dominant], "evidence": evidence,
         "undecided_between": [dominant.value] + alternatives if alternatives else [],
-        "steady_s": round(total, 1), "startup_s": round(start, 1), "timeline": timeline,
+        "steady_s": round(total, 1), "startup_s": round(start, 1),
+        "shutdown_s": round(samples[-1]["t"] - samples[0]["t"] - end, 1) if end is not None else 0.0,
+        "timeline": timeline,
         "shares": {k.value: round(v / total, 2) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])},
     }
 

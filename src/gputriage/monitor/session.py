@@ -23,6 +23,8 @@ from gputriage.monitor.store import Store
 # verdicts that call for a change, and how loudly; compute_bound and idle are not faults
 VERDICT_SEVERITY = {B.compute_bound: Severity.ok, B.idle: Severity.info, B.memory_bound: Severity.info}
 LINK_SATURATED = 0.7  # share of the link's capacity above which copies are at the link's limit
+IDLE_EDGES_MIN_S = 30.0  # start-up + shut-down worth a finding: this long...
+IDLE_EDGES_MIN_SHARE = 0.25  # ...and this share of the run
 
 
 def _value(reading: Any) -> Any:
@@ -84,7 +86,8 @@ def _link_saturated(v: dict[str, Any], gpu: dict[str, Any]) -> bool:
 
 
 def run_findings(verdicts: dict[int, dict[str, Any]], samples: list[dict[str, Any]],
-                 info: dict[int, dict[str, Any]] | None = None) -> list[Finding]:
+                 info: dict[int, dict[str, Any]] | None = None, workload: bool = True) -> list[Finding]:
+    """The findings of a session; `workload`: a `run` (its GPU idle before and after its work is its own)."""
     out: list[Finding] = []
     info = info or {}
     for i, v in verdicts.items():
@@ -108,6 +111,9 @@ def run_findings(verdicts: dict[int, dict[str, Any]], samples: list[dict[str, An
                            (4 if b == B.input_starved else 3), symptom=f"GPU {i}: {name.replace('_', ' ')} "
                            f"({v['share']:.0%} of steady time)", cause=cause, decision=decision,
                            evidence=v.get("evidence", {}), subject=f"gpu.{i}"))
+        edges = _idle_edges(i, v, samples) if workload else None
+        if edges is not None:
+            out.append(edges)
     hosts = [s.get("host", {}) for s in samples]
     swapin = [h.get("swapin_s", 0) or 0 for h in hosts]
     if swapin and max(swapin) > 10:
@@ -125,6 +131,23 @@ def run_findings(verdicts: dict[int, dict[str, Any]], samples: list[dict[str, An
                            decision="Use local NVMe, sharded sequential formats, caching; measure with `gputriage bench`",
                            evidence={"median_iowait_pct": median(iowait)}, subject="host"))
     return out
+
+
+def _idle_edges(gpu: int, v: dict[str, Any], samples: list[dict[str, Any]]) -> Finding | None:
+    """Time the GPU is held but not yet, or no longer, used: before its first kernel, after its last."""
+    start, end = v.get("startup_s") or 0.0, v.get("shutdown_s") or 0.0
+    run_s = samples[-1]["t"] - samples[0]["t"] if len(samples) > 1 else 0.0
+    if run_s <= 0 or start + end < IDLE_EDGES_MIN_S or (start + end) / run_s < IDLE_EDGES_MIN_SHARE:
+        return None
+    return Finding(id="run.idle_edges", severity=Severity.info, step=2, subject=f"gpu.{gpu}",
+                   symptom=f"GPU {gpu} held but idle {(start + end) / run_s:.0%} of the run: {start:.0f} s before "
+                           f"its first kernel, {end:.0f} s after its last",
+                   cause="Imports, data and model loading, compilation before the work; saving, joining workers "
+                         "and tearing down after it: the GPU is paid for and idle",
+                   decision="Load once and keep the process (a long-lived worker or server), keep torch.compile's "
+                            "cache between runs (TORCHINDUCTOR_CACHE_DIR), load weights straight to the GPU, "
+                            "checkpoint asynchronously; profile the start-up on the host (py-spy, pyinstrument)",
+                   evidence={"startup_s": start, "shutdown_s": end, "run_s": round(run_s, 1)})
 
 
 class Session:
@@ -177,7 +200,7 @@ class Session:
                 host_side = {f"trace.{b}" for b in HOST_BOUND}
                 why = f"{merged['profiler_note']}: this idle is its own overhead"
                 extra = [_as_profiler_artefact(f, why) if f.id in host_side else f for f in extra]
-        findings = run_findings(verdicts, samples, self.info) + extra
+        findings = run_findings(verdicts, samples, self.info, workload=self.kind == "run") + extra
         if self.store is not None and self.run_id is not None:
             self.store.end_run(self.run_id, exit_code, verdict, [f.to_json() for f in findings])
         self.nvml.shutdown()

@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from gputriage.model.bottleneck import Bottleneck
 from gputriage.model.finding import Finding, Severity
 from gputriage.report.style import finding_text
 
@@ -71,7 +72,8 @@ def render(run: dict[str, Any], verdicts: dict[str, dict[str, Any]], findings: l
         tl = " · ".join(f"{r['start_s']:.0f}–{r['end_s']:.0f}s {r['regime']}" for r in v.get("timeline", []))
         if tl:
             console.print(Text("  timeline: " + tl, style="dim"))
-    extra = [f for f in findings if not f.id.startswith("run.") or f.id in ("run.host_swapping", "run.host_iowait")]
+    said = {f"run.{b.value}" for b in Bottleneck}  # the verdict above already says these
+    extra = [f for f in findings if f.id not in said]
     if extra:
         console.print()
     for f in extra:
