@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.bottleneck import DECISIONS, Bottleneck as B
 from gputriage.model.numbers import median
 
 WINDOW_S = 1.0
@@ -57,30 +57,6 @@ THERMAL_OR_HW_BITS = 0x8 | 0x20 | 0x40 | 0x80
 POWER_CAP_BIT = 0x4
 
 GPM_GRAPHICS, GPM_SM, GPM_OCC, GPM_TENSOR, GPM_DRAM, GPM_PCIE_TX, GPM_PCIE_RX = "1", "2", "3", "5", "10", "20", "21"
-
-DECISIONS = {
-    B.idle: "Nothing runs on the GPU: check that the work is placed on CUDA and that the job is not blocked",
-    B.contended: "Isolate the job: one job per GPU, MIG, or scheduler constraints; stop the other process",
-    B.vram_pressure: "Leave 5-10% headroom: smaller batch/sequence, gradient checkpointing, "
-                     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
-    B.throttled: "Fix cooling or power delivery (or the lowered power limit); don't tune kernels while clocks drop",
-    B.h2d_copy_bound: "Pin host memory and copy with non_blocking=True (DataLoader(pin_memory=True)); overlap "
-                      "copies with compute; move less data (uint8 on the wire, decode on the GPU)",
-    B.input_starved: "Feed the GPU in parallel: DataLoader num_workers > 0 with prefetch, pre-tokenized/decoded "
-                     "data, GPU-side augmentation",
-    B.launch_bound: "Launch less often: CUDA graphs or torch.compile(mode='reduce-overhead'), larger batches, "
-                    "fused ops",
-    B.sync_bound: "Remove host synchronizations from the loop: no .item()/.cpu()/print of CUDA tensors per step; "
-                  "keep metrics on the GPU",
-    B.underfilled: "Give each launch more work: larger batch or sequence, fuse small ops (torch.compile), "
-                   "CUDA graphs; watch SM activity, not GPU-Util",
-    B.compute_bound: "Healthy: the GPU computes. Gains now come from less math (smaller model, lower precision "
-                     "such as fp8) or more GPUs",
-    B.memory_bound: "Fuse elementwise chains (torch.compile), use lower-precision activations, avoid "
-                    "materializing intermediates",
-    B.tensor_cores_idle: "Use the tensor cores: bf16 autocast, or TF32 for fp32 GEMMs "
-                         "(torch.backends.cuda.matmul.allow_tf32 = True)",
-}
 
 
 @dataclass

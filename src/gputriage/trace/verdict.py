@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.bottleneck import DECISIONS, Bottleneck as B
 from gputriage.model.finding import Finding, Severity
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.anatomy import Anatomy
@@ -33,30 +33,8 @@ BUSY_TO = {kk.GEMM_TC: B.compute_bound, kk.ATTENTION: B.compute_bound, kk.GEMM_O
            kk.D2H_PINNED: B.h2d_copy_bound, kk.D2D: B.memory_bound, kk.MEMCPY_OTHER: B.h2d_copy_bound,
            kk.MEMSET: B.memory_bound}
 
-DECISION = {
-    B.launch_bound: "Launch fewer, bigger kernels: CUDA graphs (torch.cuda.graphs) or torch.compile("
-                    "mode='reduce-overhead'), larger batches, fused ops",
-    B.sync_bound: "Keep values on the GPU: no .item()/.cpu()/.tolist()/print of CUDA tensors inside the loop; "
-                  "accumulate metrics on the GPU and read them every N steps",
-    B.input_starved: "Feed the GPU in parallel with it: DataLoader(num_workers>0, pin_memory=True, prefetch_factor), "
-                     "pre-tokenized/decoded data, GPU-side augmentation; move CPU tensor work out of the loop",
-    B.h2d_copy_bound: "Pin host memory and copy with non_blocking=True (DataLoader(pin_memory=True)); overlap "
-                      "copies with compute on a side stream; send fewer bytes (uint8/bf16, decode on the GPU)",
-    B.memory_bound: "Fuse elementwise chains (torch.compile), keep activations in bf16, avoid materializing "
-                    "intermediates",
-    B.tensor_cores_idle: "Run GEMMs on tensor cores: bf16 autocast (torch.autocast('cuda', dtype=torch.bfloat16)) "
-                         "or TF32 for fp32 (torch.backends.cuda.matmul.allow_tf32 = True)",
-    B.compute_bound: "Healthy: tensor cores do the work. Further gains need less math (fp8, smaller model) or "
-                     "more GPUs",
-    B.comm_bound: "Overlap communication with computation (DDP bucket sizes, FSDP prefetch), larger per-GPU batch, "
-                  "faster interconnect settings",
-    B.idle: "The GPU did nothing in the profiled window: profile the steady state",
-    B.underfilled: "Give each kernel more work: larger batch or sequence, fuse small ops (torch.compile); the GPU "
-                   "is busy but most SMs have no block to run",
-    B.vram_pressure: "Leave VRAM headroom so the caching allocator stops freeing and re-allocating (cudaFree "
-                     "synchronizes): smaller batch, bucketed shapes, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, "
-                     "no torch.cuda.empty_cache() in the loop",
-}
+# the shared decisions, but for a window in which the GPU did nothing
+DECISION = DECISIONS | {B.idle: "The GPU did nothing in the profiled window: profile the steady state"}
 
 
 def decide(a: Anatomy) -> dict[str, Any]:
