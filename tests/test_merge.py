@@ -120,3 +120,10 @@ def test_host_side_trace_findings_from_a_starved_window_are_information(make_hos
     got = {f.id: f for f in findings}
     assert got["trace.input_starved"].severity == Severity.info and "0% while profiled" in got["trace.input_starved"].cause
     assert got["trace.memory_bound"].severity == Severity.warn  # about the kernels: not the profiler's doing
+
+
+def test_the_shut_down_is_not_the_baseline_either():
+    # 3 s steady at 95%, 1 s profiled at 30%, 1 s steady at 95%, then 6 s of shut-down at 0%
+    samples = _samples([95.0] * 30 + [30.0] * 10 + [95.0] * 10 + [0.0] * 60)
+    judged = {"startup_s": 0.0, "shutdown_s": 6.0}
+    assert profiler_effect(samples, 0, judged, [1003.0, 1003.95]) == {"inside_pct": 30.0, "outside_pct": 95.0}

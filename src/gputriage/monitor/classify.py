@@ -73,8 +73,21 @@ def _median(values: list[Any]) -> float | None:
     return median(vals) if vals else None
 
 
+def gpu_row(sample: dict[str, Any], gpu: int) -> dict[str, Any]:
+    """One GPU's part of a sample ({} when the sample has none)."""
+    return next((x for x in sample.get("gpus", []) if x.get("index", 0) == gpu), {})
+
+
+def computes(row: dict[str, Any]) -> bool:
+    """The GPU ran work in this sample (GPU-Util or SM activity above idle)."""
+    return (row.get("util") or 0) >= IDLE_UTIL_PCT or (row.get("gpm", {}).get(GPM_SM) or 0) >= IDLE_SM_PCT
+
+
+WORKLOAD_VRAM_BYTES = 256 * 2**20  # memory growth that says a workload holds the GPU
+
+
 def window_metrics(rows: list[dict[str, Any]], gpu: int) -> dict[str, Any]:
-    g = [next((x for x in r.get("gpus", []) if x.get("index", 0) == gpu), {}) for r in rows]
+    g = [gpu_row(r, gpu) for r in rows]
     gpm = lambda k: _median([x.get("gpm", {}).get(k) for x in g])  # noqa: E731
     hosts = [r.get("host", {}) for r in rows]
     procs = [r.get("proc", {}) for r in rows]
@@ -223,13 +236,13 @@ def startup_end(samples: list[dict[str, Any]], gpu: int) -> float:
     if not samples:
         return 0.0
     t0 = samples[0]["t"]
-    rows = [(s, next((x for x in s.get("gpus", []) if x.get("index", 0) == gpu), {})) for s in samples]
+    rows = [(s, gpu_row(s, gpu)) for s in samples]
     for s, g in rows:
-        if (g.get("util") or 0) >= IDLE_UTIL_PCT or (g.get("gpm", {}).get(GPM_SM) or 0) >= IDLE_UTIL_PCT:
+        if computes(g):
             return s["t"] - t0
     base_used = rows[0][1].get("used", 0) or 0
     for s, g in rows:
-        if (g.get("used") or 0) > base_used + 256 * 2**20 and s.get("proc", {}).get("vram"):
+        if (g.get("used") or 0) > base_used + WORKLOAD_VRAM_BYTES and s.get("proc", {}).get("vram"):
             return s["t"] - t0
     return 0.0
 
@@ -237,11 +250,8 @@ def startup_end(samples: list[dict[str, Any]], gpu: int) -> float:
 def shutdown_start(samples: list[dict[str, Any]], gpu: int) -> float | None:
     """Seconds until the workload last computed on the GPU (None if it never did): what follows is
     its shut-down (workers joined, checkpoints written, the interpreter's exit), not its steady state."""
-    for s in reversed(samples):
-        g = next((x for x in s.get("gpus", []) if x.get("index", 0) == gpu), {})
-        if (g.get("util") or 0) >= IDLE_UTIL_PCT or (g.get("gpm", {}).get(GPM_SM) or 0) >= IDLE_UTIL_PCT:
-            return s["t"] - samples[0]["t"]
-    return None
+    last = next((s for s in reversed(samples) if computes(gpu_row(s, gpu))), None)
+    return None if last is None else last["t"] - samples[0]["t"]
 
 
 def describe(label_: B, m: dict[str, Any]) -> str:

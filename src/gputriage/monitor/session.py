@@ -70,9 +70,9 @@ def gpus_of_workload(samples: list[dict[str, Any]], gpus: list[int]) -> list[int
         return gpus
     used = []
     for i in gpus:
-        rows = [g for s in samples for g in s.get("gpus", []) if g.get("index") == i]
-        base = rows[0].get("used", 0) if rows else 0
-        if any((g.get("util") or 0) > 5 or (g.get("used") or 0) > (base or 0) + 256 * 2**20 for g in rows):
+        rows = [classify.gpu_row(s, i) for s in samples]
+        base = rows[0].get("used") or 0
+        if any(classify.computes(g) or (g.get("used") or 0) > base + classify.WORKLOAD_VRAM_BYTES for g in rows):
             used.append(i)
     return used or gpus[:1]
 
@@ -215,17 +215,20 @@ def _as_profiler_artefact(f: Finding, why: str) -> Finding:
 
 def profiler_effect(samples: list[dict[str, Any]], gpu: int, judged: dict[str, Any],
                     window_s: list[float] | None, held_s: list[float] | None = None) -> dict[str, float] | None:
-    """Median GPU-Util while the profiler ran and over the rest of the steady run, outside the time
-    the profiler held the workload (None when either has fewer than 3 samples)."""
+    """Median GPU-Util while the profiler ran and over the rest of the steady run (start-up and
+    shut-down left out), outside the time the profiler held the workload (None when either has
+    fewer than 3 samples)."""
     if not window_s or not samples:
         return None
     t0, t1 = window_s
     h0, h1 = held_s or window_s
     steady_from = samples[0]["t"] + (judged.get("startup_s") or 0.0)
+    judged_end = max((s["t"] for s in samples if not (held_s and h0 <= s["t"] <= h1)), default=samples[-1]["t"])
+    steady_to = judged_end - (judged.get("shutdown_s") or 0.0)  # `judged` was measured without the held time
     inside, outside = [], []
     for s in samples:
-        util = next((g.get("util") for g in s.get("gpus", []) if g.get("index") == gpu), None)
-        if util is None or s["t"] < steady_from:
+        util = classify.gpu_row(s, gpu).get("util")
+        if util is None or not steady_from <= s["t"] <= steady_to:
             continue
         if t0 <= s["t"] <= t1:
             inside.append(util)
