@@ -60,6 +60,23 @@ def parse_keyed(text: str, sep: str | None = None) -> dict[str, int]:
     return out
 
 
+def parse_diskstats(text: str) -> tuple[int, int]:
+    """Total sectors read and written by whole disks (partitions and virtual devices skipped)."""
+    rd = wr = 0
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) < 10:
+            continue
+        name = f[2]
+        if name.startswith(("loop", "ram", "dm-", "md", "zram")) or (name[-1].isdigit() and not name.startswith("nvme")):
+            continue
+        if name.startswith("nvme") and "p" in name[4:]:
+            continue
+        rd += int(f[5])
+        wr += int(f[9])
+    return rd * 512, wr * 512
+
+
 def parse_psi(text: str) -> dict[str, float]:
     """/proc/pressure/* → {'some_avg10': .., 'some_avg60': .., 'full_avg10': ..}."""
     out: dict[str, float] = {}

@@ -22,7 +22,7 @@ from gputriage.backends.host import Host
 from gputriage.backends.process_tree import ProcessDetail, ProcessTree
 from gputriage.backends.nvml import (GPM_ANY_TENSOR_UTIL, GPM_DRAM_BW_UTIL, GPM_PCIE_RX_PER_SEC, GPM_PCIE_TX_PER_SEC,
                                      GPM_SM_OCCUPANCY, GPM_SM_UTIL, NvmlBackend, compute_processes)
-from gputriage.collect.procfs import cpu_busy_pct, keyed_values, parse_net_dev, parse_proc_stat
+from gputriage.collect.procfs import cpu_busy_pct, keyed_values, parse_diskstats, parse_net_dev, parse_proc_stat
 from gputriage.model.reading import Unavailable
 
 DEFAULT_PERIOD_S = 0.1  # NVML utilization and GPM refresh at ~10 Hz on recent GPUs
@@ -30,23 +30,6 @@ DEFAULT_PERIOD_S = 0.1  # NVML utilization and GPM refresh at ~10 Hz on recent G
 
 def _ok(reading: Any) -> bool:
     return not isinstance(reading, Unavailable)
-
-
-def parse_diskstats(text: str) -> tuple[int, int]:
-    """Total sectors read and written by whole disks (partitions and virtual devices skipped)."""
-    rd = wr = 0
-    for line in text.splitlines():
-        f = line.split()
-        if len(f) < 10:
-            continue
-        name = f[2]
-        if name.startswith(("loop", "ram", "dm-", "md", "zram")) or (name[-1].isdigit() and not name.startswith("nvme")):
-            continue
-        if name.startswith("nvme") and "p" in name[4:]:
-            continue
-        rd += int(f[5])
-        wr += int(f[9])
-    return rd * 512, wr * 512
 
 
 # the GPM metrics the verdicts use: SM activity, occupancy, tensor pipes, DRAM bandwidth, PCIe TX/RX
