@@ -200,3 +200,29 @@ def test_a_long_idle_start_and_end_is_a_finding_about_the_paid_idle_gpu():
     console = Console(record=True, width=100)
     render({"kind": "run", "command": ["python", "train.py"], "meta": {"gpus": {"0": {}}}}, {"0": v}, found, console)
     assert "held but idle" in console.export_text()
+
+
+def test_the_gpu_processes_are_listed_once_a_second_for_vram_and_neighbours(make_host):
+    import math
+    import os
+    import time
+
+    asked = []
+
+    class Counting(StreamNvml):
+        def call(self, fn, index=None, *args):
+            if fn == "nvmlDeviceGetComputeRunningProcesses":
+                asked.append(fn)
+                return [{"pid": os.getpid(), "usedGpuMemory": 1 << 30}, {"pid": 4242, "usedGpuMemory": 2 << 30}]
+            return super().call(fn, index, *args)
+
+    sampler = Sampler(Counting(SCENARIOS["healthy_bf16"]["samples"]), make_host(), [0], period_s=0.005,
+                      pid=os.getpid())
+    sampler.start()
+    deadline = time.monotonic() + 10
+    while len(sampler.samples) < 45 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    samples = sampler.stop()
+    # every 10th sample reads the tree's VRAM, every 20th the neighbours too: from the same listing
+    assert len(asked) == math.ceil(len(samples) / 10)
+    assert samples[-1]["proc"]["vram"] == 1 << 30 and samples[-1]["others"][0]["pid"] == 4242

@@ -169,8 +169,10 @@ class ProcessTreeReader:
         self._slow_t = time.monotonic()
         self._tick = 0
         self._slow: dict[str, Any] = {}
+        self._listed: dict[int, list[dict[str, Any]]] | None = None  # GPU processes listed by this tick's read
 
     def read(self) -> dict[str, Any]:
+        self._listed = None
         if self._tick % self.refresh_every == 0 and not self.tree.refresh():
             return {}
         now = time.monotonic()
@@ -212,14 +214,15 @@ class ProcessTreeReader:
         return out
 
     def _read_vram(self, pids: set[int]) -> int | None:
-        listed = compute_processes(self.nvml, self.gpus)
+        listed = self._listed = compute_processes(self.nvml, self.gpus)
         if not listed:
             return None
         return sum(p["used_bytes"] or 0 for procs in listed.values() for p in procs if p["pid"] in pids)
 
     def others_on_gpus(self) -> list[dict[str, Any]]:
-        """Processes on the GPUs that are not this tree (for `contended`)."""
-        listed = compute_processes(self.nvml, self.gpus)
+        """Processes on the GPUs that are not this tree (for `contended`); right after a `read` that
+        listed them for the tree's VRAM, that listing."""
+        listed = self._listed if self._listed is not None else compute_processes(self.nvml, self.gpus)
         if not {p["pid"] for procs in listed.values() for p in procs} <= self.tree.pids:
             self.tree.refresh()  # a child started since the last scan is the workload, not another job
         mine = self.tree.pids
