@@ -131,13 +131,16 @@ def check_snapshot(budget: Budget, snap: Snapshot) -> list[Finding]:
     return out
 
 
-def check_samples(budget: Budget, samples: list[dict[str, Any]], gpus: list[int], info: dict[int, dict[str, Any]],
-                  steady_from_t: float | None = None) -> list[Finding]:
-    """Budgets over a run: maxima for limits, medians in steady state for SM activity."""
+def check_samples(budget: Budget, samples: list[dict[str, Any]], gpus: list[int],
+                  info: dict[int, dict[str, Any]]) -> list[Finding]:
+    """Budgets over a run: maxima for limits, medians in steady state (between the workload's first
+    and last GPU work, as the verdict judges it) for SM activity."""
+    from gputriage.monitor import classify
+
     out: list[Finding] = []
     lim = budget.limits
     for i in gpus:
-        rows = [g for s in samples for g in s.get("gpus", []) if g.get("index") == i]
+        rows = [g for g in (classify.gpu_row(s, i) for s in samples) if g]
         if not rows:
             continue
         total = info.get(i, {}).get("memory_total_bytes")
@@ -157,12 +160,14 @@ def check_samples(budget: Budget, samples: list[dict[str, Any]], gpus: list[int]
                 out.append(_finding(budget, "max_power_pct_of_limit", f"gpu.{i}", pct, f"peak {pct}% of the limit"))
         reasons = [r["reasons"] for r in rows if "reasons" in r]
         if "max_throttled_pct" in lim and reasons:
-            pct = round(100.0 * sum(1 for r in reasons if r & (0x8 | 0x20 | 0x40 | 0x80)) / len(reasons), 1)
+            pct = round(100.0 * sum(1 for r in reasons if r & classify.THERMAL_OR_HW_BITS) / len(reasons), 1)
             if pct > lim["max_throttled_pct"]:
                 out.append(_finding(budget, "max_throttled_pct", f"gpu.{i}", pct, f"throttled {pct}% of the time"))
-        steady = [g for s in samples if steady_from_t is None or s["t"] >= steady_from_t
-                  for g in s.get("gpus", []) if g.get("index") == i]
-        sm = [g["gpm"]["2"] for g in steady if "2" in g.get("gpm", {})]
+        end = classify.shutdown_start(samples, i)
+        steady_from = samples[0]["t"] + classify.startup_end(samples, i)
+        steady_to = samples[-1]["t"] if end is None else samples[0]["t"] + end
+        steady = [classify.gpu_row(s, i) for s in samples if steady_from <= s["t"] <= steady_to]
+        sm = [g["gpm"][classify.GPM_SM] for g in steady if classify.GPM_SM in g.get("gpm", {})]
         if "min_sm_active_pct" in lim and sm:
             med = round(median(sm), 1)
             if med < lim["min_sm_active_pct"]:
