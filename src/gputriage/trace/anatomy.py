@@ -49,7 +49,6 @@ class ThreadOps:
     starts: list[float] = field(default_factory=list)
     ends: list[float] = field(default_factory=list)
     names: list[int] = field(default_factory=list)
-    cum: list[float] = field(default_factory=list)  # cumulative durations, for coverage sums
 
     def outermost(self, t: float) -> int | None:
         i = bisect.bisect_right(self.starts, t) - 1
@@ -169,17 +168,17 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
     sync_idx.sort(key=lambda i: cols.r_ts[i] + cols.r_dur[i])
     sync_ends = [cols.r_ts[i] + cols.r_dur[i] for i in sync_idx]
     devices = sorted(set(cols.g_dev))
-    host_start = min([*cols.o_ts[:1], *cols.r_ts[:1]] or [0.0])
+    host_start = min(min(cols.o_ts, default=float("inf")), min(cols.r_ts, default=float("inf")))
+    host_start = 0.0 if host_start == float("inf") else host_start  # the first host event
     skipped = 0.0  # a first step left out as profiler warm-up
     if cols.steps:
         step_lo = min(s[1] for s in cols.steps)
         step_hi = max(s[1] + s[2] for s in cols.steps)
     else:
         step_lo = step_hi = None
-        first_host = min(min(cols.o_ts, default=host_start), min(cols.r_ts, default=host_start))
-        warm_end = profiler_warmup_end(cols, first_host)
+        warm_end = profiler_warmup_end(cols, host_start)
         if warm_end is not None:
-            step_lo, skipped = warm_end, warm_end - first_host
+            step_lo, skipped = warm_end, warm_end - host_start
     out = []
     for dev in devices:
         idx = [i for i, d in enumerate(cols.g_dev) if d == dev]
