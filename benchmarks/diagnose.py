@@ -4,6 +4,7 @@ and without `--profile`, and print: expected bottleneck, the sampler's verdict, 
 
     python benchmarks/diagnose.py [--seconds 8] [--out results.json] [--only name,name]
                                   [--modes sampled,profiled,fixed,fixed_profiled] [--keep-traces DIR]
+                                  [--store runs.sqlite]
 
 Results are written to --out after every pathology (a cut-short run keeps what it measured);
 `--table results.json` prints the table of an earlier run.
@@ -119,6 +120,7 @@ def main() -> None:
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--keep-traces", type=Path, default=None, help="keep each --profile trace in this folder")
     ap.add_argument("--table", type=Path, default=None, help="print the table of an earlier --out file")
+    ap.add_argument("--store", type=Path, default=None, help="keep the runs (samples included) in this SQLite store")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, _stop_running)
     if args.table:
@@ -126,7 +128,7 @@ def main() -> None:
         return
     modes = [m for m in args.modes.split(",") if m in MODES]
     names = [n for n in EXPECTED if not args.only or n in args.only.split(",")]
-    store = Path(tempfile.mkdtemp()) / "runs.sqlite"
+    store = args.store or Path(tempfile.mkdtemp()) / "runs.sqlite"
     if args.keep_traces:
         args.keep_traces.mkdir(parents=True, exist_ok=True)
     rows = []

@@ -26,7 +26,9 @@ if mode == "slow_start":  # as on a GPU, where CUPTI takes seconds to start
 m = torch.nn.Linear(128, 128); opt = torch.optim.SGD(m.parameters(), lr=0.01)
 a = torch.randn(128, 128)
 t = time.time()
-while time.time() - t < {"short": 1.5, "slow_start": 6.0}.get(mode, 3.5):
+if mode == "late":  # compiling or loading: no framework op for a while
+    time.sleep(2.0)
+while time.time() - t < {"short": 1.5, "slow_start": 6.0, "late": 4.0}.get(mode, 3.5):
     if mode == "optim":
         m(torch.randn(32, 128)).pow(2).mean().backward(); opt.step(); opt.zero_grad()
     else:
@@ -53,9 +55,10 @@ def test_profile_injection_writes_a_trace(tmp_path, mode):
     ops = {e.get("name") for e in json.loads(kept.read_text())["traceEvents"] if e.get("cat") == "cpu_op"}
     assert ("aten::addmm" if mode == "optim" else "aten::mm") in ops
     log = report["trace"]["profile_log"]
-    if mode == "optim":
+    if mode == "optim":  # at least 5 steps and half a second
         assert log[0].startswith("started at optimizer step")
-        assert log[1].startswith("stopped at optimizer step after 5 optimizer steps")
+        m = re.match(r"stopped at optimizer step after (\d+) optimizer steps \(.*, ([0-9.]+) s profiled\)", log[1])
+        assert m and int(m.group(1)) >= 5 and float(m.group(2)) >= 0.5, log
     else:
         assert log[0].startswith("started at signal") and log[1].startswith("stopped at signal")
     assert len(log) == 2
@@ -75,6 +78,26 @@ def test_profile_kept_when_the_workload_ends_inside_the_window(tmp_path):
     log = report["trace"]["profile_log"]
     assert len(log) == 2 and log[0].startswith("started at signal") and log[1].startswith("stopped at exit after 0")
     assert "no GPU activity" in " ".join(report["trace"]["ranks"][0]["problems"])
+
+
+def test_a_window_without_work_is_profiled_again(tmp_path):
+    script = tmp_path / "w.py"
+    script.write_text(WORKLOAD)
+    kept = tmp_path / "kept.json"
+    env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0", GPUTRIAGE_PROFILE_WINDOW_S="0.3")
+    r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.2", "--keep-trace",
+                             str(kept), "--", sys.executable, str(script), "late"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads(r.stdout[r.stdout.index("{"):])
+    log = report["trace"]["profile_log"]
+    assert any(line.startswith("no framework op in the window") for line in log), log
+    assert log[-1].startswith("stopped at"), log
+    # the trace kept is the window that saw the workload compute, and its times are that window's
+    ops = [e for e in json.loads(kept.read_text())["traceEvents"] if e.get("cat") == "cpu_op"]
+    assert any(e["name"] == "aten::mm" for e in ops)
+    t0, t1 = report["trace"]["profile_window_s"]
+    assert t1 - t0 < 5
 
 
 def test_profile_needs_a_python_command(tmp_path):

@@ -213,3 +213,18 @@ def test_a_gpu_shared_with_another_job_shows_in_the_trace_as_slow_gemms():
     assert tflops[0] < 0.6 * tflops[1]
     assert "trace.slow_gemms" in {f.id for f in shared_findings}
     assert "trace.slow_gemms" not in {f.id for f in alone_findings}
+
+
+@pytest.mark.parametrize("blocks_per_sm, underfilled", [(0.06, True), (0.45, True), (0.97, False), (2.0, False)])
+def test_underfilled_means_most_sms_without_a_block(tmp_path, blocks_per_sm, underfilled):
+    # the CUDA-graph trace of batch-1 kernels (0.06 blocks per SM), its grids re-sized: 128 blocks on 132
+    # SMs (0.97) leave 4 SMs idle, which is no underfilled GPU
+    data = json.loads(gzip.decompress((TRACES / "launch_bound_fixed.json.gz").read_bytes()))
+    for e in data["traceEvents"]:
+        if e.get("cat") == "kernel" and "blocks per SM" in e.get("args", {}):
+            e["args"]["blocks per SM"] = blocks_per_sm
+    path = tmp_path / "resized.json"
+    path.write_text(json.dumps(data))
+    rep, findings = analyze([path])
+    assert (rep["verdict"]["bottleneck"] == "underfilled") is underfilled
+    assert ("trace.underfilled" in {f.id for f in findings}) is underfilled

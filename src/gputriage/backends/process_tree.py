@@ -1,5 +1,5 @@
 """A process and its descendants, read through psutil: members, CPU seconds, per-thread CPU, RSS
-and I/O counters. Processes that vanish or deny access are skipped, never raised."""
+and I/O counters (storage bytes, and every byte its reads returned, page cache included). Processes that vanish or deny access are skipped, never raised."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ class ProcessDetail:
     threads_cpu_s: dict[int, float]  # thread id → user + system seconds
     cpu_s: float  # the process's user + system seconds, its ended threads included
     rss_bytes: int
-    read_bytes: int
+    read_bytes: int  # from storage
     write_bytes: int
+    read_chars: int = 0  # returned by read() and friends: files (page cache included), pipes, sockets
 
 
 class ProcessTree:
@@ -57,9 +58,10 @@ class ProcessTree:
                     try:
                         io = p.io_counters()
                         rd, wr = io.read_bytes, io.write_bytes
+                        rc = getattr(io, "read_chars", 0)
                     except (self._ps.AccessDenied, AttributeError):
-                        rd = wr = 0
+                        rd = wr = rc = 0
             except self._ps.Error:
                 continue
-            out[p.pid] = ProcessDetail(threads, t.user + t.system, rss, rd, wr)
+            out[p.pid] = ProcessDetail(threads, t.user + t.system, rss, rd, wr, rc)
         return out

@@ -13,13 +13,21 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
 - throttled: a thermal or hardware slowdown reason in >= 30% of the window's samples, or the
   power cap active at a limit lowered below the default.
 - h2d_copy_bound: GPU mostly idle (SM < 30%) while PCIe RX >= 2 GB/s.
-- input_starved: GPU mostly idle (GPU-Util < 30%); certain when iowait >= 10%; with one workload
-  thread >= 85% busy, a launch-bound loop of tiny kernels looks the same (launch_bound remains);
-  with no hot thread, the host may be blocked in synchronizations (sync_bound remains).
 - underfilled: GPU-Util >= 90% but SM activity < 50%: a kernel always runs, but it covers few SMs.
-- launch_bound / sync_bound: GPU idle a quarter of the time or more (30% <= GPU-Util < 75%): the
-  host does not keep it fed — launch overhead (SM activity < 50%: short kernels), or host
-  synchronizations, or host work; the sampler cannot tell these apart (`run --profile` does).
+- The GPU idles a quarter of the time or more (GPU-Util < 75%): the host does not keep it fed.
+  Which host-side cause, from what the counters can tell apart:
+  - input_starved, certain, when iowait >= 10%.
+  - launch_bound: one workload thread >= 85% busy and, while a kernel runs, it covers under half
+    the SMs (SM activity < 0.5 x GPU-Util): kernels too short to cover their launch. The host is
+    busy launching them; an input pipeline or a sync remain possible.
+  - input_starved: the kernels fill the GPU when they run, and the workload reads >= 20 MB/s
+    (files, pipes, sockets): host work on the input while the GPU waits; or, without such reads,
+    GPU-Util < 30%.
+  - sync_bound: the kernels fill the GPU when they run, the workload reads little, GPU-Util >= 30%:
+    host work that a synchronization keeps from overlapping the GPU's.
+  The last two look alike on every counter (a thread spinning in a sync is as busy as one decoding
+  data), so each names the other as possible; `run --profile` tells them apart. Without GPM
+  (no SM activity), kernel size is unknown and launch_bound stays possible too.
 - compute_bound: SM activity >= 50% and tensor-pipe activity >= 30% (healthy on tensor cores).
 - memory_bound: SM activity >= 50% and DRAM bandwidth >= 60% of peak.
 - tensor_cores_idle: SM activity >= 60%, tensor pipes < 5%, DRAM < 60%: math on CUDA cores.
@@ -52,6 +60,8 @@ TENSOR_BUSY_PCT = 30.0
 TENSOR_IDLE_PCT = 5.0
 DRAM_BUSY_PCT = 60.0
 SM_BUSY_PCT = 60.0
+SMALL_KERNEL_SM_PER_UTIL = 0.5  # SM activity / GPU-Util below this: running kernels cover under half the SMs
+INPUT_READ_MBPS = 20.0  # the workload's reads (rchar) that say it loads input while the GPU waits
 
 THERMAL_OR_HW_BITS = 0x8 | 0x20 | 0x40 | 0x80
 POWER_CAP_BIT = 0x4
@@ -107,6 +117,7 @@ def window_metrics(rows: list[dict[str, Any]], gpu: int) -> dict[str, Any]:
         "iowait_pct": _median([h.get("iowait") for h in hosts]),
         "swapin_pages_s": _median([h.get("swapin_s") for h in hosts]),
         "proc_cpu_pct": _median([p.get("cpu_pct") for p in procs]),
+        "read_mbps": (lambda v: None if v is None else v / 1e6)(_median([p.get("io_rchar_bps") for p in procs])),
         "top_thread_pct": _median([p.get("top_thread_pct") for p in procs]),
         "others_on_gpu": max((len([o for o in r.get("others", []) if o.get("gpu") == gpu]) for r in rows), default=0),
     }
@@ -135,21 +146,10 @@ def label(m: dict[str, Any], gpu_info: dict[str, Any]) -> tuple[B, list[B]]:
         return B.throttled, []
     if sm_v < SM_IDLE_PCT and (m["pcie_rx_mbps"] or 0) >= PCIE_RX_BUSY_MBPS:
         return B.h2d_copy_bound, []
-    if busy_util < GPU_MOSTLY_IDLE_UTIL_PCT:
-        if (m["iowait_pct"] or 0) >= IOWAIT_PCT:
-            return B.input_starved, []
-        if thread >= HOT_THREAD_PCT:
-            # one saturated host thread: preprocessing — or Python launching tiny kernels one by one
-            return B.input_starved, [B.launch_bound]
-        # the host waits on something that burns no CPU (network, sleep, a blocking sync) or is not visible
-        return B.input_starved, [B.sync_bound]
     if sm_known and sm_v < SM_LOW_PCT and busy_util >= UTIL_FULL_PCT:
         return B.underfilled, []
     if busy_util < HOST_BOUND_UTIL_PCT:
-        # the GPU idles a quarter of the time or more: the host does not keep it fed
-        if sm_known and sm_v < SM_LOW_PCT:
-            return B.launch_bound, [B.sync_bound, B.input_starved]
-        return B.sync_bound, [B.launch_bound, B.input_starved]
+        return _host_side(m, busy_util, sm if sm_known else None, thread)
     if not sm_known:
         if (m["mem_util_pct"] or 0) >= DRAM_BUSY_PCT:
             return B.memory_bound, []
@@ -161,6 +161,22 @@ def label(m: dict[str, Any], gpu_info: dict[str, Any]) -> tuple[B, list[B]]:
     if tensor is not None and tensor < TENSOR_IDLE_PCT and sm_v >= SM_BUSY_PCT:
         return B.tensor_cores_idle, []
     return B.compute_bound, []
+
+
+def _host_side(m: dict[str, Any], util: float, sm: float | None, thread: float) -> tuple[B, list[B]]:
+    """The GPU idles a quarter of the time or more: which host-side cause (see the module doc)."""
+    if (m["iowait_pct"] or 0) >= IOWAIT_PCT:
+        return B.input_starved, []
+    hot = thread >= HOT_THREAD_PCT
+    if sm is None:  # no GPM: kernel size unknown
+        if util < GPU_MOSTLY_IDLE_UTIL_PCT:
+            return B.input_starved, [B.launch_bound, B.sync_bound] if hot else [B.sync_bound]
+        return B.sync_bound, [B.launch_bound, B.input_starved]
+    if hot and sm < SMALL_KERNEL_SM_PER_UTIL * util:
+        return B.launch_bound, [B.input_starved, B.sync_bound]
+    if (m.get("read_mbps") or 0) >= INPUT_READ_MBPS or util < GPU_MOSTLY_IDLE_UTIL_PCT:
+        return B.input_starved, [B.sync_bound]
+    return B.sync_bound, [B.input_starved]
 
 
 def windows(samples: list[dict[str, Any]], gpu: int, gpu_info: dict[str, Any], window_s: float = WINDOW_S,
@@ -268,9 +284,10 @@ def describe(label_: B, m: dict[str, Any]) -> str:
         B.tensor_cores_idle: f"SM activity {f('sm_active_pct')} but tensor pipes {f('tensor_active_pct')}, "
                              f"DRAM {f('dram_bw_pct')}",
         B.input_starved: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')} while one workload thread "
-                         f"runs at {f('top_thread_pct')} (iowait {f('iowait_pct')})",
-        B.launch_bound: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')}, one host thread at "
-                        f"{f('top_thread_pct')}",
+                         f"runs at {f('top_thread_pct')}, the workload reads {f('read_mbps', ' MB/s')} "
+                         f"(iowait {f('iowait_pct')})",
+        B.launch_bound: f"GPU-Util {f('util_pct')} but SM activity {f('sm_active_pct')} (short kernels), one host "
+                        f"thread at {f('top_thread_pct')}",
         B.sync_bound: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')}, busiest host thread "
                       f"{f('top_thread_pct')}",
         B.h2d_copy_bound: f"PCIe RX {f('pcie_rx_mbps', ' MB/s')} while SM activity is {f('sm_active_pct')}",

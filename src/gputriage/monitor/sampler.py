@@ -6,7 +6,7 @@ One sample is a plain dict (cheap to build, to batch into the store and to repla
              "gpm": {"2": sm_active_pct, "3", "5", "10", "20": pcie_tx_mb_s, "21": pcie_rx_mb_s}}],
    "host": {"cpu": [busy % per core], "iowait", "mem_avail", "swap_used", "majflt_s", "swapin_s",
             "disk_rd_bps", "disk_wr_bps", "net_rx_bps", "net_tx_bps"},
-   "proc": {"pids", "cpu_pct", "top_thread_pct", "rss", "io_rd_bps", "io_wr_bps", "vram"}}
+   "proc": {"pids", "cpu_pct", "top_thread_pct", "rss", "io_rd_bps", "io_wr_bps", "io_rchar_bps", "vram"}}
 Values the hardware does not give are absent (never zero-filled). GPU counters are read every
 sample; host and workload CPU twice a second; slow-moving values (memory, temperature, per-thread
 CPU, disk, network) once a second; rows in between repeat the last values.
@@ -192,20 +192,21 @@ class ProcessTreeReader:
 
     def _read_slow(self, now: float, seen: dict[int, ProcessDetail]) -> dict[str, Any]:
         dt = max(now - self._slow_t, 1e-6)
-        rd = wr = top_thread = 0.0
+        rd = wr = rchar = top_thread = 0.0
         for pid, d in seen.items():
             prev = self._slow_prev.get(pid)
             if prev is None:
                 continue
             rd += max(0, d.read_bytes - prev.read_bytes) / dt
             wr += max(0, d.write_bytes - prev.write_bytes) / dt
+            rchar += max(0, d.read_chars - prev.read_chars) / dt
             for tid, secs in d.threads_cpu_s.items():
                 if tid in prev.threads_cpu_s:
                     top_thread = max(top_thread, (secs - prev.threads_cpu_s[tid]) / dt * 100)
         first = not self._slow_prev
         self._slow_prev, self._slow_t = seen, now
         out: dict[str, Any] = {"rss": sum(d.rss_bytes for d in seen.values()), "io_rd_bps": round(rd),
-                               "io_wr_bps": round(wr)}
+                               "io_wr_bps": round(wr), "io_rchar_bps": round(rchar)}
         if not first:
             out["top_thread_pct"] = round(top_thread, 1)
         vram = self._read_vram(set(seen))

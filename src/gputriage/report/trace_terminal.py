@@ -75,7 +75,7 @@ def render(report: dict[str, Any], findings: list[Finding], console: Console, to
             console.print(t)
             console.print(Text(f"{a['kernels']:,} kernels, median {a['median_kernel_us']} µs; "
                                f"{a['gaps']:,} idle gaps, median {a['median_gap_us']} µs; "
-                               f"{a['underfilled_busy_pct']}% of busy time in kernels with fewer blocks than SMs",
+                               f"{a['underfilled_busy_pct']}% of busy time in kernels whose blocks cover under half the SMs",
                                style="dim"))
             steps = a.get("steps") or []
             if steps:

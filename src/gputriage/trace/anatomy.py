@@ -18,8 +18,9 @@ host was doing:
   began — the caching allocator is releasing and re-acquiring memory, typical near full VRAM.
 - unattributed: no launch record links the next activity to a host thread.
 
-Busy time in kernels launched with fewer blocks than the GPU has SMs ("blocks per SM" < 1 in the
-trace) is also summed: the GPU is busy by nvidia-smi while most SMs have nothing to run.
+Busy time in kernels launched with blocks for fewer than half the GPU's SMs ("blocks per SM" < 0.5
+in the trace) is also summed: the GPU is busy by nvidia-smi while most SMs have nothing to run
+(a grid of 128 blocks on 132 SMs leaves 4 idle: not underfilled).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 from typing import Any
+
+UNDERFILLED_BLOCKS_PER_SM = 0.5  # below: the kernel's blocks leave most SMs without work
 
 from gputriage.model.numbers import median
 from gputriage.trace import kernel_kinds as kk
@@ -214,7 +217,7 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
             if e > cursor:
                 add = e - max(s_clip, cursor)
                 busy[kinds[i]] += add
-                if 0 <= cols.g_bpsm[i] < 1.0:
+                if 0 <= cols.g_bpsm[i] < UNDERFILLED_BLOCKS_PER_SM:
                     underfilled += add
                 cursor = e
             if cols.g_kind[i] == KERNEL:

@@ -6,10 +6,13 @@ seconds more (warm-up), imports what the profiler needs (off the main thread) an
 start. The main thread starts torch.profiler at its next optimizer step (a training loop), at a
 module forward when no step came for a second (inference), or — for plain tensor code where
 neither hook fires — in a SIGUSR2 handler, deferred while the workload is importing. The profile
-covers `steps` optimizer steps (at most a few seconds) or, without an optimizer, a time window
-counted from when the profiler runs (on a GPU its start waits seconds for CUPTI and the queued
-work); it is stopped the same way, or at exit, and the Kineto trace written before interpreter
-shutdown, so a crash at exit cannot lose it. What happened is logged next to the trace, with the
+covers at least `steps` optimizer steps and half a second (ten 5 ms steps are too few to judge:
+the queue refilling after the profiler's start would weigh as much as the steps), at most a few
+seconds, or, without an optimizer, a time window counted from when the profiler runs (on a GPU
+its start waits seconds for CUPTI and the queued work); it is stopped the same way, or at exit,
+and the Kineto trace written before interpreter shutdown, so a crash at exit cannot lose it. A
+window that saw no GPU work (the workload was still compiling or loading) is profiled again, a
+few times at most. What happened is logged next to the trace, with the
 times the profiler held the workload. The variables that arm it are removed at start, so child
 processes (data loader workers) are not profiled.
 """
@@ -36,6 +39,7 @@ def _gputriage_profile():
     steps = int(os.environ.pop("GPUTRIAGE_PROFILE_STEPS", "10"))
     window = float(os.environ.pop("GPUTRIAGE_PROFILE_WINDOW_S", "0.5"))
     max_s = float(os.environ.pop("GPUTRIAGE_PROFILE_MAX_S", "3"))  # slow steps: stop after this long
+    attempts = 3  # windows tried when one sees no GPU work
     cuda = os.environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1"
     st = {"want": None, "prof": None, "steps": 0, "started": 0.0, "hooks": [], "seen_step": False,
           "acting": False, "first_forward": 0.0, "want_t": 0.0}
@@ -94,7 +98,9 @@ def _gputriage_profile():
                     note("window %.3f %.3f %.3f %.3f" % (st["begin"], st["started"], stopped, exported))
                 except Exception as exc:
                     note("ERROR stop: %s: %s" % (type(exc).__name__, exc))
-                finish()
+                    finish()
+                if where == "exit":
+                    finish()
         finally:
             st["acting"] = False
 
@@ -102,7 +108,7 @@ def _gputriage_profile():
         st["seen_step"] = True
         if st["prof"]:
             st["steps"] += 1
-            if st["steps"] >= steps:
+            if st["steps"] >= steps and time.time() - st["started"] >= window:
                 with lock:
                     st["want"] = st["want"] or "stop"
         if st["want"]:
@@ -128,13 +134,37 @@ def _gputriage_profile():
         if st["want"] and not importing():
             act("signal")  # else the worker signals again a little later
 
+    def saw_work():
+        # GPU work; when CUDA is not profiled (a CPU-only workload), framework ops
+        try:
+            with open(out, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return True  # no trace to judge: nothing to try again
+        kinds = (b"kernel", b"gpu_memcpy", b"gpu_memset") if cuda else (b"cpu_op",)
+        return any(b'"cat": "%s"' % k in data for k in kinds)
+
     def worker():
-        deadline = time.time() + 300
-        while not ready():
-            if time.time() > deadline:
+        for attempt in range(attempts):
+            if not profile_once():
                 return
-            time.sleep(0.1)
-        time.sleep(skip)
+            if st["prof"] is not False or attempt + 1 == attempts or saw_work():
+                break
+            note("no %s in the window (still compiling or loading?): profiling again in %.0f s"
+                 % ("GPU work" if cuda else "framework op", skip))
+            st["prof"], st["steps"] = None, 0
+            time.sleep(skip)
+        finish()
+
+    def profile_once():
+        """One window: wait for CUDA (the first time), ask for a start, then a stop. False: give up."""
+        if "make" not in st:
+            deadline = time.time() + 300
+            while not ready():
+                if time.time() > deadline:
+                    return False
+                time.sleep(0.1)
+            time.sleep(skip)
         try:
             # import what the profiler needs here, off the main thread, so starting it later imports
             # little (nothing heavy such as torch._dynamo: that would hold the GIL for seconds)
@@ -145,10 +175,12 @@ def _gputriage_profile():
             st["make"] = lambda: profile(activities=acts, record_shapes=True)
             from torch.optim.optimizer import register_optimizer_step_post_hook
             from torch.nn.modules.module import register_module_forward_pre_hook
-            st["hooks"] = [register_optimizer_step_post_hook(on_step), register_module_forward_pre_hook(on_forward)]
+            if not st["hooks"]:
+                st["hooks"] = [register_optimizer_step_post_hook(on_step),
+                               register_module_forward_pre_hook(on_forward)]
         except Exception as exc:
             note("ERROR setup: %s: %s" % (type(exc).__name__, exc))
-            return
+            return False
         for want in ("start", "stop"):
             with lock:
                 st["want"], st["want_t"] = want, time.time()
@@ -164,18 +196,19 @@ def _gputriage_profile():
                     time.sleep(0.01)
             if st["want"] == want:
                 note("ERROR %s: the workload never reached a point where the profiler could %s" % (want, want))
-                return
+                return False
             if want == "start":
                 t1 = time.time()
                 while time.time() - t1 < 60 and not done.is_set():
                     if st["prof"] is False:
-                        return
+                        return False
                     spent = time.time() - st["started"] if st["prof"] else 0.0
-                    if st["steps"] >= steps or spent >= (max_s if st["seen_step"] else window):
+                    if (st["steps"] >= steps and spent >= window) or spent >= (max_s if st["seen_step"] else window):
                         break
                     time.sleep(0.02)
                 if done.is_set():
-                    return
+                    return False
+        return True
 
     def on_exit():
         # the workload ended inside the window: keep what was profiled
@@ -220,7 +253,8 @@ def analyze_dir(folder: Path, keep: Path | None = None) -> tuple[dict[str, Any] 
     log = folder / "trace.json.log"
     lines = log.read_text().strip().splitlines() if log.exists() else []
     said = [line for line in lines if not line.startswith("window ")]
-    times = next(([float(x) for x in line.split()[1:5]] for line in lines if line.startswith("window ")), None)
+    # the last window: the one the trace holds (an earlier one without GPU work was profiled again)
+    times = next(([float(x) for x in line.split()[1:5]] for line in reversed(lines) if line.startswith("window ")), None)
     try:
         if not trace.exists():
             errors = [line for line in said if line.startswith("ERROR")]

@@ -5,8 +5,8 @@ IDLE_VERDICT_PCT of the window, the verdict is the largest idle cause (launch �
 sync → sync_bound, host work → input_starved). Otherwise it is the largest busy kind:
 tensor-core GEMMs and attention → compute_bound, GEMMs on CUDA cores → tensor_cores_idle,
 elementwise/reduction/GEMV → memory_bound, host↔device copies → h2d_copy_bound,
-communication → comm_bound — unless most busy time is in kernels with fewer blocks than SMs,
-which is underfilled.
+communication → comm_bound — unless most busy time is in kernels whose blocks cover under half
+the SMs, which is underfilled.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ CHAIN_MIN_KERNELS = 3  # distinct elementwise kernels over such tensors: a chain
 
 IDLE_TO = {"launch": B.launch_bound, "sync": B.sync_bound, "host_outside_ops": B.input_starved,
            "host_in_ops": B.input_starved, "allocator": B.vram_pressure}
-UNDERFILLED_BUSY_PCT = 50.0  # of busy time in kernels with fewer blocks than SMs
+UNDERFILLED_BUSY_PCT = 50.0  # of busy time in kernels whose blocks cover under half the SMs
 BUSY_TO = {kk.GEMM_TC: B.compute_bound, kk.ATTENTION: B.compute_bound, kk.GEMM_OTHER: B.tensor_cores_idle,
            kk.GEMV: B.memory_bound, kk.ELEMENTWISE: B.memory_bound, kk.COMM: B.comm_bound,
            kk.H2D_PAGEABLE: B.h2d_copy_bound, kk.H2D_PINNED: B.h2d_copy_bound, kk.D2H_PAGEABLE: B.h2d_copy_bound,
@@ -132,7 +132,7 @@ def findings(a: Anatomy, kernels: list[dict[str, Any]], verdict: dict[str, Any],
             {"allocator_idle_pct": pct(idle["allocator"])})
     if a.busy_total_us >= 0.5 * w and 100 * a.underfilled_us / a.busy_total_us >= UNDERFILLED_BUSY_PCT:
         add(B.underfilled, Severity.warn, f"{100 * a.underfilled_us / a.busy_total_us:.0f}% of GPU busy time is in "
-            "kernels with fewer blocks than SMs", "Kernels too small for the GPU: busy by nvidia-smi, most SMs idle",
+            "kernels whose blocks cover under half the SMs", "Kernels too small for the GPU: busy by nvidia-smi, most SMs idle",
             {"underfilled_busy_pct": round(100 * a.underfilled_us / a.busy_total_us, 1),
              "median_kernel_us": round(a.median_kernel_us, 2)})
     if spec is not None:
