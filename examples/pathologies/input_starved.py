@@ -29,7 +29,7 @@ def write_dataset() -> Path:
 
 def load(folder: Path, i: int) -> np.ndarray:
     raw = np.fromfile(folder / f"shard{i % SHARDS:03}.bin", dtype=np.float32).reshape(BATCH, FEATURES)
-    for _ in range(2):  # a stand-in for decoding/augmentation: pure CPU work
+    for _ in range(5):  # a stand-in for decoding/augmentation: pure CPU work
         raw = np.tanh(raw) * 1.01 + np.sin(raw) * 0.01
     return raw
 

@@ -3,18 +3,19 @@
 gputriage puts a `sitecustomize` module first on the workload's PYTHONPATH. At interpreter start it
 starts a background thread that waits until the workload has initialized CUDA, then `skip_s`
 seconds more (warm-up), imports what the profiler needs (off the main thread) and asks for a
-start. The main thread starts torch.profiler at its next optimizer step (a training loop), at a
-module forward when no step came for a second (inference), or — for plain tensor code where
-neither hook fires — in a SIGUSR2 handler, deferred while the workload is importing. The profile
+start. The main thread starts torch.profiler at its next optimizer step (a training loop, from its
+third step on: the first steps load kernels and autotune), at a module forward when forwards have
+run for a second without a step (inference), or — for plain tensor code where neither hook
+fires — in a SIGUSR2 handler, deferred while the workload is importing. The profile
 covers at least `steps` optimizer steps and half a second (ten 5 ms steps are too few to judge:
 the queue refilling after the profiler's start would weigh as much as the steps), at most a few
 seconds, or, without an optimizer, a time window counted from when the profiler runs (on a GPU
 its start waits seconds for CUPTI and the queued work); it is stopped the same way, or at exit,
 and the Kineto trace written before interpreter shutdown, so a crash at exit cannot lose it. A
 window that saw no GPU work (the workload was still compiling or loading) is profiled again, a
-few times at most. What happened is logged next to the trace, with the
-times the profiler held the workload. The variables that arm it are removed at start, so child
-processes (data loader workers) are not profiled.
+few times at most. What happened is logged next to the trace, with the times the profiler held
+the workload. The variables that arm it are removed at start, so child processes (data loader
+workers) are not profiled.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def _gputriage_profile():
     window = float(os.environ.pop("GPUTRIAGE_PROFILE_WINDOW_S", "0.5"))
     max_s = float(os.environ.pop("GPUTRIAGE_PROFILE_MAX_S", "3"))  # slow steps: stop after this long
     attempts = 3  # windows tried when one sees no GPU work
+    WARM_STEPS = 3  # optimizer steps a loop runs before the profiler may start at one
     cuda = os.environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1"
-    st = {"want": None, "prof": None, "steps": 0, "started": 0.0, "hooks": [], "seen_step": False,
+    st = {"want": None, "prof": None, "steps": 0, "steps_seen": 0, "started": 0.0, "hooks": [], "seen_step": False,
           "acting": False, "first_forward": 0.0, "want_t": 0.0}
     born = time.time()
     lock = threading.Lock()
@@ -106,21 +108,25 @@ def _gputriage_profile():
 
     def on_step(*_a, **_k):
         st["seen_step"] = True
+        st["steps_seen"] += 1
         if st["prof"]:
             st["steps"] += 1
             if st["steps"] >= steps and time.time() - st["started"] >= window:
                 with lock:
                     st["want"] = st["want"] or "stop"
-        if st["want"]:
-            act("optimizer step")
+        # not at the first steps of a loop: allocator, cuBLAS handles and autotuning make them no steady state
+        if st["want"] and (st["want"] == "stop" or st["steps_seen"] >= WARM_STEPS):
+            act("optimizer step %d" % st["steps_seen"])
 
     def on_forward(*_a, **_k):
         if not st["first_forward"]:
             st["first_forward"] = time.time()
         want = st["want"]
-        # a training loop starts and stops at step boundaries: start at a forward only when no step
-        # came for a second (inference)
-        if want and not st["seen_step"] and (want == "stop" or time.time() - st["want_t"] > 1.0):
+        # a training loop starts and stops at step boundaries: start at a forward only when forwards have
+        # run for a second without a step (inference), not at a training loop's first forward
+        now = time.time()
+        waited = min(now - st["want_t"], now - st["first_forward"])
+        if want and not st["seen_step"] and (want == "stop" or waited > 1.0):
             act("module forward")
 
     def importing():
@@ -131,6 +137,8 @@ def _gputriage_profile():
         return False
 
     def on_signal(signum, frame):
+        if st["want"] == "start" and st["seen_step"]:
+            return  # a training loop: its optimizer step starts the profiler, past the first steps
         if st["want"] and not importing():
             act("signal")  # else the worker signals again a little later
 
@@ -185,7 +193,7 @@ def _gputriage_profile():
             with lock:
                 st["want"], st["want_t"] = want, time.time()
             t0 = time.time()
-            while st["want"] == want and time.time() - t0 < 30:
+            while st["want"] == want and time.time() - t0 < (120 if st["seen_step"] else 30):
                 # a hook acts at the next step or forward; where none fires (plain tensor code), a
                 # signal handler does (retried while it defers)
                 hooks_fire = st["first_forward"] or st["seen_step"]
@@ -254,7 +262,8 @@ def analyze_dir(folder: Path, keep: Path | None = None) -> tuple[dict[str, Any] 
     lines = log.read_text().strip().splitlines() if log.exists() else []
     said = [line for line in lines if not line.startswith("window ")]
     # the last window: the one the trace holds (an earlier one without GPU work was profiled again)
-    times = next(([float(x) for x in line.split()[1:5]] for line in reversed(lines) if line.startswith("window ")), None)
+    windows = [line for line in lines if line.startswith("window ")]
+    times = [float(x) for x in windows[-1].split()[1:5]] if windows else None
     try:
         if not trace.exists():
             errors = [line for line in said if line.startswith("ERROR")]
