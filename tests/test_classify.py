@@ -231,3 +231,42 @@ def test_the_gpu_processes_are_listed_once_a_second_for_vram_and_neighbours(make
     # every 10th sample reads the tree's VRAM, every 20th the neighbours too: from the same listing
     assert len(asked) == math.ceil(len(samples) / 10)
     assert samples[-1]["proc"]["vram"] == 1 << 30 and samples[-1]["others"][0]["pid"] == 4242
+
+
+RUNS = json.loads(__import__("gzip").decompress(
+    (Path(__file__).parent / "fixtures" / "h200" / "run_samples.json.gz").read_bytes()))
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("input_starved", "input_starved"), ("launch_bound", "launch_bound"), ("item_sync", "sync_bound"),
+    ("input_starved_fixed", "compute_bound"), ("launch_bound_fixed", "compute_bound"),
+    ("item_sync_fixed", "compute_bound")])
+def test_recorded_runs_with_their_host_side_get_their_cause(name, expected):
+    # whole `gputriage run` recordings (GPU, host and process tree) of the pathology scripts on an H200
+    v = verdict(RUNS[name]["samples"], 0, H200)
+    assert v["bottleneck"] == expected, v["summary"]
+
+
+def test_short_kernels_behind_a_busy_thread_are_launch_bound_and_large_ones_are_not():
+    v = verdict(RUNS["launch_bound"]["samples"], 0, H200)
+    e = v["evidence"]
+    assert e["top_thread_pct"] >= 85 and e["sm_active_pct"] < 0.5 * e["util_pct"]
+    # the same stream with kernels that cover the SMs while they run: the host is busy with something else
+    filled = json.loads(json.dumps(RUNS["launch_bound"]["samples"]))
+    for s in filled:
+        for g in s["gpus"]:
+            if "gpm" in g and g.get("util"):
+                g["gpm"]["2"] = 0.9 * g["util"]
+    assert verdict(filled, 0, H200)["bottleneck"] != "launch_bound"
+
+
+def test_the_workloads_reads_are_the_evidence_of_an_input_pipeline():
+    v = verdict(RUNS["input_starved"]["samples"], 0, H200)
+    assert v["evidence"]["read_mbps"] >= 20 and "reads" in v["summary"]
+    assert v["undecided_between"] == ["input_starved", "sync_bound"]  # a spinning sync looks the same
+    no_reads = json.loads(json.dumps(RUNS["input_starved"]["samples"]))
+    for s in no_reads:
+        s.get("proc", {}).pop("io_rchar_bps", None)
+    v = verdict(no_reads, 0, H200)
+    # GPU-Util ~40% with big kernels and no input read: a sync keeping host work from overlapping comes first
+    assert v["bottleneck"] == "sync_bound" and "input_starved" in v["undecided_between"]

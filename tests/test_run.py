@@ -70,6 +70,19 @@ def test_runs_and_show_json(tmp_path):
     assert gt("show", "999", store=store).returncode == 3
 
 
+def test_the_workloads_reads_and_busiest_thread_are_sampled(tmp_path):
+    data = tmp_path / "data.bin"
+    data.write_bytes(os.urandom(8 * 2**20))
+    store = tmp_path / "s.sqlite"
+    reader = f"import time\nt = time.time()\nwhile time.time() - t < 3: open({str(data)!r}, 'rb').read()"
+    assert gt("run", "--", sys.executable, "-c", reader, store=store).returncode == 0
+    samples = list(Store(store).samples(1))
+    procs = [s["proc"] for s in samples if "io_rchar_bps" in s.get("proc", {})]
+    # 8 MiB files read back to back from the page cache: far above 20 MB/s, though no byte is read from disk
+    assert max(p["io_rchar_bps"] for p in procs) > 100e6
+    assert max(p.get("top_thread_pct", 0) for p in procs) > 50
+
+
 def test_kill_9_of_gputriage_keeps_earlier_runs_and_most_samples(tmp_path):
     store = tmp_path / "s.sqlite"
     gt("run", "--", sys.executable, "-c", "import time; time.sleep(1.2)", store=store)

@@ -37,6 +37,7 @@ EXPECTED = {
     "run_profile_fp32_no_tensor_cores": "tensor_cores_idle",
     "run_profile_contended": "compute_bound",  # its GEMMs run at half speed: see the test below
     "run_profile_contended_fixed": "compute_bound",
+    "run_profile_unfused_elementwise_fixed": "memory_bound",  # one fused kernel; its first 512 ms queued
 }
 
 
@@ -228,3 +229,14 @@ def test_underfilled_means_most_sms_without_a_block(tmp_path, blocks_per_sm, und
     rep, findings = analyze([path])
     assert (rep["verdict"]["bottleneck"] == "underfilled") is underfilled
     assert ("trace.underfilled" in {f.id for f in findings}) is underfilled
+
+
+def test_kernels_queued_before_the_profiler_started_are_not_idle_time():
+    # torch.compile'd chain: the host ran 1,000 launches (512 ms of GPU work) ahead of the GPU; the profiler
+    # started (instantly: CUPTI already up) without draining the queue, so the first recorded kernel began
+    # 512 ms after its launch, while the GPU ran the unrecorded earlier ones
+    rep, findings = report("run_profile_unfused_elementwise_fixed")
+    a = rep["ranks"][0]["anatomy"][0]
+    assert a["queued_skipped_us"] > 500_000 and a["busy_pct"] > 99
+    assert any("queued before the profiler started" in p for p in rep["ranks"][0]["problems"])
+    assert not {f.id for f in findings} & {"trace.input_starved", "trace.launch_bound", "trace.sync_bound"}

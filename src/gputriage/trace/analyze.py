@@ -103,6 +103,10 @@ def analyze_file(path: str | Path) -> tuple[dict[str, Any], list[Finding]]:
         result["problems"].append(
             f"the first profiled step ({main.warmup_skipped_us / 1000:.0f} ms, over {WARMUP_STEP_RATIO:g}x the later "
             "steps) is left out: profiler warm-up (kernels loaded and instrumented at their first launch)")
+    if main.queued_skipped_us:
+        result["problems"].append(
+            f"the first {main.queued_skipped_us / 1000:.0f} ms are left out: the GPU was still running work queued "
+            "before the profiler started (its first recorded kernel waited that long after its launch)")
     if too_little(main):
         result["anatomy"] = [a.to_json() for a in anatomies]
         return no_verdict(f"too little GPU activity to judge: a {main.window_us / 1000:.1f} ms window with "

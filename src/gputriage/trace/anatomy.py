@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 UNDERFILLED_BLOCKS_PER_SM = 0.5  # below: the kernel's blocks leave most SMs without work
+QUEUED_US = 1000.0  # a first kernel that starts this long after its launch waited behind earlier work
 
 from gputriage.model.numbers import median
 from gputriage.trace import kernel_kinds as kk
@@ -130,6 +131,7 @@ class Anatomy:
     steps: list[dict[str, Any]]
     underfilled_us: float = 0.0
     warmup_skipped_us: float = 0.0  # a first profiled step far slower than the rest, left out
+    queued_skipped_us: float = 0.0  # before the first recorded kernel, the GPU ran work queued before the trace
 
     @property
     def busy_total_us(self) -> float:
@@ -150,6 +152,7 @@ class Anatomy:
             "syncs": self.syncs, "gaps": self.gaps, "kernels": self.kernel_count,
             "median_kernel_us": round(self.median_kernel_us, 2), "median_gap_us": round(self.median_gap_us, 2),
             "warmup_skipped_us": round(self.warmup_skipped_us, 1),
+            "queued_skipped_us": round(self.queued_skipped_us, 1),
             "underfilled_busy_pct": round(100 * self.underfilled_us / self.busy_total_us, 1) if self.busy_total_us else 0.0,
             "steps": self.steps,
         }
@@ -191,6 +194,12 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         first_gpu = cols.g_ts[idx[0]]
         last_gpu = max(cols.g_ts[i] + cols.g_dur[i] for i in idx)
         lo = step_lo if step_lo is not None else min(first_gpu, host_start)
+        queued = 0.0
+        rt = corr_to_rt.get(cols.g_corr[idx[0]])
+        if step_lo is None and rt is not None and first_gpu - cols.r_ts[rt] > QUEUED_US:
+            # the first recorded kernel waited in the queue behind work launched before the profiler
+            # started (unrecorded): the GPU was busy, not idle, until it began
+            queued, lo = first_gpu - lo, first_gpu
         hi = max(step_hi, last_gpu) if step_hi is not None else last_gpu
         if step_lo is not None:
             idx = [i for i in idx if cols.g_ts[i] + cols.g_dur[i] >= lo]
@@ -227,7 +236,7 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         syncs = _sync_summary(cols, ops, sync_idx, lo, hi, sync_by_op)
         steps = _steps(cols, idx, kinds) if cols.steps else []
         out.append(Anatomy(dev, hi - lo, busy, idle, syncs, len(gaps), len(durations), _median(durations),
-                           _median(gaps), steps, underfilled, skipped))
+                           _median(gaps), steps, underfilled, skipped, queued))
     return out
 
 

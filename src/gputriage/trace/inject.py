@@ -43,7 +43,7 @@ def _gputriage_profile():
     attempts = 3  # windows tried when one sees no GPU work
     WARM_STEPS = 3  # optimizer steps a loop runs before the profiler may start at one
     cuda = os.environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1"
-    st = {"want": None, "prof": None, "steps": 0, "steps_seen": 0, "started": 0.0, "hooks": [], "seen_step": False,
+    st = {"want": None, "prof": None, "steps": 0, "steps_seen": 0, "stops": 0, "started": 0.0, "hooks": [], "seen_step": False,
           "acting": False, "first_forward": 0.0, "want_t": 0.0}
     born = time.time()
     lock = threading.Lock()
@@ -101,6 +101,7 @@ def _gputriage_profile():
                 except Exception as exc:
                     note("ERROR stop: %s: %s" % (type(exc).__name__, exc))
                     finish()
+                st["stops"] += 1  # the trace is on disk (or failed): the worker may judge it
                 if where == "exit":
                     finish()
         finally:
@@ -190,6 +191,7 @@ def _gputriage_profile():
             note("ERROR setup: %s: %s" % (type(exc).__name__, exc))
             return False
         for want in ("start", "stop"):
+            stops = st["stops"]
             with lock:
                 st["want"], st["want_t"] = want, time.time()
             t0 = time.time()
@@ -205,6 +207,10 @@ def _gputriage_profile():
             if st["want"] == want:
                 note("ERROR %s: the workload never reached a point where the profiler could %s" % (want, want))
                 return False
+            if want == "stop":  # the main thread took the request: wait for the export before judging it
+                t2 = time.time()
+                while st["stops"] == stops and time.time() - t2 < 120:
+                    time.sleep(0.02)
             if want == "start":
                 t1 = time.time()
                 while time.time() - t1 < 60 and not done.is_set():
