@@ -44,7 +44,7 @@ def _gputriage_profile():
     WARM_STEPS = 3  # optimizer steps a loop runs before the profiler may start at one
     cuda = os.environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1"
     st = {"want": None, "prof": None, "steps": 0, "steps_seen": 0, "stops": 0, "started": 0.0, "hooks": [], "seen_step": False,
-          "acting": False, "first_forward": 0.0, "want_t": 0.0}
+          "acting": False, "first_forward": 0.0, "last_hook": 0.0, "want_t": 0.0}
     born = time.time()
     lock = threading.Lock()
     done = threading.Event()
@@ -108,7 +108,7 @@ def _gputriage_profile():
             st["acting"] = False
 
     def on_step(*_a, **_k):
-        st["seen_step"] = True
+        st["seen_step"], st["last_hook"] = True, time.time()
         st["steps_seen"] += 1
         if st["prof"]:
             st["steps"] += 1
@@ -120,8 +120,9 @@ def _gputriage_profile():
             act("optimizer step %d" % st["steps_seen"])
 
     def on_forward(*_a, **_k):
+        st["last_hook"] = time.time()
         if not st["first_forward"]:
-            st["first_forward"] = time.time()
+            st["first_forward"] = st["last_hook"]
         want = st["want"]
         # a training loop starts and stops at step boundaries: start at a forward only when forwards have
         # run for a second without a step (inference), not at a training loop's first forward
@@ -196,10 +197,16 @@ def _gputriage_profile():
                 st["want"], st["want_t"] = want, time.time()
             t0 = time.time()
             while st["want"] == want and time.time() - t0 < (120 if st["seen_step"] else 30):
-                # a hook acts at the next step or forward; where none fires (plain tensor code), a
-                # signal handler does (retried while it defers)
+                # a hook acts at the next step or forward; where none fires (plain tensor code, a CUDA
+                # graph replayed), a signal handler does (retried while it defers). A start waits 3 s
+                # without any hook first: a loop's first step can take seconds, and a signal would start
+                # the profiler inside it
                 hooks_fire = st["first_forward"] or st["seen_step"]
-                if time.time() - t0 > (3.0 if hooks_fire else 0.5 if want == "start" else 0.0):
+                if want == "start":
+                    fire = time.time() - max(t0, st["last_hook"]) > (3.0 if hooks_fire else 0.5)
+                else:
+                    fire = time.time() - t0 > (3.0 if hooks_fire else 0.0)
+                if fire:
                     os.kill(os.getpid(), signal.SIGUSR2)
                     time.sleep(0.2)
                 else:
