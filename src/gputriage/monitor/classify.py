@@ -20,11 +20,10 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
   - launch_bound: one workload thread >= 85% busy and, while a kernel runs, it covers under half
     the SMs (SM activity < 0.5 x GPU-Util): kernels too short to cover their launch. The host is
     busy launching them; an input pipeline or a sync remain possible.
-  - input_starved: the kernels fill the GPU when they run, and the workload reads >= 20 MB/s
-    (files, pipes, sockets): host work on the input while the GPU waits; or, without such reads,
-    GPU-Util < 30%.
-  - sync_bound: the kernels fill the GPU when they run, the workload reads little, GPU-Util >= 30%:
-    host work that a synchronization keeps from overlapping the GPU's.
+  Otherwise (kernels that fill the GPU while they run, or no busy thread):
+  - input_starved when the workload reads >= 20 MB/s (files, pipes, sockets: it loads input while
+    the GPU waits), or, without such reads, when GPU-Util < 30%;
+  - sync_bound else: host work that a synchronization keeps from overlapping the GPU's.
   The last two look alike on every counter (a thread spinning in a sync is as busy as one decoding
   data), so each names the other as possible; `run --profile` tells them apart. Without GPM
   (no SM activity), kernel size is unknown and launch_bound stays possible too.
@@ -102,6 +101,7 @@ def window_metrics(rows: list[dict[str, Any]], gpu: int) -> dict[str, Any]:
     hosts = [r.get("host", {}) for r in rows]
     procs = [r.get("proc", {}) for r in rows]
     reasons = [x.get("reasons") for x in g if x.get("reasons") is not None]
+    read_bps = _median([p.get("io_rchar_bps") for p in procs])
     m: dict[str, Any] = {
         "util_pct": _median([x.get("util") for x in g]),
         "mem_util_pct": _median([x.get("memutil") for x in g]),
@@ -117,7 +117,7 @@ def window_metrics(rows: list[dict[str, Any]], gpu: int) -> dict[str, Any]:
         "iowait_pct": _median([h.get("iowait") for h in hosts]),
         "swapin_pages_s": _median([h.get("swapin_s") for h in hosts]),
         "proc_cpu_pct": _median([p.get("cpu_pct") for p in procs]),
-        "read_mbps": (lambda v: None if v is None else v / 1e6)(_median([p.get("io_rchar_bps") for p in procs])),
+        "read_mbps": read_bps / 1e6 if read_bps is not None else None,
         "top_thread_pct": _median([p.get("top_thread_pct") for p in procs]),
         "others_on_gpu": max((len([o for o in r.get("others", []) if o.get("gpu") == gpu]) for r in rows), default=0),
     }

@@ -6,7 +6,8 @@ seconds more (warm-up), imports what the profiler needs (off the main thread) an
 start. The main thread starts torch.profiler at its next optimizer step (a training loop, from its
 third step on: the first steps load kernels and autotune), at a module forward when forwards have
 run for a second without a step (inference), or — for plain tensor code where neither hook
-fires — in a SIGUSR2 handler, deferred while the workload is importing. The profile
+fires, or once no hook has fired for 3 s — in a SIGUSR2 handler, deferred while the workload is
+importing. The profile
 covers at least `steps` optimizer steps and half a second (ten 5 ms steps are too few to judge:
 the queue refilling after the profiler's start would weigh as much as the steps), at most a few
 seconds, or, without an optimizer, a time window counted from when the profiler runs (on a GPU
@@ -41,10 +42,10 @@ def _gputriage_profile():
     window = float(os.environ.pop("GPUTRIAGE_PROFILE_WINDOW_S", "0.5"))
     max_s = float(os.environ.pop("GPUTRIAGE_PROFILE_MAX_S", "3"))  # slow steps: stop after this long
     attempts = 3  # windows tried when one sees no GPU work
-    WARM_STEPS = 3  # optimizer steps a loop runs before the profiler may start at one
+    warm_steps = 3  # optimizer steps a loop runs before the profiler may start at one
     cuda = os.environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1"
-    st = {"want": None, "prof": None, "steps": 0, "steps_seen": 0, "stops": 0, "started": 0.0, "hooks": [], "seen_step": False,
-          "acting": False, "first_forward": 0.0, "last_hook": 0.0, "want_t": 0.0}
+    st = {"want": None, "prof": None, "steps": 0, "steps_seen": 0, "stops": 0, "started": 0.0, "hooks": [],
+          "seen_step": False, "acting": False, "first_forward": 0.0, "last_hook": 0.0, "want_t": 0.0}
     born = time.time()
     lock = threading.Lock()
     done = threading.Event()
@@ -116,7 +117,7 @@ def _gputriage_profile():
                 with lock:
                     st["want"] = st["want"] or "stop"
         # not at the first steps of a loop: allocator, cuBLAS handles and autotuning make them no steady state
-        if st["want"] and (st["want"] == "stop" or st["steps_seen"] >= WARM_STEPS):
+        if st["want"] and (st["want"] == "stop" or st["steps_seen"] >= warm_steps):
             act("optimizer step %d" % st["steps_seen"])
 
     def on_forward(*_a, **_k):
