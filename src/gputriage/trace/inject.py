@@ -146,14 +146,15 @@ def _gputriage_profile():
             act("signal")  # else the worker signals again a little later
 
     def saw_work():
-        # GPU work; when CUDA is not profiled (a CPU-only workload), framework ops
-        try:
-            with open(out, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            return True  # no trace to judge: nothing to try again
+        # GPU work; when CUDA is not profiled (a CPU-only workload), framework ops. Mapped, not read:
+        # a trace can be hundreds of MB, and this runs inside the workload
+        import mmap
         kinds = (b"kernel", b"gpu_memcpy", b"gpu_memset") if cuda else (b"cpu_op",)
-        return any(b'"cat": "%s"' % k in data for k in kinds)
+        try:
+            with open(out, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                return any(data.find(b'"cat": "%s"' % k) >= 0 for k in kinds)
+        except (OSError, ValueError):
+            return True  # no trace to judge (or an empty one): nothing to try again
 
     def worker():
         for attempt in range(attempts):
