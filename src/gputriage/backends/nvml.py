@@ -72,12 +72,13 @@ class NvmlBackend:
         """What a sampler reads every sample: {"util", "memutil", "power" (mW), "sm_clk" (MHz),
         "reasons" (clock-event bitmask)}; values NVML does not give are absent."""
         row: dict[str, Any] = {}
-        util = self.call("nvmlDeviceGetUtilizationRates", index)
-        if isinstance(util, dict):
-            row["util"], row["memutil"] = util["gpu"], util["memory"]
-        for key, fn, args in COUNTER_CALLS[1:]:
+        for key, fn, args in COUNTER_CALLS:
             v = self.call(fn, index, *args)
-            if not isinstance(v, Unavailable):
+            if isinstance(v, Unavailable):
+                continue
+            if key == "util":
+                row["util"], row["memutil"] = v["gpu"], v["memory"]
+            else:
                 row[key] = v
         return row
 

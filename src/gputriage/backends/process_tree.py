@@ -1,5 +1,6 @@
 """A process and its descendants, read through psutil: members, CPU seconds, per-thread CPU, RSS
-and I/O counters (storage bytes, and every byte its reads returned, page cache included). Processes that vanish or deny access are skipped, never raised."""
+and I/O counters (storage bytes, and every byte its reads returned, page cache included).
+Processes that vanish or deny access are skipped, never raised."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ class ProcessDetail:
     rss_bytes: int
     read_bytes: int  # from storage
     write_bytes: int
-    read_chars: int = 0  # returned by read() and friends: files (page cache included), pipes, sockets
+    read_chars: int  # returned by read() and friends: files (page cache included), pipes, sockets
 
 
 class ProcessTree:

@@ -50,9 +50,9 @@ def run(
     Exits with the command's exit code."""
     from gputriage.backends.commands import start
     from gputriage.backends.host import Host
-    from gputriage.model.reading import Unavailable
     from gputriage.backends.nvml import PynvmlBackend
     from gputriage.monitor.budget import check_samples
+    from gputriage.model.reading import Unavailable
     from gputriage.monitor.session import Session
 
     threshold = parse_fail_on(fail_on)

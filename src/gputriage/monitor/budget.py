@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputriage.model.numbers import median
-
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -30,6 +28,7 @@ else:  # pragma: no cover
 
 from gputriage.model.files import unreadable
 from gputriage.model.finding import Finding, Severity
+from gputriage.model.numbers import median
 from gputriage.model.snapshot import Snapshot
 
 KEYS: dict[str, tuple[type, int, str]] = {  # key → (type, triage step, what it bounds)

@@ -29,12 +29,12 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
-UNDERFILLED_BLOCKS_PER_SM = 0.5  # below: the kernel's blocks leave most SMs without work
-QUEUED_US = 1000.0  # a first kernel that starts this long after its launch waited behind earlier work
-
 from gputriage.model.numbers import median
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.load import KERNEL, MEMCPY, Columns
+
+UNDERFILLED_BLOCKS_PER_SM = 0.5  # below: the kernel's blocks leave most SMs without work
+QUEUED_US = 1000.0  # a first kernel that starts this long after its launch waited behind earlier work
 
 SYNC_CALLS = {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
               "cudaMemcpy2D", "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cuMemcpyDtoH_v2",

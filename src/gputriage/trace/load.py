@@ -243,8 +243,8 @@ def _add(cols: Columns, events: list[Event]) -> None:
         cols.r_dur.extend([e.dur for e in rt])
         cols.r_name.extend([intern(e.name) for e in rt])
         cols.r_tid.extend([_tid(e.tid) for e in rt])
-        cols.r_corr.extend([(e.args or _NO_ARGS).correlation if (e.args or _NO_ARGS).correlation is not None else -1
-                            for e in rt])
+        cols.r_corr.extend([a.correlation if a.correlation is not None else -1
+                            for a in (e.args or _NO_ARGS for e in rt)])
     if ops:
         args = [e.args or _NO_ARGS for e in ops]
         names = [intern(e.name) for e in ops]
