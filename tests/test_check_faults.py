@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gputriage.model.finding import Severity
 from gputriage.model.reading import Unavailable
-from gputriage.rules import evaluate
+from gputriage.diagnosis.rules import evaluate
 from gputriage.testing.fake_nvml import FakeNvml
 
 from conftest import host_files

@@ -104,7 +104,7 @@ def test_another_process_on_the_gpu_is_in_every_sample_and_names_contended(make_
 
 
 def test_the_samplers_few_keys_read_like_the_full_parse():
-    from gputriage.collect.procfs import keyed_values, parse_keyed
+    from gputriage.backends.procfs import keyed_values, parse_keyed
 
     host = json.loads((Path(__file__).parent / "fixtures/h200/snapshot_idle.json").read_text())["raw"]["host"]
     for path, keys in (("/proc/meminfo", ("MemAvailable", "SwapTotal", "SwapFree")),

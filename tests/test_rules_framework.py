@@ -5,8 +5,8 @@ from __future__ import annotations
 from gputriage.model.fact import Fact
 from gputriage.model.finding import Severity
 from gputriage.model.snapshot import Snapshot
-from gputriage.rules import evaluate
-from gputriage.rules.torch_arch_missing import supported
+from gputriage.diagnosis.rules import evaluate
+from gputriage.diagnosis.rules.torch_arch_missing import supported
 
 
 def snap(**facts) -> Snapshot:

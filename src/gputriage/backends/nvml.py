@@ -109,6 +109,22 @@ def compute_processes(nvml: NvmlBackend, gpus: list[int]) -> dict[int, list[dict
     return out
 
 
+NVML_GPU_UTILIZATION_SAMPLES = 1
+
+
+def util_refresh_s(nvml: NvmlBackend, index: int) -> float | None:
+    """How often the driver refreshes a GPU's GPU-Util (the median spacing of the samples it keeps;
+    200 ms on an H200); None when it does not say."""
+    answer = nvml.call("nvmlDeviceGetSamples", index, NVML_GPU_UTILIZATION_SAMPLES, 0)
+    if isinstance(answer, Unavailable) or not isinstance(answer, list) or len(answer) != 2:
+        return None
+    stamps = sorted(int(x["timeStamp"]) for x in answer[1] if isinstance(x, dict) and x.get("timeStamp"))
+    gaps = sorted(b - a for a, b in zip(stamps, stamps[1:]) if b > a)
+    if len(gaps) < 3:
+        return None
+    return gaps[len(gaps) // 2] / 1e6  # microseconds
+
+
 def _plain(obj: Any) -> Any:
     """Turn what pynvml returns (ctypes structs, arrays, bytes) into JSON-able values."""
     if isinstance(obj, (bool, int, float, str)) or obj is None:

@@ -1,4 +1,4 @@
-"""`gputriage check`: the seed's playbook on this machine (or on a recorded snapshot)."""
+"""`gputriage check`: the triage playbook on this machine (or on a recorded snapshot)."""
 
 from __future__ import annotations
 
@@ -8,37 +8,14 @@ from typing import Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import budget_or_fail, err, exit_for, fail, out, parse_fail_on, print_json
-from gputriage.model.snapshot import Snapshot, SnapshotError
-
-
-def take_snapshot(window_s: float, load: bool, framework: bool, refresh: bool = False, full: bool = False) -> Snapshot:
-    from gputriage.cli.common import live_backends
-    from gputriage.collect import DEFAULT_LOAD_MS, collect_snapshot
-
-    nvml, host = live_backends()
-    with err.status("reading the machine…", spinner="dots") if err.is_terminal else _null():
-        try:
-            return collect_snapshot(nvml, host, window_s=window_s, load_ms=DEFAULT_LOAD_MS if load else 0.0,
-                                    use_framework=framework, use_cache=not refresh, full=full)
-        finally:
-            nvml.shutdown()
-
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+from gputriage.cli.common import FAIL_ON_HELP, err, exit_for, fail, out, parse_fail_on, print_json
 
 
 def check(
     from_file: Optional[Path] = typer.Option(None, "--from", help="Evaluate a recorded snapshot instead of this machine."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (schema gputriage.check/1)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (schema gputriage.check/2)."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the report as Markdown."),
-    fail_on: str = typer.Option("critical", "--fail-on", help="Exit 1 when a finding is at or above: info, warn, "
-                                                                "critical, or never."),
+    fail_on: str = typer.Option("critical", "--fail-on", help=FAIL_ON_HELP),
     save: Optional[Path] = typer.Option(None, "--save", help="Also write the snapshot to this file."),
     budget: Optional[Path] = typer.Option(None, "--budget", help="A TOML budget file; violations become findings."),
     window: float = typer.Option(0.5, "--window", min=0.1, max=10.0, help="Seconds over which CPU and GPM "
@@ -50,7 +27,11 @@ def check(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every finding, OK ones included."),
 ) -> None:
     """Run the triage playbook: driver, link, utilization, VRAM, CPU, disk, memory, container, Xid, power,
-    thermals, NUMA, network. Findings come in the seed's five triage steps."""
+    thermals, NUMA, network. Findings come in five steps: is the GPU used, is it starved or choking, VRAM,
+    the input pipeline, platform integrity."""
+    from gputriage import api
+    from gputriage.model.snapshot import Snapshot, SnapshotError
+
     threshold = parse_fail_on(fail_on)
     if from_file is not None:
         try:
@@ -58,31 +39,34 @@ def check(
         except SnapshotError as exc:
             fail(str(exc), exits.BAD_INPUT)
     else:
-        snap = take_snapshot(window, load=not no_load, framework=not no_framework, refresh=refresh, full=full)
+        with err.status("reading the machine…", spinner="dots") if err.is_terminal else _null():
+            snap = api.snapshot(window_s=window, load=not no_load, framework=not no_framework, refresh=refresh,
+                                full=full)
     if save is not None:
         try:
             snap.save(save)
         except OSError as exc:
             fail(f"cannot write {save}: {exc.strerror or exc}", exits.BAD_INPUT)
-
-    from gputriage.rules import evaluate
-
-    findings = evaluate(snap)
-    budget_obj = budget_or_fail(budget)
-    if budget_obj is not None:
-        from gputriage.monitor.budget import check_snapshot
-
-        findings += check_snapshot(budget_obj, snap)
+    try:
+        report = api.check(snap, budget=budget)
+    except api.GputriageError as exc:
+        fail(str(exc), exits.BAD_INPUT)
     if as_json:
-        from gputriage.report.check_json import render
-
-        print_json(render(snap, findings))
+        print_json(report)
     elif markdown:
         from gputriage.report.check_markdown import render as render_md
 
-        out.print(render_md(snap, findings), markup=False)
+        out.print(render_md(report), markup=False)
     else:
         from gputriage.report.check_terminal import render as render_term
 
-        render_term(snap, findings, out, verbose=verbose)
-    raise typer.Exit(exit_for(findings, threshold))
+        render_term(report, out, verbose=verbose)
+    raise typer.Exit(exit_for(report.findings, threshold))
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

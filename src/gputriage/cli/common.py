@@ -1,11 +1,11 @@
-"""What several subcommands share: consoles, errors, the live backends, --fail-on."""
+"""What several subcommands share: consoles, one-line errors, JSON output, --fail-on."""
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any, NoReturn
 
+import msgspec
 import typer
 from rich.console import Console
 
@@ -22,8 +22,13 @@ def fail(message: str, code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
+def to_json(data: Any) -> str:
+    """A report (or any msgspec-encodable value) as indented JSON."""
+    return msgspec.json.format(msgspec.json.encode(data), indent=2).decode()
+
+
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    sys.stdout.write(to_json(data) + "\n")
 
 
 def parse_fail_on(text: str) -> Severity | None:
@@ -41,32 +46,4 @@ def exit_for(findings: list[Finding], fail_on: Severity | None) -> int:
     return exits.OK
 
 
-def live_backends():  # noqa: ANN201 - returns (nvml, host)
-    from gputriage.backends.host import Host
-    from gputriage.backends.nvml import PynvmlBackend
-
-    return PynvmlBackend(), Host()
-
-
-def budget_or_fail(path):  # noqa: ANN001, ANN201 - Path | None → Budget | None
-    """The budget file's limits, or a one-line error and exit 3."""
-    if path is None:
-        return None
-    from gputriage.monitor.budget import BudgetError, load_budget
-
-    try:
-        return load_budget(path)
-    except BudgetError as exc:
-        fail(str(exc), exits.BAD_INPUT)
-
-
-def store_or_fail(path, disabled: bool = False):  # noqa: ANN001, ANN201 - Path | None → Store | None
-    """The run store (None when disabled), or a one-line error and exit 3."""
-    if disabled:
-        return None
-    from gputriage.monitor.store import Store, StoreError
-
-    try:
-        return Store(path)
-    except StoreError as exc:
-        fail(str(exc), exits.BAD_INPUT)
+FAIL_ON_HELP = "Exit 1 when a finding is at or above this severity: info, warn, critical, or never."

@@ -1,25 +1,54 @@
-"""`gputriage rules`: the catalog of rules, with their thresholds."""
+"""`gputriage rules`: the catalog of every finding, with its thresholds."""
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from gputriage.cli.common import out, print_json
+from gputriage.cli import exits
+from gputriage.cli.common import fail, out, print_json
 
 
-def rules(as_json: bool = typer.Option(False, "--json", help="Print {\"rules\": [...]}")) -> None:
-    """List every rule: id, triage step, symptom, cause, decision, threshold."""
-    from gputriage.rules import default_rules
+def rules(
+    as_json: bool = typer.Option(False, "--json", help="Print the catalog as JSON (schema gputriage.rules/2)."),
+    command: Optional[str] = typer.Option(None, "--command", "-c", help="Only what this command can report: check, "
+                                                                          "run, watch, monitor, trace or bench."),
+    finding_id: Optional[str] = typer.Argument(None, help="Show one finding id (or the ids starting with it)."),
+) -> None:
+    """List every finding any command can report: id, triage step, severity, symptom, cause, decision,
+    when it fires and its thresholds."""
+    from gputriage import api
+    from gputriage.diagnosis.catalog import COMMANDS
 
-    catalog = default_rules()
+    if command is not None and command not in COMMANDS:
+        fail(f"unknown command {command!r}: use one of {', '.join(COMMANDS)}", exits.USAGE)
+    catalog = api.catalog(command)
+    if finding_id:
+        catalog.rules = [s for s in catalog.rules if s.id == finding_id or s.id.startswith(finding_id.rstrip(".") + ".")]
+        if not catalog.rules:
+            fail(f"no finding {finding_id!r} in the catalog", exits.BAD_INPUT)
     if as_json:
-        print_json({"rules": [r.to_json() for r in catalog]})
+        print_json(catalog)
         return
-    t = Table(show_lines=True, header_style="bold")
-    for col in ("id", "step", "symptom → cause", "decision", "threshold"):
-        t.add_column(col, overflow="fold")
-    for r in catalog:
-        t.add_row(r.id, str(r.step), f"{r.symptom}\n[dim]{r.cause}[/dim]", r.decision, f"[dim]{r.threshold}[/dim]")
-    out.print(t)
-    out.print(f"{len(catalog)} rules")
+    for s in catalog.rules:
+        t = Table.grid(padding=(0, 1))
+        t.add_column(justify="right", no_wrap=True, width=9, style="dim")
+        t.add_column(overflow="fold")
+        head = Text(s.id, style="bold")
+        head.append(f"  step {s.step} · {s.severity.value} · {', '.join(s.commands)}", style="dim")
+        if s.needs:
+            head.append(f" · needs {', '.join(s.needs)}", style="dim")
+        t.add_row("", head)
+        t.add_row("symptom:", s.symptom)
+        t.add_row("cause:", s.cause)
+        t.add_row("do:", Text(s.decision, style="green"))
+        if s.condition:
+            t.add_row("when:", s.condition)
+        for th in s.thresholds:
+            t.add_row("", Text(f"{th.name} = {th.value:g} {th.unit}: {th.meaning} ({th.source})", style="dim"))
+        out.print(t)
+        out.print()
+    out.print(f"{len(catalog.rules)} findings")

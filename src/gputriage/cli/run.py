@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -12,19 +9,10 @@ from typing import List, Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import budget_or_fail, err, fail, parse_fail_on, store_or_fail
+from gputriage.cli.common import FAIL_ON_HELP, err, exit_for, fail, parse_fail_on, to_json
 
-
-def _exit_code(returncode: int) -> int:
-    return 128 - returncode if returncode < 0 else returncode
-
-
-def _foreground() -> bool:
-    """True when our process group owns the terminal: Ctrl-C then reaches the child directly."""
-    try:
-        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
-    except OSError:
-        return False
+PERIOD_HELP = ("Seconds between two readings of the GPU counters (default: the driver's own refresh of GPU-Util, "
+               "0.2 s on an H200). Host and process readings stay at 1 s.")
 
 
 def run(
@@ -34,112 +22,43 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout when the command ends."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Also write the JSON report to this file."),
     budget: Optional[Path] = typer.Option(None, "--budget", help="A TOML budget file; violations are findings."),
-    fail_on: str = typer.Option("never", "--fail-on", help="Exit 1 (if the command succeeded) when a finding is at "
-                                                             "or above: info, warn, critical, or never."),
-    period: float = typer.Option(0.1, "--period", min=0.02, max=10.0, help="Sampling period in seconds."),
-    no_gpm: bool = typer.Option(False, "--no-gpm", help="Do not read NVML GPM metrics."),
+    fail_on: str = typer.Option("never", "--fail-on", help="If the command succeeded: " + FAIL_ON_HELP),
+    period: Optional[float] = typer.Option(None, "--period", min=0.02, max=10.0, help=PERIOD_HELP),
+    no_gpm: bool = typer.Option(False, "--no-gpm", help="Do not read NVML GPM metrics (as on GPUs before Hopper)."),
     profile: bool = typer.Option(False, "--profile", help="Profile a Python workload with torch.profiler and "
                                                           "merge the trace's verdict (Python commands only)."),
-    profile_steps: int = typer.Option(10, "--profile-steps", help="Steps to profile after the warm-up."),
-    profile_skip_s: float = typer.Option(2.0, "--profile-skip", help="Seconds after CUDA start-up before "
-                                                                     "profiling (skips warm-up)."),
+    profile_steps: int = typer.Option(10, "--profile-steps", min=1, help="Optimizer steps to profile at least."),
+    profile_skip_s: float = typer.Option(2.0, "--profile-skip", min=0.0, help="Seconds after CUDA start-up before "
+                                                                              "profiling (skips the warm-up)."),
     keep_trace: Optional[Path] = typer.Option(None, "--keep-trace", help="Keep the profiler trace at this path."),
+    keep_workload: bool = typer.Option(False, "--keep-workload", help="If gputriage is killed, let the command "
+                                                                      "run on (by default it gets SIGTERM)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No report in the terminal."),
 ) -> None:
     """Run COMMAND (no shell), pass its input and output through, and name what holds it back.
-    Exits with the command's exit code."""
-    from gputriage.backends.commands import start
-    from gputriage.backends.host import Host
-    from gputriage.backends.nvml import PynvmlBackend
-    from gputriage.monitor.budget import check_samples
-    from gputriage.model.reading import Unavailable
-    from gputriage.monitor.session import Session
+    Exits with the command's exit code (128+N when signal N ended it)."""
+    from gputriage import api
 
     threshold = parse_fail_on(fail_on)
-    budget_obj = budget_or_fail(budget)
-    store = store_or_fail(store_path, no_store)
-
-    argv = list(command)
-    env = dict(os.environ)
-    trace_dir = None
-    if profile:
-        from gputriage.trace.inject import prepare
-
-        try:
-            argv, env, trace_dir = prepare(argv, env, steps=profile_steps, skip_s=profile_skip_s)
-        except ValueError as exc:
-            fail(str(exc), exits.USAGE)
-
-    session = Session(PynvmlBackend(record=False, bounded=False), Host(), store, "run", list(command), period_s=period,
-                      use_gpm=not no_gpm)
-    child = start(argv, env)
-    if isinstance(child, Unavailable):
-        fail(child.detail, {"not_found": 127, "no_permission": 126}.get(child.reason, 126))
-    session.start(child.pid)
-
-    def forward(signum: int, _frame: object) -> None:
-        if signum != signal.SIGINT or not _foreground():
-            try:
-                child.send_signal(signum)
-            except ProcessLookupError:
-                pass
-
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
-        while True:
-            try:
-                returncode = child.wait()
-                break
-            except KeyboardInterrupt:
-                continue
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-    code = _exit_code(returncode)
-
-    extra = []
-    trace_result = None
-    if trace_dir is not None:
-        from gputriage.trace.inject import analyze_dir
-
-        trace_result, trace_findings = analyze_dir(trace_dir, keep=keep_trace)
-        extra += trace_findings
-    samples = session.sampler.samples
-    if budget_obj is not None:
-        extra += check_samples(budget_obj, samples, session.gpus, session.info)
-    verdict, findings = session.finish(code, extra, trace=trace_result)
-    report = {"schema": "gputriage.run", "version": 1, "id": session.run_id, "command": list(command),
-              "exit_code": code, "samples": len(samples), "meta": session.meta, "verdict": verdict,
-              "findings": [f.to_json() for f in findings]}
-    if trace_result is not None:
-        report["trace"] = trace_result
+        report = api.run(command, store=False if no_store else store_path, budget=budget, period_s=period,
+                         use_gpm=not no_gpm, profile=profile, profile_steps=profile_steps,
+                         profile_skip_s=profile_skip_s, keep_trace=keep_trace, die_with_parent=not keep_workload)
+    except api.WorkloadError as exc:
+        fail(str(exc), exc.exit_code)
+    except api.GputriageError as exc:
+        fail(str(exc), exits.USAGE if "--profile" in str(exc) else exits.BAD_INPUT)
+    text = to_json(report)
     if output is not None:
         try:
-            output.write_text(json.dumps(report, indent=2, default=str))
+            output.write_text(text + "\n")
         except OSError as exc:
-            err.print(f"gputriage: cannot write {output}: {exc}")
+            err.print(f"gputriage: cannot write {output}: {exc.strerror or exc}")
     if as_json:
-        sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
+        sys.stdout.write(text + "\n")
     elif not quiet:
         from gputriage.report.run_terminal import render
 
-        run_view = {"id": session.run_id, "kind": "run", "command": list(command), "exit_code": code,
-                    "started": samples[0]["t"] if samples else None, "ended": samples[-1]["t"] if samples else None,
-                    "meta": session.meta}
-        render(run_view, verdict["per_gpu"], findings, err)
-        if trace_result is not None:
-            from gputriage.report.trace_terminal import render_profile_window, render_verdict
-
-            render_verdict(trace_result, err)
-            render_profile_window(trace_result, verdict.get("profiler_effect"), samples[0]["t"] if samples else None, err)
-            if verdict.get("merged") and verdict["merged"].get("bottleneck"):
-                m = verdict["merged"]
-                err.print(f"[bold]verdict:[/] [bold magenta]{m['bottleneck']}[/] ({m.get('why', m['source'])})")
-    if store is not None:
-        store.close()
-    if code != 0:
-        raise typer.Exit(code)
-    from gputriage.cli.common import exit_for
-
-    raise typer.Exit(exit_for(findings, threshold))
-
+        render(report, err)
+    code = report.exit_code or 0
+    raise typer.Exit(code if code != 0 else exit_for(report.findings, threshold))

@@ -16,9 +16,9 @@ def snapshot(
     no_load: bool = typer.Option(False, "--no-load", help="Do not load the GPU briefly to read the PCIe link."),
 ) -> None:
     """Record every fact `check` reads, with the raw sources, to FILE. `check --from FILE` replays it."""
-    from gputriage.cli.check import take_snapshot
+    from gputriage import api
 
-    snap = take_snapshot(window, load=not no_load, framework=True, refresh=True)
+    snap = api.snapshot(window_s=window, load=not no_load, framework=True, refresh=True)
     try:
         snap.save(output)
     except OSError as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 from rich.console import Group
@@ -12,7 +12,12 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from gputriage.cli.common import budget_or_fail, err, out, store_or_fail
+from gputriage.cli import exits
+from gputriage.cli.common import FAIL_ON_HELP, err, exit_for, fail, out, parse_fail_on
+from gputriage.cli.run import PERIOD_HELP
+from gputriage.model.clock_events import decode_reasons
+from gputriage.model.run import GpuStatic
+from gputriage.model.sample import Sample
 
 
 def _bar(pct: float | None, width: int = 10) -> str:
@@ -22,84 +27,70 @@ def _bar(pct: float | None, width: int = 10) -> str:
     return "█" * n + "·" * (width - n)
 
 
-def frame(sample: dict[str, Any], info: dict[int, dict[str, Any]], regimes: dict[int, str]) -> Group:
-    from gputriage.collect.power_thermal import decode_reasons
-
+def frame(sample: Sample, static: dict[str, GpuStatic], labels: dict[int, str]) -> Group:
     t = Table(box=None, header_style="bold", pad_edge=False)
     for col in ("GPU", "util", "SM act", "tens", "DRAM", "VRAM", "power", "clock", "state"):
-        t.add_column(col, no_wrap=True, justify="right" if col not in ("state",) else "left")
-    for g in sample.get("gpus", []):
-        i = g["index"]
-        gpm = g.get("gpm", {})
-        total = info.get(i, {}).get("memory_total_bytes") or 0
-        vram = f"{(g.get('used') or 0) / 2**30:.0f}/{total / 2**30:.0f}G" if total else "-"
-        reasons = [r for r in decode_reasons(g.get("reasons", 0)) if r != "gpu_idle"]
-        sm = gpm.get("2")
-        t.add_row(str(i), f"{g.get('util', '-')}%", f"{_bar(sm, 6)} {sm:.0f}%" if sm is not None else "n/a",
-                  f"{gpm['5']:.0f}%" if "5" in gpm else "-", f"{gpm['10']:.0f}%" if "10" in gpm else "-", vram,
-                  f"{(g.get('power') or 0) / 1000:.0f}W", f"{g.get('sm_clk', '-')}MHz",
-                  regimes.get(i, "") + (" " + ",".join(reasons) if reasons else ""))
-    host = sample.get("host", {})
-    cores = host.get("cpu", [])
+        t.add_column(col, no_wrap=True, justify="left" if col == "state" else "right")
+    for g in sample.gpus:
+        total = static.get(str(g.index), GpuStatic()).memory_total_bytes or 0
+        vram = f"{(g.used_bytes or 0) / 2**30:.0f}/{total / 2**30:.0f}G" if total else "-"
+        reasons = [r for r in decode_reasons(g.clock_event_reasons or 0) if r != "gpu_idle"]
+        sm = g.sm_active_pct
+        t.add_row(str(g.index), f"{g.util_pct:.0f}%" if g.util_pct is not None else "-",
+                  f"{_bar(sm, 6)} {sm:.0f}%" if sm is not None else "n/a",
+                  f"{g.tensor_active_pct:.0f}%" if g.tensor_active_pct is not None else "-",
+                  f"{g.dram_active_pct:.0f}%" if g.dram_active_pct is not None else "-", vram,
+                  f"{(g.power_mw or 0) / 1000:.0f}W", f"{g.sm_clock_mhz or '-'}MHz",
+                  labels.get(g.index, "") + (" " + ",".join(reasons) if reasons else ""))
+    host = sample.host
     cpu = Text()
-    if cores:
+    if host is not None and host.cpu_busy_pct:
+        cores = host.cpu_busy_pct
         cpu.append(f"CPU {len(cores)} cores  max {max(cores):.0f}%  mean {sum(cores) / len(cores):.0f}%  "
-                   f"iowait {host.get('iowait', 0):.0f}%\n")
+                   f"iowait {host.iowait_pct or 0:.0f}%\n")
         cpu.append("".join("▁▁▂▃▄▅▆▇█"[min(8, int(c / 12.5))] for c in cores[:72]))
-    disk = Text(f"\ndisk read {host.get('disk_rd_bps', 0) / 1e6:.0f} MB/s  write {host.get('disk_wr_bps', 0) / 1e6:.0f}"
-                f" MB/s  net rx {host.get('net_rx_bps', 0) / 1e6:.0f} MB/s  swap-in {host.get('swapin_s', 0):.0f}/s",
-                style="dim")
-    parts = ([t] if sample.get("gpus") else []) + [cpu, disk, Text("Ctrl-C to stop", style="dim")]
-    return Group(*parts)
+    if host is not None:
+        cpu.append(f"\ndisk read {(host.disk_read_bytes_per_s or 0) / 1e6:.0f} MB/s  write "
+                   f"{(host.disk_write_bytes_per_s or 0) / 1e6:.0f} MB/s  net rx {(host.net_rx_bytes_per_s or 0) / 1e6:.0f}"
+                   f" MB/s  swap-in {host.swap_in_pages_per_s or 0:.0f}/s", style="dim")
+    return Group(*([t] if sample.gpus else []), cpu, Text("Ctrl-C to stop", style="dim"))
 
 
 def watch(
     store_path: Optional[Path] = typer.Option(None, "--store", help="Run store (SQLite)."),
     no_store: bool = typer.Option(False, "--no-store", help="Do not keep this watch in the store."),
-    period: float = typer.Option(0.1, "--period", min=0.02, max=10.0, help="Sampling period in seconds."),
-    seconds: Optional[float] = typer.Option(None, "--seconds", help="Stop after this many seconds."),
+    period: Optional[float] = typer.Option(None, "--period", min=0.02, max=10.0, help=PERIOD_HELP),
+    seconds: Optional[float] = typer.Option(None, "--seconds", min=0.5, help="Stop after this many seconds."),
     budget: Optional[Path] = typer.Option(None, "--budget", help="A TOML budget file; violations are findings."),
-    fail_on: str = typer.Option("never", "--fail-on", help="Exit 1 when a finding is at or above this severity."),
+    fail_on: str = typer.Option("never", "--fail-on", help=FAIL_ON_HELP),
 ) -> None:
-    """Watch every GPU and the host live; Ctrl-C leaves with a summary."""
-    from gputriage.backends.host import Host
-    from gputriage.backends.nvml import PynvmlBackend
-    from gputriage.cli.common import exit_for, parse_fail_on
-    from gputriage.monitor import classify
-    from gputriage.monitor.budget import check_samples
-    from gputriage.monitor.session import Session
+    """Watch every GPU and the host live; Ctrl-C (or --seconds) leaves with a summary."""
+    from gputriage import api
 
     threshold = parse_fail_on(fail_on)
-    budget_obj = budget_or_fail(budget)
-    store = store_or_fail(store_path, no_store)
-    session = Session(PynvmlBackend(record=False, bounded=False), Host(), store, "watch", ["watch"], period_s=period)
-    if not session.gpus:
-        err.print(f"gputriage: no GPU to watch ({session.system.get('nvml', 'NVML sees no GPU')}); showing the host")
-    session.start()
-    t_end = time.monotonic() + seconds if seconds else None
-    regimes: dict[int, str] = {}
     try:
-        with Live(Text("sampling…"), console=out, refresh_per_second=4, transient=False) as live:
+        m = api.Monitor(store=False if no_store else store_path, budget=budget, period_s=period, kind="watch", pid=None)
+        m.__enter__()
+    except api.GputriageError as exc:
+        fail(str(exc), exits.BAD_INPUT)
+    assert m.session is not None
+    if not m.session.gpus:
+        err.print(f"gputriage: no GPU to watch ({m.session.system.get('nvml', 'NVML sees no GPU')}); showing the host")
+    t_end = time.monotonic() + seconds if seconds else None
+    try:
+        with Live(Text("sampling…"), console=out, refresh_per_second=4, transient=False,
+                  auto_refresh=out.is_terminal) as live:
             while t_end is None or time.monotonic() < t_end:
                 time.sleep(0.25)
-                samples = session.sampler.samples
-                if not samples:
-                    continue
-                recent = [s for s in samples[-10:]]
-                for i in session.gpus:
-                    m = classify.window_metrics(recent, i)
-                    regimes[i] = classify.label(m, session.info.get(i, {}))[0].value
-                live.update(frame(samples[-1], session.info, regimes))
+                now = m.live()
+                if now is not None:
+                    live.update(frame(now[0], m.session.meta.gpus, now[1]), refresh=out.is_terminal)
     except KeyboardInterrupt:
         pass
-    extra = check_samples(budget_obj, session.sampler.samples, session.gpus, session.info) if budget_obj else []
-    verdict, findings = session.finish(0, extra)
+    m.__exit__(None, None, None)
+    assert m.report is not None
     from gputriage.report.run_terminal import render
 
-    render({"id": session.run_id, "kind": "watch", "command": ["watch"], "meta": session.meta,
-            "started": session.sampler.samples[0]["t"] if session.sampler.samples else None,
-            "ended": session.sampler.samples[-1]["t"] if session.sampler.samples else None},
-           verdict["per_gpu"], findings, out)
-    if store is not None:
-        store.close()
-    raise typer.Exit(exit_for(findings, threshold))
+    out.print()
+    render(m.report, out)
+    raise typer.Exit(exit_for(m.report.findings, threshold))

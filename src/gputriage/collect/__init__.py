@@ -23,7 +23,7 @@ DEFAULT_LOAD_MS = 200.0
 
 def collect_snapshot(nvml: NvmlBackend, host: Host, *, window_s: float = DEFAULT_WINDOW_S,
                      load_ms: float = DEFAULT_LOAD_MS, use_framework: bool = True,
-                     use_cache: bool = True, full: bool = False) -> Snapshot:
+                     use_cache: bool = True) -> Snapshot:
     """Read every fact of this machine.
 
     Two helper children start first: the link load (PCIe copies through the CUDA driver, started
@@ -102,11 +102,6 @@ def collect_snapshot(nvml: NvmlBackend, host: Host, *, window_s: float = DEFAULT
         else:
             why = Unavailable("not_installed", "torch is not importable")
         facts += framework.facts_from_info(why)
-
-    if full:
-        from gputriage.collect import disk
-
-        facts += disk.collect(ctx)
 
     raw = {"nvml": dict(nvml.records), "host": dict(host.records)}
     return Snapshot(facts=tuple(facts), taken_at=taken_at, hostname=host.hostname(), tool_version=__version__, raw=raw)

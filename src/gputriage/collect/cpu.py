@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputriage.collect.base import Context, fact
-from gputriage.collect.procfs import cpu_busy_pct, parse_proc_stat, parse_psi
+from gputriage.backends.procfs import cpu_busy_pct, parse_proc_stat, parse_psi
 from gputriage.model.fact import Fact
 from gputriage.model.numbers import median
 from gputriage.model.reading import Unavailable

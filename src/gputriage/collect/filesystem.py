@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gputriage.collect.base import Context, fact
-from gputriage.collect.procfs import mount_for, parse_mounts
+from gputriage.backends.procfs import mount_for, parse_mounts
 from gputriage.model.fact import Fact
 from gputriage.model.reading import Unavailable
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputriage.collect.base import Context, fact
-from gputriage.collect.procfs import parse_keyed, parse_psi
+from gputriage.backends.procfs import parse_keyed, parse_psi
 from gputriage.model.fact import Fact
 from gputriage.model.reading import Unavailable
 

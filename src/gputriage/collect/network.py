@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gputriage.collect.base import Context, fact
-from gputriage.collect.procfs import parse_net_dev
+from gputriage.backends.procfs import parse_net_dev
 from gputriage.model.fact import Fact
 from gputriage.model.reading import Unavailable
 

@@ -3,23 +3,9 @@
 from __future__ import annotations
 
 from gputriage.collect.base import Context, fact, nvml_fact
+from gputriage.model.clock_events import decode_reasons
 from gputriage.model.fact import Fact
 from gputriage.model.reading import Unavailable
-
-# nvmlClocksEventReason* bits (nvml.h)
-CLOCK_EVENT_REASONS = {
-    0x1: "gpu_idle",
-    0x2: "applications_clocks_setting",
-    0x4: "sw_power_cap",
-    0x8: "hw_slowdown",
-    0x10: "sync_boost",
-    0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown",
-    0x100: "display_clock_setting",
-}
-THERMAL_REASONS = {"sw_thermal_slowdown", "hw_thermal_slowdown"}
-HW_REASONS = {"hw_slowdown", "hw_power_brake_slowdown", "hw_thermal_slowdown"}
 
 NVML_TEMPERATURE_GPU = 0
 NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1
@@ -28,10 +14,6 @@ NVML_CLOCK_SM = 1
 NVML_CLOCK_MEM = 2
 NVML_PERF_POLICY_POWER = 0
 NVML_PERF_POLICY_THERMAL = 1
-
-
-def decode_reasons(mask: int) -> list[str]:
-    return [name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit]
 
 
 def collect(ctx: Context) -> list[Fact]:

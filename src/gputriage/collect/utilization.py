@@ -22,16 +22,6 @@ GPM_FACTS = {
     GPM_DRAM_BW_UTIL: "gpm.dram_bw_util_pct",
 }
 
-MEANING = {
-    "util.gpu_pct": "nvidia-smi GPU-Util: share of time at least one kernel ran; 100% can mean one SM busy",
-    "util.memory_pct": "nvidia-smi memory util: share of time device memory was read or written, not bandwidth",
-    "gpm.sm_active_pct": "SM activity: share of SMs x time with a warp resident; the real 'how busy'",
-    "gpm.sm_occupancy_pct": "SM occupancy: resident warps / max warps; low with high activity is fine for GEMMs",
-    "gpm.tensor_active_pct": "tensor-pipe activity: share of time tensor cores worked; ~0 means CUDA-core math",
-    "gpm.dram_bw_util_pct": "DRAM bandwidth: share of peak HBM/GDDR bandwidth in use; high means memory-bound",
-}
-
-
 def collect_util(ctx: Context) -> list[Fact]:
     facts: list[Fact] = []
     for i in ctx.gpus:

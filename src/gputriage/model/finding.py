@@ -1,10 +1,12 @@
-"""A finding: what was observed, what it means, what to do, and the evidence."""
+"""A finding: what was observed, what it means, what to do, and the evidence; and the catalog
+entry (`FindingSpec`) every finding is made from, with its thresholds."""
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 STEPS = {
     1: "Is the GPU actually used?",
@@ -14,48 +16,107 @@ STEPS = {
     5: "Platform integrity",
 }
 
+_RANK = {"ok": 0, "info": 1, "warn": 2, "critical": 3}
 
-class Severity(enum.IntEnum):
-    ok = 0
-    info = 1
-    warn = 2
-    critical = 3
+
+class Severity(str, enum.Enum):
+    """ok < info < warn < critical; JSON carries the name."""
+
+    ok = "ok"
+    info = "info"
+    warn = "warn"
+    critical = "critical"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self.value]
+
+    def __lt__(self, other: object) -> bool:
+        return self.rank < _rank_of(other)
+
+    def __le__(self, other: object) -> bool:
+        return self.rank <= _rank_of(other)
+
+    def __gt__(self, other: object) -> bool:
+        return self.rank > _rank_of(other)
+
+    def __ge__(self, other: object) -> bool:
+        return self.rank >= _rank_of(other)
 
     @classmethod
     def parse(cls, text: str) -> "Severity":
         try:
-            return cls[text.strip().lower()]
-        except KeyError:
-            raise ValueError(f"unknown severity {text!r}: use one of {', '.join(s.name for s in cls)}") from None
+            return cls(text.strip().lower())
+        except ValueError:
+            raise ValueError(f"unknown severity {text!r}: use one of {', '.join(s.value for s in cls)}") from None
 
 
-@dataclass(frozen=True)
-class Finding:
-    id: str  # stable, dotted: pcie.link_degraded
+def _rank_of(other: object) -> int:
+    if isinstance(other, Severity):
+        return other.rank
+    raise TypeError(f"cannot compare a severity with {type(other).__name__}")
+
+
+class Finding(msgspec.Struct, frozen=True, kw_only=True):
+    id: str  # stable, dotted: pcie.link_width_degraded; always an id of the catalog
     severity: Severity
     step: int  # 1..5, the triage step
     symptom: str
     cause: str
     decision: str
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, Any] = {}
     subject: str = ""  # what it is about: "gpu.0", "host", ...
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "severity": self.severity.name,
-            "step": self.step,
-            "subject": self.subject,
-            "symptom": self.symptom,
-            "cause": self.cause,
-            "decision": self.decision,
-            "evidence": self.evidence,
-        }
+        return msgspec.to_builtins(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Finding":
-        return cls(
-            id=data["id"], severity=Severity.parse(data["severity"]), step=int(data["step"]),
-            symptom=data["symptom"], cause=data["cause"], decision=data["decision"],
-            evidence=dict(data.get("evidence", {})), subject=data.get("subject", ""),
-        )
+    def from_json(cls, data: Any) -> "Finding":
+        return msgspec.convert(data, cls)
+
+
+class Threshold(msgspec.Struct, frozen=True):
+    """One number a judgement rests on, with what it means and where it comes from."""
+
+    name: str
+    value: float
+    unit: str
+    meaning: str
+    source: str
+
+
+class FindingSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """A catalog entry: everything about a finding id except the evidence of one occurrence.
+
+    `commands`: which commands can emit it (check, run, watch, monitor, trace, bench);
+    `needs`: what it must have to be seen at all (a GPU, GPM, a profiler trace, the workload's
+    process tree, root for the kernel log, ...)."""
+
+    id: str
+    step: int
+    severity: Severity
+    symptom: str
+    cause: str
+    decision: str
+    commands: tuple[str, ...]
+    condition: str = ""  # when it fires, in words
+    thresholds: tuple[Threshold, ...] = ()
+    needs: tuple[str, ...] = ()
+
+    def finding(self, evidence: dict[str, Any] | None = None, *, subject: str = "", severity: Severity | None = None,
+                symptom: str | None = None, cause: str | None = None, decision: str | None = None) -> Finding:
+        """One occurrence; the wording may be made concrete (symptom with the figures), the id never changes."""
+        return Finding(id=self.id, severity=severity or self.severity, step=self.step, symptom=symptom or self.symptom,
+                       cause=cause or self.cause, decision=decision or self.decision, evidence=evidence or {},
+                       subject=subject)
+
+    def threshold(self, name: str) -> float:
+        for t in self.thresholds:
+            if t.name == name:
+                return t.value
+        raise KeyError(f"{self.id} has no threshold {name!r}")
+
+
+def triage_order(findings: list[Finding]) -> list[Finding]:
+    """Step, then most severe first, then id and subject: the order every report shows."""
+    return sorted(findings, key=lambda f: (f.step, -f.severity.rank, f.id, f.subject))

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
+
+import msgspec
 
 
-@dataclass(frozen=True)
-class ProbeResult:
+class ProbeResult(msgspec.Struct, frozen=True):
     name: str
     value: float
     unit: str
-    reference: float | None = None  # datasheet value in the same unit, when known
-    conditions: dict[str, Any] = field(default_factory=dict)  # clocks, power, temp, reasons...
-    detail: dict[str, Any] = field(default_factory=dict)
+    reference: Optional[float] = None  # datasheet value in the same unit, when known
+    conditions: dict[str, Any] = {}  # clocks, power, temperature, clock-event reasons during the probe
+    detail: dict[str, Any] = {}
 
     @property
     def pct_of_reference(self) -> float | None:
@@ -22,7 +22,4 @@ class ProbeResult:
         return 100.0 * self.value / self.reference
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name, "value": self.value, "unit": self.unit, "reference": self.reference,
-            "pct_of_reference": self.pct_of_reference, "conditions": self.conditions, "detail": self.detail,
-        }
+        return msgspec.to_builtins(self) | {"pct_of_reference": self.pct_of_reference}

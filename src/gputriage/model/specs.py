@@ -62,3 +62,8 @@ def match(pci_device_id: str | None = None, memory_bytes: int | None = None, nam
             if s.name.lower().replace("nvidia ", "") == low:
                 return s
     return None
+
+
+def by_name(name: str) -> GpuSpec | None:
+    """The datasheet entry of a GPU named as NVML or a trace names it."""
+    return match(name=name)

@@ -1,7 +1,9 @@
 """The run store: an embedded SQLite database in WAL mode.
 
 Samples are written in batches (about one per second) in their own transactions, so a crash or a
-kill -9 of gputriage loses at most the last batch and never touches earlier runs.
+kill -9 of gputriage loses at most the last batch and never touches earlier runs. The file is
+marked as a gputriage store (SQLite's application_id and user_version): a file that is not one
+is refused, an older store is migrated in place, and reading commands open it read-only.
 """
 
 from __future__ import annotations
@@ -13,17 +15,25 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-SCHEMA = """
+import msgspec
+
+from gputriage.model.run import RunReport
+from gputriage.model.sample import Sample, decode, encode
+
+APPLICATION_ID = 0x47505554  # "GPUT"
+VERSION = 2  # 1: runs without their report (verdict and findings only)
+TABLES = """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind TEXT NOT NULL,            -- 'run' or 'watch'
+    kind TEXT NOT NULL,            -- 'run', 'watch' or 'monitor'
     command TEXT NOT NULL,         -- JSON list of argv
     started REAL NOT NULL,         -- unix seconds
     ended REAL,                    -- NULL while running, or when gputriage died
     exit_code INTEGER,
     meta TEXT NOT NULL,            -- JSON: host, GPUs, driver, environment fingerprint
     verdict TEXT,                  -- JSON
-    findings TEXT                  -- JSON list
+    findings TEXT,                 -- JSON list
+    report TEXT                    -- JSON: the whole RunReport, as `run --json` printed it
 );
 CREATE TABLE IF NOT EXISTS samples (
     run_id INTEGER NOT NULL REFERENCES runs(id),
@@ -38,10 +48,11 @@ CREATE TABLE IF NOT EXISTS benches (
     results TEXT NOT NULL          -- JSON list of probe results
 );
 """
+LEGACY_RUN_COLUMNS = {"id", "kind", "command", "started", "ended", "exit_code", "meta", "verdict", "findings"}
 
 
 class StoreError(Exception):
-    """The store cannot be opened or is not a gputriage store."""
+    """The store cannot be opened, is not a gputriage store, or cannot be written."""
 
 
 def default_path() -> Path:
@@ -54,36 +65,91 @@ def default_path() -> Path:
 
 
 class Store:
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, readonly: bool = False) -> None:
         self.path = Path(path) if path is not None else default_path()
+        self.readonly = readonly
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(str(self.path), timeout=10, check_same_thread=False, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(SCHEMA)
+            if readonly:
+                if not self.path.exists():
+                    raise StoreError(f"{self.path}: no such run store")
+                self.db = self._open_readonly()
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.db = sqlite3.connect(str(self.path), timeout=10, check_same_thread=False, isolation_level=None)
+                self._check(migrate=True)
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
         except (sqlite3.DatabaseError, OSError) as exc:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from None
+        self.has_report = "report" in self._columns("runs")
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        """Read-only; in a directory where SQLite cannot create its WAL index, as an immutable file."""
+        for mode in ("mode=ro", "immutable=1"):
+            db = sqlite3.connect(f"file:{self.path}?{mode}", uri=True, timeout=10, check_same_thread=False,
+                                 isolation_level=None)
+            self.db = db
+            try:
+                self._check(migrate=False)
+                return db
+            except sqlite3.OperationalError:
+                db.close()
+                if mode == "immutable=1":
+                    raise
+        raise AssertionError("unreachable")
+
+    def _columns(self, table: str) -> set[str]:
+        return {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
+
+    def _check(self, migrate: bool) -> None:
+        """Ours (any version up to this one), an empty file, or refused."""
+        app = self.db.execute("PRAGMA application_id").fetchone()[0]
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if app == APPLICATION_ID:
+            if version > VERSION:
+                raise StoreError(f"{self.path}: a store of a newer gputriage (version {version}; this one reads "
+                                 f"up to {VERSION})")
+        elif app != 0 or (tables and not (LEGACY_RUN_COLUMNS <= self._columns("runs") and "samples" in tables)):
+            raise StoreError(f"{self.path}: not a gputriage run store (an SQLite file of another program); "
+                             "give another --store")
+        if not migrate:
+            return
+        if app != APPLICATION_ID or version < VERSION:
+            self.db.executescript(TABLES)
+            if "report" not in self._columns("runs"):
+                self.db.execute("ALTER TABLE runs ADD COLUMN report TEXT")
+            self.db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            self.db.execute(f"PRAGMA user_version = {VERSION}")
 
     def close(self) -> None:
         self.db.close()
 
-    def begin_run(self, kind: str, command: list[str], meta: dict[str, Any]) -> int:
-        cur = self.db.execute("INSERT INTO runs(kind, command, started, meta) VALUES (?, ?, ?, ?)",
-                              (kind, json.dumps(command), time.time(), json.dumps(meta, default=str)))
-        return int(cur.lastrowid)
+    def check_writable(self) -> None:
+        """Raise StoreError now, before a workload starts, if nothing can be written."""
+        try:
+            with self.db:
+                self.db.execute("BEGIN IMMEDIATE")
+                self.db.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write the run store {self.path}: {exc}") from None
 
-    def add_samples(self, run_id: int, samples: list[dict[str, Any]]) -> None:
-        rows = [(run_id, s["t"], json.dumps(s, separators=(",", ":"))) for s in samples]
+    def begin_run(self, kind: str, command: list[str], meta: Any) -> int:
+        cur = self.db.execute("INSERT INTO runs(kind, command, started, meta) VALUES (?, ?, ?, ?)",
+                              (kind, json.dumps(command), time.time(), msgspec.json.encode(meta).decode()))
+        return int(cur.lastrowid or 0)
+
+    def add_samples(self, run_id: int, samples: list[Sample]) -> None:
+        rows = [(run_id, s.t_s, encode(s).decode()) for s in samples]
         with self.db:
             self.db.execute("BEGIN")
             self.db.executemany("INSERT INTO samples(run_id, t, data) VALUES (?, ?, ?)", rows)
 
-    def end_run(self, run_id: int, exit_code: int | None, verdict: dict[str, Any] | None,
-                findings: list[dict[str, Any]]) -> None:
-        self.db.execute("UPDATE runs SET ended = ?, exit_code = ?, verdict = ?, findings = ? WHERE id = ?",
-                        (time.time(), exit_code, json.dumps(verdict, default=str), json.dumps(findings, default=str),
-                         run_id))
+    def end_run(self, report: RunReport) -> None:
+        enc = msgspec.json.encode
+        self.db.execute("UPDATE runs SET ended = ?, exit_code = ?, verdict = ?, findings = ?, report = ? WHERE id = ?",
+                        (time.time(), report.exit_code, enc(report.verdict).decode(), enc(report.findings).decode(),
+                         enc(report).decode(), report.id))
 
     def runs(self, limit: int = 50) -> list[dict[str, Any]]:
         cur = self.db.execute("SELECT r.id, r.kind, r.command, r.started, r.ended, r.exit_code, r.verdict, "
@@ -98,25 +164,28 @@ class Store:
         return out
 
     def run(self, run_id: int) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT id, kind, command, started, ended, exit_code, meta, verdict, findings "
-                              "FROM runs WHERE id = ?", (run_id,)).fetchone()
+        """A stored run: its columns, and its report when it has one (JSON, as `run --json` printed it)."""
+        report = ", report" if self.has_report else ""
+        row = self.db.execute("SELECT id, kind, command, started, ended, exit_code, meta, verdict, findings"
+                              f"{report} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             return None
-        rid, kind, cmd, started, ended, code, meta, verdict, findings = row
+        rid, kind, cmd, started, ended, code, meta, verdict, findings = row[:9]
         return {"id": rid, "kind": kind, "command": json.loads(cmd), "started": started, "ended": ended,
                 "exit_code": code, "meta": json.loads(meta), "verdict": json.loads(verdict) if verdict else None,
-                "findings": json.loads(findings) if findings else [], "complete": ended is not None}
+                "findings": json.loads(findings) if findings else [], "complete": ended is not None,
+                "report": row[9] if self.has_report else None}
 
     def add_bench(self, machine: str, results: list[dict[str, Any]]) -> int:
         cur = self.db.execute("INSERT INTO benches(started, machine, results) VALUES (?, ?, ?)",
                               (time.time(), machine, json.dumps(results, default=str)))
-        return int(cur.lastrowid)
+        return int(cur.lastrowid or 0)
 
     def last_bench(self, machine: str) -> dict[str, Any] | None:
         row = self.db.execute("SELECT id, started, results FROM benches WHERE machine = ? ORDER BY id DESC LIMIT 1",
                               (machine,)).fetchone()
         return {"id": row[0], "started": row[1], "results": json.loads(row[2])} if row else None
 
-    def samples(self, run_id: int) -> Iterator[dict[str, Any]]:
+    def samples(self, run_id: int) -> Iterator[Sample]:
         for (data,) in self.db.execute("SELECT data FROM samples WHERE run_id = ? ORDER BY t", (run_id,)):
-            yield json.loads(data)
+            yield decode(data)

@@ -19,7 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from gputriage.model.fact import Fact
 from gputriage.model.probe import ProbeResult
+from gputriage.model.reading import Unavailable
 
 BLOCK = 1 << 20
 PAGE = 4096
@@ -142,3 +144,22 @@ def host_memcpy(size_bytes: int = 256 << 20, repeats: int = 5) -> ProbeResult:
     secs = times[len(times) // 2]
     return ProbeResult("host.memcpy", round(2 * size_bytes / secs / 1e9, 1), "GB/s",
                        detail={"buffer_bytes": size_bytes, "threads": 1, "counted": "bytes read + bytes written"})
+
+
+CHECK_BYTES = 64 << 20
+CHECK_SECONDS = 0.75
+
+
+def check_facts(directory: str | Path) -> list[Fact]:
+    """`check --full`: the quick read probes of the working directory's filesystem, as facts."""
+    src = "probe:disk"
+    try:
+        results = {r.name: r for r in probe(directory, size_bytes=CHECK_BYTES, seconds=CHECK_SECONDS)}
+    except (ValueError, OSError) as exc:
+        why = Unavailable("error", str(exc))
+        return [Fact("host.fs.cwd.seq_read_mbps", why, src), Fact("host.fs.cwd.rand_read_4k_iops", why, src)]
+    seq, rnd = results["disk.seq_read"], results["disk.rand_read_4k"]
+    return [Fact("host.fs.cwd.seq_read_mbps", seq.value, f"{src}:{seq.detail.get('tool')}"),
+            Fact("host.fs.cwd.rand_read_4k_iops", rnd.value, f"{src}:{rnd.detail.get('tool')}"),
+            Fact("host.fs.cwd.read_probe", {"cache": seq.detail.get("cache"), "queue_depth":
+                                            rnd.detail.get("queue_depth"), "file_bytes": CHECK_BYTES}, src)]

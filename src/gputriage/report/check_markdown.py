@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 
-from gputriage.model.finding import STEPS, Finding
-from gputriage.model.snapshot import Snapshot
-from gputriage.report.check_json import summary
+from gputriage.model.check import CheckReport
+from gputriage.model.finding import STEPS
 from gputriage.report.style import evidence_text
 
 
-def render(snap: Snapshot, findings: list[Finding]) -> str:
-    when = dt.datetime.fromtimestamp(snap.taken_at).isoformat(timespec="seconds") if snap.taken_at else "?"
-    counts = summary(findings)["counts"]
-    lines = [f"# gputriage check — {snap.hostname}", "",
+def render(report: CheckReport) -> str:
+    when = dt.datetime.fromtimestamp(report.taken_at).isoformat(timespec="seconds") if report.taken_at else "?"
+    counts = report.summary.counts
+    findings = report.findings
+    lines = [f"# gputriage check — {report.hostname}", "",
              f"Taken {when}. {counts['critical']} critical, {counts['warn']} warnings, {counts['info']} info.", ""]
     for step, title in STEPS.items():
         lines.append(f"## {step}. {title}")
@@ -22,7 +22,7 @@ def render(snap: Snapshot, findings: list[Finding]) -> str:
         if not in_step:
             lines += ["Nothing found.", ""]
         for f in in_step:
-            lines += [f"- **{f.severity.name.upper()}** `{f.id}`{' (' + f.subject + ')' if f.subject else ''}: "
+            lines += [f"- **{f.severity.value.upper()}** `{f.id}`{' (' + f.subject + ')' if f.subject else ''}: "
                       f"{f.symptom}",
                       f"  - why: {f.cause}", f"  - do: {f.decision}"]
             if f.evidence:

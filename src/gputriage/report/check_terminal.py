@@ -8,15 +8,41 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gputriage.collect.utilization import MEANING
-from gputriage.model.finding import STEPS, Finding, Severity
+from typing import Any
+
+from gputriage.model.check import CheckReport
+from gputriage.model.finding import STEPS, Severity
 from gputriage.model.reading import Unavailable
-from gputriage.model.snapshot import Snapshot
-from gputriage.report.check_json import summary
 from gputriage.report.style import SEVERITY_STYLE, finding_text, show
 
+MEANING = {
+    "util.gpu_pct": "nvidia-smi GPU-Util: share of time at least one kernel ran; 100% can mean one SM busy",
+    "util.memory_pct": "nvidia-smi memory util: share of time device memory was read or written, not bandwidth",
+    "gpm.sm_active_pct": "SM activity: share of SMs x time with a warp resident; the real 'how busy'",
+    "gpm.sm_occupancy_pct": "SM occupancy: resident warps / max warps; low with high activity is fine for GEMMs",
+    "gpm.tensor_active_pct": "tensor-pipe activity: share of time tensor cores worked; ~0 means CUDA-core math",
+    "gpm.dram_bw_util_pct": "DRAM bandwidth: share of peak HBM/GDDR bandwidth in use; high means memory-bound",
+}
 
-def _gpu_table(snap: Snapshot) -> Table | None:
+
+class Facts:
+    """The report's facts by name: the value, or `Unavailable` (missing, or unavailable when read)."""
+
+    def __init__(self, report: CheckReport) -> None:
+        self.facts = report.facts
+        self.hostname, self.taken_at = report.hostname, report.taken_at
+
+    def get(self, name: str) -> Any:
+        if name not in self.facts:
+            return Unavailable("not_found", name)
+        value = self.facts[name]
+        if isinstance(value, dict) and set(value) == {"unavailable"}:
+            u = value["unavailable"]
+            return Unavailable(u.get("reason", "error"), u.get("detail", ""))
+        return value
+
+
+def _gpu_table(snap: Facts) -> Table | None:
     count = snap.get("gpu.count")
     if not isinstance(count, int) or count == 0:
         return None
@@ -43,7 +69,7 @@ def _gpu_table(snap: Snapshot) -> Table | None:
     return t
 
 
-def _header(snap: Snapshot) -> Text:
+def _header(snap: Facts) -> Text:
     when = dt.datetime.fromtimestamp(snap.taken_at).strftime("%Y-%m-%d %H:%M:%S") if snap.taken_at else "?"
     driver = snap.get("driver.version")
     cuda = snap.get("driver.cuda_version")
@@ -64,7 +90,9 @@ def _header(snap: Snapshot) -> Text:
     return h
 
 
-def render(snap: Snapshot, findings: list[Finding], console: Console, verbose: bool = False) -> None:
+def render(report: CheckReport, console: Console, verbose: bool = False) -> None:
+    snap = Facts(report)
+    findings = report.findings
     console.print(_header(snap))
     table = _gpu_table(snap)
     if table is not None:
@@ -88,9 +116,9 @@ def render(snap: Snapshot, findings: list[Finding], console: Console, verbose: b
         for f in in_step:
             console.print(finding_text(f))
         console.print()
-    counts = summary(findings)["counts"]
+    counts = report.summary.counts
     tail = Text()
     for sev in (Severity.critical, Severity.warn, Severity.info):
-        n = counts[sev.name]
-        tail.append(f"{n} {sev.name}  ", style=SEVERITY_STYLE[sev] if n else "dim")
+        n = counts[sev.value]
+        tail.append(f"{n} {sev.value}  ", style=SEVERITY_STYLE[sev] if n else "dim")
     console.print(tail)

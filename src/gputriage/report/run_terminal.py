@@ -1,23 +1,24 @@
-"""`run` and `show` in the terminal: the verdict per GPU, the timeline of regimes, the findings."""
+"""`run`, `watch`, `show` and `monitor()` in the terminal: the verdict per GPU, the timeline of
+regimes, the host, the profiler's view, the findings."""
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Optional, Sequence
 
 from rich.console import Console
 from rich.text import Text
 
-from gputriage.model.bottleneck import Bottleneck
-from gputriage.model.finding import Finding, Severity
+from gputriage.model.finding import Severity
+from gputriage.model.run import GpuVerdict, RunReport
 from gputriage.report.style import finding_text
-
+from gputriage.report.trace_terminal import render_profile_window, render_verdict
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 
 
-def sparkline(values: list, width: int = 60) -> str:
-    """Percentages (one per second) as block characters, squeezed to `width` by taking maxima."""
+def sparkline(values: Sequence[Optional[float]], width: int = 60) -> str:
+    """Percentages as block characters, squeezed to `width` by taking maxima."""
     vals = [0.0 if v is None else float(v) for v in values]
     if len(vals) > width:
         step = len(vals) / width
@@ -25,59 +26,93 @@ def sparkline(values: list, width: int = 60) -> str:
     return "".join(BLOCKS[min(8, int(round(v / 12.5)))] for v in vals)
 
 
-def render(run: dict[str, Any], verdicts: dict[str, dict[str, Any]], findings: list[Finding], console: Console) -> None:
-    cmd = " ".join(run.get("command", []))
-    started = run.get("started")
-    when = dt.datetime.fromtimestamp(started).strftime("%Y-%m-%d %H:%M:%S") if started else ""
-    dur = (run["ended"] - started) if run.get("ended") and started else None
+def _header(r: RunReport) -> Text:
     head = Text()
-    head.append(f"gputriage {run.get('kind', 'run')}", style="bold")
-    if run.get("id") is not None:
-        head.append(f" #{run['id']}")
-    head.append(f"  {cmd}\n", style="")
-    head.append(f"{when}", style="dim")
-    if dur is not None:
-        head.append(f"  {dur:.1f} s", style="dim")
-    if run.get("exit_code") is not None:
-        head.append(f"  exit {run['exit_code']}", style="dim" if run["exit_code"] == 0 else "red")
-    if not run.get("complete", True):
-        head.append("  (incomplete: gputriage stopped before the run ended)", style="yellow")
-    console.print(head)
-    gpus = run.get("meta", {}).get("gpus", {})
-    if not gpus:
-        nvml = run.get("meta", {}).get("system", {}).get("nvml", "NVML sees no GPU")
-        console.print(Text(f"no GPU was sampled ({nvml}): no verdict about the GPU", style="yellow"))
-    for idx, v in verdicts.items():
-        name = gpus.get(str(idx), {}).get("name") or ""
-        line = Text()
-        line.append(f"\nGPU {idx} {name}: ", style="bold")
-        if not v.get("bottleneck"):
-            line.append(v.get("summary", "no verdict"), style="dim")
-            console.print(line)
-            continue
-        line.append(v["bottleneck"], style="bold magenta")
-        line.append(f"  {v['share']:.0%} of steady time, confidence {v['confidence']:.2f}", style="dim")
+    head.append(f"gputriage {r.kind}", style="bold")
+    if r.id is not None:
+        head.append(f" #{r.id}")
+    if r.kind == "run":
+        head.append(f"  {' '.join(r.command)}")
+    head.append("\n")
+    if r.started_s:
+        head.append(dt.datetime.fromtimestamp(r.started_s).strftime("%Y-%m-%d %H:%M:%S"), style="dim")
+    if r.started_s and r.ended_s:
+        head.append(f"  {r.ended_s - r.started_s:.1f} s", style="dim")
+    if r.exit_code is not None:
+        signal = f" (killed by signal {r.exit_code - 128})" if r.exit_code > 128 else ""
+        head.append(f"  exit {r.exit_code}{signal}", style="dim" if r.exit_code == 0 else "red")
+    if not r.complete:
+        head.append("  (incomplete: gputriage stopped before the run ended; judged from the samples it kept)",
+                    style="yellow")
+    return head
+
+
+def _gpu(r: RunReport, key: str, v: GpuVerdict, console: Console) -> None:
+    name = (r.meta.gpus.get(key).name if r.meta.gpus.get(key) else None) or ""
+    line = Text(f"\nGPU {key} {name}: ", style="bold")
+    if v.bottleneck is None:
+        line.append(v.summary or "no verdict", style="dim")
         console.print(line)
-        console.print(Text("  " + v["summary"]))
-        if v.get("undecided_between"):
-            console.print(Text(f"  the sampler cannot tell {' / '.join(v['undecided_between'])} apart: "
-                               "`gputriage run --profile -- ...` separates them", style="yellow"))
-        console.print(Text("  do: " + v["decision"], style="green"))
-        for key, label in (("util_pct", "GPU-Util"), ("sm_active_pct", "SM act. ")):
-            values = (v.get("series") or {}).get(key) or []
-            if any(x is not None for x in values):
-                line = Text(f"  {label} ", style="dim")
-                line.append(sparkline(values), style="cyan")
-                console.print(line)
-        tl = " · ".join(f"{r['start_s']:.0f}–{r['end_s']:.0f}s {r['regime']}" for r in v.get("timeline", []))
-        if tl:
-            console.print(Text("  timeline: " + tl, style="dim"))
-    said = {f"run.{b.value}" for b in Bottleneck}  # the verdict above already says these
-    extra = [f for f in findings if f.id not in said]
+        return
+    line.append(v.bottleneck.value, style="bold magenta")
+    line.append(f"  {v.share:.0%} of steady time, confidence {v.confidence:.2f}", style="dim")
+    console.print(line)
+    console.print(Text("  " + v.summary))
+    if v.undecided_between:
+        console.print(Text(f"  the sampler cannot tell {' / '.join(b.value for b in v.undecided_between)} apart: "
+                           "`gputriage run --profile -- ...` separates them", style="yellow"))
+    console.print(Text("  do: " + v.decision, style="green"))
+    width = max(20, min(60, console.width - 14))
+    for values, label in ((v.series.util_pct, "GPU-Util"), (v.series.sm_active_pct, "SM act. ")):
+        if any(x is not None for x in values):
+            line = Text(f"  {label} ", style="dim")
+            line.append(sparkline(values, width), style="cyan")
+            console.print(line)
+    if v.timeline:
+        console.print(Text("  timeline: " + " · ".join(f"{t.start_s:.0f}–{t.end_s:.0f}s {t.regime}"
+                                                      for t in v.timeline), style="dim"))
+
+
+def _host(r: RunReport, console: Console) -> None:
+    h = r.host
+    parts = []
+    if h.workload_cpu_pct is not None:
+        parts.append(f"workload CPU {h.workload_cpu_pct:.0f}% of a core")
+    if h.top_thread_pct is not None:
+        parts.append(f"busiest thread {h.top_thread_pct:.0f}%")
+    if h.max_core_pct is not None:
+        parts.append(f"busiest host core {h.max_core_pct:.0f}%")
+    if h.iowait_pct is not None:
+        parts.append(f"iowait {h.iowait_pct:.0f}%")
+    if h.read_mb_per_s is not None:
+        parts.append(f"reads {h.read_mb_per_s:.0f} MB/s")
+    if parts:
+        console.print(Text("host: " + ", ".join(parts) + " (medians)", style="dim"))
+
+
+def render(r: RunReport, console: Console) -> None:
+    console.print(_header(r))
+    for note in r.notes:
+        console.print(Text(note, style="yellow"))
+    for key, v in r.verdict.per_gpu.items():
+        _gpu(r, key, v, console)
+    _host(r, console)
+    profile = r.profile
+    if profile is not None:
+        render_verdict(profile.trace, profile.error, console)
+        render_profile_window(profile, r.verdict.profiler_effect, r.started_s, console)
+        m = r.verdict.merged
+        if m is not None and m.bottleneck is not None:
+            line = Text("verdict: ", style="bold")
+            line.append(m.bottleneck.value, style="bold magenta")
+            line.append(f" ({m.why or m.source})")
+            console.print(line)
+    said = {f"run.{v.bottleneck.value}" for v in r.verdict.per_gpu.values() if v.bottleneck}  # shown above
+    extra = [f for f in r.findings if f.id not in said]
     if extra:
         console.print()
     for f in extra:
         console.print(finding_text(f, why=False))
-    worst = max((f.severity for f in findings), default=Severity.ok)
-    if worst == Severity.ok and gpus:
+    worst = max((f.severity for f in r.findings), default=Severity.ok)
+    if worst == Severity.ok and r.meta.gpus:
         console.print(Text("\nno warning about this workload", style="green"))

@@ -1,9 +1,10 @@
-"""Colours and words shared by the terminal renderers."""
+"""Colours, words and layouts shared by the terminal renderers."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rich.table import Table
 from rich.text import Text
 
 from gputriage.model.finding import Finding, Severity
@@ -23,29 +24,44 @@ def show(value: Any, unit: str = "", digits: int = 0) -> str:
     return f"{value}{unit}"
 
 
-def evidence_text(evidence: dict[str, Any]) -> str:
-    parts = []
-    for key, value in evidence.items():
-        if isinstance(value, float):
-            value = f"{value:g}"
-        elif isinstance(value, list) and len(value) > 6:
-            value = f"[{', '.join(map(str, value[:6]))}, … {len(value)} items]"
-        parts.append(f"{key}={value}")
-    return ", ".join(parts)
+def plain(value: Any, depth: int = 0) -> str:
+    """A value as a person reads it: no Python spellings (None, True, quotes, nested parentheses)."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        if depth > 1:
+            return "{…}"
+        return "{" + ", ".join(f"{k}={plain(v, depth + 1)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        items = [plain(v, depth + 1) for v in value[:6]]
+        more = f", … {len(value)} in all" if len(value) > 6 else ""
+        return "[" + ", ".join(items) + more + "]"
+    return str(value)
 
 
-def finding_text(f: Finding, why: bool = True) -> Text:
-    """A finding as the terminal shows it: badge, symptom and id, then why, do and evidence."""
-    t = Text()
-    t.append(f" {SEVERITY_LABEL[f.severity]:4} ", style=f"reverse {SEVERITY_STYLE[f.severity]}")
-    t.append(f" {f.symptom}", style="bold")
-    t.append(f"  [{f.id}{' · ' + f.subject if f.subject else ''}]\n", style="dim")
+def evidence_text(evidence: dict[str, Any], limit: int = 400) -> str:
+    text = ", ".join(f"{key}={plain(value)}" for key, value in evidence.items())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def finding_text(f: Finding, why: bool = True) -> Table:
+    """A finding as the terminal shows it: badge and symptom (its id and subject after), then why, do and
+    the evidence, each label in a column of its own so wrapped lines keep their indent."""
+    t = Table.grid(padding=(0, 1))
+    t.add_column(justify="right", no_wrap=True, width=9)
+    t.add_column(overflow="fold")
+    head = Text(f.symptom, style="bold")
+    head.append(f"  [{f.id}{' · ' + f.subject if f.subject else ''}]", style="dim")
+    t.add_row(Text(f" {SEVERITY_LABEL[f.severity]} ", style=f"reverse {SEVERITY_STYLE[f.severity]}"), head)
     if why:
-        t.append("       why: ", style="dim")
-        t.append(f.cause + "\n")
-    t.append("        do: ", style="dim")
-    t.append(f.decision, style="green")
+        t.add_row(Text("why:", style="dim"), Text(f.cause))
+    t.add_row(Text("do:", style="dim"), Text(f.decision, style="green"))
     if f.evidence:
-        t.append("\n  evidence: ", style="dim")
-        t.append(evidence_text(f.evidence), style="cyan")
+        t.add_row(Text("evidence:", style="dim"), Text(evidence_text(f.evidence), style="cyan"))
     return t

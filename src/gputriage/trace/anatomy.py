@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import Any
 
 from gputriage.model.numbers import median
+from gputriage.model.trace import Anatomy, StepRow, SyncOp, Syncs, TimeShare
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.load import KERNEL, MEMCPY, Columns
 
@@ -117,45 +117,20 @@ def gpu_kinds(cols: Columns) -> list[str]:
     return out
 
 
-@dataclass
-class Anatomy:
-    device: int
-    window_us: float
-    busy_us: dict[str, float]
-    idle_us: dict[str, float]
-    syncs: dict[str, Any]
-    gaps: int
-    kernel_count: int
-    median_kernel_us: float
-    median_gap_us: float
-    steps: list[dict[str, Any]]
-    underfilled_us: float = 0.0
-    warmup_skipped_us: float = 0.0  # a first profiled step far slower than the rest, left out
-    queued_skipped_us: float = 0.0  # before the first recorded kernel, the GPU ran work queued before the trace
-
-    @property
-    def busy_total_us(self) -> float:
-        return sum(self.busy_us.values())
-
-    @property
-    def idle_total_us(self) -> float:
-        return sum(self.idle_us.values())
-
-    def to_json(self) -> dict[str, Any]:
-        w = self.window_us or 1.0
-        return {
-            "device": self.device, "window_us": round(self.window_us, 1),
-            "busy_us": round(self.busy_total_us, 1), "idle_us": round(self.idle_total_us, 1),
-            "busy_pct": round(100 * self.busy_total_us / w, 1),
-            "busy": {k: {"us": round(v, 1), "pct": round(100 * v / w, 1)} for k, v in self.busy_us.items() if v > 0},
-            "idle": {k: {"us": round(v, 1), "pct": round(100 * v / w, 1)} for k, v in self.idle_us.items() if v > 0},
-            "syncs": self.syncs, "gaps": self.gaps, "kernels": self.kernel_count,
-            "median_kernel_us": round(self.median_kernel_us, 2), "median_gap_us": round(self.median_gap_us, 2),
-            "warmup_skipped_us": round(self.warmup_skipped_us, 1),
-            "queued_skipped_us": round(self.queued_skipped_us, 1),
-            "underfilled_busy_pct": round(100 * self.underfilled_us / self.busy_total_us, 1) if self.busy_total_us else 0.0,
-            "steps": self.steps,
-        }
+def _anatomy(device: int, window_us: float, busy_us: dict[str, float], idle_us: dict[str, float], syncs: Syncs,
+             gaps: list[float], durations: list[float], steps: list[StepRow], underfilled_us: float,
+             warmup_skipped_us: float, queued_skipped_us: float) -> Anatomy:
+    w = window_us or 1.0
+    busy_total, idle_total = sum(busy_us.values()), sum(idle_us.values())
+    return Anatomy(
+        device=device, window_us=round(window_us, 1), busy_us=round(busy_total, 1), idle_us=round(idle_total, 1),
+        busy_pct=round(100 * busy_total / w, 1),
+        busy={k: TimeShare(round(v, 1), round(100 * v / w, 1)) for k, v in busy_us.items() if v > 0},
+        idle={k: TimeShare(round(v, 1), round(100 * v / w, 1)) for k, v in idle_us.items() if v > 0},
+        syncs=syncs, gaps=len(gaps), kernels=len(durations), median_kernel_us=round(_median(durations), 2),
+        median_gap_us=round(_median(gaps), 2), warmup_skipped_us=round(warmup_skipped_us, 1),
+        queued_skipped_us=round(queued_skipped_us, 1), underfilled_us=round(underfilled_us, 1),
+        underfilled_busy_pct=round(100 * underfilled_us / busy_total, 1) if busy_total else 0.0, steps=steps)
 
 
 def _median(xs: list[float]) -> float:
@@ -235,8 +210,7 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
             idle["host_outside_ops"] += hi - cursor
         syncs = _sync_summary(cols, ops, sync_idx, lo, hi, sync_by_op)
         steps = _steps(cols, idx, kinds) if cols.steps else []
-        out.append(Anatomy(dev, hi - lo, busy, idle, syncs, len(gaps), len(durations), _median(durations),
-                           _median(gaps), steps, underfilled, skipped, queued))
+        out.append(_anatomy(dev, hi - lo, busy, idle, syncs, gaps, durations, steps, underfilled, skipped, queued))
     return out
 
 
@@ -284,7 +258,7 @@ def _gap_cause(cols: Columns, ops: dict[int, ThreadOps], corr_to_rt: dict[int, i
 
 
 def _sync_summary(cols: Columns, ops: dict[int, ThreadOps], sync_idx: list[int], lo: float, hi: float,
-                  by_op_idle: dict[str, dict[str, float]]) -> dict[str, Any]:
+                  by_op_idle: dict[str, dict[str, float]]) -> Syncs:
     count, blocked = 0, 0.0
     by_op: dict[str, dict[str, float]] = {}
     for r in sync_idx:
@@ -299,16 +273,14 @@ def _sync_summary(cols: Columns, ops: dict[int, ThreadOps], sync_idx: list[int],
         entry = by_op.setdefault(key, {"calls": 0, "host_blocked_us": 0.0})
         entry["calls"] += 1
         entry["host_blocked_us"] += cols.r_dur[r]
-    rows = []
-    for key, v in by_op.items():
-        idle = by_op_idle.get(key, {})
-        rows.append({"op": key, "calls": int(v["calls"]), "host_blocked_us": round(v["host_blocked_us"], 1),
-                     "gpu_idle_after_us": round(idle.get("gpu_idle_after_us", 0.0), 1)})
-    rows.sort(key=lambda r: (-r["gpu_idle_after_us"], -r["calls"]))
-    return {"count": count, "host_blocked_us": round(blocked, 1), "by_op": rows[:10]}
+    rows = [SyncOp(op=key, calls=int(v["calls"]), host_blocked_us=round(v["host_blocked_us"], 1),
+                   gpu_idle_after_us=round(by_op_idle.get(key, {}).get("gpu_idle_after_us", 0.0), 1))
+            for key, v in by_op.items()]
+    rows.sort(key=lambda r: (-r.gpu_idle_after_us, -r.calls))
+    return Syncs(count=count, host_blocked_us=round(blocked, 1), by_op=rows[:10])
 
 
-def _steps(cols: Columns, idx: list[int], kinds: list[str]) -> list[dict[str, Any]]:
+def _steps(cols: Columns, idx: list[int], kinds: list[str]) -> list[StepRow]:
     out = []
     starts = [cols.g_ts[i] for i in idx]
     for name, s, d in sorted(cols.steps, key=lambda x: x[1]):
@@ -326,6 +298,6 @@ def _steps(cols: Columns, idx: list[int], kinds: list[str]) -> list[dict[str, An
                 by_kind[kinds[i]] = by_kind.get(kinds[i], 0.0) + add
                 cursor = b
         top = max(by_kind, key=lambda k: by_kind[k]) if by_kind else None
-        out.append({"step": name, "dur_us": round(d, 1), "gpu_busy_pct": round(100 * busy / d, 1) if d else 0.0,
-                    "top_kind": top})
+        out.append(StepRow(step=str(name), dur_us=round(d, 1), gpu_busy_pct=round(100 * busy / d, 1) if d else 0.0,
+                           top_kind=top))
     return out

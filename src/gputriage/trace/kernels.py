@@ -12,6 +12,7 @@ from typing import Any
 
 from gputriage.model.numbers import median
 from gputriage.model.specs import GpuSpec
+from gputriage.model.trace import KernelRow
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.load import KERNEL, Columns
 
@@ -30,7 +31,7 @@ def peak_dtype(kind: str, op_dtype: str) -> str:
     return "bf16"
 
 
-def table(cols: Columns, kinds: list[str], spec: GpuSpec | None, top: int = 15) -> list[dict[str, Any]]:
+def table(cols: Columns, kinds: list[str], spec: GpuSpec | None, top: int = 15) -> list[KernelRow]:
     op_by_ext: dict[int, int] = {}
     for i, ext in enumerate(cols.o_ext):
         if ext >= 0 and (cols.o_flops[i] or cols.o_bytes[i]):
@@ -74,5 +75,5 @@ def table(cols: Columns, kinds: list[str], spec: GpuSpec | None, top: int = 15) 
                 if ridge:
                     row["ridge_flop_per_byte"] = round(ridge, 1)
                     row["roof"] = "memory" if ai < ridge else "compute"
-        rows.append(row)
+        rows.append(KernelRow(**row))
     return rows

@@ -1,0 +1,167 @@
+"""Name the bottleneck of one window of samples (the sampler's rules).
+
+Samples are cut into windows (1 s by default, `monitor.windows`); each window gets one label from
+the Bottleneck vocabulary by the rules below, evaluated in order; consecutive windows with the
+same label form a regime (`diagnosis.run_verdict`). Thresholds are the constants below, each with
+its meaning and source (`gputriage rules --command run` lists them).
+
+What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newer):
+- idle: GPU-Util < 5% and SM activity < 5%, and the workload's CPU < 20% of a core (without
+  process data: GPU-Util < 1%).
+- contended: another process has memory on the same GPU while it is busy.
+- vram_pressure: memory used >= 95% of the GPU's total.
+- throttled: a thermal or hardware slowdown reason in >= 30% of the window's samples, or the
+  power cap active at a limit lowered below 90% of the default.
+- h2d_copy_bound: GPU mostly idle (SM < 30%) while PCIe RX >= 2000 MiB/s.
+- underfilled: GPU-Util >= 90% but SM activity < 50%: a kernel always runs, but it covers few SMs.
+- The GPU idles a quarter of the time or more (GPU-Util < 75%): the host does not keep it fed.
+  Which host-side cause, from what the counters can tell apart:
+  - input_starved, certain, when iowait >= 10%.
+  - launch_bound: one workload thread >= 85% busy and, while a kernel runs, it covers under half
+    the SMs (SM activity < 0.5 x GPU-Util): kernels too short to cover their launch. The host is
+    busy launching them; an input pipeline or a sync remain possible.
+  Otherwise (kernels that fill the GPU while they run, or no busy thread):
+  - input_starved when the workload reads >= 20 MB/s (files, pipes, sockets: it loads input while
+    the GPU waits), or, without such reads, when GPU-Util < 30%;
+  - sync_bound else: host work that a synchronization keeps from overlapping the GPU's.
+  The last two look alike on every counter (a thread spinning in a sync is as busy as one decoding
+  data), so each names the other as possible; `run --profile` tells them apart. Without GPM
+  (no SM activity), kernel size is unknown and launch_bound stays possible too.
+- compute_bound: SM activity >= 50% and tensor-pipe activity >= 30% (healthy on tensor cores).
+- memory_bound: SM activity >= 50% and DRAM bandwidth >= 60% of peak.
+- tensor_cores_idle: SM activity >= 60%, tensor pipes < 5%, DRAM < 60%: math on CUDA cores.
+- compute_bound (CUDA cores): SM activity >= 50% otherwise.
+"""
+
+from __future__ import annotations
+
+from gputriage.diagnosis.thresholds import (H200_RECORDINGS, IDLE_SM, IDLE_UTIL, IOWAIT, POWER_LIMIT_LOWERED,
+                                            UNDERFILLED_SM, UNDERFILLED_UTIL, VRAM_PRESSURE)
+from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.finding import Threshold
+from gputriage.model.run import GpuStatic
+from gputriage.model.window import WindowMetrics
+
+J = "judgement"
+IDLE_WORKLOAD_CPU = Threshold("idle_workload_cpu_pct", 20.0, "% of a core",
+                              "the workload's CPU under which it is not working on the host either", J)
+THROTTLED_SHARE = Threshold("throttled_share", 0.3, "share of samples",
+                            "samples of a window with a slowdown reason for the window to be throttled", J)
+GPU_MOSTLY_IDLE_UTIL = Threshold("mostly_idle_util_pct", 30.0, "%",
+                                 "GPU-Util under which the GPU idles most of the time",
+                                 f"{H200_RECORDINGS}: input-starved loops at 10-25%")
+SM_IDLE = Threshold("copy_sm_active_pct", 30.0, "%", "SM activity under which a copy, not a kernel, is what runs",
+                    f"{H200_RECORDINGS}: pageable-copy loops at 2-10% SM activity")
+PCIE_RX_BUSY = Threshold("pcie_rx_busy_mib_per_s", 2000.0, "MiB/s",
+                         "host-to-device traffic that says copies are what the GPU waits on",
+                         f"{H200_RECORDINGS}: pageable copies 5-8 GB/s, pinned 50 GB/s; judgement for 2 GB/s")
+HOT_THREAD = Threshold("hot_thread_pct", 85.0, "% of a core", "a workload thread this busy is saturated",
+                       f"{H200_RECORDINGS}: launch-bound loops 95-100%")
+HOST_BOUND_UTIL = Threshold("host_bound_util_pct", 75.0, "%",
+                            "GPU-Util under which the GPU idles a quarter of the time: the host does not keep it fed",
+                            J)
+SM_LOW = Threshold("sm_busy_pct", 50.0, "%", "SM activity at which the SMs, not the host, set the pace",
+                   f"{H200_RECORDINGS}: healthy GEMMs 93%")
+TENSOR_BUSY = Threshold("tensor_busy_pct", 30.0, "%", "tensor-pipe activity that says the math runs on tensor cores",
+                        f"{H200_RECORDINGS}: bf16 GEMMs 90%, fp32 GEMMs 0%")
+TENSOR_IDLE = Threshold("tensor_idle_pct", 5.0, "%", "tensor-pipe activity under which no math runs on tensor cores",
+                        f"{H200_RECORDINGS}: fp32 GEMMs 0%")
+DRAM_BUSY = Threshold("dram_busy_pct", 60.0, "% of peak", "DRAM bandwidth at which memory sets the pace",
+                      f"{H200_RECORDINGS}: unfused elementwise chains 80-90%; GEMMs 17%")
+SM_BUSY = Threshold("cuda_core_sm_pct", 60.0, "%", "SM activity at which CUDA-core math (not waiting) fills the SMs",
+                    f"{H200_RECORDINGS}: fp32 GEMMs 95%")
+SMALL_KERNEL_SM_PER_UTIL = Threshold(
+    "small_kernel_sm_per_util", 0.5, "ratio",
+    "SM activity / GPU-Util under which the kernels that run cover under half the SMs",
+    f"{H200_RECORDINGS}: launch-bound loops 0.1-0.3, input-starved loops with large kernels 0.9")
+INPUT_READ = Threshold("input_read_mb_per_s", 20.0, "MB/s",
+                       "the workload's reads (files, pipes, sockets) that say it loads input while the GPU waits",
+                       f"{H200_RECORDINGS}: a file-fed loader 300+ MB/s, a sync-bound loop < 1 MB/s")
+
+
+def computes(util_pct: float | None, sm_active_pct: float | None) -> bool:
+    """The GPU ran work (GPU-Util or SM activity above idle)."""
+    return (util_pct or 0.0) >= IDLE_UTIL.value or (sm_active_pct or 0.0) >= IDLE_SM.value
+
+
+def label(m: WindowMetrics, gpu: GpuStatic) -> tuple[B, list[B]]:
+    """The window's bottleneck, and the others the counters cannot rule out."""
+    util, sm = m.util_pct, m.sm_active_pct
+    busy_util = util if util is not None else 0.0
+    sm_known = sm is not None
+    sm_v = sm if sm is not None else busy_util  # without GPM, GPU-Util is all there is
+    rx = m.pcie_rx_mib_per_s or 0.0
+    cpu = m.workload_cpu_pct
+    if busy_util < IDLE_UTIL.value and sm_v < IDLE_SM.value and (cpu is None or cpu < IDLE_WORKLOAD_CPU.value) \
+            and rx < PCIE_RX_BUSY.value and (cpu is not None or busy_util < 1.0):
+        return B.idle, []
+    if m.neighbours and busy_util >= IDLE_UTIL.value:
+        return B.contended, []
+    total = gpu.memory_total_bytes
+    if total and m.used_bytes and 100.0 * m.used_bytes / total >= VRAM_PRESSURE.value:
+        return B.vram_pressure, []
+    if (m.throttled_share or 0.0) >= THROTTLED_SHARE.value:
+        return B.throttled, []
+    limit, default = gpu.power_limit_mw, gpu.power_default_mw
+    if (m.power_capped_share or 0.0) >= THROTTLED_SHARE.value and limit and default \
+            and 100.0 * limit / default < POWER_LIMIT_LOWERED.value:
+        return B.throttled, []
+    if sm_v < SM_IDLE.value and rx >= PCIE_RX_BUSY.value:
+        return B.h2d_copy_bound, []
+    if sm_known and sm_v < UNDERFILLED_SM.value and busy_util >= UNDERFILLED_UTIL.value:
+        return B.underfilled, []
+    if busy_util < HOST_BOUND_UTIL.value:
+        return _host_side(m, busy_util, sm)
+    if not sm_known:
+        if (m.mem_util_pct or 0.0) >= DRAM_BUSY.value:
+            return B.memory_bound, []
+        return B.compute_bound, [B.underfilled, B.memory_bound]
+    tensor, dram = m.tensor_active_pct, m.dram_active_pct
+    if tensor is not None and tensor >= TENSOR_BUSY.value:
+        return B.compute_bound, []
+    if dram is not None and dram >= DRAM_BUSY.value:
+        return B.memory_bound, []
+    if tensor is not None and tensor < TENSOR_IDLE.value and sm_v >= SM_BUSY.value:
+        return B.tensor_cores_idle, []
+    return B.compute_bound, []
+
+
+def _host_side(m: WindowMetrics, util: float, sm: float | None) -> tuple[B, list[B]]:
+    """The GPU idles a quarter of the time or more: which host-side cause (see the module doc)."""
+    if (m.iowait_pct or 0.0) >= IOWAIT.value:
+        return B.input_starved, []
+    hot = (m.top_thread_pct or 0.0) >= HOT_THREAD.value
+    if sm is None:  # no GPM: kernel size unknown
+        if util < GPU_MOSTLY_IDLE_UTIL.value:
+            return B.input_starved, [B.launch_bound, B.sync_bound] if hot else [B.sync_bound]
+        return B.sync_bound, [B.launch_bound, B.input_starved]
+    if hot and sm < SMALL_KERNEL_SM_PER_UTIL.value * util:
+        return B.launch_bound, [B.input_starved, B.sync_bound]
+    if (m.read_mb_per_s or 0.0) >= INPUT_READ.value or util < GPU_MOSTLY_IDLE_UTIL.value:
+        return B.input_starved, [B.sync_bound]
+    return B.sync_bound, [B.input_starved]
+
+
+# the thresholds each label rests on, for the catalog
+LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
+    B.idle: (IDLE_UTIL, IDLE_SM, IDLE_WORKLOAD_CPU),
+    B.contended: (IDLE_UTIL,),
+    B.vram_pressure: (VRAM_PRESSURE,),
+    B.throttled: (THROTTLED_SHARE, POWER_LIMIT_LOWERED),
+    B.h2d_copy_bound: (SM_IDLE, PCIE_RX_BUSY),
+    B.underfilled: (UNDERFILLED_UTIL, UNDERFILLED_SM),
+    B.input_starved: (HOST_BOUND_UTIL, IOWAIT, INPUT_READ, GPU_MOSTLY_IDLE_UTIL),
+    B.launch_bound: (HOST_BOUND_UTIL, HOT_THREAD, SMALL_KERNEL_SM_PER_UTIL),
+    B.sync_bound: (HOST_BOUND_UTIL, INPUT_READ, GPU_MOSTLY_IDLE_UTIL),
+    B.compute_bound: (SM_LOW, TENSOR_BUSY),
+    B.memory_bound: (SM_LOW, DRAM_BUSY),
+    B.tensor_cores_idle: (SM_BUSY, TENSOR_IDLE, DRAM_BUSY),
+    B.comm_bound: (),
+}
+# what a label needs to be seen at all
+LABEL_NEEDS: dict[B, tuple[str, ...]] = {
+    B.idle: ("gpu",), B.contended: ("gpu",), B.vram_pressure: ("gpu",), B.throttled: ("gpu",),
+    B.h2d_copy_bound: ("gpu", "gpm"), B.underfilled: ("gpu", "gpm"), B.input_starved: ("gpu", "workload"),
+    B.launch_bound: ("gpu", "gpm", "workload"), B.sync_bound: ("gpu", "workload"), B.compute_bound: ("gpu",),
+    B.memory_bound: ("gpu",), B.tensor_cores_idle: ("gpu", "gpm"), B.comm_bound: ("gpu", "trace"),
+}

@@ -1,0 +1,80 @@
+"""What a check rule is, and the read-only view of evidence rules evaluate."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
+from gputriage.model.reading import Reading, Unavailable
+from gputriage.model.snapshot import Snapshot
+
+CHECK = ("check",)
+
+
+class Evidence:
+    """Facts by name. `get` gives the value or None when missing or unavailable."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+
+    def reading(self, name: str) -> Reading:
+        return self.snapshot.get(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        value = self.snapshot.get(name)
+        return default if isinstance(value, Unavailable) or value is None else value
+
+    def unavailable(self, name: str) -> Unavailable | None:
+        value = self.snapshot.get(name)
+        return value if isinstance(value, Unavailable) else None
+
+    def gpu(self, index: int, name: str, default: Any = None) -> Any:
+        return self.get(f"gpu.{index}.{name}", default)
+
+    @property
+    def gpus(self) -> list[int]:
+        count = self.get("gpu.count")
+        return list(range(count)) if isinstance(count, int) else []
+
+    def gpu_label(self, index: int) -> str:
+        name = self.gpu(index, "name")
+        return f"GPU {index}" + (f" ({name})" if name else "")
+
+
+class Rule:
+    """One check rule: its catalog entry (and any other entry it may report) and its evaluation."""
+
+    def __init__(self, *, id: str, step: int, severity: Severity, symptom: str, cause: str, decision: str,
+                 condition: str, evaluate: Callable[[Evidence], list[Finding]],
+                 thresholds: tuple[Threshold, ...] = (), needs: tuple[str, ...] = (),
+                 also: tuple[FindingSpec, ...] = ()) -> None:
+        self.spec = FindingSpec(id=id, step=step, severity=severity, symptom=symptom, cause=cause, decision=decision,
+                                commands=CHECK, condition=condition, thresholds=thresholds, needs=needs)
+        self.also = also
+        self.evaluate = evaluate
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def step(self) -> int:
+        return self.spec.step
+
+    @property
+    def specs(self) -> tuple[FindingSpec, ...]:
+        return (self.spec, *self.also)
+
+    def finding(self, severity: Severity, evidence: dict[str, Any], *, subject: str = "",
+                symptom: str | None = None, cause: str | None = None, decision: str | None = None,
+                spec: FindingSpec | None = None) -> Finding:
+        return (spec or self.spec).finding(evidence, subject=subject, severity=severity, symptom=symptom, cause=cause,
+                                           decision=decision)
+
+
+def pct(part: float, whole: float) -> float:
+    return round(100.0 * part / whole, 1) if whole else 0.0
+
+
+def gib(n_bytes: float) -> str:
+    return f"{n_bytes / 2**30:.1f} GiB"

@@ -1,0 +1,133 @@
+"""The one judge of a monitored run (`run`, `watch`, `show`, `monitor()`): a recording (and, for
+`run --profile`, the profiler's trace) in, a `RunReport` out — verdict per GPU, the merged verdict,
+findings, budget violations."""
+
+from __future__ import annotations
+
+from gputriage.diagnosis.budget import Budget, check_windows
+from gputriage.diagnosis.classify import computes
+from gputriage.diagnosis.merge import merge
+from gputriage.diagnosis.run_findings import host_findings, idle_edges, verdict_finding
+from gputriage.diagnosis.run_verdict import WORKLOAD_VRAM_BYTES, gpu_verdict
+from gputriage.diagnosis.trace_findings import as_profiler_artefact
+from gputriage.model.bottleneck import HOST_BOUND
+from gputriage.model.finding import Finding, triage_order
+from gputriage.model.numbers import median
+from gputriage.model.run import (GpuStatic, GpuVerdict, HostSummary, ProfileReport, ProfilerEffect, RunReport,
+                                 RunVerdict)
+from gputriage.monitor.windows import WindowSeries
+from gputriage.monitor.session import Recording
+
+MIN_EFFECT_POINTS = 3
+
+
+def workload_gpus(rec: Recording) -> list[int]:
+    """GPUs the workload used: where activity rose or its memory grew; else the first."""
+    used = []
+    for i in rec.gpus:
+        s = rec.windows.series[i]
+        if not len(s):
+            continue
+        base = s[0].used_bytes or 0.0
+        if any(computes(w.util_max_pct, w.sm_active_max_pct) or (w.used_max_bytes or 0.0) > base + WORKLOAD_VRAM_BYTES
+               for w in s):
+            used.append(i)
+    return used or rec.gpus[:1]
+
+
+def profiler_effect(rec: Recording, gpu: int, v: GpuVerdict, window_s: list[float] | None,
+                    held_s: list[float] | None = None) -> ProfilerEffect | None:
+    """Median GPU-Util while the profiler ran and over the rest of the steady run (start-up and
+    shut-down left out), outside the time the profiler held the workload. From the samples when the
+    ring still holds the profiled window, else from the windows; None with too few points."""
+    if not window_s or rec.started_s is None or rec.ended_s is None:
+        return None
+    t0, t1 = window_s
+    h0, h1 = held_s or window_s
+    steady_from = rec.started_s + v.startup_s
+    steady_to = rec.ended_s - v.shutdown_s
+    from_samples = bool(rec.recent) and rec.recent[0].t_s <= t0
+    points: list[tuple[float, float | None]]
+    if from_samples:
+        points = [(s.t_s, g.util_pct if (g := s.gpu(gpu)) else None) for s in rec.recent]
+    else:  # the ring no longer holds the window: each window by its middle
+        points = [((w.t0_s + w.t1_s) / 2, w.util_pct) for w in rec.windows.series[gpu]]
+    inside, outside = [], []
+    for t, util in points:
+        if util is None or not steady_from <= t <= steady_to:
+            continue
+        if t0 <= t <= t1:
+            inside.append(util)
+        elif not h0 <= t <= h1:
+            outside.append(util)
+    if len(inside) < (MIN_EFFECT_POINTS if from_samples else 1) or len(outside) < MIN_EFFECT_POINTS:
+        return None
+    return ProfilerEffect(inside_pct=float(median(inside)), outside_pct=float(median(outside)))
+
+
+def host_summary(host: WindowSeries) -> HostSummary:
+    def med(name: str) -> float | None:
+        xs = [x for x in host.column(name) if x is not None]
+        return round(float(median(xs)), 1) if xs else None
+
+    swap = [x for x in host.column("swap_in_max_pages_per_s") if x is not None]
+    return HostSummary(workload_cpu_pct=med("workload_cpu_pct"), top_thread_pct=med("top_thread_pct"),
+                       max_core_pct=med("max_core_pct"), iowait_pct=med("iowait_pct"),
+                       read_mb_per_s=med("read_mb_per_s"), swap_in_max_pages_per_s=max(swap) if swap else None)
+
+
+def dominant(verdicts: dict[int, GpuVerdict]) -> GpuVerdict | None:
+    """The verdict most GPUs share."""
+    named = [v for v in verdicts.values() if v.bottleneck is not None]
+    if not named:
+        return None
+    names = [v.bottleneck for v in named]
+    top = max(set(names), key=names.count)
+    return next(v for v in named if v.bottleneck == top)
+
+
+def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileReport | None = None,
+          budget: Budget | None = None, complete: bool = True) -> RunReport:
+    workload = rec.kind == "run"
+    static = rec.static
+    held = tuple(profile.held_s) if profile and profile.held_s else None
+    started, ended = rec.started_s or 0.0, rec.ended_s or 0.0
+    verdicts = {i: gpu_verdict(rec.windows.series[i], static.get(i, GpuStatic()), started, ended,
+                               exclude_s=held)  # type: ignore[arg-type]
+                for i in workload_gpus(rec)}
+    first = dominant(verdicts)
+    verdict = RunVerdict(bottleneck=first.bottleneck if first else None, source="sampler",
+                         per_gpu={str(k): v for k, v in verdicts.items()})
+    findings: list[Finding] = []
+    for i, v in verdicts.items():
+        f = verdict_finding(v, static.get(i, GpuStatic()))
+        if f is not None:
+            findings.append(f)
+        if workload:
+            edges = idle_edges(v, ended - started)
+            if edges is not None:
+                findings.append(edges)
+    findings += host_findings(rec.windows.host)
+    trace = profile.trace if profile else None
+    if profile is not None and trace is not None:
+        lead = next(iter(verdicts.values()), None)
+        effect = profiler_effect(rec, lead.gpu, lead, profile.window_s, profile.held_s) if lead else None
+        merged = merge(lead, trace.verdict, effect)
+        verdict.bottleneck, verdict.source, verdict.merged = merged.bottleneck, merged.source, merged
+        verdict.profiler_effect = effect
+        trace_findings = list(trace.findings)
+        if merged.profiler_starved:  # the trace's host-side idle is the profiler's own
+            host_side = {f"trace.{b.value}" for b in HOST_BOUND}
+            why = f"{merged.profiler_note}: this idle is its own overhead"
+            trace_findings = [as_profiler_artefact(f, why) if f.id in host_side else f for f in trace_findings]
+        findings += trace_findings
+    if budget is not None:
+        findings += check_windows(budget, rec.windows.series, rec.windows.host, static)
+    notes = [rec.store_error] if rec.store_error else []
+    if not rec.gpus:
+        notes.append(f"no GPU was sampled ({rec.meta.system.get('nvml', 'NVML sees no GPU')}): the host and the "
+                     "workload were")
+    return RunReport(id=rec.run_id, kind=rec.kind, command=rec.command, started_s=rec.started_s, ended_s=rec.ended_s,
+                     exit_code=exit_code, complete=complete, samples=rec.windows.count, meta=rec.meta, verdict=verdict,
+                     findings=triage_order(findings), host=host_summary(rec.windows.host), profile=profile,
+                     notes=notes)

@@ -1,0 +1,173 @@
+"""One GPU's verdict over a run: the label of each window (`diagnosis.classify`), the regimes they
+form, and the dominant bottleneck of the steady state with its share, confidence and evidence.
+
+The steady state lies between the start-up (until the window in which the GPU first computes;
+for a run that never computes, until its memory first grows) and the shut-down (after the window
+in which it last computed): imports, model building and kernel loading before the work, saving and
+joining workers after it, are not the workload's bottleneck.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from gputriage.diagnosis.bottlenecks import DECISIONS
+from gputriage.diagnosis.classify import computes, label
+from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.numbers import median
+from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
+from gputriage.model.window import WindowMetrics
+from gputriage.monitor.windows import WindowSeries
+
+WORKLOAD_VRAM_BYTES = 256 * 2**20  # memory growth that says a workload holds the GPU
+SERIES_POINTS = 720  # at most this many points in a verdict's series
+EDGES = ("start-up", "shut-down")
+
+
+def steady_bounds(ws: Sequence[WindowMetrics]) -> tuple[int | None, int | None]:
+    """(index of the window in which the GPU first computed — or, if it never did, in which its memory
+    first grew with the workload's —, index of the last window in which it computed); None when none."""
+    first = next((i for i, w in enumerate(ws) if computes(w.util_max_pct, w.sm_active_max_pct)), None)
+    if first is None and ws:
+        base = ws[0].used_bytes or 0.0
+        first = next((i for i, w in enumerate(ws) if (w.used_max_bytes or 0.0) > base + WORKLOAD_VRAM_BYTES
+                      and w.workload_vram_max_bytes), None)
+        return first, None
+    last = next((i for i in range(len(ws) - 1, -1, -1) if computes(ws[i].util_max_pct, ws[i].sm_active_max_pct)), None)
+    return first, last
+
+
+def regimes(ws: Sequence[WindowMetrics], labels: Sequence[B], t0: float, start: int | None, end: int | None,
+            window_s: float) -> list[Regime]:
+    """Consecutive windows of one label, start-up and shut-down apart; one-window blips folded into
+    the regime before them."""
+    out: list[Regime] = []
+    if start is not None and ws[start].t0_s > t0:
+        out.append(Regime(0.0, ws[start].t0_s - t0, "start-up"))
+    for i, (w, lab) in enumerate(zip(ws, labels)):
+        if start is not None and i < start:
+            continue
+        if end is not None and i > end:
+            out.append(Regime(w.t0_s - t0, ws[-1].t1_s - t0, "shut-down"))
+            break
+        if out and out[-1].regime == lab.value:
+            out[-1].end_s = w.t1_s - t0
+        else:
+            out.append(Regime(w.t0_s - t0, w.t1_s - t0, lab.value))
+    merged: list[Regime] = []
+    for r in out:
+        if merged and r.end_s - r.start_s < 1.5 * window_s and r.regime not in EDGES and merged[-1].regime not in EDGES:
+            merged[-1].end_s = r.end_s
+            continue
+        if merged and merged[-1].regime == r.regime:
+            merged[-1].end_s = r.end_s
+            continue
+        merged.append(r)
+    return [Regime(round(r.start_s, 1), round(r.end_s, 1), r.regime) for r in merged]
+
+
+def _mark_warmup(timeline: list[Regime], dominant: str) -> list[Regime]:
+    """A short first phase after start-up that gives way to the dominant regime is the warm-up."""
+    body = [i for i, r in enumerate(timeline) if r.regime not in EDGES]
+    if len(body) >= 2:
+        first, second = timeline[body[0]], timeline[body[1]]
+        if first.regime != dominant and second.regime == dominant and \
+                first.end_s - first.start_s < second.end_s - second.start_s:
+            timeline[body[0]] = Regime(first.start_s, first.end_s, "warm-up")
+    return timeline
+
+
+def describe(b: B, m: dict[str, float]) -> str:
+    """The figures that make the case for a bottleneck, in a sentence."""
+    def f(key: str, unit: str = "%") -> str:
+        v = m.get(key)
+        return "n/a" if v is None else f"{v:.0f}{unit}"
+
+    parts = {
+        B.underfilled: f"GPU-Util {f('util_pct')} but SM activity {f('sm_active_pct')}, occupancy {f('sm_occupancy_pct')}",
+        B.compute_bound: f"SM activity {f('sm_active_pct')}, tensor pipes {f('tensor_active_pct')}, {f('power_w', ' W')}",
+        B.memory_bound: f"DRAM bandwidth {f('dram_active_pct')} of peak, SM activity {f('sm_active_pct')}, "
+                        f"tensor pipes {f('tensor_active_pct')}",
+        B.tensor_cores_idle: f"SM activity {f('sm_active_pct')} but tensor pipes {f('tensor_active_pct')}, "
+                             f"DRAM {f('dram_active_pct')}",
+        B.input_starved: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')} while one workload thread "
+                         f"runs at {f('top_thread_pct')}, the workload reads {f('read_mb_per_s', ' MB/s')} "
+                         f"(iowait {f('iowait_pct')})",
+        B.launch_bound: f"GPU-Util {f('util_pct')} but SM activity {f('sm_active_pct')} (short kernels), one host "
+                        f"thread at {f('top_thread_pct')}",
+        B.sync_bound: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')}, busiest host thread "
+                      f"{f('top_thread_pct')}",
+        B.h2d_copy_bound: f"PCIe RX {f('pcie_rx_mib_per_s', ' MiB/s')} while SM activity is {f('sm_active_pct')}",
+        B.throttled: f"slowdown reasons in {m.get('throttled_share') or 0:.0%} of samples, SM clock "
+                     f"{f('sm_clock_mhz', ' MHz')}, {f('temperature_c', ' C')}",
+        B.vram_pressure: f"{(m.get('used_bytes') or 0) / 2**30:.1f} GiB of VRAM used",
+        B.contended: f"{m.get('neighbours', 0):.0f} other process(es) on the GPU, GPU-Util {f('util_pct')}",
+        B.idle: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')}, workload CPU {f('workload_cpu_pct')}",
+    }
+    return parts.get(b, "")
+
+
+def _series(ws: Sequence[WindowMetrics], t0: float) -> Series:
+    """Per-window GPU-Util and SM activity, squeezed to SERIES_POINTS by taking maxima."""
+    n = len(ws)
+    step = max(1, -(-n // SERIES_POINTS))
+    t, util, sm = [], [], []
+    for i in range(0, n, step):
+        chunk = ws[i:i + step]
+        t.append(round(chunk[0].t0_s - t0, 1))
+        us = [w.util_pct for w in chunk if w.util_pct is not None]
+        ss = [w.sm_active_pct for w in chunk if w.sm_active_pct is not None]
+        util.append(max(us) if us else None)
+        sm.append(round(max(ss), 1) if ss else None)
+    return Series(t_s=t, util_pct=util, sm_active_pct=sm if any(x is not None for x in sm) else [])
+
+
+def _evidence(chosen: list[WindowMetrics]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name in WindowMetrics.__struct_fields__:
+        if name in ("t0_s", "t1_s", "samples"):
+            continue
+        vals = [v for v in (getattr(w, name) for w in chosen) if v is not None]
+        if vals:
+            out[name] = round(float(median(vals)), 2)
+    return out
+
+
+def gpu_verdict(series: WindowSeries, gpu: GpuStatic, run_start_s: float, run_end_s: float,
+                exclude_s: tuple[float, float] | None = None) -> GpuVerdict:
+    """The dominant bottleneck of one GPU's steady state. Windows that overlap `exclude_s` (the time a
+    profiler held the workload) are left out."""
+    ws = [w for w in series if exclude_s is None or w.t1_s < exclude_s[0] or w.t0_s > exclude_s[1]]
+    start, end = steady_bounds(ws)
+    labelled = [label(w, gpu) for w in ws]
+    labels = [lab for lab, _ in labelled]
+    startup_s = ws[start].t0_s - run_start_s if start is not None else 0.0
+    shutdown_s = run_end_s - ws[end].t1_s if end is not None else 0.0
+    steady = [i for i in range(len(ws)) if (start is None or i > start or (i == start == 0))
+              and (end is None or i <= end)] or list(range(len(ws)))
+    timeline = regimes(ws, labels, run_start_s, start, end, series.window_s)
+    verdict = GpuVerdict(gpu=series.gpu, startup_s=round(max(0.0, startup_s), 1),
+                         shutdown_s=round(max(0.0, shutdown_s), 1), timeline=timeline, series=_series(ws, run_start_s))
+    if not steady:
+        verdict.summary = "too few samples to judge"
+        return verdict
+    counts: dict[B, float] = {}
+    for i in steady:
+        counts[labels[i]] = counts.get(labels[i], 0.0) + (ws[i].duration_s or series.window_s)
+    total = sum(counts.values())
+    dominant = max(counts, key=lambda k: counts[k])
+    chosen = [ws[i] for i in steady if labels[i] == dominant]
+    alternatives = sorted({a for i in steady if labels[i] == dominant for a in labelled[i][1]}, key=lambda b: b.value)
+    share = counts[dominant] / total
+    evidence = _evidence(chosen)
+    verdict.bottleneck = dominant
+    verdict.share = round(share, 2)
+    verdict.confidence = round(share * (0.6 if alternatives else 1.0), 2)
+    verdict.summary = f"{describe(dominant, evidence)}: {dominant.value}"
+    verdict.decision = DECISIONS[dominant]
+    verdict.evidence = evidence
+    verdict.undecided_between = [dominant, *alternatives] if alternatives else []
+    verdict.steady_s = round(total, 1)
+    verdict.timeline = _mark_warmup(timeline, dominant.value)
+    verdict.shares = {k.value: round(v / total, 2) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])}
+    return verdict

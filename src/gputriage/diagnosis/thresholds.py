@@ -1,0 +1,43 @@
+"""Thresholds that more than one judgement reads: `check`'s rules, the sampler's classifier and the
+run's findings use the same numbers, so a GPU called underfilled by one is underfilled for all.
+
+Sources name where a number comes from: the GPU triage playbook gputriage automates, NVIDIA's
+documentation, recordings of real workloads on an H200 (tests/fixtures/h200), or judgement where
+nothing better exists (said so)."""
+
+from __future__ import annotations
+
+from gputriage.model.finding import Threshold
+
+PLAYBOOK = "GPU triage playbook"
+H200_RECORDINGS = "recordings of real workloads on an H200 (tests/fixtures/h200)"
+
+IDLE_UTIL = Threshold(
+    "idle_util_pct", 5.0, "%", "GPU-Util at or below which the GPU runs nothing worth counting",
+    f"{PLAYBOOK}, step 1: GPU-Util near 0% during what should be GPU work; idle H200 recordings read 0%")
+IDLE_SM = Threshold(
+    "idle_sm_active_pct", 5.0, "%", "SM activity (GPM) at or below which no SM works",
+    f"{H200_RECORDINGS}: 0-1% at idle, 6% for the smallest kernels seen")
+UNDERFILLED_UTIL = Threshold(
+    "underfilled_util_pct", 90.0, "%", "GPU-Util at or above which a kernel is running nearly all the time",
+    f"{H200_RECORDINGS}: small-batch loops read 99-100% GPU-Util")
+UNDERFILLED_SM = Threshold(
+    "underfilled_sm_active_pct", 50.0, "%",
+    "SM activity under which most SMs have no block to run although a kernel runs",
+    f"{H200_RECORDINGS}: small-batch kernels 18-25% SM activity at 100% GPU-Util; healthy GEMMs 93%")
+VRAM_NEARLY_FULL = Threshold(
+    "vram_nearly_full_pct", 90.0, "%", "VRAM used at or above which transient peaks have too little headroom",
+    f"{PLAYBOOK}, stable inference checklist: treat 90-95% VRAM use as 'dangerously full'")
+VRAM_PRESSURE = Threshold(
+    "vram_pressure_pct", 95.0, "%",
+    "VRAM used at or above which the caching allocator frees and re-acquires memory (cudaFree synchronizes)",
+    f"{PLAYBOOK}, stable inference checklist: the top of the 90-95% 'dangerously full' range")
+IOWAIT = Threshold(
+    "iowait_pct", 10.0, "%", "Share of CPU time waiting on I/O at which storage holds the input pipeline back",
+    f"{PLAYBOOK}, task 6 (mpstat %iowait); judgement for the exact figure")
+POWER_LIMIT_LOWERED = Threshold(
+    "power_limit_lowered_pct", 90.0, "% of default", "Enforced power limit under which the limit was lowered on purpose",
+    "NVML: nvmlDeviceGetEnforcedPowerLimit against nvmlDeviceGetPowerManagementDefaultLimit; judgement for 90%")
+SWAP_IN = Threshold(
+    "swap_in_pages_per_s", 10.0, "pages/s", "Swap-in rate at which the host pages instead of feeding the GPU",
+    f"{PLAYBOOK}, task 9 (vmstat si); judgement for the exact figure")

@@ -1,0 +1,170 @@
+"""The findings of a profiled window (`trace.*`): every cause above its threshold, with the figures
+of the trace that show it, the verdict's first."""
+
+from __future__ import annotations
+
+from gputriage.diagnosis.bottlenecks import MEANINGS
+from gputriage.diagnosis.trace_verdict import DECISION, UNDERFILLED_BUSY
+from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
+from gputriage.model.specs import GpuSpec
+from gputriage.model.trace import RankAnalysis, TraceVerdict
+from gputriage.trace import kernel_kinds as kk
+from gputriage.trace.analyze import LARGE_TENSOR_BYTES
+from gputriage.trace.kernels import peak_dtype
+
+TRACE = ("trace", "run")
+J = "judgement"
+FINDING_MIN = Threshold("finding_min_pct", 10.0, "% of the window", "time a cause must take to be a finding", J)
+PAGEABLE_MIN = Threshold("pageable_min_pct", 2.0, "% of the window",
+                         "copies from pageable memory worth a warning (they block the host and run at a fraction of "
+                         "the link's speed)", J)
+CHAIN_MIN_KERNELS = Threshold("chain_min_kernels", 3, "kernels",
+                              "distinct elementwise kernels over tensors beyond any L2 that fusion would collapse", J)
+SLOW_GEMM = Threshold("slow_gemm_pct_of_peak", 50.0, "% of the datasheet",
+                      "rate of large tensor-core GEMMs under which something slows them down",
+                      "recorded H200 traces: large bf16 GEMMs reach 68-78% of the dense datasheet")
+SLOW_GEMM_MIN_US = Threshold("slow_gemm_min_us", 100.0, "µs",
+                             "kernels long enough that shape and launch effects do not explain a low rate", J)
+SLOW_GEMM_SHARE = Threshold("slow_gemm_min_share_pct", 20.0, "% of kernel time",
+                            "kernel time such GEMMs must take to matter", J)
+
+
+def _spec(b: B, condition: str, *thresholds: Threshold, severity: Severity = Severity.warn) -> FindingSpec:
+    m = MEANINGS[b]
+    return FindingSpec(id=f"trace.{b.value}", step=m.step, severity=severity, symptom=m.symptom, cause=m.cause,
+                       decision=DECISION[b], commands=TRACE, condition=condition, thresholds=thresholds,
+                       needs=("trace",))
+
+
+SPECS = {
+    B.launch_bound: _spec(B.launch_bound, "GPU idle waiting for kernel launches >= 10% of the window", FINDING_MIN),
+    B.sync_bound: _spec(B.sync_bound, "GPU idle after host synchronizations >= 10% of the window", FINDING_MIN),
+    B.input_starved: _spec(B.input_starved, "GPU idle while the host works (in or outside framework ops) >= 10%",
+                           FINDING_MIN),
+    B.h2d_copy_bound: _spec(B.h2d_copy_bound, "pageable copies >= 2% of the window (warn), or all host-device "
+                            "copies >= 10% (info)", PAGEABLE_MIN, FINDING_MIN),
+    B.tensor_cores_idle: _spec(B.tensor_cores_idle, "GEMMs on CUDA cores >= 10% of the window", FINDING_MIN),
+    B.memory_bound: _spec(B.memory_bound, "elementwise and reduction kernels >= 10% of the window (warn when a "
+                          "chain of such kernels over large tensors is the verdict)", FINDING_MIN, CHAIN_MIN_KERNELS,
+                          severity=Severity.info),
+    B.vram_pressure: _spec(B.vram_pressure, "GPU idle after cudaMalloc/cudaFree >= 10% of the window", FINDING_MIN),
+    B.underfilled: _spec(B.underfilled, "busy >= half the window, and >= 50% of busy time in kernels whose blocks "
+                         "cover under half the SMs", UNDERFILLED_BUSY),
+    B.comm_bound: _spec(B.comm_bound, "communication kernels >= 10% of the window", FINDING_MIN),
+}
+SLOW_GEMMS = FindingSpec(
+    id="trace.slow_gemms", step=2, severity=Severity.warn, commands=TRACE, needs=("trace", "spec"),
+    symptom="Large tensor-core GEMMs run far under the datasheet rate",
+    cause="Kernels long enough to run at full rate run slowly: the GPU is time-sliced with another process, or its "
+          "clocks are held down (power, thermal)",
+    decision="Look for other processes on the GPU and clock-event reasons (`gputriage check`, or `gputriage run`, "
+             "which sees both); compare with `gputriage bench`",
+    condition="a tensor-core GEMM of >= 100 µs taking >= 20% of kernel time reaches < 50% of the datasheet rate",
+    thresholds=(SLOW_GEMM, SLOW_GEMM_MIN_US, SLOW_GEMM_SHARE))
+ALL_SPECS = (*SPECS.values(), SLOW_GEMMS)
+
+
+def findings(r: RankAnalysis, verdict: TraceVerdict, spec: GpuSpec | None = None) -> list[Finding]:
+    """Findings with decisions for every cause above its threshold, the verdict's first."""
+    a = r.main()
+    if a is None:
+        return []
+    w = a.window_us or 1.0
+
+    def pct(us: float) -> float:
+        return round(100 * us / w, 1)
+
+    out: list[Finding] = []
+    subject = f"gpu.{a.device}"
+
+    def add(b: B, severity: Severity, symptom: str, cause: str, evidence: dict) -> None:  # noqa: ANN401
+        out.append(SPECS[b].finding(evidence, subject=subject, severity=severity, symptom=symptom, cause=cause))
+
+    launch, sync = a.idle_of("launch"), a.idle_of("sync")
+    if pct(launch) >= FINDING_MIN.value:
+        add(B.launch_bound, Severity.warn, f"GPU idle {pct(launch)}% of the window waiting for kernel launches",
+            f"{a.kernels} kernels with a median of {a.median_kernel_us:.1f} µs; the median gap between them is "
+            f"{a.median_gap_us:.1f} µs: the host issues kernels slower than the GPU runs them",
+            {"launch_idle_pct": pct(launch), "kernels": a.kernels, "median_kernel_us": a.median_kernel_us,
+             "median_gap_us": a.median_gap_us})
+    if pct(sync) >= FINDING_MIN.value:
+        top = a.syncs.by_op[:3]
+        calls = a.syncs.count
+        add(B.sync_bound, Severity.warn, f"GPU idle {pct(sync)}% of the window after host synchronizations",
+            f"{calls} synchronizing call{'s' if calls != 1 else ''} drained the GPU queue; the host then had to issue "
+            "work again. Most from: " + ", ".join(f"{t.op} ({t.calls}x)" for t in top),
+            {"sync_idle_pct": pct(sync), "sync_calls": calls,
+             "by_op": [{"op": t.op, "calls": t.calls, "gpu_idle_after_us": t.gpu_idle_after_us} for t in top]})
+    outside, inside = a.idle_of("host_outside_ops"), a.idle_of("host_in_ops")
+    if pct(outside + inside) >= FINDING_MIN.value:
+        add(B.input_starved, Severity.warn, f"GPU idle {pct(outside + inside)}% of the window while the host works",
+            f"{pct(outside)}% outside framework ops (Python, data loading, preprocessing, sleeping), {pct(inside)}% "
+            "inside framework ops that launch no GPU work",
+            {"host_outside_ops_pct": pct(outside), "host_in_ops_pct": pct(inside)})
+    pageable = a.busy_of(kk.H2D_PAGEABLE) + a.busy_of(kk.D2H_PAGEABLE)
+    copies = pageable + a.busy_of(kk.H2D_PINNED) + a.busy_of(kk.D2H_PINNED)
+    if pct(pageable) >= PAGEABLE_MIN.value or pct(copies) >= FINDING_MIN.value:
+        add(B.h2d_copy_bound, Severity.warn if pct(pageable) >= PAGEABLE_MIN.value else Severity.info,
+            f"Host↔device copies take {pct(copies)}% of the window ({pct(pageable)}% from pageable memory)",
+            "Copies from pageable memory are staged through a driver buffer and run at a fraction of the link's "
+            "speed, and they block the host",
+            {"copies_pct": pct(copies), "pageable_pct": pct(pageable), "h2d_pinned_pct": pct(a.busy_of(kk.H2D_PINNED))})
+    gemm_other = a.busy_of(kk.GEMM_OTHER)
+    if pct(gemm_other) >= FINDING_MIN.value:
+        names = [k.name[:60] for k in r.kernels if k.kind == kk.GEMM_OTHER][:2]
+        add(B.tensor_cores_idle, Severity.warn, f"GEMMs on CUDA cores take {pct(gemm_other)}% of the window",
+            "Full-precision fp32 math without TF32 runs on CUDA cores at a fraction of the tensor-core rate: " +
+            ", ".join(names), {"gemm_cuda_cores_pct": pct(gemm_other), "gemm_tensor_cores_pct": pct(a.busy_of(kk.GEMM_TC))})
+    elem = a.busy_of(kk.ELEMENTWISE)
+    if pct(elem) >= FINDING_MIN.value:
+        size = r.elementwise_median_bytes
+        chain = size >= LARGE_TENSOR_BYTES and r.elementwise_large_kernels >= CHAIN_MIN_KERNELS.value
+        add(B.memory_bound, Severity.warn if chain and verdict.bottleneck == B.memory_bound else Severity.info,
+            f"Elementwise and reduction kernels take {pct(elem)}% of the window",
+            "Each unfused op reads and writes whole tensors from device memory: time goes to moving bytes, not math "
+            f"(median {size / 2**20:.0f} MiB per op)" if size else
+            "Each unfused op reads and writes whole tensors from device memory",
+            {"elementwise_pct": pct(elem), "median_bytes_per_op": int(size),
+             "distinct_elementwise_kernels": r.elementwise_large_kernels})
+    alloc = a.idle_of("allocator")
+    if pct(alloc) >= FINDING_MIN.value:
+        add(B.vram_pressure, Severity.warn, f"GPU idle {pct(alloc)}% of the window after cudaMalloc/cudaFree",
+            "The caching allocator returns memory to the driver and asks for it again; cudaFree synchronizes the device",
+            {"allocator_idle_pct": pct(alloc)})
+    if a.busy_us >= 0.5 * w and 100 * a.underfilled_us / a.busy_us >= UNDERFILLED_BUSY.value:
+        share = round(100 * a.underfilled_us / a.busy_us, 1)
+        add(B.underfilled, Severity.warn, f"{share:.0f}% of GPU busy time is in kernels whose blocks cover under half "
+            "the SMs", "Kernels too small for the GPU: busy by nvidia-smi, most SMs idle",
+            {"underfilled_busy_pct": share, "median_kernel_us": a.median_kernel_us})
+    slow = _slow_gemm(r, spec, subject)
+    if slow is not None:
+        out.append(slow)
+    comm = a.busy_of(kk.COMM)
+    if pct(comm) >= FINDING_MIN.value:
+        add(B.comm_bound, Severity.warn, f"Communication kernels take {pct(comm)}% of the window",
+            "Collectives that do not overlap computation add directly to step time", {"comm_pct": pct(comm)})
+    lead = f"trace.{verdict.bottleneck.value}" if verdict.bottleneck else ""
+    return sorted(out, key=lambda f: (f.id != lead, -f.severity.rank))
+
+
+def _slow_gemm(r: RankAnalysis, spec: GpuSpec | None, subject: str) -> Finding | None:
+    if spec is None:
+        return None
+    for k in r.kernels:
+        peak = spec.tflops(peak_dtype(k.kind, k.dtype or ""))
+        rate = k.achieved_tflops
+        if (k.kind == kk.GEMM_TC and peak and rate and k.median_us >= SLOW_GEMM_MIN_US.value
+                and k.pct_of_kernel_time >= SLOW_GEMM_SHARE.value and 100 * rate / peak < SLOW_GEMM.value):
+            return SLOW_GEMMS.finding(
+                {"kernel": k.name[:80], "achieved_tflops": rate, "datasheet_tflops": peak, "median_us": k.median_us,
+                 "pct_of_kernel_time": k.pct_of_kernel_time}, subject=subject,
+                symptom=f"Large tensor-core GEMMs reach {rate:.0f} TFLOP/s, {100 * rate / peak:.0f}% of the "
+                        f"{spec.name}'s {peak:g}")
+    return None
+
+
+def as_profiler_artefact(f: Finding, why: str) -> Finding:
+    """A trace finding that describes the profiler's own overhead: kept, as information."""
+    return Finding(id=f.id, severity=Severity.info, step=f.step, symptom=f.symptom + " (while profiled)",
+                   cause=f"{f.cause}; but {why}", decision=f.decision, evidence=f.evidence, subject=f.subject)

@@ -1,0 +1,70 @@
+"""The trace's verdict: the dominant bottleneck of a profiled window, with its share.
+
+A GPU that idles is not the limit, so idle time is judged first: when the GPU idles at least 25% of
+the window, the verdict is the largest idle cause (launch → launch_bound, sync → sync_bound, host
+work → input_starved, allocator → vram_pressure). Otherwise it is the largest busy kind:
+tensor-core GEMMs and attention → compute_bound, GEMMs on CUDA cores → tensor_cores_idle,
+elementwise/reduction/GEMV → memory_bound, host↔device copies → h2d_copy_bound,
+communication → comm_bound — unless most busy time is in kernels whose blocks cover under half
+the SMs, which is underfilled. A window with too little GPU work (fewer than 10 kernels and under
+50 ms busy) gets no verdict.
+"""
+
+from __future__ import annotations
+
+from gputriage.diagnosis.bottlenecks import DECISIONS
+from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.finding import Threshold
+from gputriage.model.trace import Anatomy, TraceVerdict
+from gputriage.trace import kernel_kinds as kk
+
+J = "judgement"
+IDLE_VERDICT = Threshold("idle_verdict_pct", 25.0, "% of the window",
+                         "GPU idle time at which the host, not the kernels, is the limit", J)
+UNDERFILLED_BUSY = Threshold("underfilled_busy_pct", 50.0, "% of busy time",
+                             "busy time in kernels whose blocks cover under half the SMs that makes the GPU underfilled",
+                             "recorded H200 traces: small-batch loops 90-100%, full batches 0%")
+MIN_KERNELS = Threshold("min_kernels", 10, "kernels", "kernels a window needs (unless long) to be judged", J)
+MIN_BUSY = Threshold("min_busy_us", 50_000.0, "µs", "busy time that makes a window of few kernels worth judging", J)
+
+IDLE_TO = {"launch": B.launch_bound, "sync": B.sync_bound, "host_outside_ops": B.input_starved,
+           "host_in_ops": B.input_starved, "allocator": B.vram_pressure}
+BUSY_TO = {kk.GEMM_TC: B.compute_bound, kk.ATTENTION: B.compute_bound, kk.GEMM_OTHER: B.tensor_cores_idle,
+           kk.GEMV: B.memory_bound, kk.ELEMENTWISE: B.memory_bound, kk.COMM: B.comm_bound,
+           kk.H2D_PAGEABLE: B.h2d_copy_bound, kk.H2D_PINNED: B.h2d_copy_bound, kk.D2H_PAGEABLE: B.h2d_copy_bound,
+           kk.D2H_PINNED: B.h2d_copy_bound, kk.D2D: B.memory_bound, kk.MEMCPY_OTHER: B.h2d_copy_bound,
+           kk.MEMSET: B.memory_bound}
+# the shared decisions, but for a window in which the GPU did nothing
+DECISION = DECISIONS | {B.idle: "The GPU did nothing in the profiled window: profile the steady state"}
+
+
+def too_little(a: Anatomy) -> bool:
+    """Too few kernels (unless they are long) to name a bottleneck from."""
+    return a.kernels < MIN_KERNELS.value and a.busy_us < MIN_BUSY.value
+
+
+def decide(a: Anatomy) -> TraceVerdict:
+    w = a.window_us or 1.0
+    idle_pct = 100 * a.idle_us / w
+    shares: dict[B, float] = {}
+    for k, v in a.idle.items():
+        if k in IDLE_TO:
+            shares[IDLE_TO[k]] = shares.get(IDLE_TO[k], 0.0) + 100 * v.us / w
+    busy_shares: dict[B, float] = {}
+    for k, v in a.busy.items():
+        busy_shares[BUSY_TO[k]] = busy_shares.get(BUSY_TO[k], 0.0) + 100 * v.us / w
+    if a.busy_us <= 0:
+        verdict, share = B.idle, 100.0
+    elif idle_pct >= IDLE_VERDICT.value and shares:
+        verdict = max(shares, key=lambda k: shares[k])
+        share = shares[verdict]
+    elif 100 * a.underfilled_us / a.busy_us >= UNDERFILLED_BUSY.value:
+        verdict, share = B.underfilled, 100 * a.underfilled_us / w
+    else:
+        verdict = max(busy_shares, key=lambda k: busy_shares[k])
+        share = busy_shares[verdict]
+    everything = {**busy_shares, **shares}
+    return TraceVerdict(bottleneck=verdict, share_pct=round(share, 1), gpu_idle_pct=round(idle_pct, 1),
+                        decision=DECISION[verdict], device=a.device,
+                        shares_pct={k.value: round(v, 1) for k, v in sorted(everything.items(), key=lambda kv: -kv[1])
+                                    if v > 0})

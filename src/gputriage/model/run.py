@@ -1,0 +1,141 @@
+"""A monitored run (`run`, `watch`, `monitor()`): what it was, its verdict, its findings.
+
+`run --json`, `show --json` and the store hold the same document: a `RunReport`."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import msgspec
+
+from gputriage.model.bottleneck import Bottleneck
+from gputriage.model.finding import Finding
+from gputriage.model.trace import TraceReport
+
+RUN_SCHEMA = "gputriage.run"
+RUN_VERSION = 2
+
+
+class GpuStatic(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What does not change about a GPU during a run."""
+
+    name: Optional[str] = None
+    uuid: Optional[str] = None
+    memory_total_bytes: Optional[int] = None
+    power_limit_mw: Optional[int] = None
+    power_default_mw: Optional[int] = None
+    sm_max_mhz: Optional[int] = None
+    pcie_gen_max: Optional[int] = None
+    pcie_width_max: Optional[int] = None
+    gpm: Optional[bool] = None  # whether this GPU gives GPM metrics (SM activity, tensor pipes, DRAM)
+
+
+class RunMeta(msgspec.Struct, kw_only=True):
+    hostname: str = ""
+    gputriage: str = ""
+    python: str = ""
+    platform: str = ""
+    cwd: str = ""
+    period_s: float = 0.1
+    gpus: dict[str, GpuStatic] = {}
+    system: dict[str, Any] = {}  # driver, CUDA driver, or why NVML answered nothing
+    env: dict[str, str] = {}  # the environment variables that change what a GPU job does
+
+
+class Regime(msgspec.Struct):
+    start_s: float  # seconds since the run started
+    end_s: float
+    regime: str  # a bottleneck, "start-up", "warm-up (...)" or "shut-down"
+
+
+class Series(msgspec.Struct, omit_defaults=True):
+    """Per-window figures for a picture of the run (at most a few hundred points)."""
+
+    t_s: list[float] = []
+    util_pct: list[Optional[float]] = []
+    sm_active_pct: list[Optional[float]] = []
+
+
+class GpuVerdict(msgspec.Struct, kw_only=True):
+    gpu: int
+    bottleneck: Optional[Bottleneck] = None
+    share: float = 0.0  # of steady time
+    confidence: float = 0.0
+    summary: str = ""
+    decision: str = ""
+    evidence: dict[str, float] = {}  # medians over the windows of the verdict
+    undecided_between: list[Bottleneck] = []
+    steady_s: float = 0.0
+    startup_s: float = 0.0
+    shutdown_s: float = 0.0
+    timeline: list[Regime] = []
+    shares: dict[str, float] = {}
+    series: Series = msgspec.field(default_factory=Series)
+
+
+class ProfilerEffect(msgspec.Struct):
+    """Median GPU-Util while the profiler ran, and over the rest of the steady run."""
+
+    inside_pct: float
+    outside_pct: float
+
+
+class MergedVerdict(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The sampler's verdict and the profiler trace's, together (`run --profile`)."""
+
+    bottleneck: Optional[Bottleneck] = None
+    source: str = "sampler"  # or "trace"
+    sampler: Optional[Bottleneck] = None
+    trace: Optional[Bottleneck] = None
+    why: str = ""
+    profiler_starved: bool = False
+    profiler_note: str = ""
+
+
+class RunVerdict(msgspec.Struct, kw_only=True):
+    bottleneck: Optional[Bottleneck] = None  # the one most GPUs share, or the merged one
+    source: str = "sampler"
+    per_gpu: dict[str, GpuVerdict] = {}
+    merged: Optional[MergedVerdict] = None
+    profiler_effect: Optional[ProfilerEffect] = None
+
+
+class ProfileReport(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What `run --profile` profiled, and the trace's analysis."""
+
+    trace: Optional[TraceReport] = None
+    error: Optional[str] = None
+    log: list[str] = []
+    window_s: Optional[list[float]] = None  # unix seconds: the profiled window
+    held_s: Optional[list[float]] = None  # unix seconds: from the start request to the end of the export
+    kept_trace: Optional[str] = None
+
+
+class HostSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The host and the workload over the run: medians of its windows unless the name says max."""
+
+    workload_cpu_pct: Optional[float] = None  # % of one core, all the workload's processes
+    top_thread_pct: Optional[float] = None
+    max_core_pct: Optional[float] = None  # the host's busiest core
+    iowait_pct: Optional[float] = None
+    read_mb_per_s: Optional[float] = None  # the workload's reads (files, pipes, sockets)
+    swap_in_max_pages_per_s: Optional[float] = None
+
+
+class RunReport(msgspec.Struct, kw_only=True):
+    schema: str = RUN_SCHEMA
+    version: int = RUN_VERSION
+    id: Optional[int] = None  # in the store
+    kind: str = "run"  # run, watch or monitor
+    command: list[str] = []
+    started_s: Optional[float] = None
+    ended_s: Optional[float] = None
+    exit_code: Optional[int] = None
+    complete: bool = True  # False: gputriage stopped before the run ended (judged from what it kept)
+    samples: int = 0
+    meta: RunMeta = msgspec.field(default_factory=RunMeta)
+    verdict: RunVerdict = msgspec.field(default_factory=RunVerdict)
+    findings: list[Finding] = []
+    host: HostSummary = msgspec.field(default_factory=HostSummary)
+    profile: Optional[ProfileReport] = None
+    notes: list[str] = []  # what the report must say about itself (a store that failed, no GPU sampled)

@@ -1,0 +1,130 @@
+"""One reading of the GPUs, the host and the workload at one instant (what the sampler produces).
+
+Values a source does not give are None (never zero-filled). Units are in the names: `_pct`,
+`_mw`, `_mhz`, `_c`, `_bytes`, `_per_s`; PCIe throughput is NVML GPM's MiB/s.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import msgspec
+
+
+class GpuSample(msgspec.Struct, kw_only=True, omit_defaults=True):
+    index: int
+    util_pct: Optional[float] = None  # nvidia-smi's GPU-Util: share of time a kernel ran
+    mem_util_pct: Optional[float] = None
+    power_mw: Optional[int] = None
+    sm_clock_mhz: Optional[int] = None
+    clock_event_reasons: Optional[int] = None  # nvmlClocksEventReasons bitmask
+    used_bytes: Optional[int] = None
+    temperature_c: Optional[float] = None
+    # NVML GPM (Hopper and newer), averaged over the interval since the previous GPM reading
+    sm_active_pct: Optional[float] = None
+    sm_occupancy_pct: Optional[float] = None
+    tensor_active_pct: Optional[float] = None
+    dram_active_pct: Optional[float] = None
+    pcie_tx_mib_per_s: Optional[float] = None
+    pcie_rx_mib_per_s: Optional[float] = None
+
+
+class HostSample(msgspec.Struct, kw_only=True, omit_defaults=True):
+    cpu_busy_pct: Optional[list[float]] = None  # per core
+    iowait_pct: Optional[float] = None
+    mem_available_bytes: Optional[int] = None
+    swap_used_bytes: Optional[int] = None
+    major_faults_per_s: Optional[float] = None
+    swap_in_pages_per_s: Optional[float] = None
+    disk_read_bytes_per_s: Optional[float] = None
+    disk_write_bytes_per_s: Optional[float] = None
+    net_rx_bytes_per_s: Optional[float] = None
+    net_tx_bytes_per_s: Optional[float] = None
+
+
+class WorkloadSample(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The workload's process tree."""
+
+    pids: Optional[int] = None
+    cpu_pct: Optional[float] = None  # all its processes, % of one core
+    top_thread_pct: Optional[float] = None  # its busiest thread, % of one core
+    rss_bytes: Optional[int] = None
+    read_bytes_per_s: Optional[float] = None  # from storage
+    write_bytes_per_s: Optional[float] = None
+    rchar_bytes_per_s: Optional[float] = None  # every byte its reads returned: files (page cache too), pipes, sockets
+    vram_bytes: Optional[int] = None
+
+
+class Neighbour(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A process on a sampled GPU that is not the workload."""
+
+    gpu: int
+    pid: int
+    used_bytes: Optional[int] = None
+
+
+class Sample(msgspec.Struct, kw_only=True, omit_defaults=True):
+    t_s: float  # unix seconds
+    gpus: list[GpuSample] = []
+    host: Optional[HostSample] = None
+    workload: Optional[WorkloadSample] = None
+    neighbours: list[Neighbour] = []
+
+    def gpu(self, index: int) -> GpuSample | None:
+        for g in self.gpus:
+            if g.index == index:
+                return g
+        return None
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(Sample)
+
+
+def encode(sample: Sample) -> bytes:
+    return _encoder.encode(sample)
+
+
+def decode(data: bytes | str) -> Sample:
+    """A stored sample: this format, or the untyped one of stores written before it."""
+    try:
+        return _decoder.decode(data)
+    except msgspec.ValidationError:
+        return from_legacy(msgspec.json.decode(data))
+
+
+_GPM_KEYS = {"2": "sm_active_pct", "3": "sm_occupancy_pct", "5": "tensor_active_pct", "10": "dram_active_pct",
+             "20": "pcie_tx_mib_per_s", "21": "pcie_rx_mib_per_s"}
+_GPU_KEYS = {"util": "util_pct", "memutil": "mem_util_pct", "power": "power_mw", "sm_clk": "sm_clock_mhz",
+             "reasons": "clock_event_reasons", "used": "used_bytes", "temp": "temperature_c"}
+_HOST_KEYS = {"cpu": "cpu_busy_pct", "iowait": "iowait_pct", "mem_avail": "mem_available_bytes",
+              "swap_used": "swap_used_bytes", "majflt_s": "major_faults_per_s", "swapin_s": "swap_in_pages_per_s",
+              "disk_rd_bps": "disk_read_bytes_per_s", "disk_wr_bps": "disk_write_bytes_per_s",
+              "net_rx_bps": "net_rx_bytes_per_s", "net_tx_bps": "net_tx_bytes_per_s"}
+_PROC_KEYS = {"pids": "pids", "cpu_pct": "cpu_pct", "top_thread_pct": "top_thread_pct", "rss": "rss_bytes",
+              "io_rd_bps": "read_bytes_per_s", "io_wr_bps": "write_bytes_per_s", "io_rchar_bps": "rchar_bytes_per_s",
+              "vram": "vram_bytes"}
+
+
+def from_legacy(data: dict[str, Any]) -> Sample:
+    """A sample in the untyped layout gputriage stored and recorded before (keys `t`, `util`, `sm_clk`,
+    GPM metrics keyed by NVML metric id), as kept in older stores and in recorded fixtures."""
+    gpus = []
+    for row in data.get("gpus") or []:
+        fields: dict[str, Any] = {new: row[old] for old, new in _GPU_KEYS.items() if row.get(old) is not None}
+        for mid, new in _GPM_KEYS.items():
+            value = (row.get("gpm") or {}).get(mid)
+            if value is not None:
+                fields[new] = value
+        gpus.append(GpuSample(index=int(row.get("index", 0)), **fields))
+    host = data.get("host")
+    proc = data.get("proc")
+    return Sample(
+        t_s=float(data["t"]), gpus=gpus,
+        host=HostSample(**{new: host[old] for old, new in _HOST_KEYS.items() if host.get(old) is not None})
+        if host else None,
+        workload=WorkloadSample(**{new: proc[old] for old, new in _PROC_KEYS.items() if proc.get(old) is not None})
+        if proc else None,
+        neighbours=[Neighbour(gpu=int(o["gpu"]), pid=int(o["pid"]), used_bytes=o.get("used"))
+                    for o in data.get("others") or []],
+    )

@@ -1,0 +1,154 @@
+"""The analysis of profiler traces (`trace`, and `run --profile`): where the time of each rank's
+window went, its kernels, its verdict and findings."""
+
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import msgspec
+
+from gputriage.model.bottleneck import Bottleneck
+from gputriage.model.finding import Finding
+
+TRACE_SCHEMA = "gputriage.trace"
+TRACE_VERSION = 2
+
+
+class TimeShare(msgspec.Struct):
+    us: float
+    pct: float  # of the window
+
+
+class SyncOp(msgspec.Struct):
+    op: str  # the framework op (or CUDA call) that synchronized
+    calls: int
+    host_blocked_us: float
+    gpu_idle_after_us: float
+
+
+class Syncs(msgspec.Struct):
+    count: int = 0
+    host_blocked_us: float = 0.0
+    by_op: list[SyncOp] = []
+
+
+class StepRow(msgspec.Struct):
+    step: str
+    dur_us: float
+    gpu_busy_pct: float
+    top_kind: Optional[str] = None
+
+
+class Anatomy(msgspec.Struct, kw_only=True):
+    """One device's window: busy time by kind of GPU work, idle time by what the host was doing."""
+
+    device: int
+    window_us: float
+    busy_us: float
+    idle_us: float
+    busy_pct: float
+    busy: dict[str, TimeShare] = {}
+    idle: dict[str, TimeShare] = {}
+    syncs: Syncs = msgspec.field(default_factory=Syncs)
+    gaps: int = 0
+    kernels: int = 0
+    median_kernel_us: float = 0.0
+    median_gap_us: float = 0.0
+    warmup_skipped_us: float = 0.0
+    queued_skipped_us: float = 0.0
+    underfilled_us: float = 0.0  # busy time in kernels whose blocks cover under half the SMs
+    underfilled_busy_pct: float = 0.0
+    steps: list[StepRow] = []
+
+    def busy_of(self, kind: str) -> float:
+        share = self.busy.get(kind)
+        return share.us if share else 0.0
+
+    def idle_of(self, kind: str) -> float:
+        share = self.idle.get(kind)
+        return share.us if share else 0.0
+
+
+class KernelRow(msgspec.Struct, kw_only=True, omit_defaults=True):
+    name: str
+    kind: str
+    tensor_cores: bool
+    count: int
+    total_us: float
+    pct_of_kernel_time: float
+    mean_us: float
+    median_us: float
+    max_us: float
+    dtype: Optional[str] = None
+    achieved_tflops: Optional[float] = None
+    achieved_gbs: Optional[float] = None
+    flop_per_byte: Optional[float] = None
+    ridge_flop_per_byte: Optional[float] = None
+    roof: Optional[str] = None  # "memory" or "compute"
+
+
+class TraceVerdict(msgspec.Struct, kw_only=True):
+    bottleneck: Optional[Bottleneck] = None
+    share_pct: float = 0.0  # of the window
+    gpu_idle_pct: float = 0.0
+    decision: str = ""
+    shares_pct: dict[str, float] = {}
+    device: Optional[int] = None
+    ranks_agreeing: Optional[int] = None
+    ranks: Optional[int] = None
+
+
+class Overlap(msgspec.Struct):
+    comm_us: float
+    overlapped_pct: float  # of communication time that ran while a compute kernel ran
+
+
+class RankAnalysis(msgspec.Struct, kw_only=True):
+    file: str
+    rank: Optional[int] = None
+    events: int = 0
+    file_bytes: int = 0
+    gpu: Optional[str] = None
+    spec: Optional[str] = None  # the datasheet entry the GPU matched
+    problems: list[str] = []
+    skipped_event_kinds: dict[str, int] = {}
+    anatomy: list[Anatomy] = []
+    kernels: list[KernelRow] = []
+    verdict: Optional[TraceVerdict] = None
+    overlap: Optional[Overlap] = None
+    step_count: int = 0
+    analysis_s: float = 0.0
+    main_device: Optional[int] = None  # the device with the most GPU work: the one judged
+    elementwise_median_bytes: float = 0.0  # per elementwise op, from the launching ops' shapes
+    elementwise_large_kernels: int = 0  # distinct elementwise kernels over tensors beyond any L2
+
+    def main(self) -> Optional[Anatomy]:
+        return next((a for a in self.anatomy if a.device == self.main_device), None)
+
+
+class RankRow(msgspec.Struct, kw_only=True):
+    rank: Optional[int] = None
+    file: str
+    window_us: Optional[float] = None
+    busy_pct: Optional[float] = None
+    median_step_us: Optional[float] = None
+    bottleneck: Optional[Bottleneck] = None
+    comm_overlapped_pct: Optional[float] = None
+
+
+class MultiRank(msgspec.Struct, kw_only=True):
+    per_rank: list[RankRow] = []
+    compared_on: str = "window_us"
+    stragglers: list[Union[int, str]] = []
+    busy_pct_spread: Optional[float] = None
+
+
+class TraceReport(msgspec.Struct, kw_only=True):
+    schema: str = TRACE_SCHEMA
+    version: int = TRACE_VERSION
+    files: list[str] = []
+    ranks: list[RankAnalysis] = []
+    problems: list[str] = []  # files that could not be read
+    verdict: TraceVerdict = msgspec.field(default_factory=TraceVerdict)
+    multi_rank: Optional[MultiRank] = None
+    findings: list[Finding] = []

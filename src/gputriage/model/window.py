@@ -1,0 +1,55 @@
+"""A judged window: one GPU's samples over a second (by default), summarized; what the run's
+verdict is decided from."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import msgspec
+
+# The per-GPU figures of a window: medians unless the name says max or share
+GPU_FIELDS = ("util_pct", "util_max_pct", "mem_util_pct", "sm_active_pct", "sm_active_max_pct", "sm_occupancy_pct",
+              "tensor_active_pct", "dram_active_pct", "pcie_rx_mib_per_s", "pcie_tx_mib_per_s", "power_w",
+              "power_max_w", "sm_clock_mhz", "temperature_c", "temperature_max_c", "used_bytes", "used_max_bytes",
+              "throttled_share", "power_capped_share", "neighbours")
+# The host's and the workload's figures of a window (the same for every GPU)
+HOST_FIELDS = ("max_core_pct", "iowait_pct", "swap_in_pages_per_s", "swap_in_max_pages_per_s", "workload_cpu_pct",
+               "read_mb_per_s", "top_thread_pct", "workload_vram_max_bytes")
+
+
+class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
+    t0_s: float  # unix seconds: first sample
+    t1_s: float  # end of the window (its edge, or its last sample)
+    samples: int = 0
+    util_pct: Optional[float] = None
+    util_max_pct: Optional[float] = None
+    mem_util_pct: Optional[float] = None
+    sm_active_pct: Optional[float] = None
+    sm_active_max_pct: Optional[float] = None
+    sm_occupancy_pct: Optional[float] = None
+    tensor_active_pct: Optional[float] = None
+    dram_active_pct: Optional[float] = None
+    pcie_rx_mib_per_s: Optional[float] = None
+    pcie_tx_mib_per_s: Optional[float] = None
+    power_w: Optional[float] = None
+    power_max_w: Optional[float] = None
+    sm_clock_mhz: Optional[float] = None
+    temperature_c: Optional[float] = None
+    temperature_max_c: Optional[float] = None
+    used_bytes: Optional[float] = None
+    used_max_bytes: Optional[float] = None
+    throttled_share: Optional[float] = None  # of samples with a thermal or hardware slowdown reason
+    power_capped_share: Optional[float] = None  # of samples with the software power cap active
+    neighbours: Optional[float] = None  # other processes on this GPU (most seen in the window)
+    max_core_pct: Optional[float] = None  # the host's busiest core
+    iowait_pct: Optional[float] = None
+    swap_in_pages_per_s: Optional[float] = None
+    swap_in_max_pages_per_s: Optional[float] = None
+    workload_cpu_pct: Optional[float] = None
+    read_mb_per_s: Optional[float] = None  # the workload's reads (rchar): files, pipes, sockets
+    top_thread_pct: Optional[float] = None
+    workload_vram_max_bytes: Optional[float] = None
+
+    @property
+    def duration_s(self) -> float:
+        return self.t1_s - self.t0_s

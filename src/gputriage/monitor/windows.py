@@ -1,0 +1,199 @@
+"""Cut a stream of samples into windows (1 s by default) as they arrive, per GPU.
+
+A window keeps medians, maxima and shares of its samples (`model.window.WindowMetrics`), stored
+columnar in float32 (NaN where a figure is missing): about 130 bytes per GPU per window, 11 MB
+for a day at 1 s windows. Past `capacity` windows, neighbouring windows are merged by pairs (the
+series' window doubles), so a run of any length keeps a bounded series.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from typing import Iterable, Iterator
+
+from gputriage.model.clock_events import POWER_CAP_BIT, THERMAL_OR_HW_BITS
+from gputriage.model.numbers import median
+from gputriage.model.sample import Sample
+from gputriage.model.window import GPU_FIELDS, HOST_FIELDS, WindowMetrics
+
+WINDOW_S = 1.0
+CAPACITY = 1 << 17  # windows per GPU before pairs are merged: 36 h at 1 s
+FIELDS = GPU_FIELDS + HOST_FIELDS
+_MAX_FIELDS = {"util_max_pct", "sm_active_max_pct", "power_max_w", "temperature_max_c", "used_max_bytes", "neighbours",
+               "swap_in_max_pages_per_s", "workload_vram_max_bytes"}
+NAN = float("nan")
+
+
+def _med(values: list[float]) -> float:
+    return median(values) if values else NAN
+
+
+def _max(values: list[float]) -> float:
+    return max(values) if values else NAN
+
+
+class WindowSeries:
+    """One GPU's windows, oldest first."""
+
+    def __init__(self, gpu: int, window_s: float = WINDOW_S, capacity: int = CAPACITY) -> None:
+        self.gpu, self.window_s, self.capacity = gpu, window_s, capacity
+        self.t0 = array("d")
+        self.t1 = array("d")
+        self.samples = array("I")
+        self.cols = {name: array("f") for name in FIELDS}
+
+    def __len__(self) -> int:
+        return len(self.t0)
+
+    def append(self, t0: float, t1: float, samples: int, values: dict[str, float]) -> None:
+        self.t0.append(t0)
+        self.t1.append(t1)
+        self.samples.append(samples)
+        for name, col in self.cols.items():
+            col.append(values.get(name, NAN))
+        if len(self.t0) > self.capacity:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Merge windows by pairs: means of medians and shares, maxima of maxima."""
+        n = len(self.t0) // 2 * 2
+        rest = slice(n, len(self.t0))
+        self.t0 = array("d", list(self.t0[0:n:2]) + list(self.t0[rest]))
+        self.t1 = array("d", list(self.t1[1:n:2]) + list(self.t1[rest]))
+        self.samples = array("I", [a + b for a, b in zip(self.samples[0:n:2], self.samples[1:n:2])]
+                             + list(self.samples[rest]))
+        for name, col in self.cols.items():
+            pick = _nanmax if name in _MAX_FIELDS else _nanmean
+            self.cols[name] = array("f", [pick(a, b) for a, b in zip(col[0:n:2], col[1:n:2])] + list(col[rest]))
+        self.window_s *= 2
+
+    def column(self, name: str) -> list[float | None]:
+        return [None if math.isnan(v) else float(v) for v in self.cols[name]]
+
+    def __getitem__(self, i: int) -> WindowMetrics:
+        values = {name: float(col[i]) for name, col in self.cols.items() if not math.isnan(col[i])}
+        return WindowMetrics(t0_s=self.t0[i], t1_s=self.t1[i], samples=self.samples[i], **values)
+
+    def __iter__(self) -> Iterator[WindowMetrics]:
+        return (self[i] for i in range(len(self)))
+
+    def memory_bytes(self) -> int:
+        return sum(a.itemsize * len(a) for a in (self.t0, self.t1, self.samples, *self.cols.values()))
+
+
+def _nanmean(a: float, b: float) -> float:
+    if math.isnan(a):
+        return b
+    return a if math.isnan(b) else (a + b) / 2
+
+
+def _nanmax(a: float, b: float) -> float:
+    if math.isnan(a):
+        return b
+    return a if math.isnan(b) else max(a, b)
+
+
+def gpu_values(bucket: list[Sample], gpu: int) -> dict[str, float]:
+    """A GPU's figures over one window's samples."""
+    rows = [g for g in (s.gpu(gpu) for s in bucket) if g is not None]
+    out: dict[str, float] = {}
+
+    def put(name: str, values: Iterable[float | int | None], how=_med) -> None:  # noqa: ANN001
+        xs = [float(v) for v in values if v is not None]
+        if xs:
+            out[name] = how(xs)
+
+    put("util_pct", (r.util_pct for r in rows))
+    put("util_max_pct", (r.util_pct for r in rows), _max)
+    put("mem_util_pct", (r.mem_util_pct for r in rows))
+    put("sm_active_pct", (r.sm_active_pct for r in rows))
+    put("sm_active_max_pct", (r.sm_active_pct for r in rows), _max)
+    put("sm_occupancy_pct", (r.sm_occupancy_pct for r in rows))
+    put("tensor_active_pct", (r.tensor_active_pct for r in rows))
+    put("dram_active_pct", (r.dram_active_pct for r in rows))
+    put("pcie_rx_mib_per_s", (r.pcie_rx_mib_per_s for r in rows))
+    put("pcie_tx_mib_per_s", (r.pcie_tx_mib_per_s for r in rows))
+    put("power_w", (r.power_mw / 1000 for r in rows if r.power_mw is not None))
+    put("power_max_w", (r.power_mw / 1000 for r in rows if r.power_mw is not None), _max)
+    put("sm_clock_mhz", (r.sm_clock_mhz for r in rows))
+    put("temperature_c", (r.temperature_c for r in rows))
+    put("temperature_max_c", (r.temperature_c for r in rows), _max)
+    put("used_bytes", (r.used_bytes for r in rows))
+    put("used_max_bytes", (r.used_bytes for r in rows), _max)
+    reasons = [r.clock_event_reasons for r in rows if r.clock_event_reasons is not None]
+    if reasons:
+        out["throttled_share"] = sum(1 for x in reasons if x & THERMAL_OR_HW_BITS) / len(reasons)
+        out["power_capped_share"] = sum(1 for x in reasons if x & POWER_CAP_BIT) / len(reasons)
+    out["neighbours"] = float(max((sum(1 for n in s.neighbours if n.gpu == gpu) for s in bucket), default=0))
+    return out
+
+
+def host_values(bucket: list[Sample]) -> dict[str, float]:
+    """The host's and the workload's figures over one window's samples."""
+    out: dict[str, float] = {}
+    hosts = [s.host for s in bucket if s.host is not None]
+    work = [s.workload for s in bucket if s.workload is not None]
+
+    def put(name: str, values: Iterable[float | int | None], how=_med) -> None:  # noqa: ANN001
+        xs = [float(v) for v in values if v is not None]
+        if xs:
+            out[name] = how(xs)
+
+    put("max_core_pct", (max(h.cpu_busy_pct) if h.cpu_busy_pct else None for h in hosts))
+    put("iowait_pct", (h.iowait_pct for h in hosts))
+    put("swap_in_pages_per_s", (h.swap_in_pages_per_s for h in hosts))
+    put("swap_in_max_pages_per_s", (h.swap_in_pages_per_s for h in hosts), _max)
+    put("workload_cpu_pct", (w.cpu_pct for w in work))
+    put("read_mb_per_s", (w.rchar_bytes_per_s / 1e6 if w.rchar_bytes_per_s is not None else None for w in work))
+    put("top_thread_pct", (w.top_thread_pct for w in work))
+    put("workload_vram_max_bytes", (w.vram_bytes for w in work), _max)
+    return out
+
+
+def metrics_of(bucket: list[Sample], gpu: int) -> WindowMetrics:
+    """One window's figures from its samples (also for a live view of the last second)."""
+    values = gpu_values(bucket, gpu) | host_values(bucket)
+    return WindowMetrics(t0_s=bucket[0].t_s, t1_s=bucket[-1].t_s, samples=len(bucket), **values)
+
+
+class Windower:
+    """Feeds each GPU's series as samples arrive; windows end at fixed edges from the first sample."""
+
+    def __init__(self, gpus: list[int], window_s: float = WINDOW_S, capacity: int = CAPACITY) -> None:
+        self.window_s = window_s
+        self.series = {g: WindowSeries(g, window_s, capacity) for g in gpus}
+        self.host = WindowSeries(-1, window_s, capacity)  # the host's and workload's figures, GPUs or not
+        self.first_t: float | None = None
+        self.last_t: float | None = None
+        self.count = 0
+        self._bucket: list[Sample] = []
+        self._edge = 0.0
+
+    def add(self, s: Sample) -> None:
+        if self.first_t is None:
+            self.first_t, self._edge = s.t_s, s.t_s + self.window_s
+        if s.t_s < self.first_t:
+            return
+        self.count += 1
+        self.last_t = s.t_s
+        if s.t_s >= self._edge and self._bucket:
+            # a window ends at its edge: after a gap in the samples it does not stretch over the gap
+            self._close(min(s.t_s, self._edge))
+            while self._edge <= s.t_s:
+                self._edge += self.window_s
+        self._bucket.append(s)
+
+    def _close(self, t1: float) -> None:
+        bucket, self._bucket = self._bucket, []
+        host = host_values(bucket)
+        self.host.append(bucket[0].t_s, t1, len(bucket), host)
+        for gpu, series in self.series.items():
+            series.append(bucket[0].t_s, t1, len(bucket), gpu_values(bucket, gpu) | host)
+
+    def close(self) -> None:
+        """The last, partial window counts when it covers at least half a window."""
+        b = self._bucket
+        if len(b) >= 2 and b[-1].t_s - b[0].t_s >= 0.4 * self.window_s:
+            self._close(b[-1].t_s)
+        self._bucket = []

@@ -1,0 +1,286 @@
+"""The profiler `run --profile` starts inside a Python workload, without editing it.
+
+The workload loads this file at interpreter start through a `sitecustomize` that gputriage puts
+first on its PYTHONPATH (`trace.inject`); it uses the standard library only, since it runs in the
+workload's own interpreter, whatever is installed there. A background thread waits until the
+workload has initialized CUDA, then `skip_s` seconds more (warm-up), imports what the profiler
+needs (off the main thread) and asks for a start. The main thread starts torch.profiler at its
+next optimizer step (a training loop, from its third step on: the first steps load kernels and
+autotune), at a module forward when forwards have run for a second without a step (inference),
+or — for plain tensor code where neither hook fires, or once no hook has fired for 3 s — in a
+SIGUSR2 handler, deferred while the workload is importing. The profile covers at least `steps`
+optimizer steps and `window_s` seconds, at most `max_s` seconds (or, without an optimizer, a time
+window counted from when the profiler runs: on a GPU its start waits seconds for CUPTI and the
+queued work); it is stopped the same way, or at exit, and the Kineto trace written before
+interpreter shutdown, so a crash at exit cannot lose it. A window that saw no GPU work (still
+compiling or loading) is profiled again, a few times at most. What happened is logged next to
+the trace (`OUT.log`), with the times the profiler held the workload. The variables that arm it
+are removed at start, so child processes (data loader workers) are not profiled.
+"""
+
+from __future__ import annotations
+
+import atexit
+import mmap
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any, Callable, Optional
+
+ATTEMPTS = 3  # windows tried when one sees no GPU work
+WARM_STEPS = 3  # optimizer steps a loop runs before the profiler may start at one
+CUDA_WAIT_S = 300.0  # how long to wait for the workload to initialize CUDA
+QUIET_BEFORE_SIGNAL_S = 3.0  # a start by signal waits this long without any hook (a loop's first step is slow)
+
+
+class Profiler:
+    """The state machine: a worker thread asks ("want"), the workload's main thread acts."""
+
+    def __init__(self, out: str, skip_s: float = 2.0, steps: int = 10, window_s: float = 0.5, max_s: float = 3.0,
+                 cuda: bool = True, clock: Callable[[], float] = time.time) -> None:
+        self.out, self.skip_s, self.steps, self.window_s, self.max_s, self.cuda = out, skip_s, steps, window_s, max_s, cuda
+        self.clock = clock
+        self.want: Optional[str] = None
+        self.want_t = 0.0
+        self.prof: Any = None  # None: not started; False: stopped or failed; else the running profiler
+        self.make: Optional[Callable[[], Any]] = None
+        self.steps_profiled = 0
+        self.steps_seen = 0
+        self.stops = 0
+        self.started = 0.0
+        self.begin = 0.0
+        self.hooks: list[Any] = []
+        self.seen_step = False
+        self.acting = False
+        self.first_forward = 0.0
+        self.last_hook = 0.0
+        self.born = clock()
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+
+    # --- what the main thread does -------------------------------------------------------------
+    def note(self, msg: str) -> None:
+        with open(self.out + ".log", "a") as fh:
+            fh.write(msg + "\n")
+
+    def finish(self) -> None:
+        for h in self.hooks:
+            h.remove()
+        self.done.set()
+
+    def act(self, where: str) -> None:
+        """Start or stop the profiler, on the main thread, at a point where the workload is not importing."""
+        if self.acting:  # re-entered by a signal or hook during start/stop: the outer call finishes it
+            return
+        self.acting = True
+        try:
+            with self.lock:
+                want, self.want = self.want, None
+            if want == "start" and self.prof is None:
+                self._start(where)
+            elif want == "stop" and self.prof:
+                self._stop(where)
+        finally:
+            self.acting = False
+
+    def _start(self, where: str) -> None:
+        t = self.clock()
+        try:
+            assert self.make is not None
+            prof = self.make()
+            prof.start()  # seconds, the first time: CUPTI starts up
+        except Exception as exc:
+            self.prof = False
+            self.note("ERROR start: %s: %s" % (type(exc).__name__, exc))
+            self.finish()
+            return
+        self.started, self.begin = self.clock(), t
+        self.prof = prof  # published once running: the window counts from here
+        self.note("started at %s (+%.1f s, %.2f s to start)" % (where, t - self.born, self.started - t))
+
+    def _stop(self, where: str) -> None:
+        prof, self.prof = self.prof, False
+        try:
+            prof.stop()
+            stopped = self.clock()
+            prof.export_chrome_trace(self.out + ".tmp")
+            os.replace(self.out + ".tmp", self.out)
+            exported = self.clock()
+            self.note("stopped at %s after %d optimizer steps (+%.1f s, %.2f s profiled)"
+                      % (where, self.steps_profiled, stopped - self.born, stopped - self.started))
+            # when the profiler held the workload: from asking for the start (CUPTI drains the GPU's queue
+            # first) to the end of the export; the profiled window inside it
+            self.note("window %.3f %.3f %.3f %.3f" % (self.begin, self.started, stopped, exported))
+        except Exception as exc:
+            self.note("ERROR stop: %s: %s" % (type(exc).__name__, exc))
+            self.finish()
+        self.stops += 1  # the trace is on disk (or failed): the worker may judge it
+        if where == "exit":
+            self.finish()
+
+    def on_step(self, *_a: Any, **_k: Any) -> None:
+        self.seen_step, self.last_hook = True, self.clock()
+        self.steps_seen += 1
+        if self.prof:
+            self.steps_profiled += 1
+            if self.steps_profiled >= self.steps and self.clock() - self.started >= self.window_s:
+                with self.lock:
+                    self.want = self.want or "stop"
+        # not at the first steps of a loop: allocator, cuBLAS handles and autotuning make them no steady state
+        if self.want and (self.want == "stop" or self.steps_seen >= WARM_STEPS):
+            self.act("optimizer step %d" % self.steps_seen)
+
+    def on_forward(self, *_a: Any, **_k: Any) -> None:
+        now = self.last_hook = self.clock()
+        if not self.first_forward:
+            self.first_forward = now
+        # a training loop starts and stops at step boundaries: start at a forward only when forwards have run
+        # for a second without a step (inference), not at a training loop's first forward
+        waited = min(now - self.want_t, now - self.first_forward)
+        if self.want and not self.seen_step and (self.want == "stop" or waited > 1.0):
+            self.act("module forward")
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        if self.want == "start" and self.seen_step:
+            return  # a training loop: its optimizer step starts the profiler, past the first steps
+        if self.want and not importing():
+            self.act("signal")  # else the worker signals again a little later
+
+    def on_exit(self) -> None:
+        """The workload ended inside the window: keep what was profiled."""
+        if self.prof:
+            with self.lock:
+                self.want = "stop"
+            self.act("exit")
+
+    # --- what the worker thread does -----------------------------------------------------------
+    def ready(self) -> bool:
+        torch = sys.modules.get("torch")
+        if torch is None or getattr(getattr(torch, "__spec__", None), "_initializing", True):
+            return False  # not imported, or still importing
+        return bool(torch.cuda.is_initialized()) if self.cuda else True
+
+    def setup(self) -> bool:
+        """Import what the profiler needs here, off the main thread, so starting it later imports little
+        (nothing heavy such as torch._dynamo: that would hold the GIL for seconds); hook the loop."""
+        try:
+            from torch.nn.modules.module import register_module_forward_pre_hook
+            from torch.optim.optimizer import register_optimizer_step_post_hook
+            from torch.profiler import ProfilerActivity, profile
+
+            acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
+            self.make = lambda: profile(activities=acts, record_shapes=True)
+            if not self.hooks:
+                self.hooks = [register_optimizer_step_post_hook(self.on_step),
+                              register_module_forward_pre_hook(self.on_forward)]
+        except Exception as exc:
+            self.note("ERROR setup: %s: %s" % (type(exc).__name__, exc))
+            return False
+        return True
+
+    def saw_work(self) -> bool:
+        """GPU work in the trace (framework ops when CUDA is not profiled). Mapped, not read: a trace can be
+        hundreds of MB, and this runs inside the workload."""
+        kinds = (b"kernel", b"gpu_memcpy", b"gpu_memset") if self.cuda else (b"cpu_op",)
+        try:
+            with open(self.out, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                return any(data.find(b'"cat": "%s"' % k) >= 0 for k in kinds)
+        except (OSError, ValueError):
+            return True  # no trace to judge (or an empty one): nothing to try again
+
+    def worker(self) -> None:
+        for attempt in range(ATTEMPTS):
+            if not self.profile_once():
+                return
+            if self.prof is not False or attempt + 1 == ATTEMPTS or self.saw_work():
+                break
+            self.note("no %s in the window (still compiling or loading?): profiling again in %.0f s"
+                      % ("GPU work" if self.cuda else "framework op", self.skip_s))
+            self.prof, self.steps_profiled = None, 0
+            time.sleep(self.skip_s)
+        self.finish()
+
+    def profile_once(self) -> bool:
+        """One window: wait for CUDA (the first time), ask for a start, then a stop. False: give up."""
+        if self.make is None:
+            deadline = time.time() + CUDA_WAIT_S
+            while not self.ready():
+                if time.time() > deadline:
+                    return False
+                time.sleep(0.1)
+            time.sleep(self.skip_s)
+            if not self.setup():
+                return False
+        for want in ("start", "stop"):
+            if not self._ask(want):
+                return False
+            if want == "start" and not self._hold_window():
+                return False
+        return True
+
+    def _ask(self, want: str) -> bool:
+        """Ask the main thread to start or stop; a hook acts at the next step or forward; where none fires
+        (plain tensor code, a CUDA graph replayed), a signal handler does (retried while it defers)."""
+        stops = self.stops
+        with self.lock:
+            self.want, self.want_t = want, self.clock()
+        t0 = time.time()
+        while self.want == want and time.time() - t0 < (120 if self.seen_step else 30):
+            hooks_fire = self.first_forward or self.seen_step
+            if want == "start":
+                fire = time.time() - max(t0, self.last_hook) > (QUIET_BEFORE_SIGNAL_S if hooks_fire else 0.5)
+            else:
+                fire = time.time() - t0 > (QUIET_BEFORE_SIGNAL_S if hooks_fire else 0.0)
+            if fire:
+                os.kill(os.getpid(), signal.SIGUSR2)
+                time.sleep(0.2)
+            else:
+                time.sleep(0.01)
+        if self.want == want:
+            self.note("ERROR %s: the workload never reached a point where the profiler could %s" % (want, want))
+            return False
+        if want == "stop":  # the main thread took the request: wait for the export before judging it
+            t2 = time.time()
+            while self.stops == stops and time.time() - t2 < 120:
+                time.sleep(0.02)
+        return True
+
+    def _hold_window(self) -> bool:
+        """Wait while the profiler runs its window. False when it failed or the workload ended."""
+        t1 = time.time()
+        while time.time() - t1 < 60 and not self.done.is_set():
+            if self.prof is False:
+                return False
+            spent = self.clock() - self.started if self.prof else 0.0
+            if (self.steps_profiled >= self.steps and spent >= self.window_s) or \
+                    spent >= (self.max_s if self.seen_step else self.window_s):
+                break
+            time.sleep(0.02)
+        return not self.done.is_set()
+
+
+def importing() -> bool:
+    """A module half-imported on this thread: starting the profiler now could import it again."""
+    for mod in list(sys.modules.values()):
+        if getattr(getattr(mod, "__spec__", None), "_initializing", False) is True:
+            return True
+    return False
+
+
+def main(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> Optional[Profiler]:
+    """Arm the profiler from the variables `trace.inject.prepare` set (and remove them, so the workload's
+    child processes are not profiled)."""
+    out = environ.pop("GPUTRIAGE_TRACE_OUT", None)
+    if not out:
+        return None
+    p = Profiler(out, skip_s=float(environ.pop("GPUTRIAGE_PROFILE_SKIP_S", "2")),
+                 steps=int(environ.pop("GPUTRIAGE_PROFILE_STEPS", "10")),
+                 window_s=float(environ.pop("GPUTRIAGE_PROFILE_WINDOW_S", "0.5")),
+                 max_s=float(environ.pop("GPUTRIAGE_PROFILE_MAX_S", "3")),
+                 cuda=environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1")
+    atexit.register(p.on_exit)
+    signal.signal(signal.SIGUSR2, p.on_signal)
+    threading.Thread(target=p.worker, name="gputriage-profiler", daemon=True).start()
+    return p
