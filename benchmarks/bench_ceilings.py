@@ -76,7 +76,8 @@ def main() -> None:
     walls, reports = {}, {}
     for kind, extra in (("quick", ["--quick"]), ("full", [])):
         t0 = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "gputriage", "bench", "--json", *extra], capture_output=True, text=True)
+        out = subprocess.run([sys.executable, "-m", "gputriage", "bench", "--json", *extra], capture_output=True,
+                             text=True)
         walls[kind] = time.perf_counter() - t0
         reports[kind] = out.stdout
         if out.returncode:

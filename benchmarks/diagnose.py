@@ -101,9 +101,9 @@ def print_table(rows: list[dict]) -> None:
         s, p, f, fp = (r.get(m) or {} for m in MODES)
         gain = (f["throughput"] / s["throughput"]) if f.get("throughput") and s.get("throughput") else None
         warn = " / ".join(",".join(x.get("warnings") or []) or "-" for x in (f, fp) if x)
-        print(f"{r['pathology']:21} {r['expected']:16} {str(s.get('sampler')):16} "
+        print(f"{r['pathology']:21} {r['expected']:16} {s.get('sampler')!s:16} "
               f"{verdict_ok(s.get('sampler'), r['expected'], s.get('undecided')) if s else '':3} "
-              f"{str(p.get('verdict')):16} {verdict_ok(p.get('verdict'), r['expected']) if p else '':3} "
+              f"{p.get('verdict')!s:16} {verdict_ok(p.get('verdict'), r['expected']) if p else '':3} "
               f"{s.get('throughput') or 0:10.1f} {f.get('throughput') or 0:10.1f} "
               f"{f'{gain:.2f}x' if gain else '':>6}  {warn}")
 

@@ -48,7 +48,7 @@ def record_check(out: Path) -> None:
 def record_samples(out: Path, name: str, fixed: bool, seconds: float) -> None:
     from gputriage.backends.host import Host
     from gputriage.backends.nvml import PynvmlBackend
-    from gputriage.monitor.sampler import Sampler
+    from gputriage.sampling.sampler import Sampler
 
     nvml = PynvmlBackend(record=False)
     nvml.init()

@@ -72,8 +72,8 @@ def side_by_side(seconds: float, alone: bool = False, period_s: float = 0.1) -> 
 
     from gputriage.backends.host import Host
     from gputriage.backends.nvml import PynvmlBackend
-    from gputriage.monitor.sampler import Sampler
-    from gputriage.monitor.store import Store
+    from gputriage.sampling.sampler import Sampler
+    from gputriage.sampling.store import Store
 
     def start_plain() -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-c", PLAIN_LOOP, str(seconds)], stdout=subprocess.PIPE, text=True)
@@ -128,7 +128,7 @@ def side_by_side(seconds: float, alone: bool = False, period_s: float = 0.1) -> 
 def per_call_us(n: int = 300) -> list[tuple[str, float]]:
     """CPU microseconds per call of what the sampler asks NVML, on this thread."""
     from gputriage.backends.nvml import PynvmlBackend
-    from gputriage.monitor.sampler import SAMPLED_GPM
+    from gputriage.sampling.sampler import SAMPLED_GPM
 
     nvml = PynvmlBackend(record=False, bounded=False)
     nvml.init()
@@ -161,7 +161,7 @@ def in_situ_us(seconds: float) -> list[tuple[str, float]]:
 
     from gputriage.backends.host import Host
     from gputriage.backends.nvml import PynvmlBackend
-    from gputriage.monitor.sampler import SAMPLED_GPM, GpuReader, HostReader, ProcessTreeReader
+    from gputriage.sampling.sampler import SAMPLED_GPM, GpuReader, HostReader, ProcessTreeReader
 
     nvml = PynvmlBackend(record=False, bounded=False)
     nvml.init()
@@ -265,7 +265,8 @@ def main() -> None:
     print(f"CPU {how} {args.seconds:.0f} s window, % of one core ({os.cpu_count()} cores), "
           f"{cpu['samples']} samples taken")
     print(f"{'measure':58} {'value':>10}")
-    print(f"{f'gputriage sampler thread, {1 / args.period:g} Hz, GPM+host+tree+store':58} {cpu['sampler_thread']:9.2f}%")
+    print(f"{f'gputriage sampler thread, {1 / args.period:g} Hz, GPM+host+tree+store':58} "
+          f"{cpu['sampler_thread']:9.2f}%")
     for part, pct in cpu["parts"].items():
         print(f"{'  of which ' + part:58} {pct:9.2f}%")
     print(f"{'gputriage sampling process, whole (all threads)':58} {cpu['sampler_process']:9.2f}%")

@@ -44,7 +44,8 @@ def h200() -> FakeNvml:
 
 def host_files(**overrides: Any) -> dict[str, Any]:
     files: dict[str, Any] = {
-        "/proc/stat": STAT_QUIET, "/proc/meminfo": MEMINFO, "/proc/vmstat": VMSTAT, "/proc/loadavg": "0.10 0.2 0.3 1/100 1\n",
+        "/proc/stat": STAT_QUIET, "/proc/meminfo": MEMINFO, "/proc/vmstat": VMSTAT, "/proc/loadavg": "0.10 0.2 0.3 "
+                                                                                                     "1/100 1\n",
         "/proc/pressure/cpu": PSI, "/proc/pressure/memory": PSI, "/sys/fs/cgroup/cpu.max": "max 100000\n",
         "/proc/mounts": "/dev/nvme0n1p1 / ext4 rw 0 0\n/dev/nvme1n1 /work xfs rw 0 0\n", "/proc/net/dev": NETDEV,
         "/proc/1/cgroup": "0::/\n",
@@ -76,3 +77,22 @@ def collect(make_host):
         return collect_snapshot(nvml, make_host(files, **kw), window_s=0.5, load_ms=0, use_framework=False)
 
     return run
+
+
+# --- the run judge over recorded samples -----------------------------------------------------
+from gputriage.diagnosis.run_judge import judge  # noqa: E402
+from gputriage.model.run import GpuStatic, RunMeta  # noqa: E402
+from gputriage.sampling.session import replay  # noqa: E402
+
+H200_STATIC = GpuStatic(name="NVIDIA H200", memory_total_bytes=150754820096, power_limit_mw=700000,
+                        power_default_mw=700000, pcie_gen_max=5, pcie_width_max=16)
+
+
+def judged(samples, static: GpuStatic = H200_STATIC, kind: str = "run", **kw):
+    """The run judge's report over recorded samples of GPU 0."""
+    return judge(replay(samples, RunMeta(gpus={"0": static}), kind=kind), 0, **kw)
+
+
+def verdict_of(samples, static: GpuStatic = H200_STATIC):
+    """GPU 0's verdict over recorded samples."""
+    return judged(samples, static).verdict.per_gpu["0"]

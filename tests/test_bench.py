@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from gputriage.diagnosis import bench as judge
 from gputriage.model.probe import ProbeResult
 from gputriage.model.specs import all_specs, database, match
 from gputriage.probes import bench as b
@@ -93,11 +94,12 @@ def test_references_bands_and_findings():
     low = ProbeResult("pcie.h2d_pinned", 24.0, "GB/s", 63.0, {"clock_event_reasons": []})
     ok = ProbeResult("matmul.bf16", 780.0, "TFLOP/s", 989.4, {"clock_event_reasons": ["sw_power_cap"]})
     capped = ProbeResult("matmul.bf16", 400.0, "TFLOP/s", 989.4, {"clock_event_reasons": ["sw_power_cap"]})
-    found = {f.id: f for f in b.findings([low, ok, capped], link_now=(5, 8))}
-    assert set(found) == {"bench.pcie.h2d_pinned_low", "bench.matmul.bf16_low"}
-    assert "below its capability" in found["bench.pcie.h2d_pinned_low"].cause
-    assert "power limit" in found["bench.matmul.bf16_low"].cause
-    remote = b.findings([low], link_now=(5, 16))[0]
+    found = {f.id: f for f in judge.findings([low, ok, capped], link_now=(5, 8))}
+    assert set(found) == {"bench.pcie_bandwidth_low", "bench.matmul_slow"}
+    assert found["bench.matmul_slow"].evidence["probe"] == "matmul.bf16"
+    assert "below its capability" in found["bench.pcie_bandwidth_low"].cause
+    assert "power limit" in found["bench.matmul_slow"].cause
+    remote = judge.findings([low], link_now=(5, 16))[0]
     assert "NUMA" in remote.cause
 
 
@@ -124,7 +126,7 @@ def test_numa_layout_needs_several_nodes(tmp_path):
     assert b.numa_layout("0000:18:00.0", str(tmp_path)) is None  # one node: nothing to compare
     (tmp_path / "sys/devices/system/node/node1").mkdir()
     assert b.numa_layout("0000:18:00.0", str(tmp_path)) == (1, [0, 1])
-    assert b.band("pcie.h2d_pinned_node0") == (0.70, 1.0)
+    assert judge.band("pcie.h2d_pinned_node0") == (0.70, 1.0)
 
 
 def test_another_process_on_the_gpu_makes_every_gpu_figure_a_share():
@@ -139,10 +141,10 @@ def test_another_process_on_the_gpu_makes_every_gpu_figure_a_share():
     others = b.others_on_gpus(nvml, [0], exclude={777})
     assert others == [{"gpu": 0, "pid": 4242, "used_bytes": 2 << 30}]
     capped = ProbeResult("matmul.bf16", 400.0, "TFLOP/s", 989.4, {"clock_event_reasons": []})
-    found = {f.id: f for f in b.findings([capped], None, others)}
-    assert set(found) == {"bench.gpu_shared", "bench.matmul.bf16_low"}
-    assert "4242" in found["bench.gpu_shared"].symptom and found["bench.gpu_shared"].severity.name == "warn"
-    assert b.findings([], None, []) == []
+    found = {f.id: f for f in judge.findings([capped], None, others)}
+    assert set(found) == {"bench.gpu_shared", "bench.matmul_slow"}
+    assert "4242" in found["bench.gpu_shared"].symptom and found["bench.gpu_shared"].severity.value == "warn"
+    assert judge.findings([], None, []) == []
 
 
 def _recorded(name: str) -> tuple[dict, list[ProbeResult]]:
@@ -151,6 +153,15 @@ def _recorded(name: str) -> tuple[dict, list[ProbeResult]]:
     data = json.loads((Path(__file__).parent / "fixtures/h200" / name).read_text())
     return data, [ProbeResult(r["name"], r["value"], r["unit"], r["reference"], r["conditions"], r["detail"])
                   for r in data["results"]]
+
+
+def _report(data: dict):
+    """A recorded `bench --json` document (the first version's, with its results) as today's report."""
+    import msgspec
+
+    from gputriage.model.bench import BenchReport
+
+    return msgspec.convert(dict(data, version=2), BenchReport)
 
 
 def test_recorded_h200_bench_is_healthy_and_renders():
@@ -162,13 +173,12 @@ def test_recorded_h200_bench_is_healthy_and_renders():
 
     data, results = _recorded("bench_h200.json")
     assert data["spec"] == "NVIDIA H200" and data["findings"] == [] and data["other_processes"] == []
-    assert b.findings(results, (5, 16)) == []  # every banded figure inside its band on a healthy H200
+    assert judge.findings(results, (5, 16)) == []  # every banded figure inside its band on a healthy H200
     by = {r.name: r for r in results}
     assert by["matmul.bf16"].detail["best_shape"][0] in (4096, 8192, 12288, 16384)
     assert by["memory.copy"].value >= 4000  # read + write, > 16x the L2
     buf = io.StringIO()
-    render(results, {r.name: b.band(r.name) for r in results}, {}, [], [], "gputriage bench: NVIDIA H200",
-           Console(file=buf, width=120))
+    render(_report(data), Console(file=buf, width=120))
     text = buf.getvalue()
     assert "matmul.bf16" in text and "756.3 TFLOP/s" in text and "sw_power_cap" in text
 
@@ -176,7 +186,7 @@ def test_recorded_h200_bench_is_healthy_and_renders():
 def test_change_since_the_last_bench_on_the_same_h200():
     _, now = _recorded("bench_h200.json")
     earlier, _ = _recorded("bench_h200_earlier.json")
-    change = b.compare(now, earlier["results"])
+    change = judge.compare(now, earlier["results"])
     assert change["matmul.bf16"] == round(100 * (756.3 - 778.2) / 778.2, 1)
     assert set(change) >= {"memory.copy", "pcie.h2d_pinned", "launch.latency"}
 

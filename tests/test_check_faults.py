@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from conftest import host_files
+from gputriage.diagnosis.rules import evaluate
 from gputriage.model.finding import Severity
 from gputriage.model.reading import Unavailable
-from gputriage.diagnosis.rules import evaluate
 from gputriage.testing.fake_nvml import FakeNvml
-
-from conftest import host_files
 
 
 def ids(snapshot, at_least: Severity = Severity.info) -> set[str]:

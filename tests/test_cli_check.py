@@ -69,10 +69,10 @@ def test_markdown_report_has_the_five_steps():
 def test_rules_catalog_json():
     r = run("rules", "--json")
     rules = json.loads(r.stdout)["rules"]
-    assert len(rules) >= 30
+    assert len(rules) >= 90
     assert len({x["id"] for x in rules}) == len(rules)
     for rule in rules:
-        assert 1 <= rule["step"] <= 5 and rule["decision"] and rule["threshold"]
+        assert 1 <= rule["step"] <= 5 and rule["decision"] and rule["condition"] and rule["commands"]
 
 
 def test_snapshot_then_replay(tmp_path):

@@ -9,13 +9,12 @@ import json
 
 import pytest
 
+from conftest import H200_SNAPSHOT
+from gputriage.diagnosis.rules import default_rules, evaluate
 from gputriage.model.fact import Fact
 from gputriage.model.finding import Severity
 from gputriage.model.reading import Unavailable
 from gputriage.model.snapshot import Snapshot
-from gputriage.diagnosis.rules import default_rules, evaluate
-
-from conftest import H200_SNAPSHOT
 
 BASE = Snapshot.load(H200_SNAPSHOT)
 BUSY = Snapshot.load(H200_SNAPSHOT.parent / "snapshot_busy.json")

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from gputriage.diagnosis.rules import evaluate
+from gputriage.diagnosis.rules.torch_arch_missing import supported
 from gputriage.model.fact import Fact
 from gputriage.model.finding import Severity
 from gputriage.model.snapshot import Snapshot
-from gputriage.diagnosis.rules import evaluate
-from gputriage.diagnosis.rules.torch_arch_missing import supported
 
 
 def snap(**facts) -> Snapshot:
-    base = {"gpu.count": 1, "gpu.0.name": "NVIDIA H200", "gpu.0.compute_capability": "9.0", "driver.cuda_version": "12.4",
+    base = {"gpu.count": 1, "gpu.0.name": "NVIDIA H200", "gpu.0.compute_capability": "9.0",
+            "driver.cuda_version": "12.4",
             "torch.version": "2.5.0", "torch.cuda.build_version": "12.4", "torch.cuda.available": True,
             "torch.cuda.arch_list": ["sm_80", "sm_90"]}
     base.update(facts)
@@ -39,7 +40,8 @@ def test_build_newer_than_driver():
 
 
 def test_missing_arch_for_a_bf16_capable_gpu():
-    f = [x for x in evaluate(snap(**{"torch.cuda.arch_list": ["sm_60", "sm_70", "sm_75"]})) if x.id == "torch.arch_missing"]
+    old = snap(**{"torch.cuda.arch_list": ["sm_60", "sm_70", "sm_75"]})
+    f = [x for x in evaluate(old) if x.id == "torch.arch_missing"]
     assert f and f[0].severity == Severity.critical and f[0].evidence["bf16_capable"] is True
 
 

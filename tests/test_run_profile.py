@@ -43,7 +43,8 @@ def test_profile_injection_writes_a_trace(tmp_path, mode):
     script.write_text(WORKLOAD)
     kept = tmp_path / "kept.json"
     env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
-    r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.3", "--profile-steps", "5",
+    r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.3",
+                             "--profile-steps", "5",
                              "--keep-trace", str(kept), "--", sys.executable, str(script), mode],
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -51,10 +52,10 @@ def test_profile_injection_writes_a_trace(tmp_path, mode):
     report = json.loads(r.stdout[r.stdout.index("{"):])
     assert kept.exists() and kept.stat().st_size > 1000
     # a CPU-only trace has no GPU activity: the analysis says so instead of guessing
-    assert "no GPU activity" in " ".join(report["trace"]["ranks"][0]["problems"])
+    assert "no GPU activity" in " ".join(report["profile"]["trace"]["ranks"][0]["problems"])
     ops = {e.get("name") for e in json.loads(kept.read_text())["traceEvents"] if e.get("cat") == "cpu_op"}
     assert ("aten::addmm" if mode == "optim" else "aten::mm") in ops
-    log = report["trace"]["profile_log"]
+    log = report["profile"]["log"]
     if mode == "optim":  # not at the loop's first steps; at least 5 steps and half a second
         m = re.match(r"started at optimizer step (\d+) ", log[0])
         assert m and int(m.group(1)) >= 3, log
@@ -63,8 +64,8 @@ def test_profile_injection_writes_a_trace(tmp_path, mode):
     else:
         assert log[0].startswith("started at signal") and log[1].startswith("stopped at signal")
     assert len(log) == 2
-    t0, t1 = report["trace"]["profile_window_s"]
-    h0, h1 = report["trace"]["profiler_held_s"]
+    t0, t1 = report["profile"]["window_s"]
+    h0, h1 = report["profile"]["held_s"]
     assert h0 <= t0 < t1 <= h1 and t1 - t0 < 30
 
 
@@ -76,9 +77,9 @@ def test_profile_kept_when_the_workload_ends_inside_the_window(tmp_path):
                              str(script), "short"], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads(r.stdout[r.stdout.index("{"):])
-    log = report["trace"]["profile_log"]
+    log = report["profile"]["log"]
     assert len(log) == 2 and log[0].startswith("started at signal") and log[1].startswith("stopped at exit after 0")
-    assert "no GPU activity" in " ".join(report["trace"]["ranks"][0]["problems"])
+    assert "no GPU activity" in " ".join(report["profile"]["trace"]["ranks"][0]["problems"])
 
 
 def test_a_window_without_work_is_profiled_again(tmp_path):
@@ -91,13 +92,13 @@ def test_a_window_without_work_is_profiled_again(tmp_path):
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads(r.stdout[r.stdout.index("{"):])
-    log = report["trace"]["profile_log"]
+    log = report["profile"]["log"]
     assert any(line.startswith("no framework op in the window") for line in log), log
     assert log[-1].startswith("stopped at"), log
     # the trace kept is the window that saw the workload compute, and its times are that window's
     ops = [e for e in json.loads(kept.read_text())["traceEvents"] if e.get("cat") == "cpu_op"]
     assert any(e["name"] == "aten::mm" for e in ops)
-    t0, t1 = report["trace"]["profile_window_s"]
+    t0, t1 = report["profile"]["window_s"]
     assert t1 - t0 < 5
 
 
@@ -114,7 +115,7 @@ def test_the_window_counts_from_when_the_profiler_runs(tmp_path):
     r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.2", "--", sys.executable,
                              str(script), "slow_start"], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
-    log = json.loads(r.stdout[r.stdout.index("{"):])["trace"]["profile_log"]
+    log = json.loads(r.stdout[r.stdout.index("{"):])["profile"]["log"]
     assert len(log) == 2 and log[0].startswith("started at signal") and log[1].startswith("stopped at signal"), log
     assert float(log[0].split(", ")[1].split(" s to start")[0]) >= 1.5
     assert float(log[1].split(", ")[1].split(" s profiled")[0]) >= 0.45
@@ -137,10 +138,82 @@ def test_show_keeps_the_merged_verdict_of_a_profiled_run(tmp_path):
     store = tmp_path / "s.sqlite"
     env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
     r = subprocess.run(GT + ["run", "--store", str(store), "--quiet", "--profile", "--profile-skip", "0.2", "--",
-                             sys.executable, str(script), "short"], capture_output=True, text=True, env=env, timeout=120)
+                             sys.executable, str(script), "short"], capture_output=True, text=True, env=env,
+                       timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     run_id = json.loads(subprocess.run(GT + ["runs", "--json", "--store", str(store)], capture_output=True,
                                        text=True).stdout)["runs"][0]["id"]
     shown = json.loads(subprocess.run(GT + ["show", str(run_id), "--json", "--store", str(store)], capture_output=True,
                                       text=True).stdout)
     assert {"per_gpu", "merged", "source", "bottleneck"} <= set(shown["verdict"])
+
+
+# --- the hook itself, as a module ------------------------------------------------------------------
+class FakeProfile:
+    def __init__(self, events: str) -> None:
+        self.events, self.running = events, False
+
+    def start(self) -> None:
+        self.running = True
+
+    def stop(self) -> None:
+        self.running = False
+
+    def export_chrome_trace(self, path: str) -> None:
+        with open(path, "w") as fh:
+            fh.write(self.events)
+
+
+def test_the_hook_starts_after_the_warm_up_steps_and_stops_after_its_window(tmp_path):
+    from gputriage.trace.profiler_hook import WARM_STEPS, Profiler
+
+    out = str(tmp_path / "trace.json")
+    now = [100.0]
+    p = Profiler(out, steps=3, window_s=0.5, cuda=True, clock=lambda: now[0])
+    p.make = lambda: FakeProfile('{"traceEvents": [\n  {"cat": "kernel"}]}')
+    p.want = "start"
+    for step in range(1, WARM_STEPS):
+        p.on_step()
+        assert p.prof is None, f"started at step {step}, inside the loop's warm-up"
+    p.on_step()
+    assert p.prof and p.prof.running
+    for _ in range(3):  # three profiled steps, but under the half second: not yet
+        now[0] += 0.1
+        p.on_step()
+    assert p.want is None
+    now[0] += 0.5
+    p.on_step()  # enough steps, and the window is long enough: this step stops it
+    assert p.prof is False and p.stops == 1 and p.want is None
+    log = open(out + ".log").read().splitlines()
+    assert log[0].startswith(f"started at optimizer step {WARM_STEPS}")
+    assert log[1].startswith("stopped at optimizer step") and log[2].startswith("window ")
+    assert p.saw_work()
+
+
+def test_the_hook_sees_a_window_without_gpu_work_and_arms_only_from_its_variables(tmp_path):
+    from gputriage.trace import profiler_hook
+
+    empty = tmp_path / "t.json"
+    empty.write_text('{"traceEvents": [\n  {"cat": "cpu_op", "name": "aten::mm"}]}')
+    assert not profiler_hook.Profiler(str(empty), cuda=True).saw_work()
+    assert profiler_hook.Profiler(str(empty), cuda=False).saw_work()
+    assert profiler_hook.main({}) is None
+    env = {"GPUTRIAGE_TRACE_OUT": str(tmp_path / "x.json"), "GPUTRIAGE_PROFILE_STEPS": "7",
+           "GPUTRIAGE_PROFILE_CUDA": "0"}
+    p = profiler_hook.main(env)
+    assert p is not None and p.steps == 7 and not p.cuda
+    assert env == {}  # popped: the workload's child processes are not profiled
+    p.done.set()
+
+
+def test_a_failing_start_is_logged_and_ends_the_profiling(tmp_path):
+    from gputriage.trace.profiler_hook import Profiler
+
+    def broken():
+        raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
+
+    p = Profiler(str(tmp_path / "t.json"))
+    p.make, p.want = broken, "start"
+    p.act("signal")
+    assert p.prof is False and p.done.is_set()
+    assert "ERROR start: RuntimeError: CUPTI_ERROR_NOT_INITIALIZED" in (tmp_path / "t.json.log").read_text()

@@ -8,10 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
-from gputriage.trace.analyze import analyze
-from gputriage.trace.load import TraceError, load
+from gputriage import api
+from gputriage.api import GputriageError
+from gputriage.trace.load import load
 
 TRACES = Path(__file__).parent / "fixtures" / "h200" / "traces"
 GT = [sys.executable, "-m", "gputriage"]
@@ -41,6 +43,12 @@ EXPECTED = {
 }
 
 
+def analyze(paths):
+    """The report as its JSON document reads, and its findings."""
+    r = api.analyze_trace(paths)
+    return msgspec.to_builtins(r), r.findings
+
+
 def report(name: str):
     return analyze([TRACES / f"{name}.json.gz"])
 
@@ -65,9 +73,9 @@ def test_syncs_are_counted_and_attributed_to_the_op_that_made_them():
 
 def test_pageable_copies_warn_and_pinned_ones_do_not():
     _, f = report("pageable_copy")
-    assert {x.id: x.severity.name for x in f}["trace.h2d_copy_bound"] == "warn"
+    assert {x.id: x.severity.value for x in f}["trace.h2d_copy_bound"] == "warn"
     _, f = report("pageable_copy_fixed")
-    assert {x.id: x.severity.name for x in f}["trace.h2d_copy_bound"] == "info"
+    assert {x.id: x.severity.value for x in f}["trace.h2d_copy_bound"] == "info"
 
 
 def test_kernel_table_knows_tensor_cores_and_roofs():
@@ -83,7 +91,7 @@ def test_kernel_table_knows_tensor_cores_and_roofs():
     assert rows and all(k["roof"] == "memory" for k in rows)
     # unary ops read one tensor and write one: their estimate is exact, and near the 4.8 TB/s of HBM3e
     assert sum(1 for k in rows if 3500 < k["achieved_gbs"] < 4800) >= 3
-    assert {x.id: x.severity.name for x in f}["trace.memory_bound"] == "warn"
+    assert {x.id: x.severity.value for x in f}["trace.memory_bound"] == "warn"
 
 
 def test_cuda_graph_launches_are_handled():
@@ -129,7 +137,7 @@ def test_truncated_trace_is_a_partial_analysis_that_says_so(tmp_path):
 def test_bad_files_are_clear_errors(tmp_path, content, message):
     path = tmp_path / "bad.json"
     path.write_bytes(content)
-    with pytest.raises(TraceError, match=message):
+    with pytest.raises(GputriageError, match=message):
         analyze([path])
     r = subprocess.run(GT + ["trace", str(path)], capture_output=True, text=True)
     assert r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from gputriage.model.version import __version__ as __version__
+
 __all__ = ["analyze_trace", "bench", "catalog", "check", "monitor", "run", "runs", "show", "snapshot"]
 
 

@@ -31,7 +31,7 @@ def run_command(argv: list[str], timeout_s: float = 5.0) -> Reading:
     return CommandResult(proc.returncode, proc.stdout, proc.stderr)
 
 
-def start(argv: list[str], env: dict[str, str]) -> "subprocess.Popen[bytes] | Unavailable":
+def start(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes] | Unavailable:
     """Start a workload without a shell, its stdin/stdout/stderr inherited (passed through untouched)."""
     try:
         return subprocess.Popen(argv, env=env)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ctypes
 import time
-from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Iterable
 
 from gputriage.model.reading import Reading, Unavailable

@@ -19,20 +19,34 @@ class ProcessDetail:
 
 
 class ProcessTree:
-    def __init__(self, pid: int) -> None:
+    """`exclude`: processes of the tree that are not the workload (gputriage's own sampler, when it is a
+    child of the process it samples), with their descendants."""
+
+    def __init__(self, pid: int, exclude: frozenset[int] = frozenset()) -> None:
         import psutil
 
         self._ps = psutil
+        self.exclude = exclude
         self.root = psutil.Process(pid)  # raises psutil.NoSuchProcess when it is already gone
         self._members: list[Any] = [self.root]
 
     def refresh(self) -> bool:
         """Re-scan the descendants (a walk over /proc: not for every sample). False when the root is gone."""
         try:
-            self._members = [self.root] + self.root.children(recursive=True)
-            return True
+            children = self.root.children(recursive=True)
         except self._ps.Error:
             return False
+        if self.exclude:
+            skip = set(self.exclude)
+            for p in children:
+                try:
+                    if p.ppid() in skip:
+                        skip.add(p.pid)
+                except self._ps.Error:
+                    continue
+            children = [p for p in children if p.pid not in skip]
+        self._members = [self.root] + children
+        return True
 
     @property
     def pids(self) -> set[int]:

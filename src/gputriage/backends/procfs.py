@@ -68,7 +68,8 @@ def parse_diskstats(text: str) -> tuple[int, int]:
         if len(f) < 10:
             continue
         name = f[2]
-        if name.startswith(("loop", "ram", "dm-", "md", "zram")) or (name[-1].isdigit() and not name.startswith("nvme")):
+        partition = name[-1].isdigit() and not name.startswith("nvme")
+        if name.startswith(("loop", "ram", "dm-", "md", "zram")) or partition:
             continue
         if name.startswith("nvme") and "p" in name[4:]:
             continue

@@ -46,7 +46,7 @@ def _foreground() -> bool:
 
 
 class Workload:
-    def __init__(self, proc: "subprocess.Popen[bytes]") -> None:
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
 
     @property
@@ -54,7 +54,7 @@ class Workload:
         return self.proc.pid
 
     @classmethod
-    def start(cls, argv: list[str], env: dict[str, str], die_with_parent: bool = True) -> "Workload | Unavailable":
+    def start(cls, argv: list[str], env: dict[str, str], die_with_parent: bool = True) -> Workload | Unavailable:
         preexec: Callable[[], None] | None = _die_with_parent if die_with_parent and sys.platform == "linux" else None
         try:
             return cls(subprocess.Popen(argv, env=env, preexec_fn=preexec))

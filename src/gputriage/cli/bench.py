@@ -28,7 +28,8 @@ def _specs(as_json: bool) -> None:
         rates = " ".join(f"{k.split('_')[0]} {d[k]:g}" for k in ("fp32_tflops", "tf32_tflops", "bf16_tflops",
                                                                   "fp16_tflops", "fp8_tflops") if d.get(k))
         t.add_row(s.name, f"{rates} · {d['memory_gb']} GB {d['memory_bw_gbs']} GB/s · CC {d['compute_capability']} · "
-                          f"Gen{d['pcie_gen']} x{d['pcie_width']} · {d['tdp_w']} W · PCI {','.join(d['pci_device_ids'])}")
+                          f"Gen{d['pcie_gen']} x{d['pcie_width']} · {d['tdp_w']} W · PCI "
+                          f"{','.join(d['pci_device_ids'])}")
     out.print(t)
     out.print("[dim]Dense TFLOP/s with FP32 accumulate; sources in `bench --specs --json`.[/dim]")
 

@@ -12,8 +12,9 @@ from gputriage.cli.common import FAIL_ON_HELP, err, exit_for, fail, out, parse_f
 
 
 def check(
-    from_file: Optional[Path] = typer.Option(None, "--from", help="Evaluate a recorded snapshot instead of this machine."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (schema gputriage.check/2)."),
+    from_file: Optional[Path] = typer.Option(None, "--from", help="Evaluate a recorded snapshot instead of this "
+                                                                  "machine."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (schema gputriage.check/1)."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the report as Markdown."),
     fail_on: str = typer.Option("critical", "--fail-on", help=FAIL_ON_HELP),
     save: Optional[Path] = typer.Option(None, "--save", help="Also write the snapshot to this file."),

@@ -7,7 +7,6 @@ import sys
 
 import typer
 
-from gputriage import __version__
 from gputriage.cli import exits
 from gputriage.cli.bench import bench
 from gputriage.cli.check import check
@@ -17,6 +16,7 @@ from gputriage.cli.runs import runs, show
 from gputriage.cli.snapshot import snapshot
 from gputriage.cli.trace import trace
 from gputriage.cli.watch import watch
+from gputriage.model.version import __version__
 
 app = typer.Typer(
     name="gputriage",

@@ -27,7 +27,8 @@ def rules(
         fail(f"unknown command {command!r}: use one of {', '.join(COMMANDS)}", exits.USAGE)
     catalog = api.catalog(command)
     if finding_id:
-        catalog.rules = [s for s in catalog.rules if s.id == finding_id or s.id.startswith(finding_id.rstrip(".") + ".")]
+        stem = finding_id.rstrip(".") + "."
+        catalog.rules = [s for s in catalog.rules if s.id == finding_id or s.id.startswith(stem)]
         if not catalog.rules:
             fail(f"no finding {finding_id!r} in the catalog", exits.BAD_INPUT)
     if as_json:

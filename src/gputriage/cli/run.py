@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import typer
 
@@ -16,7 +16,7 @@ PERIOD_HELP = ("Seconds between two readings of the GPU counters (default: the d
 
 
 def run(
-    command: List[str] = typer.Argument(..., help="The command to run, after `--`."),
+    command: list[str] = typer.Argument(..., help="The command to run, after `--`."),
     store_path: Optional[Path] = typer.Option(None, "--store", help="Run store (SQLite). Default: the user data dir."),
     no_store: bool = typer.Option(False, "--no-store", help="Do not keep this run in the store."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout when the command ends."),

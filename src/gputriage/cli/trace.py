@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List
 
 import typer
 
@@ -12,7 +11,7 @@ from gputriage.cli.common import FAIL_ON_HELP, exit_for, fail, out, parse_fail_o
 
 
 def trace(
-    files: List[Path] = typer.Argument(..., help="Kineto chrome traces (.json or .json.gz), one per rank."),
+    files: list[Path] = typer.Argument(..., help="Kineto chrome traces (.json or .json.gz), one per rank."),
     as_json: bool = typer.Option(False, "--json", help="Print the analysis as JSON (schema gputriage.trace/2)."),
     top: int = typer.Option(10, "--top", min=0, help="Kernels to list."),
     fail_on: str = typer.Option("never", "--fail-on", help=FAIL_ON_HELP),

@@ -51,7 +51,8 @@ def frame(sample: Sample, static: dict[str, GpuStatic], labels: dict[int, str]) 
         cpu.append("".join("▁▁▂▃▄▅▆▇█"[min(8, int(c / 12.5))] for c in cores[:72]))
     if host is not None:
         cpu.append(f"\ndisk read {(host.disk_read_bytes_per_s or 0) / 1e6:.0f} MB/s  write "
-                   f"{(host.disk_write_bytes_per_s or 0) / 1e6:.0f} MB/s  net rx {(host.net_rx_bytes_per_s or 0) / 1e6:.0f}"
+                   f"{(host.disk_write_bytes_per_s or 0) / 1e6:.0f} MB/s  net rx "
+                   f"{(host.net_rx_bytes_per_s or 0) / 1e6:.0f}"
                    f" MB/s  swap-in {host.swap_in_pages_per_s or 0:.0f}/s", style="dim")
     return Group(*([t] if sample.gpus else []), cpu, Text("Ctrl-C to stop", style="dim"))
 
@@ -69,7 +70,8 @@ def watch(
 
     threshold = parse_fail_on(fail_on)
     try:
-        m = api.Monitor(store=False if no_store else store_path, budget=budget, period_s=period, kind="watch", pid=None)
+        m = api.Monitor(store=False if no_store else store_path, budget=budget, period_s=period, kind="watch", pid=None,
+                        isolated=False)
         m.__enter__()
     except api.GputriageError as exc:
         fail(str(exc), exits.BAD_INPUT)

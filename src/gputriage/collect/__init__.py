@@ -4,18 +4,33 @@ from __future__ import annotations
 
 import time
 
-from gputriage import __version__
-from gputriage.backends.host import Host
-from gputriage.backends.nvml import NvmlBackend
 from gputriage.backends import cache
 from gputriage.backends.child import ChildProbe
+from gputriage.backends.host import Host
+from gputriage.backends.nvml import NvmlBackend
 from gputriage.backends.torch_install import fingerprint as torch_fingerprint
-from gputriage.collect import (container, cpu, driver, environment, filesystem, framework, health, kernel_log,
-                               memory, network, numa, pcie, power_thermal, processes, utilization)
+from gputriage.collect import (
+    container,
+    cpu,
+    driver,
+    environment,
+    filesystem,
+    framework,
+    health,
+    kernel_log,
+    memory,
+    network,
+    numa,
+    pcie,
+    power_thermal,
+    processes,
+    utilization,
+)
 from gputriage.collect.base import Context
 from gputriage.model.fact import Fact
 from gputriage.model.reading import Unavailable
 from gputriage.model.snapshot import Snapshot
+from gputriage.model.version import __version__
 
 DEFAULT_WINDOW_S = 0.5
 DEFAULT_LOAD_MS = 200.0
@@ -72,9 +87,9 @@ def collect_snapshot(nvml: NvmlBackend, host: Host, *, window_s: float = DEFAULT
     facts += utilization.gpm_end(ctx, gpm_first)
 
     if load_child is None:
-        why = (f"read at idle: GPU {shared[0]} is in an exclusive or prohibited compute mode" if shared
-               else "read at idle (--no-load)")
-        facts += pcie.not_loaded(ctx, Unavailable("not_supported", why))
+        idle = (f"read at idle: GPU {shared[0]} is in an exclusive or prohibited compute mode" if shared
+                else "read at idle (--no-load)")
+        facts += pcie.not_loaded(ctx, Unavailable("not_supported", idle))
     else:
         problem = load_child.wait_for("READY", timeout_s=15.0)
         if problem is None:
@@ -95,6 +110,7 @@ def collect_snapshot(nvml: NvmlBackend, host: Host, *, window_s: float = DEFAULT
             cache.write(framework.CACHE_NAME, info | {"key": framework_key})
         facts += framework.facts_from_info(info)
     else:
+        why: Unavailable
         if not use_framework:
             why = Unavailable("not_found", "skipped (--no-framework)")
         elif not ctx.gpus:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputriage.collect.base import Context, fact
 from gputriage.backends.procfs import cpu_busy_pct, parse_proc_stat, parse_psi
+from gputriage.collect.base import Context, fact
 from gputriage.model.fact import Fact
 from gputriage.model.numbers import median
 from gputriage.model.reading import Unavailable
@@ -102,10 +102,10 @@ def cgroup_cpu_limit(ctx: Context) -> Fact:
         quota, _, period = v2.strip().partition(" ")
         value = None if quota == "max" else round(int(quota) / int(period or 100000), 2)
         return fact("host.cgroup.cpu_limit_cores", value, "cgroup:/sys/fs/cgroup/cpu.max")
-    quota = ctx.host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
-    period = ctx.host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
-    if isinstance(quota, str) and isinstance(period, str):
-        q = int(quota.strip())
-        value = None if q < 0 else round(q / int(period.strip()), 2)
+    v1_quota = ctx.host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
+    v1_period = ctx.host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
+    if isinstance(v1_quota, str) and isinstance(v1_period, str):
+        q = int(v1_quota.strip())
+        value = None if q < 0 else round(q / int(v1_period.strip()), 2)
         return fact("host.cgroup.cpu_limit_cores", value, "cgroup:cpu.cfs_quota_us")
     return fact("host.cgroup.cpu_limit_cores", None, "cgroup:none")

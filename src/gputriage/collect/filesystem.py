@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gputriage.collect.base import Context, fact
 from gputriage.backends.procfs import mount_for, parse_mounts
+from gputriage.collect.base import Context, fact
 from gputriage.model.fact import Fact
 from gputriage.model.reading import Unavailable
 

@@ -8,7 +8,6 @@ from gputriage.collect.base import fact
 from gputriage.model.fact import Fact
 from gputriage.model.reading import Reading, Unavailable
 
-
 CACHE_NAME = "framework.json"
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputriage.collect.base import Context, fact
 from gputriage.backends.procfs import parse_keyed, parse_psi
+from gputriage.collect.base import Context, fact
 from gputriage.model.fact import Fact
 from gputriage.model.reading import Unavailable
 
@@ -22,7 +22,7 @@ def end(ctx: Context, first: Any, window_s: float) -> list[Fact]:
         why = first if isinstance(first, Unavailable) else second
         why = why if isinstance(why, Unavailable) else Unavailable("error", "no window")
         return [fact("host.vm.major_faults_per_s", why, src), fact("host.vm.swap_in_pages_per_s", why, src)]
-    rate = lambda key: round((second.get(key, 0) - first.get(key, 0)) / window_s, 1)  # noqa: E731
+    rate = lambda key: round((second.get(key, 0) - first.get(key, 0)) / window_s, 1)
     return [fact("host.vm.major_faults_per_s", rate("pgmajfault"), src),
             fact("host.vm.swap_in_pages_per_s", rate("pswpin"), src)]
 

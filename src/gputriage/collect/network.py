@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gputriage.collect.base import Context, fact
 from gputriage.backends.procfs import parse_net_dev
+from gputriage.collect.base import Context, fact
 from gputriage.model.fact import Fact
 from gputriage.model.reading import Unavailable
 

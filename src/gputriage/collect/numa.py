@@ -14,8 +14,8 @@ def collect(ctx: Context, bus_ids: dict[int, str]) -> list[Fact]:
     facts: list[Fact] = []
     nodes = ctx.host.list_dir("/sys/devices/system/node")
     node_ids = [] if isinstance(nodes, Unavailable) else [n for n in nodes if n.startswith("node") and n[4:].isdigit()]
-    facts.append(fact("host.numa.node_count", len(node_ids) if node_ids else nodes if isinstance(nodes, Unavailable) else 1,
-                      "sysfs:/sys/devices/system/node"))
+    count = len(node_ids) if node_ids else nodes if isinstance(nodes, Unavailable) else 1
+    facts.append(fact("host.numa.node_count", count, "sysfs:/sys/devices/system/node"))
     facts.append(fact("host.process.cpu_affinity", ctx.host.affinity(), "os:sched_getaffinity"))
     ncpu = os.cpu_count() or 64
     words = max(1, (ncpu + 63) // 64)

@@ -38,6 +38,6 @@ def collect(ctx: Context) -> list[Fact]:
                           "nvml:nvmlDeviceGetCurrentClocksEventReasons"))
         for policy, name in ((NVML_PERF_POLICY_POWER, "power"), (NVML_PERF_POLICY_THERMAL, "thermal")):
             v = ctx.nvml.call("nvmlDeviceGetViolationStatus", i, policy)
-            facts.append(fact(f"gpu.{i}.violation.{name}_ns", v if isinstance(v, Unavailable) else int(v["violationTime"]),
-                              "nvml:nvmlDeviceGetViolationStatus"))
+            ns = v if isinstance(v, Unavailable) else int(v["violationTime"])
+            facts.append(fact(f"gpu.{i}.violation.{name}_ns", ns, "nvml:nvmlDeviceGetViolationStatus"))
     return facts

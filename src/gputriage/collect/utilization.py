@@ -8,8 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputriage.backends.nvml import (GPM_ANY_TENSOR_UTIL, GPM_DRAM_BW_UTIL, GPM_GRAPHICS_UTIL, GPM_SM_OCCUPANCY,
-                                     GPM_SM_UTIL)
+from gputriage.backends.nvml import (
+    GPM_ANY_TENSOR_UTIL,
+    GPM_DRAM_BW_UTIL,
+    GPM_GRAPHICS_UTIL,
+    GPM_SM_OCCUPANCY,
+    GPM_SM_UTIL,
+)
 from gputriage.collect.base import Context, fact
 from gputriage.model.fact import Fact
 from gputriage.model.reading import Unavailable

@@ -11,12 +11,15 @@ from gputriage.model.specs import pcie_link_gbs
 
 BENCH = ("bench",)
 # healthy share of the datasheet figure: (low, high)
-MATMUL_LOW = Threshold("matmul_low_share", 0.60, "of the dense datasheet", "GEMM rate under which the GPU underdelivers",
-                       "measured: large GEMMs reach ~70-80% of the dense datasheet at the power limit (bench on an H200)")
+MATMUL_LOW = Threshold("matmul_low_share", 0.60, "of the dense datasheet", "GEMM rate under which the GPU "
+                                                                           "underdelivers",
+                       "measured: large GEMMs reach ~70-80% of the dense datasheet at the power limit (bench on an "
+                       "H200)")
 MEMORY_LOW = Threshold("memory_low_share", 0.75, "of the datasheet bandwidth",
                        "device-memory bandwidth under which something is wrong",
                        "measured: copies reach ~90% of HBM bandwidth (bench on an H200: 4,231 of 4,800 GB/s)")
-PCIE_LOW = Threshold("pcie_low_share", 0.70, "of the raw link rate", "pinned copy rate under which the link underdelivers",
+PCIE_LOW = Threshold("pcie_low_share", 0.70, "of the raw link rate", "pinned copy rate under which the link "
+                                                                     "underdelivers",
                      "measured: pinned copies reach 85-88% of the raw link rate (bench on an H200: 54.5 of 63 GB/s)")
 BANDS = {"matmul": (MATMUL_LOW.value, 1.25), "memory.copy": (MEMORY_LOW.value, 1.05),
          "memory.read": (MEMORY_LOW.value, 1.05), "pcie.h2d_pinned": (PCIE_LOW.value, 1.0),

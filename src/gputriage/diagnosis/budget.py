@@ -33,7 +33,7 @@ from gputriage.model.finding import Finding, FindingSpec, Severity
 from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic
 from gputriage.model.snapshot import Snapshot
-from gputriage.monitor.windows import WindowSeries
+from gputriage.sampling.windows import WindowSeries
 
 MAX_BUDGET_BYTES = 1 << 20
 
@@ -172,7 +172,8 @@ def check_windows(budget: Budget, series: dict[int, WindowSeries], host: WindowS
         if "vram_headroom_pct" in lim and total and used is not None:
             free_pct = round(100.0 * (total - used) / total, 1)
             if free_pct < lim["vram_headroom_pct"]:
-                out.append(_finding(budget, "vram_headroom_pct", f"gpu.{i}", free_pct, f"{free_pct}% VRAM free at peak"))
+                out.append(_finding(budget, "vram_headroom_pct", f"gpu.{i}", free_pct,
+                                    f"{free_pct}% VRAM free at peak"))
         temp = max((x for x in s.column("temperature_max_c") if x is not None), default=None)
         if "max_temperature_c" in lim and temp is not None and temp > lim["max_temperature_c"]:
             out.append(_finding(budget, "max_temperature_c", f"gpu.{i}", temp, f"peak {temp:g} C"))

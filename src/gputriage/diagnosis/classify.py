@@ -35,8 +35,16 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
 
 from __future__ import annotations
 
-from gputriage.diagnosis.thresholds import (H200_RECORDINGS, IDLE_SM, IDLE_UTIL, IOWAIT, POWER_LIMIT_LOWERED,
-                                            UNDERFILLED_SM, UNDERFILLED_UTIL, VRAM_PRESSURE)
+from gputriage.diagnosis.thresholds import (
+    H200_RECORDINGS,
+    IDLE_SM,
+    IDLE_UTIL,
+    IOWAIT,
+    POWER_LIMIT_LOWERED,
+    UNDERFILLED_SM,
+    UNDERFILLED_UTIL,
+    VRAM_PRESSURE,
+)
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
 from gputriage.model.run import GpuStatic

@@ -11,18 +11,21 @@ own overhead, and a decided sampler verdict stands.
 
 from __future__ import annotations
 
-from gputriage.model.bottleneck import HOST_BOUND, Bottleneck as B
+from gputriage.model.bottleneck import HOST_BOUND
+from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
 from gputriage.model.run import GpuVerdict, MergedVerdict, ProfilerEffect
 from gputriage.model.trace import TraceVerdict
 
 SAMPLER_ONLY = {B.contended, B.throttled, B.vram_pressure}
 PROFILER_DROP = Threshold("profiler_drop_util_pts", 25.0, "GPU-Util points",
-                          "GPU-Util lost while profiled that makes a host-bound trace verdict the profiler's own overhead",
+                          "GPU-Util lost while profiled that makes a host-bound trace verdict the profiler's own "
+                          "overhead",
                           "judgement, from H200 runs where CUPTI start-up held a sync-heavy loop (26% vs 95%)")
 
 
-def merge(sampler: GpuVerdict | None, trace: TraceVerdict | None, effect: ProfilerEffect | None = None) -> MergedVerdict:
+def merge(sampler: GpuVerdict | None, trace: TraceVerdict | None,
+          effect: ProfilerEffect | None = None) -> MergedVerdict:
     """The run's verdict. `profiler_starved` is set when the profiled window lost GPU-Util the rest of
     a decided, not host-bound run kept: the trace's host-side findings then describe the profiler."""
     s = sampler.bottleneck if sampler else None

@@ -11,7 +11,7 @@ from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
 from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic, GpuVerdict
 from gputriage.model.specs import pcie_link_gbs
-from gputriage.monitor.windows import WindowSeries
+from gputriage.sampling.windows import WindowSeries
 
 RUN = ("run", "watch", "monitor")
 LINK_SATURATED = Threshold("link_saturated_share", 0.7, "share of the link",
@@ -86,7 +86,8 @@ def idle_edges(v: GpuVerdict, run_s: float) -> Finding | None:
     if run_s <= 0 or start + end < IDLE_EDGES_MIN.value or (start + end) / run_s < IDLE_EDGES_SHARE.value:
         return None
     return IDLE_EDGES.finding({"startup_s": start, "shutdown_s": end, "run_s": round(run_s, 1)}, subject=f"gpu.{v.gpu}",
-                              symptom=f"GPU {v.gpu} held but idle {(start + end) / run_s:.0%} of the run: {start:.0f} s "
+                              symptom=f"GPU {v.gpu} held but idle {(start + end) / run_s:.0%} of the run: {start:.0f} "
+                                      f"s "
                                       f"before its first kernel, {end:.0f} s after its last")
 
 

@@ -13,10 +13,9 @@ from gputriage.diagnosis.trace_findings import as_profiler_artefact
 from gputriage.model.bottleneck import HOST_BOUND
 from gputriage.model.finding import Finding, triage_order
 from gputriage.model.numbers import median
-from gputriage.model.run import (GpuStatic, GpuVerdict, HostSummary, ProfileReport, ProfilerEffect, RunReport,
-                                 RunVerdict)
-from gputriage.monitor.windows import WindowSeries
-from gputriage.monitor.session import Recording
+from gputriage.model.run import GpuStatic, GpuVerdict, HostSummary, ProfilerEffect, ProfileReport, RunReport, RunVerdict
+from gputriage.sampling.session import Recording
+from gputriage.sampling.windows import WindowSeries
 
 MIN_EFFECT_POINTS = 3
 

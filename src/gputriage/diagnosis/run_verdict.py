@@ -17,7 +17,7 @@ from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
 from gputriage.model.window import WindowMetrics
-from gputriage.monitor.windows import WindowSeries
+from gputriage.sampling.windows import WindowSeries
 
 WORKLOAD_VRAM_BYTES = 256 * 2**20  # memory growth that says a workload holds the GPU
 SERIES_POINTS = 720  # at most this many points in a verdict's series
@@ -84,8 +84,10 @@ def describe(b: B, m: dict[str, float]) -> str:
         return "n/a" if v is None else f"{v:.0f}{unit}"
 
     parts = {
-        B.underfilled: f"GPU-Util {f('util_pct')} but SM activity {f('sm_active_pct')}, occupancy {f('sm_occupancy_pct')}",
-        B.compute_bound: f"SM activity {f('sm_active_pct')}, tensor pipes {f('tensor_active_pct')}, {f('power_w', ' W')}",
+        B.underfilled: f"GPU-Util {f('util_pct')} but SM activity {f('sm_active_pct')}, occupancy "
+                       f"{f('sm_occupancy_pct')}",
+        B.compute_bound: f"SM activity {f('sm_active_pct')}, tensor pipes {f('tensor_active_pct')}, "
+                         f"{f('power_w', ' W')}",
         B.memory_bound: f"DRAM bandwidth {f('dram_active_pct')} of peak, SM activity {f('sm_active_pct')}, "
                         f"tensor pipes {f('tensor_active_pct')}",
         B.tensor_cores_idle: f"SM activity {f('sm_active_pct')} but tensor pipes {f('tensor_active_pct')}, "

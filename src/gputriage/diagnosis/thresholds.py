@@ -36,7 +36,8 @@ IOWAIT = Threshold(
     "iowait_pct", 10.0, "%", "Share of CPU time waiting on I/O at which storage holds the input pipeline back",
     f"{PLAYBOOK}, task 6 (mpstat %iowait); judgement for the exact figure")
 POWER_LIMIT_LOWERED = Threshold(
-    "power_limit_lowered_pct", 90.0, "% of default", "Enforced power limit under which the limit was lowered on purpose",
+    "power_limit_lowered_pct", 90.0, "% of default", "Enforced power limit under which the limit was lowered on "
+                                                     "purpose",
     "NVML: nvmlDeviceGetEnforcedPowerLimit against nvmlDeviceGetPowerManagementDefaultLimit; judgement for 90%")
 SWAP_IN = Threshold(
     "swap_in_pages_per_s", 10.0, "pages/s", "Swap-in rate at which the host pages instead of feeding the GPU",

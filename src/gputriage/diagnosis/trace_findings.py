@@ -78,7 +78,7 @@ def findings(r: RankAnalysis, verdict: TraceVerdict, spec: GpuSpec | None = None
     out: list[Finding] = []
     subject = f"gpu.{a.device}"
 
-    def add(b: B, severity: Severity, symptom: str, cause: str, evidence: dict) -> None:  # noqa: ANN401
+    def add(b: B, severity: Severity, symptom: str, cause: str, evidence: dict) -> None:
         out.append(SPECS[b].finding(evidence, subject=subject, severity=severity, symptom=symptom, cause=cause))
 
     launch, sync = a.idle_of("launch"), a.idle_of("sync")
@@ -115,7 +115,8 @@ def findings(r: RankAnalysis, verdict: TraceVerdict, spec: GpuSpec | None = None
         names = [k.name[:60] for k in r.kernels if k.kind == kk.GEMM_OTHER][:2]
         add(B.tensor_cores_idle, Severity.warn, f"GEMMs on CUDA cores take {pct(gemm_other)}% of the window",
             "Full-precision fp32 math without TF32 runs on CUDA cores at a fraction of the tensor-core rate: " +
-            ", ".join(names), {"gemm_cuda_cores_pct": pct(gemm_other), "gemm_tensor_cores_pct": pct(a.busy_of(kk.GEMM_TC))})
+            ", ".join(names),
+            {"gemm_cuda_cores_pct": pct(gemm_other), "gemm_tensor_cores_pct": pct(a.busy_of(kk.GEMM_TC))})
     elem = a.busy_of(kk.ELEMENTWISE)
     if pct(elem) >= FINDING_MIN.value:
         size = r.elementwise_median_bytes
@@ -130,7 +131,8 @@ def findings(r: RankAnalysis, verdict: TraceVerdict, spec: GpuSpec | None = None
     alloc = a.idle_of("allocator")
     if pct(alloc) >= FINDING_MIN.value:
         add(B.vram_pressure, Severity.warn, f"GPU idle {pct(alloc)}% of the window after cudaMalloc/cudaFree",
-            "The caching allocator returns memory to the driver and asks for it again; cudaFree synchronizes the device",
+            "The caching allocator returns memory to the driver and asks for it again; cudaFree synchronizes the "
+            "device",
             {"allocator_idle_pct": pct(alloc)})
     if a.busy_us >= 0.5 * w and 100 * a.underfilled_us / a.busy_us >= UNDERFILLED_BUSY.value:
         share = round(100 * a.underfilled_us / a.busy_us, 1)

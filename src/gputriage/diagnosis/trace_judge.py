@@ -63,7 +63,8 @@ def judge(files: list[str], ranks: list[RankAnalysis], problems: list[str]) -> T
                  "per_rank": {str(x.rank if x.rank is not None else x.file): getattr(x, mr.compared_on)
                               for x in mr.per_rank}}, subject="ranks",
                 symptom=f"Rank{'s' if len(mr.stragglers) > 1 else ''} {', '.join(map(str, mr.stragglers))} "
-                        f"{'are' if len(mr.stragglers) > 1 else 'is'} >= {STRAGGLER.value:.0f}% slower than the median"))
+                        f"{'are' if len(mr.stragglers) > 1 else 'is'} >= {STRAGGLER.value:.0f}% slower than the "
+                        "median"))
         names = {r.verdict.bottleneck for r in judged if r.verdict is not None}
         if len(names) > 1:
             report.findings.append(RANKS_DISAGREE.finding(

@@ -22,7 +22,8 @@ J = "judgement"
 IDLE_VERDICT = Threshold("idle_verdict_pct", 25.0, "% of the window",
                          "GPU idle time at which the host, not the kernels, is the limit", J)
 UNDERFILLED_BUSY = Threshold("underfilled_busy_pct", 50.0, "% of busy time",
-                             "busy time in kernels whose blocks cover under half the SMs that makes the GPU underfilled",
+                             "busy time in kernels whose blocks cover under half the SMs that makes the GPU "
+                             "underfilled",
                              "recorded H200 traces: small-batch loops 90-100%, full batches 0%")
 MIN_KERNELS = Threshold("min_kernels", 10, "kernels", "kernels a window needs (unless long) to be judged", J)
 MIN_BUSY = Threshold("min_busy_us", 50_000.0, "µs", "busy time that makes a window of few kernels worth judging", J)

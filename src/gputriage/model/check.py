@@ -11,7 +11,7 @@ from gputriage.model.reading import Unavailable
 from gputriage.model.snapshot import Snapshot
 
 CHECK_SCHEMA = "gputriage.check"
-CHECK_VERSION = 2
+CHECK_VERSION = 1
 
 
 class Summary(msgspec.Struct):

@@ -27,7 +27,7 @@ class Fact:
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Fact":
+    def from_json(cls, data: dict[str, Any]) -> Fact:
         if "unavailable" in data:
             u = data["unavailable"]
             value: Reading = Unavailable(u["reason"], u.get("detail", ""))

@@ -44,7 +44,7 @@ class Severity(str, enum.Enum):
         return self.rank >= _rank_of(other)
 
     @classmethod
-    def parse(cls, text: str) -> "Severity":
+    def parse(cls, text: str) -> Severity:
         try:
             return cls(text.strip().lower())
         except ValueError:
@@ -71,7 +71,7 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
         return msgspec.to_builtins(self)
 
     @classmethod
-    def from_json(cls, data: Any) -> "Finding":
+    def from_json(cls, data: Any) -> Finding:
         return msgspec.convert(data, cls)
 
 

@@ -59,7 +59,7 @@ class Snapshot:
         tmp.replace(path)
 
     @classmethod
-    def from_json(cls, data: Any) -> "Snapshot":
+    def from_json(cls, data: Any) -> Snapshot:
         if not isinstance(data, dict) or data.get("schema") != SNAPSHOT_SCHEMA:
             raise SnapshotError("not a gputriage snapshot (no 'schema': 'gputriage.snapshot')")
         version = data.get("version")
@@ -75,7 +75,7 @@ class Snapshot:
             raise SnapshotError(f"malformed snapshot: {type(exc).__name__}: {exc}") from None
 
     @classmethod
-    def load(cls, path: str | Path) -> "Snapshot":
+    def load(cls, path: str | Path) -> Snapshot:
         path = Path(path)
         try:
             text = path.read_text()

@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from gputriage.backends.nvml import compute_processes
 from gputriage.model.clock_events import decode_reasons
@@ -140,7 +140,7 @@ def to_results(rows: list[dict[str, Any]], samples: list[Sample], spec: GpuSpec 
     return results, errors
 
 
-def others_on_gpus(nvml: Any, gpus: list[int], exclude: set[int] = frozenset()) -> list[dict[str, Any]]:
+def others_on_gpus(nvml: Any, gpus: list[int], exclude: Collection[int] = frozenset()) -> list[dict[str, Any]]:
     """Compute processes on these GPUs that are not the bench's own (pid, GPU, VRAM bytes)."""
     return [{"gpu": i, **p} for i, procs in compute_processes(nvml, gpus).items() for p in procs
             if p["pid"] not in exclude]

@@ -9,6 +9,7 @@ and memory, and its tensors freed before the next.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import statistics
@@ -55,26 +56,27 @@ def matmul(torch: Any, dtype: str, shapes: tuple[int, ...], repeats: int) -> Non
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
     best: dict[str, Any] | None = None
     t0 = time.time()
-    sweep = []
+    sweep: list[dict[str, Any]] = []
     for n in shapes:
         try:
             if dtype == "fp8_e4m3":
                 a = [torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn) for _ in range(2)]
                 b = [torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t() for _ in range(2)]
                 one = torch.ones((), device="cuda")
-                fn = lambda i: torch._scaled_mm(a[i % 2], b[i % 2], scale_a=one, scale_b=one,  # noqa: E731
+                fn = lambda i: torch._scaled_mm(a[i % 2], b[i % 2], scale_a=one, scale_b=one,
                                                 out_dtype=torch.bfloat16)
             else:
-                tdt = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+                tdt = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
+                       "bf16": torch.bfloat16}[dtype]
                 a = [torch.randn(n, n, device="cuda", dtype=tdt) for _ in range(2)]
                 b = [torch.randn(n, n, device="cuda", dtype=tdt) for _ in range(2)]
-                fn = lambda i: a[i % 2] @ b[i % 2]  # noqa: E731
+                fn = lambda i: a[i % 2] @ b[i % 2]
             secs = timed(torch, fn, repeats)
         except Exception as exc:  # out of memory, unsupported op
             sweep.append({"n": n, "error": f"{type(exc).__name__}: {str(exc)[:120]}"})
             continue
         finally:
-            a = b = None  # noqa: F841
+            a = b = []  # free the operands before the next shape
             torch.cuda.empty_cache()
         tflops = 2 * n**3 / secs / 1e12
         sweep.append({"n": n, "tflops": round(tflops, 1), "ms": round(secs * 1e3, 3)})
@@ -128,10 +130,15 @@ def host_copies(torch: Any, quick: bool) -> None:
         for direction in ("h2d", "d2h"):
             t0 = time.time()
             dst, src = (dev, host) if direction == "h2d" else (host, dev)
-            secs = timed(torch, lambda i, d=dst, s=src: d.copy_(s, non_blocking=True), repeats=10 if quick else 20)
+            secs = timed(torch, copier(dst, src), repeats=10 if quick else 20)
             emit(probe=f"pcie.{direction}_{kind}", value=round(nbytes / secs / 1e9, 1), unit="GB/s", t0=t0,
                  t1=time.time(), detail={"buffer_bytes": nbytes, "pinned": kind == "pinned"})
         host = dst = src = None  # free before the next kind
+
+
+def copier(dst: Any, src: Any) -> Callable[[int], Any]:
+    """One timed repeat of a copy from `src` into `dst`."""
+    return lambda _i: dst.copy_(src, non_blocking=True)
 
 
 def node_cpus(node: int) -> set[int]:
@@ -154,7 +161,7 @@ def numa_copies(torch: Any, gpu_node: int, nodes: list[int]) -> None:
             os.sched_setaffinity(0, node_cpus(node))
             host = torch.randn(n).pin_memory()
             t0 = time.time()
-            secs = timed(torch, lambda i, h=host: dev.copy_(h, non_blocking=True), repeats=10)
+            secs = timed(torch, copier(dev, host), repeats=10)
             emit(probe=f"pcie.h2d_pinned_node{node}", value=round(nbytes / secs / 1e9, 1), unit="GB/s", t0=t0,
                  t1=time.time(), detail={"buffer_node": node, "gpu_node": gpu_node,
                                          "placement": "local" if node == gpu_node else "remote"})
@@ -239,8 +246,8 @@ def main(argv: list[str]) -> int:
                                                     "capability": list(torch.cuda.get_device_capability(0))})
     steps: list[tuple[str, Callable[[], None]]] = []
     for dtype in (("bf16", "fp32") if quick else DTYPES):
-        steps.append((f"matmul.{dtype}", lambda d=dtype: matmul(torch, d, QUICK_SHAPES if quick else FULL_SHAPES,
-                                                               repeats=10 if quick else 20)))
+        steps.append((f"matmul.{dtype}", functools.partial(matmul, torch, dtype, QUICK_SHAPES if quick else FULL_SHAPES,
+                                                           repeats=10 if quick else 20)))
     steps += [("memory", lambda: memory(torch, quick)), ("pcie", lambda: host_copies(torch, quick)),
               ("launch", lambda: launches(torch))]
     if "--numa" in argv:  # --numa GPU_NODE NODE,NODE,...: only where several nodes exist

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-
-from typing import Any
 
 from gputriage.model.check import CheckReport
 from gputriage.model.finding import STEPS, Severity
@@ -51,7 +50,7 @@ def _gpu_table(snap: Facts) -> Table | None:
                 "PCIe"):
         t.add_column(col, justify="left" if col in ("name",) else "right", no_wrap=True)
     for i in range(count):
-        g = lambda k: snap.get(f"gpu.{i}.{k}")  # noqa: E731
+        g = lambda k: snap.get(f"gpu.{i}.{k}")
         used, total = g("memory.used_bytes"), g("memory.total_bytes")
         vram = f"{used / 2**30:.1f}/{total / 2**30:.0f}G" if isinstance(used, int) and isinstance(total, int) else "n/a"
         draw, limit = g("power.draw_mw"), g("power.limit_enforced_mw")

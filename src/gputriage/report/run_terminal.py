@@ -48,7 +48,8 @@ def _header(r: RunReport) -> Text:
 
 
 def _gpu(r: RunReport, key: str, v: GpuVerdict, console: Console) -> None:
-    name = (r.meta.gpus.get(key).name if r.meta.gpus.get(key) else None) or ""
+    static = r.meta.gpus.get(key)
+    name = (static.name if static else None) or ""
     line = Text(f"\nGPU {key} {name}: ", style="bold")
     if v.bottleneck is None:
         line.append(v.summary or "no verdict", style="dim")

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gputriage.model.run import ProfileReport, ProfilerEffect
+from gputriage.model.run import ProfilerEffect, ProfileReport
 from gputriage.model.trace import Anatomy, KernelRow, RankAnalysis, TraceReport
 from gputriage.report.kernel_names import SHORT_KIND, short_name
 from gputriage.report.style import finding_text
@@ -129,7 +129,8 @@ def render(report: TraceReport, console: Console, top: int = 10) -> None:
                            f"{', '.join(map(str, mr.stragglers)) or 'none'}; busy spread {mr.busy_pct_spread} points",
                            style="bold"))
         for x in mr.per_rank:
-            overlap = f", communication overlapped {x.comm_overlapped_pct:.0f}%" if x.comm_overlapped_pct is not None else ""
+            overlap = (f", communication overlapped {x.comm_overlapped_pct:.0f}%"
+                       if x.comm_overlapped_pct is not None else "")
             verdict = x.bottleneck.value if x.bottleneck else "no verdict"
             console.print(Text(f"  rank {x.rank if x.rank is not None else x.file}: {verdict}, busy {x.busy_pct}%"
                                f"{overlap}", style="dim"))

@@ -20,31 +20,31 @@ class FakeNvml(ReplayNvml):
         self.gpm_series: dict[int, list[dict[str, float]]] = {}
 
     # --- fault switches -------------------------------------------------------------------
-    def no_driver(self) -> "FakeNvml":
+    def no_driver(self) -> FakeNvml:
         self.source = {"nvmlInit": encode(Unavailable("no_driver", "NVML Shared Library Not Found"))}
         return self
 
-    def driver_mismatch(self) -> "FakeNvml":
+    def driver_mismatch(self) -> FakeNvml:
         self.source = {"nvmlInit": encode(Unavailable("driver_mismatch", "Driver/library version mismatch"))}
         return self
 
-    def gpu_lost(self, index: int, after_calls: int = 0) -> "FakeNvml":
+    def gpu_lost(self, index: int, after_calls: int = 0) -> FakeNvml:
         """Every call on GPU `index` answers GPU_IS_LOST (after `after_calls` good ones)."""
         self._lost_after[index] = after_calls
         return self
 
-    def set(self, fn: str, index: int | None, value: Any, *args: Any) -> "FakeNvml":
+    def set(self, fn: str, index: int | None, value: Any, *args: Any) -> FakeNvml:
         self.source[call_key(fn, index, args)] = encode(value)
         return self
 
-    def not_supported(self, pattern: str) -> "FakeNvml":
+    def not_supported(self, pattern: str) -> FakeNvml:
         """Calls whose key matches `pattern` answer NOT_SUPPORTED (as in VMs and MIG)."""
         for key in list(self.source):
             if re.search(pattern, key):
                 self.source[key] = encode(Unavailable("not_supported", "Not Supported"))
         return self
 
-    def add_gpu_like(self, index: int) -> "FakeNvml":
+    def add_gpu_like(self, index: int) -> FakeNvml:
         """A second GPU answering like GPU `index` (a recorded machine has one; faults need two)."""
         new = int(self.source.get("nvmlDeviceGetCount", 1))
         for key in [k for k in self.source if k.split("/")[1:2] == [str(index)]]:
@@ -53,17 +53,17 @@ class FakeNvml(ReplayNvml):
         self.source["nvmlDeviceGetCount"] = new + 1
         return self
 
-    def link(self, index: int, *, gen: int | None = None, width: int | None = None) -> "FakeNvml":
+    def link(self, index: int, *, gen: int | None = None, width: int | None = None) -> FakeNvml:
         if gen is not None:
             self.set("nvmlDeviceGetCurrPcieLinkGeneration", index, gen)
         if width is not None:
             self.set("nvmlDeviceGetCurrPcieLinkWidth", index, width)
         return self
 
-    def clock_reasons(self, index: int, mask: int) -> "FakeNvml":
+    def clock_reasons(self, index: int, mask: int) -> FakeNvml:
         return self.set("nvmlDeviceGetCurrentClocksEventReasons", index, mask)
 
-    def add_process(self, index: int, pid: int, used_bytes: int) -> "FakeNvml":
+    def add_process(self, index: int, pid: int, used_bytes: int) -> FakeNvml:
         key = call_key("nvmlDeviceGetComputeRunningProcesses", index)
         procs = list(self.source.get(key) or [])
         procs.append({"pid": pid, "usedGpuMemory": used_bytes, "gpuInstanceId": 0, "computeInstanceId": 0})
@@ -75,7 +75,7 @@ class FakeNvml(ReplayNvml):
             self.source[call_key("nvmlDeviceGetMemoryInfo", index)] = mem
         return self
 
-    def gpm(self, index: int, metrics: dict[int, float]) -> "FakeNvml":
+    def gpm(self, index: int, metrics: dict[int, float]) -> FakeNvml:
         self.source[f"gpm/{index}"] = {"window_ms": 500.0, "metrics": {str(k): v for k, v in metrics.items()}}
         return self
 

@@ -30,11 +30,12 @@ class StreamNvml(NvmlBackend):
             self.i += 1
             return {"gpu": self.row["util"], "memory": self.row["memutil"]}
         r = self.row
-        answers = {
+        answers: dict[str, Any] = {
             "nvmlDeviceGetCount": 1, "nvmlDeviceGetName": self.name, "nvmlDeviceGetUUID": "GPU-replayed",
             "nvmlDeviceGetPowerUsage": r.get("power"), "nvmlDeviceGetCurrentClocksEventReasons": r.get("reasons"),
             "nvmlDeviceGetTemperature": r.get("temp"),
-            "nvmlDeviceGetMemoryInfo": {"total": self.total, "used": r.get("used"), "free": self.total - r.get("used", 0)},
+            "nvmlDeviceGetMemoryInfo": {"total": self.total, "used": r.get("used"),
+                                        "free": self.total - r.get("used", 0)},
             "nvmlDeviceGetEnforcedPowerLimit": 700000, "nvmlDeviceGetPowerManagementDefaultLimit": 700000,
             "nvmlDeviceGetMaxPcieLinkGeneration": 5, "nvmlDeviceGetMaxPcieLinkWidth": 16,
             "nvmlSystemGetDriverVersion": "replay", "nvmlSystemGetCudaDriverVersion_v2": 13000,

@@ -152,11 +152,12 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
     host_start = min(min(cols.o_ts, default=float("inf")), min(cols.r_ts, default=float("inf")))
     host_start = 0.0 if host_start == float("inf") else host_start  # the first host event
     skipped = 0.0  # a first step left out as profiler warm-up
+    step_lo: float | None = None
+    step_hi: float | None = None
     if cols.steps:
         step_lo = min(s[1] for s in cols.steps)
         step_hi = max(s[1] + s[2] for s in cols.steps)
     else:
-        step_lo = step_hi = None
         warm_end = profiler_warmup_end(cols, host_start)
         if warm_end is not None:
             step_lo, skipped = warm_end, warm_end - host_start
@@ -179,8 +180,8 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         if step_lo is not None:
             idx = [i for i in idx if cols.g_ts[i] + cols.g_dur[i] >= lo]
             hi = max([hi] + [cols.g_ts[i] + cols.g_dur[i] for i in idx[-1:]])
-        busy = {k: 0.0 for k in kk.BUSY_KINDS}
-        idle = {k: 0.0 for k in IDLE_KINDS}
+        busy = dict.fromkeys(kk.BUSY_KINDS, 0.0)
+        idle = dict.fromkeys(IDLE_KINDS, 0.0)
         sync_by_op: dict[str, dict[str, float]] = {}
         gaps: list[float] = []
         underfilled = 0.0

@@ -13,7 +13,8 @@ COMM = "communication"
 H2D_PAGEABLE, H2D_PINNED = "memcpy_h2d_pageable", "memcpy_h2d_pinned"
 D2H_PAGEABLE, D2H_PINNED = "memcpy_d2h_pageable", "memcpy_d2h_pinned"
 D2D, MEMCPY_OTHER, MEMSET = "memcpy_d2d", "memcpy_other", "memset"
-BUSY_KINDS = (GEMM_TC, GEMM_OTHER, GEMV, ATTENTION, ELEMENTWISE, COMM, H2D_PAGEABLE, H2D_PINNED, D2H_PAGEABLE, D2H_PINNED,
+BUSY_KINDS = (GEMM_TC, GEMM_OTHER, GEMV, ATTENTION, ELEMENTWISE, COMM, H2D_PAGEABLE, H2D_PINNED, D2H_PAGEABLE,
+              D2H_PINNED,
               D2D, MEMCPY_OTHER, MEMSET)
 
 _COMM = re.compile(r"nccl|ncclDevKernel|all_?reduce|allgather|reduce_?scatter|sendrecv", re.I)

@@ -134,8 +134,8 @@ class Columns:
 
 
 def _tid(value: Union[int, str]) -> int:
-    if value.__class__ is int:
-        return value  # type: ignore[return-value]
+    if isinstance(value, int):
+        return value
     digits = "".join(ch for ch in str(value) if ch.isdigit())
     return int(digits) if digits else -1
 

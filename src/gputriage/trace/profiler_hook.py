@@ -40,7 +40,8 @@ class Profiler:
 
     def __init__(self, out: str, skip_s: float = 2.0, steps: int = 10, window_s: float = 0.5, max_s: float = 3.0,
                  cuda: bool = True, clock: Callable[[], float] = time.time) -> None:
-        self.out, self.skip_s, self.steps, self.window_s, self.max_s, self.cuda = out, skip_s, steps, window_s, max_s, cuda
+        self.out, self.skip_s, self.steps = out, skip_s, steps
+        self.window_s, self.max_s, self.cuda = window_s, max_s, cuda
         self.clock = clock
         self.want: Optional[str] = None
         self.want_t = 0.0
@@ -269,7 +270,7 @@ def importing() -> bool:
     return False
 
 
-def main(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> Optional[Profiler]:
+def main(environ: os._Environ[str] | dict[str, str] = os.environ) -> Optional[Profiler]:
     """Arm the profiler from the variables `trace.inject.prepare` set (and remove them, so the workload's
     child processes are not profiled)."""
     out = environ.pop("GPUTRIAGE_TRACE_OUT", None)

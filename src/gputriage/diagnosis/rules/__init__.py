@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import importlib
 
+from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.model.finding import Finding, triage_order
 from gputriage.model.snapshot import Snapshot
-from gputriage.diagnosis.rules.base import Evidence, Rule
 
 RULE_MODULES = (
     "clocks_hw_slowdown",

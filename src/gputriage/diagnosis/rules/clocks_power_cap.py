@@ -1,7 +1,7 @@
 """Power cap holding the clocks down at the limit."""
 
-from gputriage.model.finding import Finding, Severity, Threshold
 from gputriage.diagnosis.rules.base import Evidence, Rule, pct
+from gputriage.model.finding import Finding, Severity, Threshold
 
 AT_LIMIT_PCT = Threshold("at_limit_pct", 95.0, "% of limit", "power draw at which the GPU sits at its limit",
                          "NVML sw_power_cap reason; judgement for 95%")

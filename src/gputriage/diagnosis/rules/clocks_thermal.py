@@ -1,8 +1,8 @@
 """Thermal slowdown active (seed task 14)."""
 
+from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.model.clock_events import THERMAL_REASONS
 from gputriage.model.finding import Finding, Severity
-from gputriage.diagnosis.rules.base import Evidence, Rule
 
 
 def evaluate(ev: Evidence) -> list[Finding]:

@@ -1,7 +1,7 @@
 """Compute mode other than Default."""
 
-from gputriage.model.finding import Finding, Severity
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
@@ -13,7 +13,8 @@ def evaluate(ev: Evidence) -> list[Finding]:
         elif mode in ("exclusive_process", "exclusive_thread"):
             out.append(RULE.finding(Severity.info, {f"gpu.{i}.compute_mode": mode}, subject=f"gpu.{i}",
                                     symptom=f"Compute mode is {mode}",
-                                    cause="Only one process may hold a context on this GPU: a second one fails to start",
+                                    cause="Only one process may hold a context on this GPU: a second one fails to "
+                                          "start",
                                     decision="Expected on schedulers that isolate jobs; otherwise ask the admin to "
                                              "set Default"))
     return out

@@ -1,7 +1,7 @@
 """Inside a container without the GPU device nodes (seed task 10)."""
 
-from gputriage.model.finding import Finding, Severity
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity
 
 
 def evaluate(ev: Evidence) -> list[Finding]:

@@ -1,10 +1,12 @@
 """A small /dev/shm in a container: DataLoader workers crash or crawl (seed mistake 5)."""
 
-from gputriage.model.finding import Finding, Severity, Threshold
 from gputriage.diagnosis.rules.base import Evidence, Rule, gib
+from gputriage.model.finding import Finding, Severity, Threshold
 
-MIN_SHM_BYTES = Threshold("min_shm_bytes", 1 * 2**30, "bytes", "/dev/shm size under which DataLoader workers fail or slow down",
-                          "Docker's default is 64 MiB; PyTorch's docs advise raising it (--shm-size); judgement for 1 GiB")
+MIN_SHM_BYTES = Threshold("min_shm_bytes", 1 * 2**30, "bytes", "/dev/shm size under which DataLoader workers fail or "
+                                                               "slow down",
+                          "Docker's default is 64 MiB; PyTorch's docs advise raising it (--shm-size); judgement for 1 "
+                          "GiB")
 
 
 def evaluate(ev: Evidence) -> list[Finding]:

@@ -1,9 +1,10 @@
 """A cgroup CPU quota far below the machine's cores (containers: seed mistake 5)."""
 
-from gputriage.model.finding import Finding, Severity, Threshold
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity, Threshold
 
-MIN_CORES_PER_GPU = Threshold("min_cores_per_gpu", 4.0, "cores", "CPU quota per visible GPU under which the pipeline and launch thread starve",
+MIN_CORES_PER_GPU = Threshold("min_cores_per_gpu", 4.0, "cores", "CPU quota per visible GPU under which the pipeline "
+                                                                 "and launch thread starve",
                               "judgement: a launch thread plus a few loader workers per GPU")
 
 

@@ -1,8 +1,8 @@
 """CPU time waiting on I/O: storage is slowing the pipeline (seed step 4)."""
 
+from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.diagnosis.thresholds import IOWAIT
 from gputriage.model.finding import Finding, Severity
-from gputriage.diagnosis.rules.base import Evidence, Rule
 
 
 def evaluate(ev: Evidence) -> list[Finding]:

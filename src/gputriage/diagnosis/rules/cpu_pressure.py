@@ -1,7 +1,7 @@
 """PSI CPU pressure: runnable tasks waiting for a core."""
 
-from gputriage.model.finding import Finding, Severity
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity
 
 SOME_AVG10_PCT = 20.0
 

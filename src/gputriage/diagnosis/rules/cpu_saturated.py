@@ -1,9 +1,10 @@
 """Every core busy: the host CPU is the ceiling."""
 
-from gputriage.model.finding import Finding, Severity, Threshold
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity, Threshold
 
-MEDIAN_BUSY_PCT = Threshold("median_core_busy_pct", 90.0, "%", "median core busy share at which the host CPU is the ceiling",
+MEDIAN_BUSY_PCT = Threshold("median_core_busy_pct", 90.0, "%", "median core busy share at which the host CPU is the "
+                                                               "ceiling",
                             "GPU triage playbook, task 6 (mpstat); judgement for 90%")
 
 

@@ -1,13 +1,15 @@
 """One core saturated while the rest idle: a single-threaded input pipeline (seed task 6)."""
 
-from gputriage.model.finding import Finding, Severity, Threshold
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity, Threshold
 
 HOT_CORE_PCT = Threshold("hot_core_pct", 95.0, "%", "busy share of a core that is saturated",
                          "GPU triage playbook, task 6: one core at 100%, others idle")
-MEDIAN_IDLE_PCT = Threshold("median_idle_core_pct", 30.0, "%", "median core busy share under which the rest of the host idles",
+MEDIAN_IDLE_PCT = Threshold("median_idle_core_pct", 30.0, "%", "median core busy share under which the rest of the "
+                                                               "host idles",
                             "judgement")
-GPU_BUSY_PCT = Threshold("gpu_busy_util_pct", 80.0, "%", "GPU-Util at which the hot thread is the one feeding a busy GPU",
+GPU_BUSY_PCT = Threshold("gpu_busy_util_pct", 80.0, "%", "GPU-Util at which the hot thread is the one feeding a busy "
+                                                         "GPU",
                          "judgement")
 
 
@@ -38,7 +40,8 @@ RULE = Rule(
     cause="Typical of Python data loaders, tokenization or preprocessing running in one thread",
     decision="Parallelize preprocessing: DataLoader num_workers, pre-tokenize, use a compiled tokenizer, or move "
              "augmentation to the GPU",
-    condition=f"a core >= {HOT_CORE_PCT.value:.0f}% busy while the median core < {MEDIAN_IDLE_PCT.value:.0f}% (over the window); "
+    condition=f"a core >= {HOT_CORE_PCT.value:.0f}% busy while the median core < {MEDIAN_IDLE_PCT.value:.0f}% (over "
+              f"the window); "
               f"info only when a GPU is >= {GPU_BUSY_PCT.value:.0f}% busy",
     thresholds=(HOT_CORE_PCT, MEDIAN_IDLE_PCT, GPU_BUSY_PCT),
     evaluate=evaluate,

@@ -1,7 +1,7 @@
 """No NVIDIA driver or no GPU: nothing GPU-side can work (seed task 1)."""
 
-from gputriage.model.finding import Finding, Severity
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
@@ -11,7 +11,8 @@ def evaluate(ev: Evidence) -> list[Finding]:
     if ev.get("driver.nvml") and ev.get("gpu.count") == 0:
         return [RULE.finding(Severity.critical, {"gpu.count": 0}, subject="host",
                              symptom="The NVIDIA driver is loaded but enumerates no GPU",
-                             cause="The GPU is not passed through (VM/container), is disabled, or has fallen off the bus")]
+                             cause="The GPU is not passed through (VM/container), is disabled, or has fallen off the "
+                                   "bus")]
     return []
 
 

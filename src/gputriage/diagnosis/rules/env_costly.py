@@ -1,8 +1,8 @@
 """Environment variables that cost performance (CUDA_LAUNCH_BLOCKING=1 and the like)."""
 
 from gputriage.collect.environment import COSTLY_VARS
-from gputriage.model.finding import Finding, Severity
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity
 
 
 def evaluate(ev: Evidence) -> list[Finding]:

@@ -1,7 +1,7 @@
 """CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES hiding GPUs."""
 
-from gputriage.model.finding import Finding, Severity
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity
 
 HIDING = {"", "-1", "none", "void", "nodevfiles"}
 
@@ -19,7 +19,8 @@ def evaluate(ev: Evidence) -> list[Finding]:
 RULE = Rule(
     id="env.gpus_hidden", step=1, severity=Severity.warn,
     symptom="An environment variable hides every GPU from CUDA",
-    cause="CUDA_VISIBLE_DEVICES or NVIDIA_VISIBLE_DEVICES is empty, -1 or 'none': frameworks see no device and run on CPU",
+    cause="CUDA_VISIBLE_DEVICES or NVIDIA_VISIBLE_DEVICES is empty, -1 or 'none': frameworks see no device and run on "
+          "CPU",
     decision="Unset it or list the GPUs to use (CUDA_VISIBLE_DEVICES=0,1)",
     condition="value is '', -1, none, void or NoDevFiles",
     evaluate=evaluate,

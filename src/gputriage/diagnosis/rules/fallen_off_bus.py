@@ -1,7 +1,7 @@
 """'GPU has fallen off the bus' (seed task 12, mistake 4)."""
 
-from gputriage.model.finding import Finding, Severity
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity
 
 
 def evaluate(ev: Evidence) -> list[Finding]:

@@ -1,9 +1,10 @@
 """Little free space where the job writes checkpoints and logs."""
 
-from gputriage.model.finding import Finding, Severity, Threshold
 from gputriage.diagnosis.rules.base import Evidence, Rule, gib, pct
+from gputriage.model.finding import Finding, Severity, Threshold
 
-FREE_MIN_PCT = Threshold("free_min_pct", 5.0, "%", "free share of the working directory's filesystem under which checkpoints and caches fail",
+FREE_MIN_PCT = Threshold("free_min_pct", 5.0, "%", "free share of the working directory's filesystem under which "
+                                                   "checkpoints and caches fail",
                          "judgement")
 FREE_MIN_BYTES = Threshold("free_min_bytes", 10 * 2**30, "bytes", "free space under which a checkpoint may not fit",
                            "judgement")

@@ -1,11 +1,13 @@
 """Slow reads where the job works (measured by `check --full`)."""
 
-from gputriage.model.finding import Finding, Severity, Threshold
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity, Threshold
 
-MIN_SEQ_MBPS = Threshold("min_seq_read_mb_per_s", 500.0, "MB/s", "sequential read rate under which storage cannot feed a GPU",
+MIN_SEQ_MBPS = Threshold("min_seq_read_mb_per_s", 500.0, "MB/s", "sequential read rate under which storage cannot "
+                                                                 "feed a GPU",
                          "GPU triage playbook, tasks 7-8 (fio baseline); judgement: a SATA SSD reads ~500 MB/s")
-MIN_RAND_IOPS = Threshold("min_rand_read_4k_iops", 2000.0, "IOPS", "4 KiB random read rate under which small-file datasets crawl",
+MIN_RAND_IOPS = Threshold("min_rand_read_4k_iops", 2000.0, "IOPS", "4 KiB random read rate under which small-file "
+                                                                   "datasets crawl",
                           "GPU triage playbook, tasks 7-8; judgement: network filesystems and HDDs read < 2,000 IOPS")
 
 
@@ -28,7 +30,8 @@ RULE = Rule(
     cause="Sequential reads or small random reads are slow here: datasets read from it will starve the GPU",
     decision="Put datasets on local NVMe or cache them; use large sharded files (sequential reads) instead of many "
              "small files; measure the real path with `gputriage bench --disk PATH`",
-    condition=f"sequential < {MIN_SEQ_MBPS.value:.0f} MB/s or 4 KiB random < {MIN_RAND_IOPS.value:.0f} IOPS (check --full)",
+    condition=f"sequential < {MIN_SEQ_MBPS.value:.0f} MB/s or 4 KiB random < {MIN_RAND_IOPS.value:.0f} IOPS (check "
+              f"--full)",
     thresholds=(MIN_SEQ_MBPS, MIN_RAND_IOPS),
     evaluate=evaluate,
 )

@@ -1,7 +1,7 @@
 """Working directory on overlayfs or a network filesystem (seed mistakes 5 and 7)."""
 
-from gputriage.model.finding import Finding, Severity
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity
 
 SLOW_TYPES = {"overlay": "overlayfs (container layer)", "nfs": "NFS", "nfs4": "NFS", "cifs": "SMB/CIFS",
               "fuse.sshfs": "sshfs", "fuse.s3fs": "s3fs", "fuse.gcsfuse": "gcsfuse", "9p": "9p (VM share)",

@@ -1,9 +1,10 @@
 """Little host memory available."""
 
-from gputriage.model.finding import Finding, Severity, Threshold
 from gputriage.diagnosis.rules.base import Evidence, Rule, gib, pct
+from gputriage.model.finding import Finding, Severity, Threshold
 
-AVAILABLE_MIN_PCT = Threshold("available_min_pct", 10.0, "%", "MemAvailable share under which the host is about to page",
+AVAILABLE_MIN_PCT = Threshold("available_min_pct", 10.0, "%", "MemAvailable share under which the host is about to "
+                                                              "page",
                               "judgement")
 
 

@@ -1,7 +1,7 @@
 """PSI memory pressure: tasks stalled on memory reclaim."""
 
-from gputriage.model.finding import Finding, Severity
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity
 
 SOME_AVG10_PCT = 10.0
 

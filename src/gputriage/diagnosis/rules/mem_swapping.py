@@ -1,10 +1,11 @@
 """Swap in use with major faults: 'you are not training, you are negotiating with the kernel' (task 9)."""
 
+from gputriage.diagnosis.rules.base import Evidence, Rule, gib
 from gputriage.diagnosis.thresholds import SWAP_IN
 from gputriage.model.finding import Finding, Severity, Threshold
-from gputriage.diagnosis.rules.base import Evidence, Rule, gib
 
-MAJOR_FAULTS_PER_S = Threshold("major_faults_per_s", 50.0, "faults/s", "major page faults at which the host pages actively",
+MAJOR_FAULTS_PER_S = Threshold("major_faults_per_s", 50.0, "faults/s", "major page faults at which the host pages "
+                                                                       "actively",
                                "GPU triage playbook, task 9 (vmstat); judgement")
 
 
@@ -17,7 +18,8 @@ def evaluate(ev: Evidence) -> list[Finding]:
                 "host.vm.swap_in_pages_per_s": swapin}
     if faults >= MAJOR_FAULTS_PER_S.value or swapin >= SWAP_IN.value:
         return [RULE.finding(Severity.warn, evidence, subject="host")]
-    return [RULE.finding(Severity.info, evidence, subject="host", symptom="Swap holds pages, but none are being read back now",
+    return [RULE.finding(Severity.info, evidence, subject="host", symptom="Swap holds pages, but none are being read "
+                                                                          "back now",
                          cause="Memory was short at some point; not costly while nothing swaps in",
                          decision="Watch for swap-in during the job (`gputriage watch`); keep host memory headroom")]
 

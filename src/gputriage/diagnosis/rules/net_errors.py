@@ -1,11 +1,12 @@
 """Interface errors and drops (seed task 17)."""
 
-from gputriage.model.finding import Finding, Severity, Threshold
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity, Threshold
 
 MIN_BAD_PACKETS = Threshold("min_bad_packets", 100, "packets", "errors or drops since boot worth a finding",
                             "GPU triage playbook, task 17 (ip -s link); judgement")
-BAD_RATIO = Threshold("bad_packet_ratio", 1e-4, "share", "share of bad packets among all packets at which transfers retry",
+BAD_RATIO = Threshold("bad_packet_ratio", 1e-4, "share", "share of bad packets among all packets at which transfers "
+                                                         "retry",
                       "judgement")
 
 

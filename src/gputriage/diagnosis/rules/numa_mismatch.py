@@ -1,7 +1,7 @@
 """This process may run on CPUs far from the GPU (seed task 16)."""
 
-from gputriage.model.finding import Finding, Severity
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity
 
 
 def evaluate(ev: Evidence) -> list[Finding]:

@@ -1,7 +1,7 @@
 """NVRM error lines other than Xids."""
 
-from gputriage.model.finding import Finding, Severity, Threshold
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity, Threshold
 
 MIN_LINES = Threshold("min_lines", 1, "lines", "NVRM error lines worth a finding",
                       "GPU triage playbook, task 12 (dmesg)")

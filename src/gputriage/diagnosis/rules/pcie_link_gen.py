@@ -1,7 +1,7 @@
 """PCIe link generation below its max while loaded."""
 
-from gputriage.model.finding import Finding, Severity
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
@@ -13,7 +13,8 @@ def evaluate(ev: Evidence) -> list[Finding]:
             if idle is not None and gmax and idle < gmax:
                 out.append(RULE.finding(Severity.info, {f"gpu.{i}.pcie.link_gen.current": idle,
                                                         f"gpu.{i}.pcie.link_gen.max": gmax, "read": "at idle"},
-                                        subject=f"gpu.{i}", symptom=f"PCIe link at Gen{idle} of Gen{gmax}, read at idle",
+                                        subject=f"gpu.{i}", symptom=f"PCIe link at Gen{idle} of Gen{gmax}, read at "
+                                                                    f"idle",
                                         cause="Links downshift at idle to save power; this reading cannot tell a "
                                               "degraded link from a resting one",
                                         decision="Re-run check where torch can load the GPU, or read "

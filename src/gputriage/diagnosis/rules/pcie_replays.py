@@ -1,7 +1,7 @@
 """PCIe replay counter: link-level retransmissions."""
 
-from gputriage.model.finding import Finding, Severity, Threshold
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity, Threshold
 
 MIN_REPLAYS = Threshold("min_replays", 100, "replays", "PCIe replay count since boot that says the link retransmits",
                         "NVML nvmlDeviceGetPcieReplayCounter; judgement")

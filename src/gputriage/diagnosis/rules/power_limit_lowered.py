@@ -1,8 +1,8 @@
 """Enforced power limit below the default (seed task 13)."""
 
+from gputriage.diagnosis.rules.base import Evidence, Rule, pct
 from gputriage.diagnosis.thresholds import POWER_LIMIT_LOWERED
 from gputriage.model.finding import Finding, Severity
-from gputriage.diagnosis.rules.base import Evidence, Rule, pct
 
 
 def evaluate(ev: Evidence) -> list[Finding]:

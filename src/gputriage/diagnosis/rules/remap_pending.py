@@ -1,14 +1,13 @@
 """Row remapping pending or failed."""
 
-from gputriage.model.finding import Finding, FindingSpec, Severity
 from gputriage.diagnosis.rules.base import CHECK, Evidence, Rule
+from gputriage.model.finding import Finding, FindingSpec, Severity
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
     out = []
     for i in ev.gpus:
-        evidence = {f"gpu.{i}.remap.pending": ev.gpu(i, "remap.pending"), f"gpu.{i}.remap.failed": ev.gpu(i, "remap.failed"),
-                    f"gpu.{i}.remap.uncorrectable_rows": ev.gpu(i, "remap.uncorrectable_rows")}
+        evidence = {f"gpu.{i}.remap.{k}": ev.gpu(i, f"remap.{k}") for k in ("pending", "failed", "uncorrectable_rows")}
         if ev.gpu(i, "remap.failed"):
             out.append(RULE.finding(Severity.critical, evidence, subject=f"gpu.{i}", spec=FAILED))
         elif ev.gpu(i, "remap.pending"):

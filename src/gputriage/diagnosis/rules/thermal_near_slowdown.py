@@ -1,7 +1,7 @@
 """Temperature close to the slowdown threshold."""
 
-from gputriage.model.finding import Finding, Severity, Threshold
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity, Threshold
 
 MARGIN_C = Threshold("margin_c", 5, "C", "distance to the slowdown temperature at which the next hot day throttles",
                      "judgement")

@@ -1,7 +1,7 @@
 """Time already lost to thermal limits since the driver loaded."""
 
-from gputriage.model.finding import Finding, Severity, Threshold
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity, Threshold
 
 MIN_VIOLATION_S = Threshold("min_violation_s", 1.0, "s", "time spent thermally limited since the counter started",
                             "NVML nvmlDeviceGetViolationStatus (NVML_PERF_POLICY_THERMAL)")

@@ -1,7 +1,7 @@
 """The GPU's compute capability is not in torch's compiled arch list."""
 
-from gputriage.model.finding import Finding, Severity
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity
 
 
 def supported(capability: str, arch_list: list[str]) -> bool:
@@ -32,15 +32,16 @@ def evaluate(ev: Evidence) -> list[Finding]:
         cap = ev.gpu(i, "compute_capability")
         if cap and not supported(cap, arch_list):
             bf16 = int(cap.split(".")[0]) >= 8
-            out.append(RULE.finding(Severity.critical, {f"gpu.{i}.compute_capability": cap, "torch.cuda.arch_list": arch_list,
-                                                        "bf16_capable": bf16}, subject=f"gpu.{i}"))
+            evidence = {f"gpu.{i}.compute_capability": cap, "torch.cuda.arch_list": arch_list, "bf16_capable": bf16}
+            out.append(RULE.finding(Severity.critical, evidence, subject=f"gpu.{i}"))
     return out
 
 
 RULE = Rule(
     id="torch.arch_missing", step=1, severity=Severity.critical, needs=("gpu",),
     symptom="The framework build has no kernels for this GPU's architecture",
-    cause="torch was compiled for other compute capabilities (an old wheel on a new GPU, e.g. sm_90 missing on Hopper): "
+    cause="torch was compiled for other compute capabilities (an old wheel on a new GPU, e.g. sm_90 missing on "
+          "Hopper): "
           "kernels fail with 'no kernel image is available' or fall back to slow PTX JIT",
     decision="Install a torch build whose arch list includes this GPU (newer wheel or matching CUDA index); "
              "check with torch.cuda.get_arch_list()",

@@ -1,7 +1,7 @@
 """torch built against a CUDA newer than the driver supports."""
 
-from gputriage.model.finding import Finding, Severity
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity
 
 
 def _version(text: str) -> tuple[int, int]:

@@ -1,7 +1,7 @@
 """torch is installed but cannot use CUDA on a machine with GPUs (seed task 11)."""
 
-from gputriage.model.finding import Finding, FindingSpec, Severity
 from gputriage.diagnosis.rules.base import CHECK, Evidence, Rule
+from gputriage.model.finding import Finding, FindingSpec, Severity
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
@@ -9,8 +9,9 @@ def evaluate(ev: Evidence) -> list[Finding]:
         return []
     build = ev.get("torch.cuda.build_version")
     if build is None:
-        return [RULE.finding(Severity.critical, {"torch.version": ev.get("torch.version"), "torch.cuda.build_version": None,
-                                                "gpu.count": len(ev.gpus)}, subject="torch", spec=CPU_BUILD)]
+        evidence = {"torch.version": ev.get("torch.version"), "torch.cuda.build_version": None,
+                    "gpu.count": len(ev.gpus)}
+        return [RULE.finding(Severity.critical, evidence, subject="torch", spec=CPU_BUILD)]
     if ev.get("torch.cuda.available") is False:
         return [RULE.finding(Severity.critical, {"torch.cuda.available": False, "torch.cuda.build_version": build,
                                                 "driver.cuda_version": ev.get("driver.cuda_version"),

@@ -1,8 +1,8 @@
 """Processes hold the GPU, yet it does nothing (seed triage step 1)."""
 
+from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.diagnosis.thresholds import IDLE_UTIL
 from gputriage.model.finding import Finding, Severity
-from gputriage.diagnosis.rules.base import Evidence, Rule
 
 
 def evaluate(ev: Evidence) -> list[Finding]:

@@ -1,8 +1,8 @@
 """GPU-Util high while the SMs are mostly idle: nvidia-smi's 100% proves nothing."""
 
+from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.diagnosis.thresholds import UNDERFILLED_SM, UNDERFILLED_UTIL
 from gputriage.model.finding import Finding, Severity
-from gputriage.diagnosis.rules.base import Evidence, Rule
 
 
 def evaluate(ev: Evidence) -> list[Finding]:

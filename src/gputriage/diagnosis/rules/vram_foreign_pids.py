@@ -1,7 +1,7 @@
 """GPU processes from another PID namespace: they exist, but cannot be named from here."""
 
-from gputriage.model.finding import Finding, Severity
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity
 
 
 def evaluate(ev: Evidence) -> list[Finding]:

@@ -1,8 +1,8 @@
 """VRAM 90-95% used: 'dangerously full' (seed inference checklist)."""
 
+from gputriage.diagnosis.rules.base import Evidence, Rule, gib, pct
 from gputriage.diagnosis.thresholds import VRAM_NEARLY_FULL, VRAM_PRESSURE
 from gputriage.model.finding import Finding, Severity
-from gputriage.diagnosis.rules.base import Evidence, Rule, gib, pct
 
 
 def evaluate(ev: Evidence) -> list[Finding]:

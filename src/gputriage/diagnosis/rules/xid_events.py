@@ -3,11 +3,12 @@
 from collections import Counter
 
 from gputriage.collect.kernel_log import CRITICAL_XIDS
-from gputriage.model.finding import Finding, Severity
 from gputriage.diagnosis.rules.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity
 
 DECISIONS = {
-    "hardware": "Drain the GPU and open a hardware case (RMA) if it repeats; check ECC/row-remap state; reset before reuse",
+    "hardware": "Drain the GPU and open a hardware case (RMA) if it repeats; check ECC/row-remap state; reset before "
+                "reuse",
     "platform": "Check power delivery (PSU, cables), risers and PCIe slot seating, and temperatures; cap power while "
                 "investigating",
     "driver": "Update to a known-good driver branch; collect nvidia-bug-report.sh if it repeats",

@@ -11,15 +11,15 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from gputriage import __version__
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import NvmlBackend
 from gputriage.model.reading import Unavailable
 from gputriage.model.run import GpuStatic, RunMeta, RunReport
 from gputriage.model.sample import Sample
-from gputriage.monitor.sampler import Cadences, Sampler, default_period
-from gputriage.monitor.store import Store, StoreError
-from gputriage.monitor.windows import Windower
+from gputriage.model.version import __version__
+from gputriage.sampling.sampler import Cadences, Sampler, default_period
+from gputriage.sampling.store import Store, StoreError
+from gputriage.sampling.windows import Windower
 
 ENV_KEYS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "PYTORCH_CUDA_ALLOC_CONF", "OMP_NUM_THREADS",
             "CUDA_LAUNCH_BLOCKING")

@@ -79,7 +79,8 @@ class WindowSeries:
         return (self[i] for i in range(len(self)))
 
     def memory_bytes(self) -> int:
-        return sum(a.itemsize * len(a) for a in (self.t0, self.t1, self.samples, *self.cols.values()))
+        arrays: list[array] = [self.t0, self.t1, self.samples, *self.cols.values()]
+        return sum(a.itemsize * len(a) for a in arrays)
 
 
 def _nanmean(a: float, b: float) -> float:
@@ -99,7 +100,7 @@ def gpu_values(bucket: list[Sample], gpu: int) -> dict[str, float]:
     rows = [g for g in (s.gpu(gpu) for s in bucket) if g is not None]
     out: dict[str, float] = {}
 
-    def put(name: str, values: Iterable[float | int | None], how=_med) -> None:  # noqa: ANN001
+    def put(name: str, values: Iterable[float | int | None], how=_med) -> None:
         xs = [float(v) for v in values if v is not None]
         if xs:
             out[name] = how(xs)
@@ -135,7 +136,7 @@ def host_values(bucket: list[Sample]) -> dict[str, float]:
     hosts = [s.host for s in bucket if s.host is not None]
     work = [s.workload for s in bucket if s.workload is not None]
 
-    def put(name: str, values: Iterable[float | int | None], how=_med) -> None:  # noqa: ANN001
+    def put(name: str, values: Iterable[float | int | None], how=_med) -> None:
         xs = [float(v) for v in values if v is not None]
         if xs:
             out[name] = how(xs)

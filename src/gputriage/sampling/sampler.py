@@ -14,14 +14,24 @@ bounded whatever the run's length.
 from __future__ import annotations
 
 import collections
+import os
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from gputriage.backends.host import Host
-from gputriage.backends.nvml import (GPM_ANY_TENSOR_UTIL, GPM_DRAM_BW_UTIL, GPM_PCIE_RX_PER_SEC, GPM_PCIE_TX_PER_SEC,
-                                     GPM_SM_OCCUPANCY, GPM_SM_UTIL, NvmlBackend, compute_processes, util_refresh_s)
+from gputriage.backends.nvml import (
+    GPM_ANY_TENSOR_UTIL,
+    GPM_DRAM_BW_UTIL,
+    GPM_PCIE_RX_PER_SEC,
+    GPM_PCIE_TX_PER_SEC,
+    GPM_SM_OCCUPANCY,
+    GPM_SM_UTIL,
+    NvmlBackend,
+    compute_processes,
+    util_refresh_s,
+)
 from gputriage.backends.process_tree import ProcessDetail, ProcessTree
 from gputriage.backends.procfs import cpu_busy_pct, keyed_values, parse_diskstats, parse_net_dev, parse_proc_stat
 from gputriage.model.reading import Unavailable
@@ -86,10 +96,10 @@ class GpuReader:
         if self._tick % self.slow_every == 0:
             self._slow = {}
             temp = n.call("nvmlDeviceGetTemperature", i, 0)
-            if _ok(temp):
+            if not isinstance(temp, Unavailable):
                 self._slow["temperature_c"] = temp
             mem = n.call("nvmlDeviceGetMemoryInfo", i)
-            if _ok(mem):
+            if not isinstance(mem, Unavailable):
                 self._slow["used_bytes"] = mem["used"]
         self._tick += 1
         fields.update(self._slow)
@@ -98,7 +108,7 @@ class GpuReader:
             if _ok(cur):
                 m = n.gpm_metrics(i, self._gpm_prev, cur, SAMPLED_GPM)
                 self._gpm_spare, self._gpm_prev = self._gpm_prev, cur
-                if _ok(m):
+                if not isinstance(m, Unavailable):
                     for k, v in m["metrics"].items():
                         if k in GPM_FIELDS:
                             fields[GPM_FIELDS[k]] = round(v, 2)
@@ -169,8 +179,9 @@ class ProcessTreeReader:
     """A process and its children, every `every` ticks: CPU, busiest thread, RSS, I/O rates and VRAM;
     the tree itself re-scanned every `refresh_every` ticks (finding children walks every process)."""
 
-    def __init__(self, pid: int, nvml: NvmlBackend, gpus: list[int], every: int = 5, refresh_every: int = 25) -> None:
-        self.tree = ProcessTree(pid)
+    def __init__(self, pid: int, nvml: NvmlBackend, gpus: list[int], every: int = 5, refresh_every: int = 25,
+                 exclude: frozenset[int] = frozenset()) -> None:
+        self.tree = ProcessTree(pid, exclude)
         self.nvml, self.gpus = nvml, gpus
         self.every, self.refresh_every = every, refresh_every
         self._prev: dict[int, ProcessDetail] = {}
@@ -258,7 +269,7 @@ class Sampler:
         c = self.cadences
         try:
             self.tree = ProcessTreeReader(pid, self.nvml, [g.index for g in self.gpus], every=c.every(c.workload_s),
-                                          refresh_every=c.every(c.tree_s))
+                                          refresh_every=c.every(c.tree_s), exclude=frozenset({os.getpid()} - {pid}))
         except Exception:  # process already gone
             self.tree = None
 

@@ -110,7 +110,7 @@ class Store:
             if version > VERSION:
                 raise StoreError(f"{self.path}: a store of a newer gputriage (version {version}; this one reads "
                                  f"up to {VERSION})")
-        elif app != 0 or (tables and not (LEGACY_RUN_COLUMNS <= self._columns("runs") and "samples" in tables)):
+        elif app != 0 or (tables and not (self._columns("runs") >= LEGACY_RUN_COLUMNS and "samples" in tables)):
             raise StoreError(f"{self.path}: not a gputriage run store (an SQLite file of another program); "
                              "give another --store")
         if not migrate:

@@ -1,0 +1,93 @@
+"""`bench`: the machine's ceilings against its datasheet."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Callable
+
+from gputriage.api._common import GputriageError, open_store
+from gputriage.model.bench import BenchReport
+
+
+def bench(*, quick: bool = False, disk: str | Path | bool | None = None, gpu: bool = True,
+          store: str | Path | bool | None = None,
+          progress: Callable[[str], None] = lambda _what: None) -> BenchReport:
+    """The machine's ceilings against its datasheet (see `probes`); `progress` hears what runs now."""
+    from gputriage.backends.host import Host
+    from gputriage.backends.nvml import PynvmlBackend
+    from gputriage.diagnosis import bench as judge
+    from gputriage.model.bench import BenchError, BenchResult, GpuProcess
+    from gputriage.model.probe import ProbeResult
+    from gputriage.model.specs import match
+    from gputriage.probes import bench as b
+    from gputriage.probes import disk as d
+    from gputriage.sampling.sampler import Cadences, Sampler
+    from gputriage.sampling.session import gpu_static
+
+    target = Path(disk) if isinstance(disk, (str, Path)) else Path(os.getcwd())
+    if disk is not False and not target.is_dir():
+        raise GputriageError(f"{target}: not a directory")
+    nvml = PynvmlBackend(record=False, bounded=False)
+    gpus, info, system = gpu_static(nvml)
+    g0 = info.get(0)
+    pci = nvml.call("nvmlDeviceGetPciInfo_v3", 0) if gpus else None
+    dev_id = f"0x{int(pci['pciDeviceId']) >> 16:04x}" if isinstance(pci, dict) else None
+    spec = match(dev_id, g0.memory_total_bytes, g0.name) if g0 else None
+    link = (g0.pcie_gen_max, g0.pcie_width_max) if g0 and g0.pcie_gen_max and g0.pcie_width_max else None
+    results: list[ProbeResult] = []
+    errors: list[dict[str, str]] = []
+    others = b.others_on_gpus(nvml, gpus) if gpus and gpu else []  # no CUDA context of ours yet
+    if gpus and gpu:
+        sampler = Sampler(nvml, Host(), gpus[:1], cadences=Cadences(gpu_s=0.1, ring_s=3600.0))
+        sampler.start()
+        progress("GPU probes (torch in a child process)")
+        bus = pci.get("busId", "").lower()[4:] if isinstance(pci, dict) else None
+        rows = b.run_gpu_child(quick, lambda row: progress(f"GPU: {row.get('probe')}"), numa=b.numa_layout(bus))
+        if len(gpus) > 1 and not quick:
+            progress(f"NCCL all-reduce over {len(gpus)} GPUs")
+            rows += b.run_collectives(lambda row: None)
+        sampler.stop()
+        seen = {o["pid"] for o in others}
+        others += [o for o in b.others_on_gpus(nvml, gpus) if o["pid"] not in seen]  # the child has exited
+        res, errs = b.to_results(rows, list(sampler.recent), spec, link)
+        results += res
+        errors += errs
+    elif not gpus:
+        errors.append({"probe": "gpu", "error": f"no GPU ({system.get('nvml', 'NVML sees none')}): host probes only"})
+    if disk is not False:
+        progress(f"disk reads in {target}")
+        try:
+            results += d.probe(target, size_bytes=(128 << 20) if quick else (512 << 20), seconds=1.5 if quick else 4.0)
+        except (ValueError, OSError) as exc:
+            errors.append({"probe": "disk", "error": str(exc)})
+    progress("host memory copy")
+    results.append(d.host_memcpy((128 << 20) if quick else (512 << 20)))
+    link_now = None
+    if gpus:
+        gen, width = nvml.call("nvmlDeviceGetCurrPcieLinkGeneration", 0), nvml.call("nvmlDeviceGetCurrPcieLinkWidth", 0)
+        link_now = (gen, width) if isinstance(gen, int) and isinstance(width, int) else None
+        nvml.shutdown()
+    found = judge.findings(results, link_now, others)
+    machine = socket.gethostname() + "|" + ",".join(str(info[i].uuid) for i in gpus)
+    changes: dict[str, float] = {}
+    db = None
+    try:
+        db = open_store(store)
+    except GputriageError as exc:
+        errors.append({"probe": "store", "error": str(exc)})
+    if db is not None:
+        previous = db.last_bench(machine)
+        changes = judge.compare(results, previous["results"] if previous else None)
+        db.add_bench(machine, [r.to_json() for r in results])
+        db.close()
+    return BenchReport(
+        gpu=g0.name if g0 else None, spec=spec.name if spec else None, quick=quick,
+        results=[BenchResult(**r.to_json(), band=list(bd) if (bd := judge.band(r.name)) else None,
+                             change_pct=changes.get(r.name)) for r in results],
+        errors=[BenchError(e.get("probe", "?"), e.get("error", "")) for e in errors],
+        other_processes=[GpuProcess(gpu=o["gpu"], pid=o["pid"], used_bytes=o.get("used_bytes")) for o in others],
+        findings=found)
+
+

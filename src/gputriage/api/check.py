@@ -1,0 +1,63 @@
+"""`check` and `snapshot`: the playbook on this machine or a recorded one; the catalog."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gputriage.api._common import GputriageError, open_budget
+from gputriage.model.catalog import Catalog
+from gputriage.model.check import CheckReport, check_report
+from gputriage.model.finding import triage_order
+from gputriage.model.snapshot import Snapshot
+
+
+def snapshot(*, window_s: float = 0.5, load: bool = True, framework: bool = True, refresh: bool = False,
+             full: bool = False) -> Snapshot:
+    """Every fact `check` reads on this machine (no GPU, driver or torch needed)."""
+    from gputriage.backends.host import Host
+    from gputriage.backends.nvml import PynvmlBackend
+    from gputriage.collect import DEFAULT_LOAD_MS, collect_snapshot
+
+    nvml, host = PynvmlBackend(), Host()
+    try:
+        snap = collect_snapshot(nvml, host, window_s=window_s, load_ms=DEFAULT_LOAD_MS if load else 0.0,
+                                use_framework=framework, use_cache=not refresh)
+    finally:
+        nvml.shutdown()
+    if full:
+        from gputriage.probes.disk import check_facts
+
+        snap = snapshot_with(snap, check_facts(host.cwd))
+    return snap
+
+
+def snapshot_with(snap: Snapshot, facts: list) -> Snapshot:
+    return Snapshot(facts=snap.facts + tuple(facts), taken_at=snap.taken_at, hostname=snap.hostname,
+                    tool_version=snap.tool_version, raw=snap.raw)
+
+
+def check(source: Snapshot | str | Path | None = None, *, budget: str | Path | None = None,
+          **snapshot_options: object) -> CheckReport:
+    """The playbook's findings on this machine, or on a recorded snapshot (a Snapshot or its file)."""
+    from gputriage.diagnosis.budget import check_snapshot
+    from gputriage.diagnosis.rules import evaluate
+    from gputriage.model.snapshot import SnapshotError
+
+    limits = open_budget(budget)
+    if isinstance(source, (str, Path)):
+        try:
+            source = Snapshot.load(source)
+        except SnapshotError as exc:
+            raise GputriageError(str(exc)) from None
+    snap = source if source is not None else snapshot(**snapshot_options)  # type: ignore[arg-type]
+    findings = evaluate(snap)
+    if limits is not None:
+        findings = triage_order(findings + check_snapshot(limits, snap))
+    return check_report(snap, findings)
+
+
+def catalog(command: str | None = None) -> Catalog:
+    """Every finding id a command (or any command) can report, with what it means and what to do."""
+    from gputriage.diagnosis.catalog import for_command
+
+    return Catalog(rules=for_command(command))

@@ -1,0 +1,115 @@
+"""`run`: a workload sampled and judged; `show` and `runs`: what the store holds."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+from gputriage.api._common import GputriageError, WorkloadError, open_budget, open_store
+from gputriage.api.trace import analyze_trace
+from gputriage.model.run import ProfileReport, RunReport
+
+
+def run(command: Sequence[str], *, store: str | Path | bool | None = None, budget: str | Path | None = None,
+        period_s: float | None = None, use_gpm: bool = True, profile: bool = False, profile_steps: int = 10,
+        profile_skip_s: float = 2.0, keep_trace: str | Path | None = None, die_with_parent: bool = True,
+        env: dict[str, str] | None = None) -> RunReport:
+    """Run a command (no shell, stdio passed through), sample the GPUs, the host and its process tree,
+    and judge it. `profile`: a Python command profiles itself with torch.profiler and the trace's verdict
+    is merged. The report's `exit_code` is the command's (128 + N when signal N ended it)."""
+    from gputriage.backends.host import Host
+    from gputriage.backends.nvml import PynvmlBackend
+    from gputriage.backends.workload import Workload
+    from gputriage.diagnosis.run_judge import judge
+    from gputriage.model.reading import Unavailable
+    from gputriage.sampling.session import Session
+    from gputriage.sampling.store import StoreError
+    from gputriage.trace import inject
+
+    limits = open_budget(budget)
+    argv, environ = list(command), dict(os.environ if env is None else env)
+    folder = None
+    if profile:
+        try:
+            argv, environ, folder = inject.prepare(argv, environ, steps=profile_steps, skip_s=profile_skip_s)
+        except ValueError as exc:
+            raise GputriageError(str(exc)) from None
+    db = open_store(store)
+    session = Session(PynvmlBackend(record=False, bounded=False), Host(), db, "run", list(command), period_s=period_s,
+                      use_gpm=use_gpm)
+    try:
+        session.open()
+    except StoreError as exc:
+        session.nvml.shutdown()
+        raise GputriageError(f"{exc}; use --no-store (store=False) to run without keeping the run") from None
+    workload = Workload.start(argv, environ, die_with_parent=die_with_parent)
+    if isinstance(workload, Unavailable):
+        session.finish()
+        raise WorkloadError(workload.detail, {"not_found": 127, "no_permission": 126}.get(workload.reason, 126))
+    session.start(workload.pid)
+    code = workload.wait()
+    profiled = _profile(folder, keep_trace) if folder is not None else None
+    report = judge(session.finish(), code, profile=profiled, budget=limits)
+    session.save(report)
+    if session.store_error and session.store_error not in report.notes:
+        report.notes.append(session.store_error)
+    if db is not None:
+        db.close()
+    return report
+
+
+def _profile(folder: Path, keep: str | Path | None) -> ProfileReport:
+    from gputriage.trace import inject
+
+    try:
+        written = inject.read_back(folder, Path(keep) if keep is not None else None)
+        out = ProfileReport(log=written.log, error=written.error, window_s=written.window_s, held_s=written.held_s,
+                            kept_trace=str(keep) if keep is not None and written.trace else None)
+        if written.trace is not None:
+            try:
+                out.trace = analyze_trace([written.trace])
+            except GputriageError as exc:
+                out.error = str(exc)
+        return out
+    finally:
+        inject.clean(folder)
+
+
+def show(run_id: int, store: str | Path | None = None) -> RunReport:
+    """A stored run's report; a run whose gputriage died (or from an older store) is judged from the
+    samples it kept."""
+    import msgspec
+
+    from gputriage.diagnosis.run_judge import judge
+    from gputriage.model.run import RunMeta
+    from gputriage.sampling.session import replay
+
+    db = open_store(store, readonly=True)
+    assert db is not None
+    try:
+        row = db.run(run_id)
+        if row is None:
+            raise GputriageError(f"no run {run_id} in {db.path}")
+        if row["report"]:
+            return msgspec.json.decode(row["report"], type=RunReport)
+        try:
+            meta = msgspec.convert(row["meta"], RunMeta)
+        except msgspec.ValidationError:
+            meta = RunMeta(gpus={k: msgspec.convert(v, dict) for k, v in (row["meta"].get("gpus") or {}).items()})  # type: ignore[misc]
+        rec = replay(db.samples(run_id), meta, kind=row["kind"], command=row["command"], run_id=run_id)
+        return judge(rec, row["exit_code"], complete=row["complete"])
+    finally:
+        db.close()
+
+
+def runs(store: str | Path | None = None, limit: int = 50) -> list[dict[str, object]]:
+    """The runs and watches kept in the store, newest first."""
+    db = open_store(store, readonly=True)
+    assert db is not None
+    try:
+        return db.runs(limit)
+    finally:
+        db.close()
+
+

@@ -1,0 +1,30 @@
+"""`analyze_trace`: read PyTorch profiler traces and judge them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from gputriage.api._common import GputriageError
+from gputriage.model.trace import TraceReport
+
+
+def analyze_trace(paths: Sequence[str | Path] | str | Path) -> TraceReport:
+    """Read PyTorch profiler traces (one per rank) and judge them. Files that cannot be read are listed
+    in the report's `problems`; GputriageError when none can."""
+    from gputriage.diagnosis.trace_judge import judge
+    from gputriage.trace.analyze import analyze_file
+    from gputriage.trace.load import TraceError
+
+    files = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    ranks, problems = [], []
+    for p in files:
+        try:
+            ranks.append(analyze_file(p))
+        except TraceError as exc:
+            problems.append(str(exc))
+    if not ranks:
+        raise GputriageError("; ".join(problems) or "no trace given")
+    return judge([str(p) for p in files], ranks, problems)
+
+
