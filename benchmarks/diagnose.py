@@ -69,17 +69,19 @@ def gputriage_run(script: Path, fixed: bool, profile: bool, seconds: float, stor
     report = json.loads(report_path.read_text()) if report_path.stat().st_size else {}
     m = re.search(r"throughput: ([0-9.]+) (\S+)", proc.stdout)
     warnings = [f["id"] for f in report.get("findings", []) if f["severity"] in ("warn", "critical")]
+    profiled = report.get("profile") or {}
     return {"rc": proc.returncode, "wall_s": round(time.time() - t0, 1),
             "throughput": float(m.group(1)) if m else None, "unit": m.group(2) if m else None,
             "verdict": report.get("verdict", {}).get("bottleneck"),
             "sampler": next(iter(report.get("verdict", {}).get("per_gpu", {}).values()), {}).get("bottleneck"),
             "undecided": next(iter(report.get("verdict", {}).get("per_gpu", {}).values()), {}).get("undecided_between"),
-            "trace": (report.get("trace") or {}).get("verdict", {}).get("bottleneck") if report.get("trace") else None,
-            "trace_error": (report.get("trace") or {}).get("error"), "warnings": warnings,
+            "trace": ((profiled.get("trace") or {}).get("verdict") or {}).get("bottleneck"),
+            "trace_error": profiled.get("error"), "warnings": warnings,
             "stderr_tail": proc.stderr[-400:] if proc.returncode else "",
-            # the evidence, to check a verdict afterwards
-            "report": {"verdict": report.get("verdict"), "findings": report.get("findings"),
-                       "trace": {k: v for k, v in (report.get("trace") or {}).items() if k != "kernels"}}}
+            # the evidence, to check a verdict afterwards (the profile's kernel tables left out)
+            "report": {"verdict": report.get("verdict"), "findings": report.get("findings"), "host": report.get("host"),
+                       "profile": {k: v for k, v in profiled.items() if k != "trace"},
+                       "trace_verdict": (profiled.get("trace") or {}).get("verdict")}}
 
 
 MODES = ("sampled", "profiled", "fixed", "fixed_profiled")

@@ -46,9 +46,11 @@ def record_check(out: Path) -> None:
 
 
 def record_samples(out: Path, name: str, fixed: bool, seconds: float) -> None:
+    import msgspec
+
     from gputriage.backends.host import Host
     from gputriage.backends.nvml import PynvmlBackend
-    from gputriage.sampling.sampler import Sampler
+    from gputriage.sampling.sampler import Cadences, Sampler
 
     nvml = PynvmlBackend(record=False)
     nvml.init()
@@ -57,15 +59,16 @@ def record_samples(out: Path, name: str, fixed: bool, seconds: float) -> None:
     t0 = time.time()
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              cwd=script.parent)
-    sampler = Sampler(nvml, Host(), [0], pid=child.pid)
+    samples: list = []
+    sampler = Sampler(nvml, Host(), [0], cadences=Cadences(gpu_s=0.1), pid=child.pid, sinks=(samples.append,))
     sampler.start()
     text, _ = child.communicate(timeout=240)
-    samples = sampler.stop()
+    sampler.stop()
     nvml.shutdown()
     key = name + ("_fixed" if fixed else "")
     rec = {"argv": argv[1:], "started": t0, "wall": time.time() - t0, "returncode": child.returncode,
            "out": text[-2000:], "sampler_busy_s": sampler.busy_s, "samples": samples}
-    (out / "samples" / f"{key}.json").write_text(json.dumps(rec))
+    (out / "samples" / f"{key}.json").write_bytes(msgspec.json.encode(rec))
     print(f"samples {key}: {len(samples)} rows, rc {child.returncode}, {text.strip().splitlines()[-1:]}", flush=True)
 
 

@@ -2,9 +2,10 @@
 
 1. CPU cost over the same `--seconds` window, side by side (all three run at once; `--alone`: one
    after the other, each over its own window):
-   - gputriage's sampler at 10 Hz (NVML + GPM + host + a process tree, samples written to a SQLite
-     store in 1 s batches, as `gputriage run` does): the sampling thread's CPU time, and the whole
-     process's CPU time over the window (NVML helper threads included);
+   - gputriage's sampler as `gputriage run` runs it (GPU counters and GPM at the driver's refresh, or
+     `--period`; host and process tree once a second; samples cut into windows and written to a
+     SQLite store in 1 s batches): the sampling thread's CPU time, and the whole process's CPU time
+     over the window (NVML helper threads included);
    - a plain Python NVML+GPM loop at 10 Hz (a fresh process; its thread CPU time);
    - `nvidia-smi dmon` at 1 Hz (its process CPU time).
 2. CPU cost per NVML call the sampler makes (microseconds, 300 calls each, back to back), and
@@ -15,7 +16,7 @@
    median of N pairs.
 
     python benchmarks/sampler_overhead.py [--seconds 60] [--pairs 5] [--loop-seconds 8] [--alone]
-                                          [--in-situ 5] [--period 0.1]
+                                          [--in-situ 5] [--period S]
 """
 
 from __future__ import annotations
@@ -65,15 +66,16 @@ def process_cpu_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def side_by_side(seconds: float, alone: bool = False, period_s: float = 0.1) -> dict[str, float | None]:
+def side_by_side(seconds: float, alone: bool = False, period_s: float | None = None) -> dict[str, float | None]:
     """Our sampler, a plain NVML+GPM loop and nvidia-smi dmon over the same window, or (`alone`) one
     after the other, each over its own window (NVML calls of concurrent clients may contend)."""
     import psutil
 
     from gputriage.backends.host import Host
     from gputriage.backends.nvml import PynvmlBackend
-    from gputriage.sampling.sampler import Sampler
+    from gputriage.sampling.sampler import Cadences, Sampler, default_period
     from gputriage.sampling.store import Store
+    from gputriage.sampling.windows import Windower
 
     def start_plain() -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-c", PLAIN_LOOP, str(seconds)], stdout=subprocess.PIPE, text=True)
@@ -101,8 +103,10 @@ def side_by_side(seconds: float, alone: bool = False, period_s: float = 0.1) -> 
     plain = smi = None
     if not alone:
         plain, smi = start_plain(), start_smi()
-    s = Sampler(nvml, Host(), [0], pid=workload.pid, sink=lambda batch: store.add_samples(run_id, batch),
-                period_s=period_s)
+    windows = Windower([0])
+    period = period_s or default_period(nvml, [0])
+    s = Sampler(nvml, Host(), [0], pid=workload.pid, cadences=Cadences(gpu_s=period), sinks=(windows.add,),
+                batch_sinks=(lambda batch: store.add_samples(run_id, batch),))
     p0 = process_cpu_s()
     s.start()
     time.sleep(seconds)
@@ -121,7 +125,7 @@ def side_by_side(seconds: float, alone: bool = False, period_s: float = 0.1) -> 
         dmon = smi_pct(smi)
         plain_pct = float(plain.communicate()[0].strip() or "nan")
     return {"sampler_thread": 100.0 * s.busy_s / seconds, "sampler_process": process_pct, "plain": plain_pct,
-            "smi": dmon, "samples": len(s.samples), "alone": alone,
+            "smi": dmon, "samples": s.count, "alone": alone, "period_s": period,
             "parts": {k: 100.0 * v / seconds for k, v in s.cost_s.items()}}
 
 
@@ -256,7 +260,8 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--loop-seconds", type=float, default=8.0)
     ap.add_argument("--alone", action="store_true", help="measure the three one after the other, not at once")
-    ap.add_argument("--period", type=float, default=0.1, help="the sampler's period (s)")
+    ap.add_argument("--period", type=float, default=None,
+                    help="the sampler's GPU period (s); default: what `gputriage run` uses")
     ap.add_argument("--in-situ", type=float, default=0.0, metavar="S",
                     help="also time each reading alone at 10 Hz for S seconds")
     args = ap.parse_args()
@@ -265,7 +270,8 @@ def main() -> None:
     print(f"CPU {how} {args.seconds:.0f} s window, % of one core ({os.cpu_count()} cores), "
           f"{cpu['samples']} samples taken")
     print(f"{'measure':58} {'value':>10}")
-    print(f"{f'gputriage sampler thread, {1 / args.period:g} Hz, GPM+host+tree+store':58} "
+    label = f"gputriage sampler thread, GPU at {1 / cpu['period_s']:g} Hz, GPM+host+tree+store"
+    print(f"{label:58} "
           f"{cpu['sampler_thread']:9.2f}%")
     for part, pct in cpu["parts"].items():
         print(f"{'  of which ' + part:58} {pct:9.2f}%")

@@ -21,11 +21,12 @@ from pathlib import Path
 OURS = """
 import json, resource, sys, time
 t = time.perf_counter()
-from gputriage.trace.analyze import analyze
-r, f = analyze([sys.argv[1]])
+from gputriage.api import analyze_trace
+r = analyze_trace([sys.argv[1]])
 wall = time.perf_counter() - t
+b = r.verdict.bottleneck
 print(json.dumps({"wall_s": wall, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "answer": r["verdict"]["bottleneck"], "idle_pct": r["verdict"].get("gpu_idle_pct")}))
+                  "answer": b.value if b else None, "idle_pct": r.verdict.gpu_idle_pct}))
 """
 HTA = """
 import json, resource, sys, time, logging

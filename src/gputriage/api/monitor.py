@@ -64,7 +64,7 @@ class Monitor:
         options = {"store": str(self._store) if isinstance(self._store, (str, Path)) else self._store,
                    "budget": str(self._budget_path) if self._budget_path else None, "period_s": self._period_s,
                    "use_gpm": self._use_gpm, "kind": self.kind, "pid": self.pid}
-        self._child = subprocess.Popen([sys.executable, "-c", "from gputriage.api import _monitor_child; "
+        self._child = subprocess.Popen([sys.executable, "-c", "from gputriage.api.monitor import _monitor_child; "
                                                               "_monitor_child()",
                                         json.dumps(options)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self._child.stdout is not None

@@ -148,7 +148,7 @@ def gpu_verdict(series: WindowSeries, gpu: GpuStatic, run_start_s: float, run_en
     steady = [i for i in range(len(ws)) if (start is None or i > start or (i == start == 0))
               and (end is None or i <= end)] or list(range(len(ws)))
     timeline = regimes(ws, labels, run_start_s, start, end, series.window_s)
-    verdict = GpuVerdict(gpu=series.gpu, startup_s=round(max(0.0, startup_s), 1),
+    verdict = GpuVerdict(gpu=series.gpu if series.gpu is not None else -1, startup_s=round(max(0.0, startup_s), 1),
                          shutdown_s=round(max(0.0, shutdown_s), 1), timeline=timeline, series=_series(ws, run_start_s))
     if not steady:
         verdict.summary = "too few samples to judge"

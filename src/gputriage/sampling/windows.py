@@ -1,9 +1,10 @@
 """Cut a stream of samples into windows (1 s by default) as they arrive, per GPU.
 
 A window keeps medians, maxima and shares of its samples (`model.window.WindowMetrics`), stored
-columnar in float32 (NaN where a figure is missing): about 130 bytes per GPU per window, 11 MB
-for a day at 1 s windows. Past `capacity` windows, neighbouring windows are merged by pairs (the
-series' window doubles), so a run of any length keeps a bounded series.
+columnar in float32 (NaN where a figure is missing) on one time axis: about 50 bytes per window
+for the time and the host, 80 per GPU (7 MB a day per GPU at 1 s windows). Past `capacity`
+windows, neighbouring windows are merged by pairs (the window doubles), so a run of any length
+keeps a bounded series.
 """
 
 from __future__ import annotations
@@ -33,25 +34,28 @@ def _max(values: list[float]) -> float:
     return max(values) if values else NAN
 
 
-class WindowSeries:
-    """One GPU's windows, oldest first."""
+class Store:
+    """Every window of a run, columnar: one time axis and the host's figures, and each GPU's figures."""
 
-    def __init__(self, gpu: int, window_s: float = WINDOW_S, capacity: int = CAPACITY) -> None:
-        self.gpu, self.window_s, self.capacity = gpu, window_s, capacity
+    def __init__(self, gpus: list[int], window_s: float, capacity: int) -> None:
+        self.window_s, self.capacity = window_s, capacity
         self.t0 = array("d")
         self.t1 = array("d")
         self.samples = array("I")
-        self.cols = {name: array("f") for name in FIELDS}
+        self.host = {name: array("f") for name in HOST_FIELDS}
+        self.gpus = {g: {name: array("f") for name in GPU_FIELDS} for g in gpus}
 
-    def __len__(self) -> int:
-        return len(self.t0)
-
-    def append(self, t0: float, t1: float, samples: int, values: dict[str, float]) -> None:
+    def append(self, t0: float, t1: float, samples: int, host: dict[str, float],
+               gpus: dict[int, dict[str, float]]) -> None:
         self.t0.append(t0)
         self.t1.append(t1)
         self.samples.append(samples)
-        for name, col in self.cols.items():
-            col.append(values.get(name, NAN))
+        for name, col in self.host.items():
+            col.append(host.get(name, NAN))
+        for g, cols in self.gpus.items():
+            values = gpus.get(g, {})
+            for name, col in cols.items():
+                col.append(values.get(name, NAN))
         if len(self.t0) > self.capacity:
             self._compact()
 
@@ -63,24 +67,52 @@ class WindowSeries:
         self.t1 = array("d", list(self.t1[1:n:2]) + list(self.t1[rest]))
         self.samples = array("I", [a + b for a, b in zip(self.samples[0:n:2], self.samples[1:n:2])]
                              + list(self.samples[rest]))
-        for name, col in self.cols.items():
-            pick = _nanmax if name in _MAX_FIELDS else _nanmean
-            self.cols[name] = array("f", [pick(a, b) for a, b in zip(col[0:n:2], col[1:n:2])] + list(col[rest]))
+        for cols in (self.host, *self.gpus.values()):
+            for name, col in cols.items():
+                pick = _nanmax if name in _MAX_FIELDS else _nanmean
+                cols[name] = array("f", [pick(a, b) for a, b in zip(col[0:n:2], col[1:n:2])] + list(col[rest]))
         self.window_s *= 2
 
+    def memory_bytes(self) -> int:
+        arrays: list[array] = [self.t0, self.t1, self.samples, *self.host.values()]
+        arrays += [col for cols in self.gpus.values() for col in cols.values()]
+        return sum(a.itemsize * len(a) for a in arrays)
+
+
+class WindowSeries:
+    """One GPU's windows (the host's figures included), oldest first; or, for `gpu` None, the host's."""
+
+    def __init__(self, store: Store, gpu: int | None) -> None:
+        self.store, self.gpu = store, gpu
+
+    @property
+    def window_s(self) -> float:
+        return self.store.window_s
+
+    @property
+    def samples(self) -> array:
+        return self.store.samples
+
+    def _cols(self) -> dict[str, array]:
+        own = self.store.gpus[self.gpu] if self.gpu is not None else {}
+        return {**own, **self.store.host}
+
+    def __len__(self) -> int:
+        return len(self.store.t0)
+
     def column(self, name: str) -> list[float | None]:
-        return [None if math.isnan(v) else float(v) for v in self.cols[name]]
+        return [None if math.isnan(v) else float(v) for v in self._cols()[name]]
 
     def __getitem__(self, i: int) -> WindowMetrics:
-        values = {name: float(col[i]) for name, col in self.cols.items() if not math.isnan(col[i])}
-        return WindowMetrics(t0_s=self.t0[i], t1_s=self.t1[i], samples=self.samples[i], **values)
+        values = {name: float(col[i]) for name, col in self._cols().items() if not math.isnan(col[i])}
+        return WindowMetrics(t0_s=self.store.t0[i], t1_s=self.store.t1[i], samples=self.store.samples[i], **values)
 
     def __iter__(self) -> Iterator[WindowMetrics]:
-        return (self[i] for i in range(len(self)))
-
-    def memory_bytes(self) -> int:
-        arrays: list[array] = [self.t0, self.t1, self.samples, *self.cols.values()]
-        return sum(a.itemsize * len(a) for a in arrays)
+        cols = self._cols()
+        t0, t1, n = self.store.t0, self.store.t1, self.store.samples
+        for i in range(len(t0)):
+            values = {name: float(col[i]) for name, col in cols.items() if not math.isnan(col[i])}
+            yield WindowMetrics(t0_s=t0[i], t1_s=t1[i], samples=n[i], **values)
 
 
 def _nanmean(a: float, b: float) -> float:
@@ -159,12 +191,13 @@ def metrics_of(bucket: list[Sample], gpu: int) -> WindowMetrics:
 
 
 class Windower:
-    """Feeds each GPU's series as samples arrive; windows end at fixed edges from the first sample."""
+    """Feeds the windows as samples arrive; windows end at fixed edges from the first sample."""
 
     def __init__(self, gpus: list[int], window_s: float = WINDOW_S, capacity: int = CAPACITY) -> None:
         self.window_s = window_s
-        self.series = {g: WindowSeries(g, window_s, capacity) for g in gpus}
-        self.host = WindowSeries(-1, window_s, capacity)  # the host's and workload's figures, GPUs or not
+        self.store = Store(gpus, window_s, capacity)
+        self.series = {g: WindowSeries(self.store, g) for g in gpus}
+        self.host = WindowSeries(self.store, None)  # the host's and workload's figures, GPUs or not
         self.first_t: float | None = None
         self.last_t: float | None = None
         self.count = 0
@@ -187,10 +220,8 @@ class Windower:
 
     def _close(self, t1: float) -> None:
         bucket, self._bucket = self._bucket, []
-        host = host_values(bucket)
-        self.host.append(bucket[0].t_s, t1, len(bucket), host)
-        for gpu, series in self.series.items():
-            series.append(bucket[0].t_s, t1, len(bucket), gpu_values(bucket, gpu) | host)
+        self.store.append(bucket[0].t_s, t1, len(bucket), host_values(bucket),
+                          {g: gpu_values(bucket, g) for g in self.series})
 
     def close(self) -> None:
         """The last, partial window counts when it covers at least half a window."""
