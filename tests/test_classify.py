@@ -13,6 +13,7 @@ import pytest
 
 from conftest import H200_STATIC, judged, verdict_of
 from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.finding import Severity
 from gputriage.model.sample import GpuSample, HostSample, Neighbour, Sample, WorkloadSample
 from gputriage.sampling.sampler import Cadences, Sampler
 from gputriage.testing.recorded import from_flat_rows, from_untyped
@@ -290,3 +291,27 @@ def test_the_workloads_reads_are_the_evidence_of_an_input_pipeline():
     v = verdict_of(no_reads)
     # GPU-Util ~40% with big kernels and no input read: a sync keeping host work from overlapping comes first
     assert v.bottleneck == B.sync_bound and B.input_starved in v.undecided_between
+
+
+TYPED = json.loads(gzip.decompress((FIXTURES / "runs_typed.json.gz").read_bytes()))
+
+
+@pytest.mark.parametrize("name", sorted(TYPED))
+def test_runs_recorded_by_the_typed_sampler_replay_to_the_verdict_given_on_the_h200(name):
+    # the gallery under `gputriage run` on an H200 (2026-12-01): the samples the store kept, judged again
+    from gputriage.diagnosis.run_judge import judge
+    from gputriage.model.run import RunMeta
+    from gputriage.sampling.session import replay
+
+    rec = TYPED[name]
+    samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
+    report = judge(replay(samples, msgspec.convert(rec["meta"], RunMeta), command=rec["command"]), rec["exit_code"])
+    assert report.verdict.bottleneck == rec["verdict"]
+    expected = {"contended": "contended", "fp32_no_tensor_cores": "tensor_cores_idle", "healthy": "compute_bound",
+                "input_starved": "input_starved", "item_sync": "sync_bound", "launch_bound": "launch_bound",
+                "pageable_copy": "h2d_copy_bound", "small_batch": "underfilled", "unfused_elementwise": "memory_bound",
+                "vram_churn": "vram_pressure"}.get(name)
+    if expected:
+        assert report.verdict.bottleneck == expected
+    else:  # a fixed version raises no warning
+        assert not [f.id for f in report.findings if f.severity >= Severity.warn]
