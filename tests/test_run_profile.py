@@ -197,13 +197,12 @@ def test_the_hook_sees_a_window_without_gpu_work_and_arms_only_from_its_variable
     empty.write_text('{"traceEvents": [\n  {"cat": "cpu_op", "name": "aten::mm"}]}')
     assert not profiler_hook.Profiler(str(empty), cuda=True).saw_work()
     assert profiler_hook.Profiler(str(empty), cuda=False).saw_work()
-    assert profiler_hook.main({}) is None
+    assert profiler_hook.from_environ({}) is None
     env = {"GPUTRIAGE_TRACE_OUT": str(tmp_path / "x.json"), "GPUTRIAGE_PROFILE_STEPS": "7",
            "GPUTRIAGE_PROFILE_CUDA": "0"}
-    p = profiler_hook.main(env)
+    p = profiler_hook.from_environ(env)
     assert p is not None and p.steps == 7 and not p.cuda
     assert env == {}  # popped: the workload's child processes are not profiled
-    p.done.set()
 
 
 def test_a_failing_start_is_logged_and_ends_the_profiling(tmp_path):

@@ -270,17 +270,24 @@ def importing() -> bool:
     return False
 
 
-def main(environ: os._Environ[str] | dict[str, str] = os.environ) -> Optional[Profiler]:
-    """Arm the profiler from the variables `trace.inject.prepare` set (and remove them, so the workload's
-    child processes are not profiled)."""
+def from_environ(environ: os._Environ[str] | dict[str, str]) -> Optional[Profiler]:
+    """The profiler the variables `trace.inject.prepare` set ask for; they are removed, so the workload's
+    child processes (data loader workers) are not profiled."""
     out = environ.pop("GPUTRIAGE_TRACE_OUT", None)
     if not out:
         return None
-    p = Profiler(out, skip_s=float(environ.pop("GPUTRIAGE_PROFILE_SKIP_S", "2")),
-                 steps=int(environ.pop("GPUTRIAGE_PROFILE_STEPS", "10")),
-                 window_s=float(environ.pop("GPUTRIAGE_PROFILE_WINDOW_S", "0.5")),
-                 max_s=float(environ.pop("GPUTRIAGE_PROFILE_MAX_S", "3")),
-                 cuda=environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1")
+    return Profiler(out, skip_s=float(environ.pop("GPUTRIAGE_PROFILE_SKIP_S", "2")),
+                    steps=int(environ.pop("GPUTRIAGE_PROFILE_STEPS", "10")),
+                    window_s=float(environ.pop("GPUTRIAGE_PROFILE_WINDOW_S", "0.5")),
+                    max_s=float(environ.pop("GPUTRIAGE_PROFILE_MAX_S", "3")),
+                    cuda=environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1")
+
+
+def main() -> Optional[Profiler]:
+    """Arm the profiler in this interpreter (what the injected `sitecustomize` calls)."""
+    p = from_environ(os.environ)
+    if p is None:
+        return None
     atexit.register(p.on_exit)
     signal.signal(signal.SIGUSR2, p.on_signal)
     threading.Thread(target=p.worker, name="gputriage-profiler", daemon=True).start()
