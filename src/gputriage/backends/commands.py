@@ -29,15 +29,3 @@ def run_command(argv: list[str], timeout_s: float = 5.0) -> Reading:
     except OSError as exc:
         return Unavailable("error", f"{argv[0]}: {exc}")
     return CommandResult(proc.returncode, proc.stdout, proc.stderr)
-
-
-def start(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes] | Unavailable:
-    """Start a workload without a shell, its stdin/stdout/stderr inherited (passed through untouched)."""
-    try:
-        return subprocess.Popen(argv, env=env)
-    except FileNotFoundError:
-        return Unavailable("not_found", f"{argv[0]}: command not found")
-    except PermissionError:
-        return Unavailable("no_permission", f"{argv[0]}: permission denied")
-    except OSError as exc:
-        return Unavailable("error", f"{argv[0]}: {exc.strerror or exc}")
