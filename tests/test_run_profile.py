@@ -48,8 +48,8 @@ def test_profile_injection_writes_a_trace(tmp_path, mode):
                              "--keep-trace", str(kept), "--", sys.executable, str(script), mode],
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "workload done" in r.stdout
-    report = json.loads(r.stdout[r.stdout.index("{"):])
+    assert "workload done" in r.stderr  # with --json the command's stdout goes to stderr
+    report = json.loads(r.stdout)
     assert kept.exists() and kept.stat().st_size > 1000
     # a CPU-only trace has no GPU activity: the analysis says so instead of guessing
     assert "no GPU activity" in " ".join(report["profile"]["trace"]["ranks"][0]["problems"])
@@ -76,7 +76,7 @@ def test_profile_kept_when_the_workload_ends_inside_the_window(tmp_path):
     r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.2", "--", sys.executable,
                              str(script), "short"], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
-    report = json.loads(r.stdout[r.stdout.index("{"):])
+    report = json.loads(r.stdout)
     log = report["profile"]["log"]
     assert len(log) == 2 and log[0].startswith("started at signal") and log[1].startswith("stopped at exit after 0")
     assert "no GPU activity" in " ".join(report["profile"]["trace"]["ranks"][0]["problems"])
@@ -91,7 +91,7 @@ def test_a_window_without_work_is_profiled_again(tmp_path):
                              str(kept), "--", sys.executable, str(script), "late"],
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
-    report = json.loads(r.stdout[r.stdout.index("{"):])
+    report = json.loads(r.stdout)
     log = report["profile"]["log"]
     assert any(line.startswith("no framework op in the window") for line in log), log
     assert log[-1].startswith("stopped at"), log
@@ -115,7 +115,7 @@ def test_the_window_counts_from_when_the_profiler_runs(tmp_path):
     r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.2", "--", sys.executable,
                              str(script), "slow_start"], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
-    log = json.loads(r.stdout[r.stdout.index("{"):])["profile"]["log"]
+    log = json.loads(r.stdout)["profile"]["log"]
     assert len(log) == 2 and log[0].startswith("started at signal") and log[1].startswith("stopped at signal"), log
     assert float(log[0].split(", ")[1].split(" s to start")[0]) >= 1.5
     assert float(log[1].split(", ")[1].split(" s profiled")[0]) >= 0.45

@@ -14,7 +14,7 @@ from gputriage.model.run import ProfileReport, RunReport
 def run(command: Sequence[str], *, store: str | Path | bool | None = None, budget: str | Path | None = None,
         period_s: float | None = None, use_gpm: bool = True, profile: bool = False, profile_steps: int = 10,
         profile_skip_s: float = 2.0, keep_trace: str | Path | None = None, die_with_parent: bool = True,
-        env: dict[str, str] | None = None) -> RunReport:
+        env: dict[str, str] | None = None, stdout_to_stderr: bool = False) -> RunReport:
     """Run a command (no shell, stdio passed through), sample the GPUs, the host and its process tree,
     and judge it. `profile`: a Python command profiles itself with torch.profiler and the trace's verdict
     is merged. The report's `exit_code` is the command's (128 + N when signal N ended it)."""
@@ -43,7 +43,7 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
     except StoreError as exc:
         session.nvml.shutdown()
         raise GputriageError(f"{exc}; use --no-store (store=False) to run without keeping the run") from None
-    workload = Workload.start(argv, environ, die_with_parent=die_with_parent)
+    workload = Workload.start(argv, environ, die_with_parent=die_with_parent, stdout_to_stderr=stdout_to_stderr)
     if isinstance(workload, Unavailable):
         session.finish()
         raise WorkloadError(workload.detail, {"not_found": 127, "no_permission": 126}.get(workload.reason, 126))

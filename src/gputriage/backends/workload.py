@@ -54,10 +54,14 @@ class Workload:
         return self.proc.pid
 
     @classmethod
-    def start(cls, argv: list[str], env: dict[str, str], die_with_parent: bool = True) -> Workload | Unavailable:
+    def start(cls, argv: list[str], env: dict[str, str], die_with_parent: bool = True,
+              stdout_to_stderr: bool = False) -> Workload | Unavailable:
+        """`stdout_to_stderr`: the workload writes its standard output where gputriage's standard error goes
+        (so gputriage's own stdout carries only its JSON report)."""
         preexec: Callable[[], None] | None = _die_with_parent if die_with_parent and sys.platform == "linux" else None
         try:
-            return cls(subprocess.Popen(argv, env=env, preexec_fn=preexec))
+            return cls(subprocess.Popen(argv, env=env, preexec_fn=preexec,
+                                        stdout=sys.stderr.fileno() if stdout_to_stderr else None))
         except FileNotFoundError:
             return Unavailable("not_found", f"{argv[0]}: command not found")
         except PermissionError:

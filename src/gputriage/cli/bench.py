@@ -37,12 +37,13 @@ def _specs(as_json: bool) -> None:
 def bench(
     quick: bool = typer.Option(False, "--quick", help="Fewer shapes and dtypes, smaller buffers (~15 s)."),
     specs: bool = typer.Option(False, "--specs", help="List the spec database and exit."),
-    disk: Optional[Path] = typer.Option(None, "--disk", help="Directory to probe disk reads in (default: here)."),
+    disk: Optional[Path] = typer.Option(None, "--disk", metavar="DIR", help="Directory to probe disk reads in "
+                                                                            "(default: here)."),
     no_disk: bool = typer.Option(False, "--no-disk", help="Skip the disk probes."),
     no_gpu: bool = typer.Option(False, "--no-gpu", help="Skip the GPU probes."),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON (schema gputriage.bench/2)."),
-    store_path: Optional[Path] = typer.Option(None, "--store", help="Where results are kept (SQLite)."),
-    fail_on: str = typer.Option("never", "--fail-on", help=FAIL_ON_HELP),
+    store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Where results are kept (SQLite)."),
+    fail_on: str = typer.Option("never", "--fail-on", metavar="LEVEL", help=FAIL_ON_HELP),
 ) -> None:
     """Measure GEMM rates per dtype, memory and PCIe bandwidth, launch costs, peer copies, disk and host
     memory, against the datasheet, with the conditions each ran under."""

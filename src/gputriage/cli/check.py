@@ -12,14 +12,17 @@ from gputriage.cli.common import FAIL_ON_HELP, err, exit_for, fail, out, parse_f
 
 
 def check(
-    from_file: Optional[Path] = typer.Option(None, "--from", help="Evaluate a recorded snapshot instead of this "
+    from_file: Optional[Path] = typer.Option(None, "--from", metavar="FILE", help="Evaluate a recorded snapshot "
+                                                                                  "instead of this "
                                                                   "machine."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (schema gputriage.check/1)."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the report as Markdown."),
-    fail_on: str = typer.Option("critical", "--fail-on", help=FAIL_ON_HELP),
-    save: Optional[Path] = typer.Option(None, "--save", help="Also write the snapshot to this file."),
-    budget: Optional[Path] = typer.Option(None, "--budget", help="A TOML budget file; violations become findings."),
-    window: float = typer.Option(0.5, "--window", min=0.1, max=10.0, help="Seconds over which CPU and GPM "
+    fail_on: str = typer.Option("critical", "--fail-on", metavar="LEVEL", help=FAIL_ON_HELP),
+    save: Optional[Path] = typer.Option(None, "--save", metavar="FILE", help="Also write the snapshot to this file."),
+    budget: Optional[Path] = typer.Option(None, "--budget", metavar="FILE", help="A TOML budget file; violations "
+                                                                                 "become findings."),
+    window: float = typer.Option(0.5, "--window", metavar="SECONDS", min=0.1, max=10.0, help="Seconds over which CPU "
+                                                                                             "and GPM "
                                                                             "activity are measured."),
     no_load: bool = typer.Option(False, "--no-load", help="Do not run the brief GPU load used to read the PCIe link."),
     no_framework: bool = typer.Option(False, "--no-framework", help="Do not start the torch probe."),

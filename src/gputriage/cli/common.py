@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, NoReturn
 
@@ -12,8 +13,18 @@ from rich.console import Console
 from gputriage.cli import exits
 from gputriage.model.finding import Finding, Severity
 
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False)
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """A reader that stopped early (`gputriage rules | head`) has what it wanted: not an error."""
+        stream = sys.stderr if self.stderr else sys.stdout
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        raise SystemExit(exits.OK)
+
+
+out = _Console(highlight=False, soft_wrap=False)
+err = _Console(stderr=True, highlight=False)
 
 
 def fail(message: str, code: int) -> NoReturn:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import codecs
+import functools
 import os
 import sys
+from typing import Callable
 
 import typer
 
@@ -24,17 +27,28 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.command()(check)
-app.command()(bench)
-app.command()(snapshot)
-app.command()(rules)
-app.command(context_settings={"allow_interspersed_args": False})(run)
-app.command()(watch)
-app.command()(trace)
-app.command()(runs)
-app.command()(show)
+
+
+def _pipe_safe(command: Callable[..., None]) -> Callable[..., None]:
+    """A reader that stops early (`gputriage rules | head`) is not an error: stop writing, exit 0."""
+    @functools.wraps(command)
+    def wrapped(*args: object, **kwargs: object) -> None:
+        try:
+            command(*args, **kwargs)
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(exits.OK) from None
+
+    return wrapped
+
+
+for _command in (check, bench, snapshot, rules, watch, trace, runs, show):
+    app.command()(_pipe_safe(_command))
+app.command(context_settings={"allow_interspersed_args": False})(_pipe_safe(run))
 
 
 def _version(value: bool) -> None:
@@ -49,7 +63,29 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     pass
 
 
+# what the terminal renderers draw, for a terminal or file that cannot take UTF-8 (LANG=C, latin-1)
+ASCII = {"█": "#", "▁": "_", "▂": "_", "▃": "-", "▄": "-", "▅": "=", "▆": "=", "▇": "#", "·": ".", "→": "->",
+         "↔": "<->", "µ": "u", "×": "x", "–": "-", "—": "--", "…": "...", "≥": ">=", "≤": "<=", "°": " deg",
+         "╭": "+", "╮": "+", "╰": "+", "╯": "+", "─": "-", "│": "|", "⠋": "-", "⠙": "\\", "⠹": "|", "⠸": "/"}
+
+
+def _ascii(err: UnicodeError) -> tuple[str, int]:
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    return "".join(ASCII.get(ch, "?") for ch in err.object[err.start:err.end]), err.end
+
+
+def _safe_streams() -> None:
+    """Where stdout or stderr cannot encode UTF-8, draw ASCII instead of failing on the first glyph."""
+    codecs.register_error("gputriage-ascii", _ascii)
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if encoding not in ("utf8", "utf16", "utf32") and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="gputriage-ascii")
+
+
 def main() -> None:
+    _safe_streams()
     try:
         app(standalone_mode=True)
     except KeyboardInterrupt:

@@ -14,9 +14,11 @@ from gputriage.cli.common import fail, out, print_json
 
 def rules(
     as_json: bool = typer.Option(False, "--json", help="Print the catalog as JSON (schema gputriage.rules/2)."),
-    command: Optional[str] = typer.Option(None, "--command", "-c", help="Only what this command can report: check, "
+    command: Optional[str] = typer.Option(None, "--command", "-c", metavar="COMMAND", help="Only what this command "
+                                                                                           "can report: check, "
                                                                           "run, watch, monitor, trace or bench."),
-    finding_id: Optional[str] = typer.Argument(None, help="Show one finding id (or the ids starting with it)."),
+    finding_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="Show one finding id (or the ids starting "
+                                                                          "with it)."),
 ) -> None:
     """List every finding any command can report: id, triage step, severity, symptom, cause, decision,
     when it fires and its thresholds."""

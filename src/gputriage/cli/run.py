@@ -16,21 +16,30 @@ PERIOD_HELP = ("Seconds between two readings of the GPU counters (default: the d
 
 
 def run(
-    command: list[str] = typer.Argument(..., help="The command to run, after `--`."),
-    store_path: Optional[Path] = typer.Option(None, "--store", help="Run store (SQLite). Default: the user data dir."),
+    command: list[str] = typer.Argument(..., metavar="COMMAND", help="The command to run."),
+    store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Run store (SQLite). Default: the "
+                                                                                    "user data dir."),
     no_store: bool = typer.Option(False, "--no-store", help="Do not keep this run in the store."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout when the command ends."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Also write the JSON report to this file."),
-    budget: Optional[Path] = typer.Option(None, "--budget", help="A TOML budget file; violations are findings."),
-    fail_on: str = typer.Option("never", "--fail-on", help="If the command succeeded: " + FAIL_ON_HELP),
-    period: Optional[float] = typer.Option(None, "--period", min=0.02, max=10.0, help=PERIOD_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout when the command ends; "
+                                                       "the command's own output then goes to stderr, so the JSON "
+                                                       "can be piped (`| jq`)."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE", help="Also write the JSON report to "
+                                                                                       "this file."),
+    budget: Optional[Path] = typer.Option(None, "--budget", metavar="FILE", help="A TOML budget file; violations are "
+                                                                                 "findings."),
+    fail_on: str = typer.Option("never", "--fail-on", metavar="LEVEL",
+                                help="If the command succeeded: " + FAIL_ON_HELP),
+    period: Optional[float] = typer.Option(None, "--period", metavar="SECONDS", min=0.02, max=10.0, help=PERIOD_HELP),
     no_gpm: bool = typer.Option(False, "--no-gpm", help="Do not read NVML GPM metrics (as on GPUs before Hopper)."),
     profile: bool = typer.Option(False, "--profile", help="Profile a Python workload with torch.profiler and "
                                                           "merge the trace's verdict (Python commands only)."),
-    profile_steps: int = typer.Option(10, "--profile-steps", min=1, help="Optimizer steps to profile at least."),
-    profile_skip_s: float = typer.Option(2.0, "--profile-skip", min=0.0, help="Seconds after CUDA start-up before "
+    profile_steps: int = typer.Option(10, "--profile-steps", metavar="N", min=1, help="Optimizer steps to profile at "
+                                                                                      "least."),
+    profile_skip_s: float = typer.Option(2.0, "--profile-skip", metavar="SECONDS", min=0.0, help="Seconds after CUDA "
+                                                                                                 "start-up before "
                                                                               "profiling (skips the warm-up)."),
-    keep_trace: Optional[Path] = typer.Option(None, "--keep-trace", help="Keep the profiler trace at this path."),
+    keep_trace: Optional[Path] = typer.Option(None, "--keep-trace", metavar="FILE", help="Keep the profiler trace at "
+                                                                                         "this path."),
     keep_workload: bool = typer.Option(False, "--keep-workload", help="If gputriage is killed, let the command "
                                                                       "run on (by default it gets SIGTERM)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No report in the terminal."),
@@ -43,7 +52,8 @@ def run(
     try:
         report = api.run(command, store=False if no_store else store_path, budget=budget, period_s=period,
                          use_gpm=not no_gpm, profile=profile, profile_steps=profile_steps,
-                         profile_skip_s=profile_skip_s, keep_trace=keep_trace, die_with_parent=not keep_workload)
+                         profile_skip_s=profile_skip_s, keep_trace=keep_trace, die_with_parent=not keep_workload,
+                         stdout_to_stderr=as_json)
     except api.WorkloadError as exc:
         fail(str(exc), exc.exit_code)
     except api.GputriageError as exc:

@@ -15,9 +15,9 @@ from gputriage.cli.common import fail, out, print_json
 
 
 def runs(
-    store_path: Optional[Path] = typer.Option(None, "--store", help="Run store (SQLite)."),
+    store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Run store (SQLite)."),
     as_json: bool = typer.Option(False, "--json", help="Print {\"runs\": [...]}."),
-    limit: int = typer.Option(50, "--limit", "-n", min=1, help="How many recent runs."),
+    limit: int = typer.Option(50, "--limit", "-n", metavar="N", min=1, help="How many recent runs."),
 ) -> None:
     """List the runs and watches kept in the store, newest first."""
     from gputriage import api
@@ -42,8 +42,8 @@ def runs(
 
 
 def show(
-    run_id: int = typer.Argument(..., help="A run id from `gputriage runs`."),
-    store_path: Optional[Path] = typer.Option(None, "--store", help="Run store (SQLite)."),
+    run_id: int = typer.Argument(..., metavar="RUN", help="A run id from `gputriage runs`."),
+    store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Run store (SQLite)."),
     as_json: bool = typer.Option(False, "--json", help="Print the run's report as JSON (the document `run --json` "
                                                        "printed)."),
 ) -> None:

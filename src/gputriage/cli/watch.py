@@ -58,12 +58,14 @@ def frame(sample: Sample, static: dict[str, GpuStatic], labels: dict[int, str]) 
 
 
 def watch(
-    store_path: Optional[Path] = typer.Option(None, "--store", help="Run store (SQLite)."),
+    store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Run store (SQLite)."),
     no_store: bool = typer.Option(False, "--no-store", help="Do not keep this watch in the store."),
-    period: Optional[float] = typer.Option(None, "--period", min=0.02, max=10.0, help=PERIOD_HELP),
-    seconds: Optional[float] = typer.Option(None, "--seconds", min=0.5, help="Stop after this many seconds."),
-    budget: Optional[Path] = typer.Option(None, "--budget", help="A TOML budget file; violations are findings."),
-    fail_on: str = typer.Option("never", "--fail-on", help=FAIL_ON_HELP),
+    period: Optional[float] = typer.Option(None, "--period", metavar="SECONDS", min=0.02, max=10.0, help=PERIOD_HELP),
+    seconds: Optional[float] = typer.Option(None, "--seconds", metavar="SECONDS", min=0.5, help="Stop after this many "
+                                                                                                "seconds."),
+    budget: Optional[Path] = typer.Option(None, "--budget", metavar="FILE", help="A TOML budget file; violations are "
+                                                                                 "findings."),
+    fail_on: str = typer.Option("never", "--fail-on", metavar="LEVEL", help=FAIL_ON_HELP),
 ) -> None:
     """Watch every GPU and the host live; Ctrl-C (or --seconds) leaves with a summary."""
     from gputriage import api

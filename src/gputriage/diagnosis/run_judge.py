@@ -124,8 +124,8 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
         findings += check_windows(budget, rec.windows.series, rec.windows.host, static)
     notes = [rec.store_error] if rec.store_error else []
     if not rec.gpus:
-        notes.append(f"no GPU was sampled ({rec.meta.system.get('nvml', 'NVML sees no GPU')}): the host and the "
-                     "workload were")
+        sampled = "the host and the workload were" if rec.kind == "run" else "the host was"
+        notes.append(f"no GPU was sampled ({rec.meta.system.get('nvml', 'NVML sees no GPU')}); {sampled}")
     return RunReport(id=rec.run_id, kind=rec.kind, command=rec.command, started_s=rec.started_s, ended_s=rec.ended_s,
                      exit_code=exit_code, complete=complete, samples=rec.windows.count, meta=rec.meta, verdict=verdict,
                      findings=triage_order(findings), host=host_summary(rec.windows.host), profile=profile,

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
+
+import msgspec
 
 from gputriage.model.fact import Fact
 from gputriage.model.files import unreadable
@@ -13,6 +15,31 @@ from gputriage.model.reading import Reading, Unavailable
 
 SNAPSHOT_SCHEMA = "gputriage.snapshot"
 SNAPSHOT_VERSION = 1
+MAX_SNAPSHOT_BYTES = 64 << 20  # a snapshot of 8 GPUs with its raw kernel log is a few MB
+
+
+class _UnavailableFile(msgspec.Struct):
+    reason: str
+    detail: str = ""
+
+
+class _FactFile(msgspec.Struct):
+    name: str
+    source: str = ""
+    value: Any = None
+    unavailable: Optional[_UnavailableFile] = None
+
+
+class _SnapshotFile(msgspec.Struct):
+    """The file as written: decoded typed, so a malformed one is one error, not a crash later."""
+
+    schema: str
+    version: int
+    facts: list[_FactFile]
+    taken_at: float = 0.0
+    hostname: str = ""
+    tool_version: str = ""
+    raw: dict[str, Any] = {}
 
 
 class SnapshotError(Exception):
@@ -51,11 +78,14 @@ class Snapshot:
             "raw": self.raw,
         }
 
+    def to_text(self) -> str:
+        return json.dumps(self.to_json(), indent=1, default=str)
+
     def save(self, path: str | Path) -> None:
         """Write atomically: a crash never leaves a half-written snapshot in place."""
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_json(), indent=1, default=str))
+        tmp.write_text(self.to_text())
         tmp.replace(path)
 
     @classmethod
@@ -66,26 +96,40 @@ class Snapshot:
         if not isinstance(version, int) or version > SNAPSHOT_VERSION:
             raise SnapshotError(f"snapshot version {version!r} is newer than this gputriage reads ({SNAPSHOT_VERSION})")
         try:
-            facts = tuple(Fact.from_json(f) for f in data["facts"])
-            return cls(
-                facts=facts, taken_at=float(data.get("taken_at", 0.0)), hostname=str(data.get("hostname", "")),
-                tool_version=str(data.get("tool_version", "")), raw=dict(data.get("raw") or {}),
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise SnapshotError(f"malformed snapshot: {type(exc).__name__}: {exc}") from None
+            return cls._typed(msgspec.convert(data, _SnapshotFile))
+        except (msgspec.ValidationError, ValueError) as exc:
+            raise SnapshotError(f"malformed snapshot: {exc}") from None
+
+    @classmethod
+    def _typed(cls, f: _SnapshotFile) -> Snapshot:
+        facts = tuple(Fact(x.name, Unavailable(x.unavailable.reason, x.unavailable.detail) if x.unavailable
+                           else x.value, x.source) for x in f.facts)
+        return cls(facts=facts, taken_at=f.taken_at, hostname=f.hostname, tool_version=f.tool_version, raw=f.raw)
 
     @classmethod
     def load(cls, path: str | Path) -> Snapshot:
+        """Read a snapshot file (an attachment from anywhere: bounded in size, decoded typed); every
+        problem is one SnapshotError naming the file."""
         path = Path(path)
         try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
+            size = path.stat().st_size
+            if size > MAX_SNAPSHOT_BYTES:
+                raise SnapshotError(f"{path}: {size / 2**20:.0f} MiB, larger than a snapshot can be "
+                                    f"({MAX_SNAPSHOT_BYTES >> 20} MiB)")
+            data = path.read_bytes()
+        except OSError as exc:
             raise SnapshotError(unreadable(path, exc)) from None
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SnapshotError(f"{path}: corrupt JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+            head = msgspec.json.decode(data, type=dict[str, Any]) if data.lstrip()[:1] == b"{" else None
+        except msgspec.ValidationError:
+            head = None
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError) as exc:
+            raise SnapshotError(f"{path}: corrupt JSON: {str(exc)[:200]}") from None
+        if head is None:
+            raise SnapshotError(f"{path}: not a gputriage snapshot (not a JSON object)")
         try:
-            return cls.from_json(data)
+            return cls.from_json(head)
+        except RecursionError:
+            raise SnapshotError(f"{path}: malformed snapshot: nested too deep") from None
         except SnapshotError as exc:
-            raise SnapshotError(f"{path}: {exc}") from None
+            raise SnapshotError(f"{path}: {str(exc)[:300]}") from None

@@ -41,30 +41,58 @@ class Facts:
         return value
 
 
-def _gpu_table(snap: Facts) -> Table | None:
+WIDE = 110  # a terminal this wide gets one table row per GPU; narrower ones a block per GPU
+
+
+def _gpu_cells(snap: Facts, i: int) -> dict[str, str]:
+    def g(k: str) -> Any:
+        return snap.get(f"gpu.{i}.{k}")
+
+    used, total = g("memory.used_bytes"), g("memory.total_bytes")
+    draw, limit = g("power.draw_mw"), g("power.limit_enforced_mw")
+    clk, clkmax = g("clock.sm_mhz"), g("clock.sm_max_mhz")
+    gen, width = g("pcie.link_gen.loaded"), g("pcie.link_width.loaded")
+    suffix = ""
+    if isinstance(gen, Unavailable):
+        gen, width, suffix = g("pcie.link_gen.current"), g("pcie.link_width.current"), " idle"
+    return {
+        "name": show(g("name")),
+        "vram": f"{used / 2**30:.1f}/{total / 2**30:.0f}G" if isinstance(used, int) and isinstance(total, int)
+        else "n/a",
+        "util": show(g("util.gpu_pct"), "%"), "sm": show(g("gpm.sm_active_pct"), "%", 1),
+        "occup": show(g("gpm.sm_occupancy_pct"), "%", 1), "tensor": show(g("gpm.tensor_active_pct"), "%", 1),
+        "dram": show(g("gpm.dram_bw_util_pct"), "%", 1),
+        "power": f"{draw / 1000:.0f}/{limit / 1000:.0f}W" if isinstance(draw, int) and isinstance(limit, int)
+        else "n/a",
+        "temp": show(g("temperature_c"), "C"),
+        "clock": f"{show(clk)}/{show(clkmax)}" if not isinstance(clk, Unavailable) else "n/a",
+        "pcie": f"G{show(gen)} x{show(width)}{suffix}" if not isinstance(gen, Unavailable) else "n/a",
+    }
+
+
+def _gpu_table(snap: Facts, width: int) -> Table | None:
     count = snap.get("gpu.count")
     if not isinstance(count, int) or count == 0:
         return None
+    if width < WIDE:
+        t = Table.grid(padding=(0, 2))
+        t.add_column(no_wrap=True)
+        t.add_column(overflow="fold")
+        for i in range(count):
+            c = _gpu_cells(snap, i)
+            t.add_row(Text(f"GPU {i}", style="bold"), Text(f"{c['name']}  VRAM {c['vram']}  {c['power']}  {c['temp']}  "
+                                                           f"SM {c['clock']} MHz  PCIe {c['pcie']}"))
+            t.add_row("", f"util {c['util']}  SM act {c['sm']}  occup {c['occup']}  tensor {c['tensor']}  "
+                          f"DRAM {c['dram']}")
+        return t
     t = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
-    for col in ("GPU", "name", "VRAM used", "util", "SM act", "occup", "tensor", "DRAM", "power", "temp", "SM clock",
-                "PCIe"):
-        t.add_column(col, justify="left" if col in ("name",) else "right", no_wrap=True)
+    cols = {"GPU": None, "name": "name", "VRAM used": "vram", "util": "util", "SM act": "sm", "occup": "occup",
+            "tensor": "tensor", "DRAM": "dram", "power": "power", "temp": "temp", "SM clock": "clock", "PCIe": "pcie"}
+    for col in cols:
+        t.add_column(col, justify="left" if col == "name" else "right", no_wrap=True)
     for i in range(count):
-        g = lambda k: snap.get(f"gpu.{i}.{k}")
-        used, total = g("memory.used_bytes"), g("memory.total_bytes")
-        vram = f"{used / 2**30:.1f}/{total / 2**30:.0f}G" if isinstance(used, int) and isinstance(total, int) else "n/a"
-        draw, limit = g("power.draw_mw"), g("power.limit_enforced_mw")
-        power = f"{draw / 1000:.0f}/{limit / 1000:.0f}W" if isinstance(draw, int) and isinstance(limit, int) else "n/a"
-        clk, clkmax = g("clock.sm_mhz"), g("clock.sm_max_mhz")
-        clock = f"{show(clk)}/{show(clkmax)}" if not isinstance(clk, Unavailable) else "n/a"
-        gen, width = g("pcie.link_gen.loaded"), g("pcie.link_width.loaded")
-        suffix = ""
-        if isinstance(gen, Unavailable):
-            gen, width, suffix = g("pcie.link_gen.current"), g("pcie.link_width.current"), " idle"
-        pcie = f"G{show(gen)} x{show(width)}{suffix}" if not isinstance(gen, Unavailable) else "n/a"
-        t.add_row(str(i), show(g("name")), vram, show(g("util.gpu_pct"), "%"), show(g("gpm.sm_active_pct"), "%", 1),
-                  show(g("gpm.sm_occupancy_pct"), "%", 1), show(g("gpm.tensor_active_pct"), "%", 1),
-                  show(g("gpm.dram_bw_util_pct"), "%", 1), power, show(g("temperature_c"), "C"), clock, pcie)
+        c = _gpu_cells(snap, i)
+        t.add_row(str(i), *(c[k] for k in list(cols.values())[1:] if k))
     return t
 
 
@@ -93,7 +121,7 @@ def render(report: CheckReport, console: Console, verbose: bool = False) -> None
     snap = Facts(report)
     findings = report.findings
     console.print(_header(snap))
-    table = _gpu_table(snap)
+    table = _gpu_table(snap, console.width)
     if table is not None:
         console.print(table)
         if any(not isinstance(snap.get(f"gpu.{i}.gpm.sm_active_pct"), Unavailable)
@@ -103,6 +131,11 @@ def render(report: CheckReport, console: Console, verbose: bool = False) -> None
                 f"{k.split('.')[-1].replace('_pct', '')}: {v.split(': ', 1)[1]}" for k, v in MEANING.items()
                 if k.startswith("gpm")) + ". util = " + MEANING["util.gpu_pct"].split(": ", 1)[1] + ".",
                 style="dim"))
+        console.print()
+    seq, rnd = snap.get("host.fs.cwd.seq_read_mbps"), snap.get("host.fs.cwd.rand_read_4k_iops")
+    if not isinstance(seq, Unavailable) or not isinstance(rnd, Unavailable):
+        console.print(Text(f"disk where you run (check --full): sequential read {show(seq, ' MB/s')}, 4 KiB random "
+                           f"read {show(rnd, ' IOPS')}", style="dim"))
         console.print()
     shown = findings if verbose else [f for f in findings if f.severity >= Severity.info]
     for step, title in STEPS.items():

@@ -14,6 +14,13 @@ SEVERITY_STYLE = {Severity.ok: "green", Severity.info: "cyan", Severity.warn: "y
 SEVERITY_LABEL = {Severity.ok: "OK", Severity.info: "INFO", Severity.warn: "WARN", Severity.critical: "CRIT"}
 
 
+MAX_FIELD = 80  # a value read from a file (a snapshot is an attachment from anywhere) is shown this long at most
+
+
+def clip(text: str, limit: int = MAX_FIELD) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def show(value: Any, unit: str = "", digits: int = 0) -> str:
     if value is None:
         return "-"
@@ -21,7 +28,7 @@ def show(value: Any, unit: str = "", digits: int = 0) -> str:
         return "n/a"
     if isinstance(value, float):
         return f"{value:.{digits}f}{unit}"
-    return f"{value}{unit}"
+    return clip(f"{value}{unit}")
 
 
 def plain(value: Any, depth: int = 0) -> str:
@@ -33,7 +40,7 @@ def plain(value: Any, depth: int = 0) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, str):
-        return value
+        return clip(value)
     if isinstance(value, dict):
         if depth > 1:
             return "{…}"

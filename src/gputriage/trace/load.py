@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -260,10 +261,42 @@ def _add(cols: Columns, events: list[Event]) -> None:
     cols.events += len(events)
 
 
-def _open(path: Path) -> BinaryIO:
+class _Salvaging:
+    """A gzip stream read in pieces: where the compressed data is cut or corrupt, what came before is
+    kept and the reason noted (the analysis of what was read is partial, and says so)."""
+
+    PIECE = 1 << 20
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self.fh = fh
+        self.problem: str | None = None
+        self.read_bytes = 0
+
+    def read(self, n: int = -1) -> bytes:
+        out = bytearray()
+        while self.problem is None and (n < 0 or len(out) < n):
+            try:
+                piece = self.fh.read(self.PIECE if n < 0 else min(self.PIECE, n - len(out)))
+            except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
+                self.problem = f"{type(exc).__name__}: {exc}"
+                break
+            if not piece:
+                break
+            out += piece
+        self.read_bytes += len(out)
+        return bytes(out)
+
+    def __enter__(self) -> _Salvaging:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.fh.close()
+
+
+def _open(path: Path) -> BinaryIO | _Salvaging:
     with open(path, "rb") as fh:
         magic = fh.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")  # type: ignore[return-value]
+    return _Salvaging(gzip.open(path, "rb")) if magic == b"\x1f\x8b" else open(path, "rb")  # type: ignore[arg-type]
 
 
 def load(path: str | Path) -> Columns:
@@ -276,11 +309,21 @@ def load(path: str | Path) -> Columns:
     cols = Columns(path=str(path), file_bytes=size)
     try:
         with fh:
-            _stream(fh, cols, path)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            try:
+                _stream(fh, cols, path)  # type: ignore[arg-type]
+            except TraceError:
+                if isinstance(fh, _Salvaging) and fh.problem and fh.read_bytes == 0:
+                    raise TraceError(f"{path}: not a readable gzip file ({fh.problem})") from None
+                raise
+            if isinstance(fh, _Salvaging) and fh.problem:
+                cols.problems.append(f"the compressed file is cut or corrupt after {fh.read_bytes / 1e6:.1f} MB of "
+                                     f"JSON ({fh.problem}): the analysis covers what came before")
+    except (OSError, EOFError) as exc:
         if cols.events == 0:
             raise TraceError(f"{path}: cannot read: {exc}") from None
         cols.problems.append(f"the file ends early ({exc}); {cols.events} events were read")
+    except RecursionError:
+        raise TraceError(f"{path}: not a Kineto trace (JSON nested too deep)") from None
     if cols.events == 0:
         raise TraceError(f"{path}: the trace holds no events" + (f" ({cols.problems[0]})" if cols.problems else ""))
     return cols
