@@ -31,7 +31,8 @@ def open_store(store: str | Path | bool | None, readonly: bool = False) -> Store
     try:
         return Store(None if store is None or store is True else store, readonly=readonly)
     except StoreError as exc:
-        raise GputriageError(str(exc)) from None
+        hint = "" if readonly else "; give another --store, or --no-store to go without keeping it"
+        raise GputriageError(f"{exc}{hint}") from None
 
 
 def open_budget(budget: str | Path | None) -> Budget | None:

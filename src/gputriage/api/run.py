@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 from typing import Sequence
 
@@ -92,13 +93,21 @@ def show(run_id: int, store: str | Path | None = None) -> RunReport:
         if row is None:
             raise GputriageError(f"no run {run_id} in {db.path}")
         if row["report"]:
-            return msgspec.json.decode(row["report"], type=RunReport)
+            try:
+                return msgspec.json.decode(row["report"], type=RunReport)
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                pass  # a damaged report: judged again from the samples below
         try:
             meta = msgspec.convert(row["meta"], RunMeta)
-        except msgspec.ValidationError:
-            meta = RunMeta(gpus={k: msgspec.convert(v, dict) for k, v in (row["meta"].get("gpus") or {}).items()})  # type: ignore[misc]
+        except (msgspec.ValidationError, RecursionError):
+            meta = RunMeta()
         rec = replay(db.samples(run_id), meta, kind=row["kind"], command=row["command"], run_id=run_id)
-        return judge(rec, row["exit_code"], complete=row["complete"])
+        report = judge(rec, row["exit_code"], complete=row["complete"])
+        if db.skipped:
+            report.notes.append(f"{db.skipped} damaged samples in the store were left out")
+        return report
+    except sqlite3.DatabaseError as exc:
+        raise GputriageError(f"{db.path}: the run store is damaged ({exc})") from None
     finally:
         db.close()
 
@@ -109,6 +118,8 @@ def runs(store: str | Path | None = None, limit: int = 50) -> list[dict[str, obj
     assert db is not None
     try:
         return db.runs(limit)
+    except sqlite3.DatabaseError as exc:
+        raise GputriageError(f"{db.path}: the run store is damaged ({exc})") from None
     finally:
         db.close()
 

@@ -29,15 +29,23 @@ def runs(
     if as_json:
         print_json({"runs": listed})
         return
-    t = Table(header_style="bold", box=None, pad_edge=False)
-    for col in ("id", "kind", "started", "dur", "exit", "bottleneck", "command"):
-        t.add_column(col, no_wrap=col != "command", overflow="ellipsis" if col != "command" else "fold",
-                     justify="right" if col in ("id", "dur", "exit") else "left")
+    rows = []
     for r in listed:
         started = dt.datetime.fromtimestamp(r["started"]).strftime("%m-%d %H:%M")  # type: ignore[arg-type]
-        dur = f"{r['ended'] - r['started']:.0f}s" if r["ended"] else "[yellow]cut[/]"  # type: ignore[operator]
-        t.add_row(str(r["id"]), str(r["kind"]), started, dur, "" if r["exit_code"] is None else str(r["exit_code"]),
-                  str(r["bottleneck"] or "-"), Text(" ".join(r["command"])))  # type: ignore[arg-type]
+        dur = f"{r['ended'] - r['started']:.0f}s" if r["ended"] else "cut"  # type: ignore[operator]
+        rows.append([str(r["id"]), str(r["kind"]), started, dur, "" if r["exit_code"] is None else str(r["exit_code"]),
+                     str(r["bottleneck"] or "-"), " ".join(r["command"])])  # type: ignore[arg-type]
+    heads = ("id", "kind", "started", "dur", "exit", "bottleneck", "command")
+    widths = [max([len(h)] + [len(row[k]) for row in rows]) for k, h in enumerate(heads)]
+    room = max(10, out.width - sum(widths[:-1]) - 2 * (len(heads) - 1))  # one line per run: the command is cut
+    t = Table(header_style="bold", box=None, pad_edge=False)
+    for k, col in enumerate(heads):
+        t.add_column(col, no_wrap=True, min_width=widths[k] if col != "command" else None,
+                     max_width=room if col == "command" else None,
+                     justify="right" if col in ("id", "dur", "exit") else "left")
+    for row in rows:
+        command = row[-1] if len(row[-1]) <= room else row[-1][:room - 1] + "…"
+        t.add_row(*row[:-1], Text(command))
     out.print(t)
 
 

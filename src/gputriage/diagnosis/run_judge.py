@@ -70,7 +70,10 @@ def host_summary(host: WindowSeries) -> HostSummary:
         return round(float(median(xs)), 1) if xs else None
 
     swap = [x for x in host.column("swap_in_max_pages_per_s") if x is not None]
-    return HostSummary(workload_cpu_pct=med("workload_cpu_pct"), top_thread_pct=med("top_thread_pct"),
+    rss = [x for x in host.column("workload_rss_max_bytes") if x is not None]
+    avail = [x for x in host.column("mem_available_min_bytes") if x is not None]
+    return HostSummary(workload_rss_max_bytes=max(rss) if rss else None, mem_available_min_bytes=min(avail) if avail
+                       else None, workload_cpu_pct=med("workload_cpu_pct"), top_thread_pct=med("top_thread_pct"),
                        max_core_pct=med("max_core_pct"), iowait_pct=med("iowait_pct"),
                        read_mb_per_s=med("read_mb_per_s"), swap_in_max_pages_per_s=max(swap) if swap else None)
 

@@ -120,6 +120,8 @@ class HostSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
     iowait_pct: Optional[float] = None
     read_mb_per_s: Optional[float] = None  # the workload's reads (files, pipes, sockets)
     swap_in_max_pages_per_s: Optional[float] = None
+    workload_rss_max_bytes: Optional[float] = None
+    mem_available_min_bytes: Optional[float] = None
 
 
 class RunReport(msgspec.Struct, kw_only=True):

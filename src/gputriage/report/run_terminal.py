@@ -87,8 +87,14 @@ def _host(r: RunReport, console: Console) -> None:
         parts.append(f"iowait {h.iowait_pct:.0f}%")
     if h.read_mb_per_s is not None:
         parts.append(f"reads {h.read_mb_per_s:.0f} MB/s")
+    peaks = []
+    if h.workload_rss_max_bytes is not None:
+        peaks.append(f"workload memory {h.workload_rss_max_bytes / 2**30:.1f} GiB at most")
+    if h.mem_available_min_bytes is not None:
+        peaks.append(f"host memory available {h.mem_available_min_bytes / 2**30:.1f} GiB at least")
     if parts:
-        console.print(Text("host: " + ", ".join(parts) + " (medians)", style="dim"))
+        console.print(Text("host: " + ", ".join(parts) + " (medians)" + ("; " + ", ".join(peaks) if peaks else ""),
+                           style="dim"))
 
 
 def render(r: RunReport, console: Console) -> None:

@@ -82,6 +82,7 @@ class Store:
         except (sqlite3.DatabaseError, OSError) as exc:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from None
         self.has_report = "report" in self._columns("runs")
+        self.skipped = 0
 
     def _open_readonly(self) -> sqlite3.Connection:
         """Read-only; in a directory where SQLite cannot create its WAL index, as an immutable file."""
@@ -152,14 +153,18 @@ class Store:
                          enc(report).decode(), report.id))
 
     def runs(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The newest runs; a row damaged by hand or by a disk shows what could be read of it."""
         cur = self.db.execute("SELECT r.id, r.kind, r.command, r.started, r.ended, r.exit_code, r.verdict, "
                               "(SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id) FROM runs r "
                               "ORDER BY r.id DESC LIMIT ?", (limit,))
         out = []
         for rid, kind, cmd, started, ended, code, verdict, n in cur.fetchall():
-            v = json.loads(verdict) if verdict else None
-            out.append({"id": rid, "kind": kind, "command": json.loads(cmd), "started": started, "ended": ended,
-                        "exit_code": code, "samples": n, "bottleneck": (v or {}).get("bottleneck"),
+            v = _json(verdict, {})
+            command = _json(cmd, [])
+            out.append({"id": rid, "kind": str(kind), "command": [str(x) for x in command] if isinstance(command, list)
+                        else [str(command)], "started": started if isinstance(started, (int, float)) else 0.0,
+                        "ended": ended if isinstance(ended, (int, float)) else None, "exit_code": code, "samples": n,
+                        "bottleneck": v.get("bottleneck") if isinstance(v, dict) else None,
                         "complete": ended is not None})
         return out
 
@@ -171,10 +176,11 @@ class Store:
         if row is None:
             return None
         rid, kind, cmd, started, ended, code, meta, verdict, findings = row[:9]
-        return {"id": rid, "kind": kind, "command": json.loads(cmd), "started": started, "ended": ended,
-                "exit_code": code, "meta": json.loads(meta), "verdict": json.loads(verdict) if verdict else None,
-                "findings": json.loads(findings) if findings else [], "complete": ended is not None,
-                "report": row[9] if self.has_report else None}
+        command = _json(cmd, [])
+        return {"id": rid, "kind": str(kind), "command": [str(x) for x in command] if isinstance(command, list) else [],
+                "started": started, "ended": ended, "exit_code": code if isinstance(code, int) else None,
+                "meta": _json(meta, {}), "verdict": _json(verdict, None), "findings": _json(findings, []),
+                "complete": ended is not None, "report": row[9] if self.has_report else None}
 
     def add_bench(self, machine: str, results: list[dict[str, Any]]) -> int:
         cur = self.db.execute("INSERT INTO benches(started, machine, results) VALUES (?, ?, ?)",
@@ -187,5 +193,20 @@ class Store:
         return {"id": row[0], "started": row[1], "results": json.loads(row[2])} if row else None
 
     def samples(self, run_id: int) -> Iterator[Sample]:
+        """The run's samples in time order; a damaged one is skipped (and counted in `skipped`)."""
+        self.skipped = 0
         for (data,) in self.db.execute("SELECT data FROM samples WHERE run_id = ? ORDER BY t", (run_id,)):
-            yield decode(data)
+            try:
+                yield decode(data)
+            except (msgspec.MsgspecError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
+                self.skipped += 1
+
+
+def _json(text: Any, default: Any) -> Any:
+    """A JSON column, or `default` where it is empty or damaged."""
+    if not text:
+        return default
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError, RecursionError):
+        return default

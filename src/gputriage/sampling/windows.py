@@ -22,7 +22,8 @@ WINDOW_S = 1.0
 CAPACITY = 1 << 17  # windows per GPU before pairs are merged: 36 h at 1 s
 FIELDS = GPU_FIELDS + HOST_FIELDS
 _MAX_FIELDS = {"util_max_pct", "sm_active_max_pct", "power_max_w", "temperature_max_c", "used_max_bytes", "neighbours",
-               "swap_in_max_pages_per_s", "workload_vram_max_bytes"}
+               "swap_in_max_pages_per_s", "workload_vram_max_bytes", "workload_rss_max_bytes"}
+_MIN_FIELDS = {"mem_available_min_bytes"}
 NAN = float("nan")
 
 
@@ -69,7 +70,7 @@ class Store:
                              + list(self.samples[rest]))
         for cols in (self.host, *self.gpus.values()):
             for name, col in cols.items():
-                pick = _nanmax if name in _MAX_FIELDS else _nanmean
+                pick = _nanmax if name in _MAX_FIELDS else _nanmin if name in _MIN_FIELDS else _nanmean
                 cols[name] = array("f", [pick(a, b) for a, b in zip(col[0:n:2], col[1:n:2])] + list(col[rest]))
         self.window_s *= 2
 
@@ -119,6 +120,12 @@ def _nanmean(a: float, b: float) -> float:
     if math.isnan(a):
         return b
     return a if math.isnan(b) else (a + b) / 2
+
+
+def _nanmin(a: float, b: float) -> float:
+    if math.isnan(a):
+        return b
+    return a if math.isnan(b) else min(a, b)
 
 
 def _nanmax(a: float, b: float) -> float:
@@ -181,6 +188,8 @@ def host_values(bucket: list[Sample]) -> dict[str, float]:
     put("read_mb_per_s", (w.rchar_bytes_per_s / 1e6 if w.rchar_bytes_per_s is not None else None for w in work))
     put("top_thread_pct", (w.top_thread_pct for w in work))
     put("workload_vram_max_bytes", (w.vram_bytes for w in work), _max)
+    put("workload_rss_max_bytes", (w.rss_bytes for w in work), _max)
+    put("mem_available_min_bytes", (h.mem_available_bytes for h in hosts), min)
     return out
 
 
