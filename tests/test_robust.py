@@ -23,6 +23,8 @@ GT = [sys.executable, "-m", "gputriage"]
 
 
 def gt(*args: str, **kw) -> subprocess.CompletedProcess:
+    """The command, in a terminal 200 columns wide unless `env` says otherwise."""
+    kw.setdefault("env", dict(os.environ, COLUMNS="200"))
     return subprocess.run(GT + list(args), capture_output=True, text=True, timeout=120, cwd=ROOT, **kw)
 
 
@@ -279,9 +281,16 @@ def test_tables_fit_80_columns(tmp_path):
     bench = text(lambda c: render_bench(msgspec.convert(dict(data, version=2), BenchReport), c))
     assert "756.3 TFLOP/s" in bench and "4231.3 GB/s" in bench and "…" not in bench
     # `runs`: the id `show` needs survives two-digit ids and long commands
+    from gputriage.model.run import RunMeta, RunReport
+    from gputriage.sampling.store import Store
+
     store = tmp_path / "s.sqlite"
+    db = Store(store)
     for _ in range(11):
-        gt("run", "--store", str(store), "--quiet", "--", sys.executable, "-c", "'" + "x" * 100 + "'")
+        command = [sys.executable, "-c", "'" + "x" * 100 + "'"]
+        run_id = db.begin_run("run", command, RunMeta())
+        db.end_run(RunReport(id=run_id, command=command, exit_code=0))
+    db.close()
     r = gt("runs", "--store", str(store), env=dict(os.environ, COLUMNS="80"))
     assert all(len(line) <= 80 for line in r.stdout.splitlines())
     assert [line.split()[0] for line in r.stdout.splitlines()[1:3]] == ["11", "10"]
@@ -312,7 +321,7 @@ def test_help_reads_well_at_80_columns():
 
 def test_without_a_gpu_run_shows_the_host_and_explains_a_kill():
     r = gt("run", "--no-store", "--", sys.executable, "-c",
-           "import os, signal, time\nt = time.time()\nwhile time.time() - t < 1.5: pass\n"
+           "import os, signal, time\nt = time.time()\nwhile time.time() - t < 3: pass\n"
            "os.kill(os.getpid(), signal.SIGKILL)")
     assert r.returncode == 137
     assert "killed by signal 9" in r.stderr and "host: workload CPU" in r.stderr
