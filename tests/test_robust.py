@@ -97,12 +97,14 @@ def test_a_foreign_sqlite_file_is_refused_and_an_older_store_is_migrated(tmp_pat
     # a store written before runs kept their report (the first schema, untyped samples)
     old = tmp_path / "old.sqlite"
     db = sqlite3.connect(old)
-    db.executescript("""CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, command TEXT NOT NULL,
-        started REAL NOT NULL, ended REAL, exit_code INTEGER, meta TEXT NOT NULL, verdict TEXT, findings TEXT);
+    db.executescript("""CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,
+        command TEXT NOT NULL, started REAL NOT NULL, ended REAL, exit_code INTEGER, meta TEXT NOT NULL,
+        verdict TEXT, findings TEXT);
         CREATE TABLE samples (run_id INTEGER NOT NULL, t REAL NOT NULL, data TEXT NOT NULL);
         CREATE TABLE benches (id INTEGER PRIMARY KEY AUTOINCREMENT, started REAL NOT NULL, machine TEXT NOT NULL,
         results TEXT NOT NULL);""")
-    rows = json.loads((Path(__file__).parent / "fixtures/h200/scenario_samples.json").read_text())["small_batch"]["samples"]
+    scenarios = Path(__file__).parent / "fixtures/h200/scenario_samples.json"
+    rows = json.loads(scenarios.read_text())["small_batch"]["samples"]
     db.execute("INSERT INTO runs(kind, command, started, ended, exit_code, meta) VALUES ('run', ?, ?, ?, 0, ?)",
                (json.dumps(["python", "train.py"]), rows[0]["t"], rows[-1]["t"],
                 json.dumps({"gpus": {"0": {"memory_total_bytes": 150754820096}}})))
