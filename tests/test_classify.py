@@ -315,3 +315,48 @@ def test_runs_recorded_by_the_typed_sampler_replay_to_the_verdict_given_on_the_h
         assert report.verdict.bottleneck == expected
     else:  # a fixed version raises no warning
         assert not [f.id for f in report.findings if f.severity >= Severity.warn]
+
+
+NO_GPM = {"launch_bound": "launch_bound", "pageable_copy": "h2d_copy_bound", "pageable_copy_fixed": "h2d_copy_bound",
+          "small_batch": "underfilled", "fp32_no_tensor_cores": "compute_bound", "input_starved": "input_starved",
+          "item_sync": "sync_bound", "unfused_elementwise": "memory_bound", "contended": "contended",
+          "vram_churn": "vram_pressure", "healthy": "compute_bound", "unfused_elementwise_fixed": "memory_bound"}
+
+
+@pytest.mark.parametrize("name", sorted(TYPED))
+def test_without_gpm_power_and_pcie_tell_what_sm_activity_would(name):
+    # the same H200 recordings as a GPU before Hopper sees them: no SM activity, occupancy, tensor or
+    # DRAM activity; PCIe traffic as the PCIe counters every GPU has would give it
+    from gputriage.diagnosis.run_judge import judge
+    from gputriage.model.run import RunMeta
+    from gputriage.sampling.session import replay
+
+    rec = TYPED[name]
+    samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
+    for s in samples:
+        s.gpus = [msgspec.structs.replace(g, sm_active_pct=None, sm_occupancy_pct=None, tensor_active_pct=None,
+                                          dram_active_pct=None) for g in s.gpus]
+    report = judge(replay(samples, msgspec.convert(rec["meta"], RunMeta)), 0)
+    v = report.verdict.per_gpu["0"]
+    assert v.bottleneck == NO_GPM.get(name, "compute_bound"), v.summary
+    if name == "fp32_no_tensor_cores":  # tensor cores cannot be told from CUDA cores: said, and left to --profile
+        assert B.tensor_cores_idle in v.undecided_between
+    if name.endswith("_fixed") and name != "pageable_copy_fixed":
+        assert not [f.id for f in report.findings if f.severity >= Severity.warn]
+
+
+def test_without_gpm_the_sampler_reads_the_pcie_counters(make_host):
+    class PreHopper(StreamNvml):
+        def gpm_sample(self, index, into=None):
+            from gputriage.model.reading import Unavailable
+
+            return Unavailable("not_supported", "no GPM before Hopper")
+
+        def call(self, fn, index=None, *args):
+            if fn == "nvmlDeviceGetPcieThroughput":
+                return 6_000_000 if args[0] == 1 else 50_000  # KiB/s: pageable copies to the GPU
+            return super().call(fn, index, *args)
+
+    sampler = Sampler(PreHopper(SCENARIOS["healthy_bf16"]["samples"]), make_host(), [0], cadences=Cadences(gpu_s=0.1))
+    g = sampler.sample_once().gpus[0]
+    assert g.sm_active_pct is None and g.pcie_rx_mib_per_s == pytest.approx(5859.4, abs=0.1)

@@ -14,6 +14,12 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
   power cap active at a limit lowered below 90% of the default.
 - h2d_copy_bound: GPU mostly idle (SM < 30%) while PCIe RX >= 2000 MiB/s.
 - underfilled: GPU-Util >= 90% but SM activity < 50%: a kernel always runs, but it covers few SMs.
+- Without GPM (GPUs before Hopper, `--no-gpm`), how much of the chip works shows in the power it
+  draws against its limit: h2d_copy_bound when PCIe RX >= 2000 MiB/s with the GPU drawing under
+  35% of its limit (or GPU-Util < 30%); underfilled at GPU-Util >= 90% under 35% of the limit;
+  kernels are small when the power share is under 0.6 x GPU-Util; memory_bound when nvidia-smi's
+  memory util >= 80%; compute_bound otherwise, where tensor cores cannot be told from CUDA cores
+  (tensor_cores_idle stays possible: `run --profile` tells).
 - The GPU idles a quarter of the time or more (GPU-Util < 75%): the host does not keep it fed.
   Which host-side cause, from what the counters can tell apart:
   - input_starved, certain, when iowait >= 10%.
@@ -22,11 +28,11 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
     busy launching them; an input pipeline or a sync remain possible.
   Otherwise (kernels that fill the GPU while they run, or no busy thread):
   - input_starved when the workload reads >= 20 MB/s (files, pipes, sockets: it loads input while
-    the GPU waits), or, without such reads, when GPU-Util < 30%;
-  - sync_bound else: host work that a synchronization keeps from overlapping the GPU's.
+    the GPU waits); without process data, when GPU-Util < 30%;
+  - sync_bound else: with nothing read, the host waits in synchronizations (or spins in one) and
+    then works without the GPU.
   The last two look alike on every counter (a thread spinning in a sync is as busy as one decoding
-  data), so each names the other as possible; `run --profile` tells them apart. Without GPM
-  (no SM activity), kernel size is unknown and launch_bound stays possible too.
+  data), so each names the other as possible; `run --profile` tells them apart.
 - compute_bound: SM activity >= 50% and tensor-pipe activity >= 30% (healthy on tensor cores).
 - memory_bound: SM activity >= 50% and DRAM bandwidth >= 60% of peak.
 - tensor_cores_idle: SM activity >= 60%, tensor pipes < 5%, DRAM < 60%: math on CUDA cores.
@@ -82,6 +88,16 @@ SMALL_KERNEL_SM_PER_UTIL = Threshold(
     "small_kernel_sm_per_util", 0.5, "ratio",
     "SM activity / GPU-Util under which the kernels that run cover under half the SMs",
     f"{H200_RECORDINGS}: launch-bound loops 0.1-0.3, input-starved loops with large kernels 0.9")
+LIGHT_POWER = Threshold("light_power_share", 0.35, "of the power limit",
+                        "power under which a GPU busy by GPU-Util has most SMs idle (without GPM)",
+                        f"{H200_RECORDINGS}: small-batch kernels at 100% GPU-Util draw 24%, the smallest full ones 52%")
+SMALL_KERNEL_POWER_PER_UTIL = Threshold(
+    "small_kernel_power_per_util", 0.6, "ratio",
+    "power share / GPU-Util under which the kernels that run are small (without GPM)",
+    f"{H200_RECORDINGS}: launch-bound loops 0.5, sync-bound and input-starved loops 1.1-1.2")
+MEM_UTIL_BUSY = Threshold("mem_util_busy_pct", 80.0, "%",
+                          "nvidia-smi memory util (time memory is busy, not bandwidth) that says memory sets the pace",
+                          f"{H200_RECORDINGS}: unfused elementwise chains 100%, an AdamW-heavy loop 64%, GEMMs 2-43%")
 INPUT_READ = Threshold("input_read_mb_per_s", 20.0, "MB/s",
                        "the workload's reads (files, pipes, sockets) that say it loads input while the GPU waits",
                        f"{H200_RECORDINGS}: a file-fed loader 300+ MB/s, a sync-bound loop < 1 MB/s")
@@ -96,7 +112,6 @@ def label(m: WindowMetrics, gpu: GpuStatic) -> tuple[B, list[B]]:
     """The window's bottleneck, and the others the counters cannot rule out."""
     util, sm = m.util_pct, m.sm_active_pct
     busy_util = util if util is not None else 0.0
-    sm_known = sm is not None
     sm_v = sm if sm is not None else busy_util  # without GPM, GPU-Util is all there is
     rx = m.pcie_rx_mib_per_s or 0.0
     cpu = m.workload_cpu_pct
@@ -114,16 +129,14 @@ def label(m: WindowMetrics, gpu: GpuStatic) -> tuple[B, list[B]]:
     if (m.power_capped_share or 0.0) >= THROTTLED_SHARE.value and limit and default \
             and 100.0 * limit / default < POWER_LIMIT_LOWERED.value:
         return B.throttled, []
-    if sm_v < SM_IDLE.value and rx >= PCIE_RX_BUSY.value:
+    if sm is None:
+        return _without_gpm(m, busy_util, rx, power_share(m, gpu))
+    if sm < SM_IDLE.value and rx >= PCIE_RX_BUSY.value:
         return B.h2d_copy_bound, []
-    if sm_known and sm_v < UNDERFILLED_SM.value and busy_util >= UNDERFILLED_UTIL.value:
+    if sm < UNDERFILLED_SM.value and busy_util >= UNDERFILLED_UTIL.value:
         return B.underfilled, []
     if busy_util < HOST_BOUND_UTIL.value:
-        return _host_side(m, busy_util, sm)
-    if not sm_known:
-        if (m.mem_util_pct or 0.0) >= DRAM_BUSY.value:
-            return B.memory_bound, []
-        return B.compute_bound, [B.underfilled, B.memory_bound]
+        return _host_side(m, busy_util, small=sm < SMALL_KERNEL_SM_PER_UTIL.value * busy_util)
     tensor, dram = m.tensor_active_pct, m.dram_active_pct
     if tensor is not None and tensor >= TENSOR_BUSY.value:
         return B.compute_bound, []
@@ -134,20 +147,47 @@ def label(m: WindowMetrics, gpu: GpuStatic) -> tuple[B, list[B]]:
     return B.compute_bound, []
 
 
-def _host_side(m: WindowMetrics, util: float, sm: float | None) -> tuple[B, list[B]]:
-    """The GPU idles a quarter of the time or more: which host-side cause (see the module doc)."""
+def power_share(m: WindowMetrics, gpu: GpuStatic) -> float | None:
+    """The power the GPU draws as a share of its enforced limit: how much of the chip works."""
+    if m.power_w is None or not gpu.power_limit_mw:
+        return None
+    return 1000.0 * m.power_w / gpu.power_limit_mw
+
+
+def _without_gpm(m: WindowMetrics, util: float, rx: float, power: float | None) -> tuple[B, list[B]]:
+    """Before Hopper (no GPM), how much of the chip works shows in the power it draws against its limit;
+    PCIe traffic comes from the PCIe counters; tensor cores cannot be told from CUDA cores."""
+    light = power is not None and power < LIGHT_POWER.value
+    if rx >= PCIE_RX_BUSY.value and (light or util < GPU_MOSTLY_IDLE_UTIL.value):
+        return B.h2d_copy_bound, []
+    if util >= UNDERFILLED_UTIL.value and light:
+        return B.underfilled, []
+    if util < HOST_BOUND_UTIL.value:
+        small = None if power is None else power < SMALL_KERNEL_POWER_PER_UTIL.value * util / 100.0
+        return _host_side(m, util, small)
+    if (m.mem_util_pct or 0.0) >= MEM_UTIL_BUSY.value:
+        return B.memory_bound, []
+    if power is None:
+        return B.compute_bound, [B.memory_bound, B.tensor_cores_idle, B.underfilled]
+    return B.compute_bound, [B.tensor_cores_idle]
+
+
+def _host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, list[B]]:
+    """The GPU idles a quarter of the time or more: which host-side cause (see the module doc).
+    `small`: the kernels that run cover under half the SMs (None: cannot tell)."""
     if (m.iowait_pct or 0.0) >= IOWAIT.value:
         return B.input_starved, []
     hot = (m.top_thread_pct or 0.0) >= HOT_THREAD.value
-    if sm is None:  # no GPM: kernel size unknown
-        if util < GPU_MOSTLY_IDLE_UTIL.value:
-            return B.input_starved, [B.launch_bound, B.sync_bound] if hot else [B.sync_bound]
-        return B.sync_bound, [B.launch_bound, B.input_starved]
-    if hot and sm < SMALL_KERNEL_SM_PER_UTIL.value * util:
+    launch = [B.launch_bound] if hot and small is None else []
+    if hot and small:
         return B.launch_bound, [B.input_starved, B.sync_bound]
-    if (m.read_mb_per_s or 0.0) >= INPUT_READ.value or util < GPU_MOSTLY_IDLE_UTIL.value:
-        return B.input_starved, [B.sync_bound]
-    return B.sync_bound, [B.input_starved]
+    reads = m.read_mb_per_s
+    if reads is not None and reads >= INPUT_READ.value:
+        return B.input_starved, [B.sync_bound, *launch]
+    if reads is None and util < GPU_MOSTLY_IDLE_UTIL.value:  # no process data: the GPU mostly idle
+        return B.input_starved, [*launch, B.sync_bound]
+    # nothing read: a thread waiting in synchronizations (or spinning in one) before host work
+    return B.sync_bound, [B.input_starved, *launch]
 
 
 # the thresholds each label rests on, for the catalog
@@ -157,19 +197,19 @@ LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
     B.vram_pressure: (VRAM_PRESSURE,),
     B.throttled: (THROTTLED_SHARE, POWER_LIMIT_LOWERED),
     B.h2d_copy_bound: (SM_IDLE, PCIE_RX_BUSY),
-    B.underfilled: (UNDERFILLED_UTIL, UNDERFILLED_SM),
+    B.underfilled: (UNDERFILLED_UTIL, UNDERFILLED_SM, LIGHT_POWER),
     B.input_starved: (HOST_BOUND_UTIL, IOWAIT, INPUT_READ, GPU_MOSTLY_IDLE_UTIL),
-    B.launch_bound: (HOST_BOUND_UTIL, HOT_THREAD, SMALL_KERNEL_SM_PER_UTIL),
-    B.sync_bound: (HOST_BOUND_UTIL, INPUT_READ, GPU_MOSTLY_IDLE_UTIL),
+    B.launch_bound: (HOST_BOUND_UTIL, HOT_THREAD, SMALL_KERNEL_SM_PER_UTIL, SMALL_KERNEL_POWER_PER_UTIL),
+    B.sync_bound: (HOST_BOUND_UTIL, INPUT_READ),
     B.compute_bound: (SM_LOW, TENSOR_BUSY),
-    B.memory_bound: (SM_LOW, DRAM_BUSY),
+    B.memory_bound: (SM_LOW, DRAM_BUSY, MEM_UTIL_BUSY),
     B.tensor_cores_idle: (SM_BUSY, TENSOR_IDLE, DRAM_BUSY),
     B.comm_bound: (),
 }
 # what a label needs to be seen at all
 LABEL_NEEDS: dict[B, tuple[str, ...]] = {
     B.idle: ("gpu",), B.contended: ("gpu",), B.vram_pressure: ("gpu",), B.throttled: ("gpu",),
-    B.h2d_copy_bound: ("gpu", "gpm"), B.underfilled: ("gpu", "gpm"), B.input_starved: ("gpu", "workload"),
-    B.launch_bound: ("gpu", "gpm", "workload"), B.sync_bound: ("gpu", "workload"), B.compute_bound: ("gpu",),
+    B.h2d_copy_bound: ("gpu",), B.underfilled: ("gpu",), B.input_starved: ("gpu", "workload"),
+    B.launch_bound: ("gpu", "workload"), B.sync_bound: ("gpu", "workload"), B.compute_bound: ("gpu",),
     B.memory_bound: ("gpu",), B.tensor_cores_idle: ("gpu", "gpm"), B.comm_bound: ("gpu", "trace"),
 }

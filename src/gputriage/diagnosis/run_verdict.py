@@ -83,6 +83,18 @@ def describe(b: B, m: dict[str, float]) -> str:
         v = m.get(key)
         return "n/a" if v is None else f"{v:.0f}{unit}"
 
+    if m.get("sm_active_pct") is None:  # without GPM: the power the GPU draws says how much of it works
+        power = f"{f('power_w', ' W')} ({f('power_pct_of_limit')} of its limit)"
+        without = {
+            B.underfilled: f"GPU-Util {f('util_pct')} but the GPU draws {power}: most SMs idle",
+            B.compute_bound: f"GPU-Util {f('util_pct')}, {power}, memory util {f('mem_util_pct')}",
+            B.memory_bound: f"memory util {f('mem_util_pct')}, GPU-Util {f('util_pct')}, {power}",
+            B.launch_bound: f"GPU-Util {f('util_pct')} at {power} (small kernels), one host thread at "
+                            f"{f('top_thread_pct')}",
+            B.h2d_copy_bound: f"PCIe RX {f('pcie_rx_mib_per_s', ' MiB/s')} while the GPU draws {power}",
+        }
+        if b in without:
+            return without[b]
     parts = {
         B.underfilled: f"GPU-Util {f('util_pct')} but SM activity {f('sm_active_pct')}, occupancy "
                        f"{f('sm_occupancy_pct')}",
@@ -162,6 +174,8 @@ def gpu_verdict(series: WindowSeries, gpu: GpuStatic, run_start_s: float, run_en
     alternatives = sorted({a for i in steady if labels[i] == dominant for a in labelled[i][1]}, key=lambda b: b.value)
     share = counts[dominant] / total
     evidence = _evidence(chosen)
+    if "power_w" in evidence and gpu.power_limit_mw:
+        evidence["power_pct_of_limit"] = round(100_000.0 * evidence["power_w"] / gpu.power_limit_mw, 1)
     verdict.bottleneck = dominant
     verdict.share = round(share, 2)
     verdict.confidence = round(share * (0.6 if alternatives else 1.0), 2)

@@ -37,6 +37,7 @@ from gputriage.backends.procfs import cpu_busy_pct, keyed_values, parse_diskstat
 from gputriage.model.reading import Unavailable
 from gputriage.model.sample import GpuSample, HostSample, Neighbour, Sample, WorkloadSample
 
+NVML_PCIE_UTIL_TX_BYTES, NVML_PCIE_UTIL_RX_BYTES = 0, 1
 DEFAULT_PERIOD_S = 0.2  # the GPU-Util refresh of recent datacenter GPUs, when the driver does not say
 MIN_PERIOD_S, MAX_PERIOD_S = 0.02, 10.0
 
@@ -80,7 +81,8 @@ COUNTER_FIELDS = {"util": "util_pct", "memutil": "mem_util_pct", "power": "power
 
 class GpuReader:
     """One GPU's row: utilization, power, SM clock, clock-event reasons and GPM (over the interval since
-    the previous read) each tick; memory used and temperature every `slow_every` ticks."""
+    the previous read) each tick; memory used and temperature every `slow_every` ticks, and there too,
+    where the GPU has no GPM, PCIe traffic from its PCIe counters."""
 
     def __init__(self, nvml: NvmlBackend, index: int, use_gpm: bool = True, slow_every: int = 5) -> None:
         self.nvml, self.index, self.slow_every = nvml, index, slow_every
@@ -101,6 +103,12 @@ class GpuReader:
             mem = n.call("nvmlDeviceGetMemoryInfo", i)
             if not isinstance(mem, Unavailable):
                 self._slow["used_bytes"] = mem["used"]
+            if not self.gpm_ok:  # before Hopper: the PCIe counters every GPU has (KiB/s over 20 ms)
+                for key, counter in (("pcie_tx_mib_per_s", NVML_PCIE_UTIL_TX_BYTES),
+                                     ("pcie_rx_mib_per_s", NVML_PCIE_UTIL_RX_BYTES)):
+                    kib = n.call("nvmlDeviceGetPcieThroughput", i, counter)
+                    if isinstance(kib, (int, float)):
+                        self._slow[key] = round(kib / 1024.0, 1)
         self._tick += 1
         fields.update(self._slow)
         if self.gpm_ok:
