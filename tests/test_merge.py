@@ -26,8 +26,8 @@ def _v(b: str, undecided: tuple[str, ...] = ()) -> GpuVerdict:
     return GpuVerdict(gpu=0, bottleneck=B(b), undecided_between=[B(x) for x in undecided])
 
 
-def _t(b: str | None) -> TraceVerdict:
-    return TraceVerdict(bottleneck=B(b) if b else None)
+def _t(b: str | None, confidence: float = 0.9) -> TraceVerdict:
+    return TraceVerdict(bottleneck=B(b) if b else None, confidence=confidence)
 
 
 def test_the_trace_settles_what_the_sampler_could_not_tell_apart():
@@ -53,8 +53,19 @@ def test_a_host_bound_trace_from_a_window_the_profiler_starved_does_not_override
     assert "26%" in starved.why and "95%" in starved.why
     # the same verdicts with the GPU as busy while profiled: the trace is believed
     assert merge(sampler, trace, ProfilerEffect(inside_pct=90.0, outside_pct=95.0)).bottleneck == B.input_starved
-    # a trace verdict about the kernels is not a profiler artefact
-    assert merge(sampler, _t("memory_bound"), ProfilerEffect(26.0, 95.0)).bottleneck == B.memory_bound
+    # nor does any trace verdict from a window unlike the rest of the run: a batch-1 decode profiled at
+    # GPU-Util 18% in a run at 95% is no picture of the run, whatever its kernels say
+    unlike = merge(_v("memory_bound"), _t("compute_bound"), ProfilerEffect(18.0, 95.0))
+    assert unlike.bottleneck == B.memory_bound and "unlike the rest of the run" in unlike.why
+    assert merge(sampler, _t("memory_bound"), ProfilerEffect(90.0, 95.0)).bottleneck == B.memory_bound
+
+
+def test_a_trace_unsure_of_itself_does_not_override_a_decided_sampler():
+    short = merge(_v("compute_bound"), _t("input_starved", confidence=0.2))
+    assert short.bottleneck == B.compute_bound and "unsure" in short.why
+    # where the sampler could not decide, even an unsure trace is the best word there is
+    assert merge(_v("sync_bound", ("sync_bound", "input_starved")), _t("input_starved", 0.2)).bottleneck \
+        == B.input_starved
 
 
 def _recording(utils: list[float], t0: float = 1000.0):

@@ -4,9 +4,10 @@ The sampler sees what a trace cannot: other processes on the GPU, clocks and thr
 fill. The trace sees what the sampler cannot: why the GPU idles (launches, synchronizations, host
 work) and what the kernels are. So: contended / throttled / vram_pressure from the sampler stand;
 otherwise the trace's verdict does, and where the sampler was undecided the trace settles it —
-unless the profiler itself starved the GPU: a host-bound trace verdict (the host did not keep the
-GPU fed) from a window where GPU-Util fell far below the rest of the run describes the profiler's
-own overhead, and a decided sampler verdict stands.
+unless the profiled window is not the run: a window whose GPU-Util is far from the rest of the
+steady run (the profiler starved the workload, or it caught a phase of its own), or a verdict the
+trace itself is unsure of (a short window, a truncated file), does not override a decided sampler
+verdict, whatever it says.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from gputriage.model.trace import TraceVerdict
 
 SAMPLER_ONLY = {B.contended, B.throttled, B.vram_pressure}
 PROFILER_DROP = Threshold("profiler_drop_util_pts", 25.0, "GPU-Util points",
-                          "GPU-Util lost while profiled that makes a host-bound trace verdict the profiler's own "
-                          "overhead",
+                          "GPU-Util difference between the profiled window and the rest of the steady run that makes "
+                          "the window unlike the run",
                           "judgement, from H200 runs where CUPTI start-up held a sync-heavy loop (26% vs 95%)")
+SURE_TRACE = Threshold("sure_trace_confidence", 0.5, "confidence",
+                       "trace confidence under which a trace does not override a decided sampler verdict", "judgement")
 
 
 def merge(sampler: GpuVerdict | None, trace: TraceVerdict | None,
@@ -38,12 +41,23 @@ def merge(sampler: GpuVerdict | None, trace: TraceVerdict | None,
                                  f"{t.value}")
     undecided = sampler.undecided_between if sampler else []
     drop = effect.outside_pct - effect.inside_pct if effect else 0.0
-    starved = s is not None and s not in HOST_BOUND and not undecided and drop >= PROFILER_DROP.value
+    decided = s is not None and not undecided
+    starved = decided and s not in HOST_BOUND and drop >= PROFILER_DROP.value
     note = (f"the profiler slowed the workload (GPU-Util {effect.inside_pct:.0f}% while profiled, "
             f"{effect.outside_pct:.0f}% otherwise)") if effect else ""
     if starved and t in HOST_BOUND:
         return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t, profiler_starved=True,
                              profiler_note=note, why=f"{note}: the trace's {t.value} is its own overhead")
+    if decided and effect is not None and abs(drop) >= PROFILER_DROP.value:
+        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t, profiler_starved=starved,
+                             profiler_note=note if starved else "",
+                             why=f"the profiled window is unlike the rest of the run (GPU-Util "
+                                 f"{effect.inside_pct:.0f}% while profiled, {effect.outside_pct:.0f}% otherwise): its "
+                                 f"{t.value} does not override the sampler")
+    if decided and trace is not None and trace.confidence < SURE_TRACE.value:
+        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
+                             why=f"the trace is unsure of its {t.value} (confidence {trace.confidence:.2f}: a short "
+                                 "or cut window): the sampler's verdict stands")
     why = (f"the sampler could not tell {' from '.join(b.value for b in undecided)} apart; the trace says {t.value}"
            if undecided else "the trace attributes each idle gap and each kernel")
     return MergedVerdict(bottleneck=t, source="trace", sampler=s, trace=t, why=why, profiler_starved=starved,

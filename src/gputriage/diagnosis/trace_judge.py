@@ -35,11 +35,14 @@ def judge_rank(r: RankAnalysis) -> list[Finding]:
     a = r.main()
     if a is None:
         return []
-    if too_little(a):
-        r.problems.append(f"too little GPU activity to judge: a {a.window_us / 1000:.1f} ms window with "
-                          f"{a.kernels} kernels (profile the steady state for longer)")
+    if a.busy_us <= 0 or a.window_us <= 0:
+        r.problems.append("no span of the trace holds both the host's and the GPU's record: nothing to judge")
         return []
-    r.verdict = decide(a)
+    if too_little(a):
+        r.problems.append(f"little GPU activity to judge from: a {a.window_us / 1000:.1f} ms window with "
+                          f"{a.kernels} kernels (the verdict says how sure it is; profile the steady state for "
+                          "longer)")
+    r.verdict = decide(a, complete=not r.truncated)
     return findings_of(r, r.verdict, by_name(r.spec) if r.spec else None)
 
 

@@ -6,8 +6,9 @@ work → input_starved, allocator → vram_pressure). Otherwise it is the larges
 tensor-core GEMMs and attention → compute_bound, GEMMs on CUDA cores → tensor_cores_idle,
 elementwise/reduction/GEMV → memory_bound, host↔device copies → h2d_copy_bound,
 communication → comm_bound — unless most busy time is in kernels whose blocks cover under half
-the SMs, which is underfilled. A window with too little GPU work (fewer than 10 kernels and under
-50 ms busy) gets no verdict.
+the SMs, which is underfilled. A window with no GPU work gets no verdict; a short one (fewer than 10
+kernels and under 50 ms busy) or one cut short by a truncated file gets one with a confidence that
+says so.
 """
 
 from __future__ import annotations
@@ -40,11 +41,24 @@ DECISION = DECISIONS | {B.idle: "The GPU did nothing in the profiled window: pro
 
 
 def too_little(a: Anatomy) -> bool:
-    """Too few kernels (unless they are long) to name a bottleneck from."""
+    """Too few kernels (unless they are long) to be sure of a bottleneck."""
     return a.kernels < MIN_KERNELS.value and a.busy_us < MIN_BUSY.value
 
 
-def decide(a: Anatomy) -> TraceVerdict:
+MIN_GAPS = Threshold("min_gaps", 30, "idle gaps", "idle gaps a window needs for the share of their causes to be sure",
+                     "judgement")
+
+
+def sufficiency(a: Anatomy, idle_verdict: bool) -> float:
+    """How much the window holds of what its verdict rests on, against what a sure verdict needs (1:
+    enough): GPU work for a verdict about the kernels, idle gaps for one about why the GPU waits."""
+    if idle_verdict:
+        return min(1.0, a.gaps / MIN_GAPS.value)
+    return min(1.0, max(a.kernels / (10 * MIN_KERNELS.value), a.busy_us / MIN_BUSY.value))
+
+
+def decide(a: Anatomy, complete: bool = True) -> TraceVerdict:
+    """`complete`: False for a truncated file (its verdict halves in confidence)."""
     w = a.window_us or 1.0
     idle_pct = 100 * a.idle_us / w
     shares: dict[B, float] = {}
@@ -54,18 +68,22 @@ def decide(a: Anatomy) -> TraceVerdict:
     busy_shares: dict[B, float] = {}
     for k, v in a.busy.items():
         busy_shares[BUSY_TO[k]] = busy_shares.get(BUSY_TO[k], 0.0) + 100 * v.us / w
+    idle_verdict = False
     if a.busy_us <= 0:
         verdict, share = B.idle, 100.0
     elif idle_pct >= IDLE_VERDICT.value and shares:
         verdict = max(shares, key=lambda k: shares[k])
         share = shares[verdict]
+        idle_verdict = True
     elif 100 * a.underfilled_us / a.busy_us >= UNDERFILLED_BUSY.value:
         verdict, share = B.underfilled, 100 * a.underfilled_us / w
     else:
         verdict = max(busy_shares, key=lambda k: busy_shares[k])
         share = busy_shares[verdict]
     everything = {**busy_shares, **shares}
+    confidence = sufficiency(a, idle_verdict) * (1.0 if complete else 0.5)
     return TraceVerdict(bottleneck=verdict, share_pct=round(share, 1), gpu_idle_pct=round(idle_pct, 1),
+                        confidence=round(confidence, 2),
                         decision=DECISION[verdict], device=a.device,
                         shares_pct={k.value: round(v, 1) for k, v in sorted(everything.items(), key=lambda kv: -kv[1])
                                     if v > 0})

@@ -90,6 +90,7 @@ class KernelRow(msgspec.Struct, kw_only=True, omit_defaults=True):
 class TraceVerdict(msgspec.Struct, kw_only=True):
     bottleneck: Optional[Bottleneck] = None
     share_pct: float = 0.0  # of the window
+    confidence: float = 0.0  # how much the window holds of what the verdict rests on; halved for a cut file
     gpu_idle_pct: float = 0.0
     decision: str = ""
     shares_pct: dict[str, float] = {}
@@ -119,6 +120,7 @@ class RankAnalysis(msgspec.Struct, kw_only=True):
     step_count: int = 0
     analysis_s: float = 0.0
     main_device: Optional[int] = None  # the device with the most GPU work: the one judged
+    truncated: bool = False  # the file ends inside its events: judged over the span whose record is whole
     elementwise_median_bytes: float = 0.0  # per elementwise op, from the launching ops' shapes
     elementwise_large_kernels: int = 0  # distinct elementwise kernels over tensors beyond any L2
 

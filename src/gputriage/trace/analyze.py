@@ -70,13 +70,17 @@ def analyze_file(path: str | Path) -> RankAnalysis:
     rank = (cols.header.distributedInfo or {}).get("rank")
     result = RankAnalysis(file=str(path), rank=rank, events=cols.events, file_bytes=cols.file_bytes,
                           gpu=props.get("name"), spec=spec.name if spec else None, problems=list(cols.problems),
-                          skipped_event_kinds=dict(cols.skipped_kinds), anatomy=anatomies, step_count=len(cols.steps))
+                          skipped_event_kinds=dict(cols.skipped_kinds), anatomy=anatomies, step_count=len(cols.steps),
+                          truncated=cols.truncated)
     if not anatomies:
         result.problems.append("no GPU activity (kernels, copies) in this trace: was CUDA profiling on?")
         result.analysis_s = round(time.perf_counter() - t0, 3)
         return result
     main = max(anatomies, key=lambda a: a.busy_us)
     result.main_device = main.device
+    if cols.truncated:
+        result.problems.append(f"judged over the {main.window_us / 1000:.1f} ms where both the host's and the GPU's "
+                               "record are whole (a cut file loses GPU activities from anywhere in the window)")
     if main.warmup_skipped_us:
         result.problems.append(
             f"the first profiled step ({main.warmup_skipped_us / 1000:.0f} ms, over {WARMUP_STEP_RATIO:g}x the later "

@@ -180,6 +180,9 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         if step_lo is not None:
             idx = [i for i in idx if cols.g_ts[i] + cols.g_dur[i] >= lo]
             hi = max([hi] + [cols.g_ts[i] + cols.g_dur[i] for i in idx[-1:]])
+        if cols.truncated:  # judge only the span where every launch still has its GPU activity
+            hi = max(lo, min(hi, last_gpu, complete_until(cols)))
+            idx = [i for i in idx if cols.g_ts[i] < hi]
         busy = dict.fromkeys(kk.BUSY_KINDS, 0.0)
         idle = dict.fromkeys(IDLE_KINDS, 0.0)
         sync_by_op: dict[str, dict[str, float]] = {}
@@ -210,11 +213,30 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         if hi > cursor:  # trailing idle: the host did not issue more work
             idle["host_outside_ops"] += hi - cursor
         syncs = _sync_summary(cols, ops, sync_idx, lo, hi, sync_by_op)
-        steps = _steps(cols, idx, kinds) if cols.steps else []
+        steps = _steps(cols, idx, kinds, until=hi if cols.truncated else None) if cols.steps else []
         out.append(_anatomy(dev, hi - lo, busy, idle, syncs, gaps, durations, steps, underfilled, skipped, queued))
     return out
 
 
+def complete_until(cols: Columns) -> float:
+    """In a truncated trace, where the GPU's record starts to have holes: the first framework op of a kind
+    that launches GPU work (nearly always, elsewhere in the file) whose GPU work is missing. Kineto writes
+    the host's ops first and the GPU's activities in blocks, so a cut can remove activities from anywhere
+    in the window, while the ops that launched them are all there."""
+    launched = set(cols.g_ext)
+    seen: dict[int, list[int]] = {}
+    for i, (name, ext) in enumerate(zip(cols.o_name, cols.o_ext)):
+        if ext >= 0:
+            seen.setdefault(name, []).append(i)
+    first = float("inf")
+    for idx in seen.values():
+        lost = [i for i in idx if cols.o_ext[i] not in launched]
+        if len(idx) - len(lost) >= LAUNCHING_SHARE * len(idx) and lost:  # a kind that launches, some of it lost
+            first = min(first, min(cols.o_ts[i] for i in lost))
+    return first
+
+
+LAUNCHING_SHARE = 0.5  # of an op's instances with GPU work, for the op to be one that launches it
 WARMUP_STEP_RATIO = 3.0
 
 
@@ -281,11 +303,14 @@ def _sync_summary(cols: Columns, ops: dict[int, ThreadOps], sync_idx: list[int],
     return Syncs(count=count, host_blocked_us=round(blocked, 1), by_op=rows[:10])
 
 
-def _steps(cols: Columns, idx: list[int], kinds: list[str]) -> list[StepRow]:
+def _steps(cols: Columns, idx: list[int], kinds: list[str], until: float | None = None) -> list[StepRow]:
+    """Each profiler step's GPU busy share; `until`: steps that end after it (a truncated trace's) left out."""
     out = []
     starts = [cols.g_ts[i] for i in idx]
     for name, s, d in sorted(cols.steps, key=lambda x: x[1]):
         e = s + d
+        if until is not None and e > until:
+            continue
         lo = bisect.bisect_left(starts, s)
         hi = bisect.bisect_left(starts, e)
         busy = 0.0

@@ -122,6 +122,7 @@ class Columns:
     events: int = 0
     skipped_kinds: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    truncated: bool = False  # the file ends inside its events: what follows the last one read is unknown
     _cost_cache: dict[tuple[int, bytes, bytes], tuple[float, float, int]] = field(default_factory=dict)
     path: str = ""
     file_bytes: int = 0
@@ -379,6 +380,7 @@ def _stream(fh: BinaryIO, cols: Columns, path: Path) -> None:
             _decode_events(bytes(buf[:cut]), cols, path, offset)
         if cols.events == 0 and bracket_error is not None:
             raise bracket_error
+        cols.truncated = True
         cols.problems.append(f"the trace is truncated inside traceEvents; the analysis covers the {cols.events} "
                              "events before the cut")
         return
