@@ -283,3 +283,23 @@ def test_kernels_queued_before_the_profiler_started_are_not_idle_time():
     assert a["queued_skipped_us"] > 500_000 and a["busy_pct"] > 99
     assert any("queued before the profiler started" in p for p in rep["ranks"][0]["problems"])
     assert not {f.id for f in findings} & {"trace.input_starved", "trace.launch_bound", "trace.sync_bound"}
+
+
+def test_syncs_in_a_launch_bound_loop_are_removed_before_any_cuda_graph():
+    _, found = report("item_sync")  # tiny fp32 layers and an .item() per layer, recorded on the H200
+    launch = next(f for f in found if f.id == "trace.launch_bound")
+    assert launch.decision.startswith("First remove the host synchronizations") and "aten::item ×90" in launch.decision
+    _, clean = report("launch_bound")  # the same kind of loop without syncs: CUDA graphs first
+    assert next(f for f in clean if f.id == "trace.launch_bound").decision.startswith("Launch fewer, bigger kernels")
+
+
+def test_matrix_kernels_under_the_memory_roof_are_memory_bound_work_whatever_their_name():
+    # the recorded small-batch loop: its tensor-core GEMMs run at 7.7 FLOP per byte against the H200's
+    # ridge of 206: they stream their weights, so their time is memory-bound work, not compute
+    rep, _ = report("small_batch")
+    gemm = next(k for k in rep["ranks"][0]["kernels"] if k["kind"] == "gemm_tensor_core")
+    assert gemm["roof"] == "memory" and gemm["flop_per_byte"] < gemm["ridge_flop_per_byte"]
+    shares = rep["verdict"]["shares_pct"]
+    assert shares.get("memory_bound", 0) > 0 and "compute_bound" not in shares
+    healthy, _ = report("healthy")  # large GEMMs stay compute-bound
+    assert healthy["verdict"]["bottleneck"] == "compute_bound"

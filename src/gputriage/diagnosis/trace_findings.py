@@ -8,7 +8,7 @@ from gputriage.diagnosis.trace_verdict import DECISION, UNDERFILLED_BUSY
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
 from gputriage.model.specs import GpuSpec
-from gputriage.model.trace import RankAnalysis, TraceVerdict
+from gputriage.model.trace import Anatomy, RankAnalysis, TraceVerdict
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.analyze import LARGE_TENSOR_BYTES
 from gputriage.trace.kernels import peak_dtype
@@ -83,11 +83,14 @@ def findings(r: RankAnalysis, verdict: TraceVerdict, spec: GpuSpec | None = None
 
     launch, sync = a.idle_of("launch"), a.idle_of("sync")
     if pct(launch) >= FINDING_MIN.value:
-        add(B.launch_bound, Severity.warn, f"GPU idle {pct(launch)}% of the window waiting for kernel launches",
-            f"{a.kernels} kernels with a median of {a.median_kernel_us:.1f} µs; the median gap between them is "
-            f"{a.median_gap_us:.1f} µs: the host issues kernels slower than the GPU runs them",
+        f = SPECS[B.launch_bound].finding(
             {"launch_idle_pct": pct(launch), "kernels": a.kernels, "median_kernel_us": a.median_kernel_us,
-             "median_gap_us": a.median_gap_us})
+             "median_gap_us": a.median_gap_us, "sync_calls": a.syncs.count}, subject=subject,
+            symptom=f"GPU idle {pct(launch)}% of the window waiting for kernel launches",
+            cause=f"{a.kernels} kernels with a median of {a.median_kernel_us:.1f} µs; the median gap between them "
+                  f"is {a.median_gap_us:.1f} µs: the host issues kernels slower than the GPU runs them",
+            decision=_launch_decision(a))
+        out.append(f)
     if pct(sync) >= FINDING_MIN.value:
         top = a.syncs.by_op[:3]
         calls = a.syncs.count
@@ -148,6 +151,18 @@ def findings(r: RankAnalysis, verdict: TraceVerdict, spec: GpuSpec | None = None
             "Collectives that do not overlap computation add directly to step time", {"comm_pct": pct(comm)})
     lead = f"trace.{verdict.bottleneck.value}" if verdict.bottleneck else ""
     return sorted(out, key=lambda f: (f.id != lead, -f.severity.rank))
+
+
+def _launch_decision(a: Anatomy) -> str:
+    """Launch fewer, bigger kernels — but a loop that synchronizes cannot be captured in a CUDA graph:
+    its syncs go first."""
+    if not a.syncs.count:
+        return DECISION[B.launch_bound]
+    ops = ", ".join(f"{s.op} ×{s.calls}" for s in a.syncs.by_op[:3])
+    return (f"First remove the host synchronizations in the loop ({ops}: keep values on the GPU, read them every "
+            "N steps): a CUDA graph cannot capture a loop that synchronizes, and each sync drains the queue. Then "
+            "launch fewer, bigger kernels: CUDA graphs (torch.cuda.graphs) or torch.compile(mode='reduce-overhead'), "
+            "larger batches, fused ops")
 
 
 def _slow_gemm(r: RankAnalysis, spec: GpuSpec | None, subject: str) -> Finding | None:

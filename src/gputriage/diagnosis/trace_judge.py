@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gputriage.diagnosis.trace_findings import TRACE
 from gputriage.diagnosis.trace_findings import findings as findings_of
-from gputriage.diagnosis.trace_verdict import decide, too_little
+from gputriage.diagnosis.trace_verdict import decide, too_little, under_memory_roof
 from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
 from gputriage.model.numbers import median
 from gputriage.model.specs import by_name
@@ -42,7 +42,7 @@ def judge_rank(r: RankAnalysis) -> list[Finding]:
         r.problems.append(f"little GPU activity to judge from: a {a.window_us / 1000:.1f} ms window with "
                           f"{a.kernels} kernels (the verdict says how sure it is; profile the steady state for "
                           "longer)")
-    r.verdict = decide(a, complete=not r.truncated)
+    r.verdict = decide(a, complete=not r.truncated, memory_roof_us=under_memory_roof(r.kernels))
     return findings_of(r, r.verdict, by_name(r.spec) if r.spec else None)
 
 

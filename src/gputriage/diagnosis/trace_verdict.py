@@ -4,8 +4,9 @@ A GPU that idles is not the limit, so idle time is judged first: when the GPU id
 the window, the verdict is the largest idle cause (launch → launch_bound, sync → sync_bound, host
 work → input_starved, allocator → vram_pressure). Otherwise it is the largest busy kind:
 tensor-core GEMMs and attention → compute_bound, GEMMs on CUDA cores → tensor_cores_idle,
-elementwise/reduction/GEMV → memory_bound, host↔device copies → h2d_copy_bound,
-communication → comm_bound — unless most busy time is in kernels whose blocks cover under half
+elementwise/reduction/GEMV → memory_bound (as are matrix kernels whose arithmetic intensity lies
+under the GPU's ridge point: a batch-1 decode's GEMMs, whatever their name), host↔device copies →
+h2d_copy_bound, communication → comm_bound — unless most busy time is in kernels whose blocks cover under half
 the SMs, which is underfilled. A window with no GPU work gets no verdict; a short one (fewer than 10
 kernels and under 50 ms busy) or one cut short by a truncated file gets one with a confidence that
 says so.
@@ -16,7 +17,7 @@ from __future__ import annotations
 from gputriage.diagnosis.bottlenecks import DECISIONS
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
-from gputriage.model.trace import Anatomy, TraceVerdict
+from gputriage.model.trace import Anatomy, KernelRow, TraceVerdict
 from gputriage.trace import kernel_kinds as kk
 
 J = "judgement"
@@ -57,8 +58,20 @@ def sufficiency(a: Anatomy, idle_verdict: bool) -> float:
     return min(1.0, max(a.kernels / (10 * MIN_KERNELS.value), a.busy_us / MIN_BUSY.value))
 
 
-def decide(a: Anatomy, complete: bool = True) -> TraceVerdict:
-    """`complete`: False for a truncated file (its verdict halves in confidence)."""
+def under_memory_roof(kernels: list[KernelRow]) -> dict[str, float]:
+    """Busy time (µs) of matrix kernels whose arithmetic intensity (FLOPs and bytes from the launching op's
+    shapes) lies under the GPU's ridge point, by kind: a batch-1 decode's GEMMs stream their weights from
+    memory, whatever their name says."""
+    out: dict[str, float] = {}
+    for k in kernels:
+        if k.kind in (kk.GEMM_TC, kk.GEMM_OTHER, kk.ATTENTION) and k.roof == "memory":
+            out[k.kind] = out.get(k.kind, 0.0) + k.total_us
+    return out
+
+
+def decide(a: Anatomy, complete: bool = True, memory_roof_us: dict[str, float] | None = None) -> TraceVerdict:
+    """`complete`: False for a truncated file (its verdict halves in confidence). `memory_roof_us`: busy
+    time of matrix kernels under the memory roof (`under_memory_roof`), judged as memory-bound work."""
     w = a.window_us or 1.0
     idle_pct = 100 * a.idle_us / w
     shares: dict[B, float] = {}
@@ -67,7 +80,10 @@ def decide(a: Anatomy, complete: bool = True) -> TraceVerdict:
             shares[IDLE_TO[k]] = shares.get(IDLE_TO[k], 0.0) + 100 * v.us / w
     busy_shares: dict[B, float] = {}
     for k, v in a.busy.items():
-        busy_shares[BUSY_TO[k]] = busy_shares.get(BUSY_TO[k], 0.0) + 100 * v.us / w
+        slow = min(v.us, (memory_roof_us or {}).get(k, 0.0))
+        busy_shares[BUSY_TO[k]] = busy_shares.get(BUSY_TO[k], 0.0) + 100 * (v.us - slow) / w
+        if slow:
+            busy_shares[B.memory_bound] = busy_shares.get(B.memory_bound, 0.0) + 100 * slow / w
     idle_verdict = False
     if a.busy_us <= 0:
         verdict, share = B.idle, 100.0
