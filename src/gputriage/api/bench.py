@@ -83,7 +83,8 @@ def bench(*, quick: bool = False, disk: str | Path | bool | None = None, gpu: bo
         db.add_bench(machine, [r.to_json() for r in results])
         db.close()
     return BenchReport(
-        gpu=g0.name if g0 else None, spec=spec.name if spec else None, quick=quick,
+        gpu=g0.name if g0 else None, spec=spec.name if spec else None,
+        spec_matched_by=spec.matched_by if spec else None, quick=quick,
         results=[BenchResult(**r.to_json(), band=list(bd) if (bd := judge.band(r.name)) else None,
                              change_pct=changes.get(r.name)) for r in results],
         errors=[BenchError(e.get("probe", "?"), e.get("error", "")) for e in errors],

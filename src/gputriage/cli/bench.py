@@ -27,9 +27,10 @@ def _specs(as_json: bool) -> None:
         d = s.data
         rates = " ".join(f"{k.split('_')[0]} {d[k]:g}" for k in ("fp32_tflops", "tf32_tflops", "bf16_tflops",
                                                                   "fp16_tflops", "fp8_tflops") if d.get(k))
-        t.add_row(s.name, f"{rates} · {d['memory_gb']} GB {d['memory_bw_gbs']} GB/s · CC {d['compute_capability']} · "
-                          f"Gen{d['pcie_gen']} x{d['pcie_width']} · {d['tdp_w']} W · PCI "
-                          f"{','.join(d['pci_device_ids'])}")
+        pci = ",".join(d["pci_device_ids"]) or "by name"
+        t.add_row(s.name, f"{rates} · {d['memory_gb']} GB {d['memory_bw_gbs']} GB/s · {d['sm_count']} SMs · "
+                          f"CC {d['compute_capability']} · Gen{d['pcie_gen']} x{d['pcie_width']} · {d['tdp_w']} W · "
+                          f"PCI {pci}")
     out.print(t)
     out.print("[dim]Dense TFLOP/s with FP32 accumulate; sources in `bench --specs --json`.[/dim]")
 

@@ -42,6 +42,7 @@ class BenchReport(msgspec.Struct, kw_only=True):
     version: int = BENCH_VERSION
     gpu: Optional[str] = None
     spec: Optional[str] = None
+    spec_matched_by: Optional[str] = None  # 'pci id', 'name', 'family', 'SM count and memory'
     quick: bool = False
     results: list[BenchResult] = []
     errors: list[BenchError] = []

@@ -1,9 +1,10 @@
-"""The GPU spec database (datasheet ceilings), matched by PCI device id and memory size."""
+"""The GPU spec database (datasheet ceilings), matched by PCI id, name, family, SM count and memory."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ def pcie_link_gbs(gen: int, width: int) -> float:
 class GpuSpec:
     name: str
     data: dict[str, Any]
+    matched_by: str = ""  # 'pci id', 'name', 'family' or 'SM count and memory'
 
     def tflops(self, dtype: str) -> float | None:
         return self.data.get(f"{dtype}_tflops")
@@ -46,21 +48,78 @@ def all_specs() -> list[GpuSpec]:
     return [GpuSpec(s["name"], s) for s in database()["specs"]]
 
 
-def match(pci_device_id: str | None = None, memory_bytes: int | None = None, name: str | None = None) -> GpuSpec | None:
-    """By PCI device id (and memory size where an id is shared); by exact name only as a fallback."""
+GIB = 1 << 30
+MEMORY_TOLERANCE = 0.06  # what a driver reports against the datasheet's GB, in GiB
+
+
+def _norm(name: str) -> str:
+    """'NVIDIA A100-SXM4-80GB' -> 'a100 sxm4 80gb'; 'Tesla T4' -> 't4'."""
+    words = re.sub(r"[-_/,()]+", " ", name.lower()).split()
+    return " ".join(w for w in words if w not in ("nvidia", "tesla", "geforce"))
+
+
+def _has(words: str, token: str) -> bool:
+    return re.search(rf"(^| ){re.escape(token)}( |$)", words) is not None
+
+
+def _memory_off(spec: GpuSpec, memory_bytes: int | None) -> float:
+    """Relative distance from the datasheet memory; 0 where nothing is known."""
+    if not memory_bytes:
+        return 0.0
+    nominal = spec.data["memory_gb"] * GIB
+    return abs(memory_bytes - nominal) / nominal
+
+
+def _form(words: str) -> str | None:
+    """The form factor a normalized name states: 'pcie', 'sxm' or 'nvl'."""
+    return next((f for f in ("pcie", "sxm", "nvl") if any(w.startswith(f) for w in words.split())), None)
+
+
+def _closest(hits: list[GpuSpec], memory_bytes: int | None, sm_count: int | None,
+             words: str = "") -> GpuSpec:
+    """Among parts sharing an id or a family: same SM count, same form factor, nearest memory."""
+    stated = _form(words)
+
+    def key(s: GpuSpec) -> tuple[bool, bool, float]:
+        sms = s.data.get("sm_count")
+        return (bool(sm_count and sms and sms != sm_count),
+                bool(stated and _form(_norm(s.name)) != stated),
+                _memory_off(s, memory_bytes))
+    return min(hits, key=key)
+
+
+def match(pci_device_id: str | None = None, memory_bytes: int | None = None, name: str | None = None,
+          sm_count: int | None = None) -> GpuSpec | None:
+    """The datasheet of a GPU, from whatever is known of it; None rather than a guess.
+
+    In order: PCI device id (memory size between parts sharing one); the name as NVML or the
+    profiler gives it; the family named in it ('H100', 'A100', longest first) with SM count, form
+    factor and memory choosing the part; SM count and memory alone where they fit one part only.
+    `matched_by` says which.
+    """
     specs = all_specs()
     if pci_device_id:
         dev = pci_device_id.lower()
         hits = [s for s in specs if dev in s.data.get("pci_device_ids", [])]
-        if memory_bytes and len(hits) > 1:
-            hits.sort(key=lambda s: abs(s.data["memory_gb"] * 1e9 - memory_bytes))
         if hits:
-            return hits[0]
-    if name:
-        low = name.lower().replace("nvidia ", "")
-        for s in specs:
-            if s.name.lower().replace("nvidia ", "") == low:
-                return s
+            return replace(_closest(hits, memory_bytes, None), matched_by="pci id")
+    words = _norm(name) if name else ""
+    if words:
+        exact = [s for s in specs if words in {_norm(n) for n in [s.name, *s.data.get("names", [])]}]
+        if exact:
+            return replace(_closest(exact, memory_bytes, sm_count), matched_by="name")
+        family = [s for s in specs if s.data.get("family") and _has(words, _norm(s.data["family"]))]
+        if family:
+            longest = max(len(s.data["family"]) for s in family)
+            family = [s for s in family if len(s.data["family"]) == longest]
+            stated = re.search(r"(?:^| )(\d+)gb", words)  # 'A100 80GB', not a MIG slice's '3g.40gb'
+            memory = memory_bytes or (int(stated.group(1)) * GIB if stated else None)
+            return replace(_closest(family, memory, sm_count, words), matched_by="family")
+    if sm_count and memory_bytes:
+        fits = [s for s in specs
+                if s.data.get("sm_count") == sm_count and _memory_off(s, memory_bytes) <= MEMORY_TOLERANCE]
+        if len(fits) == 1:
+            return replace(fits[0], matched_by="SM count and memory")
     return None
 
 

@@ -35,6 +35,8 @@ def render(report: BenchReport, console: Console) -> None:
     header = f"gputriage bench{' --quick' if report.quick else ''}: {report.gpu or 'no GPU'}"
     if report.spec:
         header += f" against the {report.spec} datasheet"
+        if report.spec_matched_by and report.spec_matched_by != "pci id":
+            header += f" (matched by {report.spec_matched_by})"
     elif report.gpu:
         header += " (no datasheet entry)"
     console.print(Text(header, style="bold"))

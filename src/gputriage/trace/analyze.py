@@ -59,17 +59,23 @@ def _overlap(cols: Columns, kinds: list[str], device: int) -> Overlap | None:
     return Overlap(comm_us=round(total, 1), overlapped_pct=round(100 * overlapped / total, 1) if total else 0.0)
 
 
+def _int(value: object) -> int | None:
+    """A positive integer from a trace header, or None for anything else."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 def analyze_file(path: str | Path) -> RankAnalysis:
     """Raises TraceError when the file is not a usable trace."""
     t0 = time.perf_counter()
     cols = load(path)
     kinds = gpu_kinds(cols)
     props = cols.header.deviceProperties[0] if cols.header.deviceProperties else {}
-    spec = match(name=props.get("name")) if props.get("name") else None
+    name = props.get("name") if isinstance(props.get("name"), str) else None
+    spec = match(None, _int(props.get("totalGlobalMem")), name, _int(props.get("numSms")))
     anatomies = anatomy_of(cols, kinds)
     rank = (cols.header.distributedInfo or {}).get("rank")
     result = RankAnalysis(file=str(path), rank=rank, events=cols.events, file_bytes=cols.file_bytes,
-                          gpu=props.get("name"), spec=spec.name if spec else None, problems=list(cols.problems),
+                          gpu=name, spec=spec.name if spec else None, problems=list(cols.problems),
                           skipped_event_kinds=dict(cols.skipped_kinds), anatomy=anatomies, step_count=len(cols.steps),
                           truncated=cols.truncated)
     if not anatomies:
