@@ -303,3 +303,42 @@ def test_matrix_kernels_under_the_memory_roof_are_memory_bound_work_whatever_the
     assert shares.get("memory_bound", 0) > 0 and "compute_bound" not in shares
     healthy, _ = report("healthy")  # large GEMMs stay compute-bound
     assert healthy["verdict"]["bottleneck"] == "compute_bound"
+
+
+NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def _with_collectives(tmp_path, edit) -> Path:
+    """The recorded compute-bound H200 trace with NCCL all-reduce kernels put in by `edit(kernels, events)`."""
+    data = json.loads(gzip.decompress((TRACES / "healthy.json.gz").read_bytes()))
+    kernels = [e for e in data["traceEvents"] if e.get("cat") == "kernel"]
+    edit(kernels, data["traceEvents"])
+    path = tmp_path / "ddp.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_collectives_that_dominate_unoverlapped_are_comm_bound_not_underfilled(tmp_path):
+    def serialize(kernels, _events):  # most of the GEMMs' time becomes all-reduce time, on NCCL's few blocks
+        for k in kernels[: int(0.8 * len(kernels))]:
+            k["name"] = NCCL
+            k["args"].update({"blocks per SM": 0.06, "grid": [8, 1, 1], "block": [640, 1, 1]})
+    rep, found = analyze([_with_collectives(tmp_path, serialize)])
+    assert rep["verdict"]["bottleneck"] == "comm_bound"
+    ids = {f.id for f in found}
+    assert "trace.comm_bound" in ids and "trace.underfilled" not in ids
+    comm = next(f for f in found if f.id == "trace.comm_bound")
+    assert comm.evidence["exposed_comm_pct"] > 50 and comm.evidence["comm_overlapped_pct"] == 0
+
+
+def test_collectives_hidden_behind_computation_cost_nothing(tmp_path):
+    def overlap(kernels, events):  # DDP's bucketed all-reduce on its own stream, under the backward GEMMs
+        for n, k in enumerate(kernels):  # each starts 1 µs before the GEMM it hides behind
+            events.append({**k, "name": NCCL, "tid": 20, "ts": k["ts"] - 1.0, "dur": 0.8 * k["dur"],
+                           "args": {**k["args"], "stream": 20, "correlation": 10_000_000 + n, "blocks per SM": 0.06}})
+    rep, found = analyze([_with_collectives(tmp_path, overlap)])
+    assert rep["verdict"]["bottleneck"] == "compute_bound"
+    assert rep["ranks"][0]["overlap"]["overlapped_pct"] > 99
+    assert "trace.comm_bound" not in {f.id for f in found}
+    anatomy = rep["ranks"][0]["anatomy"][0]
+    assert anatomy["busy"]["communication"]["us"] < 0.01 * anatomy["window_us"]  # the 1 µs heads only

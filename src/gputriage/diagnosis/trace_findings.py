@@ -51,7 +51,7 @@ SPECS = {
     B.vram_pressure: _spec(B.vram_pressure, "GPU idle after cudaMalloc/cudaFree >= 10% of the window", FINDING_MIN),
     B.underfilled: _spec(B.underfilled, "busy >= half the window, and >= 50% of busy time in kernels whose blocks "
                          "cover under half the SMs", UNDERFILLED_BUSY),
-    B.comm_bound: _spec(B.comm_bound, "communication kernels >= 10% of the window", FINDING_MIN),
+    B.comm_bound: _spec(B.comm_bound, "communication no computation overlaps >= 10% of the window", FINDING_MIN),
 }
 SLOW_GEMMS = FindingSpec(
     id="trace.slow_gemms", step=2, severity=Severity.warn, commands=TRACE, needs=("trace", "spec"),
@@ -147,8 +147,11 @@ def findings(r: RankAnalysis, verdict: TraceVerdict, spec: GpuSpec | None = None
         out.append(slow)
     comm = a.busy_of(kk.COMM)
     if pct(comm) >= FINDING_MIN.value:
-        add(B.comm_bound, Severity.warn, f"Communication kernels take {pct(comm)}% of the window",
-            "Collectives that do not overlap computation add directly to step time", {"comm_pct": pct(comm)})
+        overlapped = r.overlap.overlapped_pct if r.overlap else None
+        add(B.comm_bound, Severity.warn, f"Communication that no computation overlaps takes {pct(comm)}% of the window"
+            + (f" ({overlapped:.0f}% of communication time overlaps)" if overlapped is not None else ""),
+            "Collectives that do not overlap computation add directly to step time",
+            {"exposed_comm_pct": pct(comm), "comm_overlapped_pct": overlapped})
     lead = f"trace.{verdict.bottleneck.value}" if verdict.bottleneck else ""
     return sorted(out, key=lambda f: (f.id != lead, -f.severity.rank))
 

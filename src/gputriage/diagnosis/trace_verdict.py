@@ -6,8 +6,9 @@ work → input_starved, allocator → vram_pressure). Otherwise it is the larges
 tensor-core GEMMs and attention → compute_bound, GEMMs on CUDA cores → tensor_cores_idle,
 elementwise/reduction/GEMV → memory_bound (as are matrix kernels whose arithmetic intensity lies
 under the GPU's ridge point: a batch-1 decode's GEMMs, whatever their name), host↔device copies →
-h2d_copy_bound, communication → comm_bound — unless most busy time is in kernels whose blocks cover under half
-the SMs, which is underfilled. A window with no GPU work gets no verdict; a short one (fewer than 10
+h2d_copy_bound, communication that no computation overlaps → comm_bound — unless most busy time is in
+kernels whose blocks cover under half the SMs (communication aside: NCCL uses few blocks by design),
+which is underfilled. A window with no GPU work gets no verdict; a short one (fewer than 10
 kernels and under 50 ms busy) or one cut short by a truncated file gets one with a confidence that
 says so.
 """

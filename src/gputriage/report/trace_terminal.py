@@ -114,6 +114,10 @@ def _rank(r: RankAnalysis, top: int, console: Console) -> None:
         console.print(Text(f"  note: {p}", style="yellow"))
     for a in r.anatomy:
         _anatomy(a, console)
+    if r.overlap:
+        console.print(Text(f"communication: {r.overlap.comm_us / 1000:.1f} ms of collectives on GPU {r.main_device}, "
+                           f"{r.overlap.overlapped_pct:.0f}% overlapped by computation; only the rest (busy "
+                           "communication above) adds to step time", style="dim"))
     if r.kernels and top > 0:
         _kernels(r.kernels, top, console)
 

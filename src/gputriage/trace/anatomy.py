@@ -18,9 +18,13 @@ host was doing:
   began — the caching allocator is releasing and re-acquiring memory, typical near full VRAM.
 - unattributed: no launch record links the next activity to a host thread.
 
+Communication (NCCL) counts as busy only where no computation runs beside it: the exposed part, what
+adds to step time; overlapped collectives cost nothing.
+
 Busy time in kernels launched with blocks for fewer than half the GPU's SMs ("blocks per SM" < 0.5
 in the trace) is also summed: the GPU is busy by nvidia-smi while most SMs have nothing to run
-(a grid of 128 blocks on 132 SMs leaves 4 idle: not underfilled).
+(a grid of 128 blocks on 132 SMs leaves 4 idle: not underfilled). Communication kernels use few
+blocks by design and are never underfilled.
 """
 
 from __future__ import annotations
@@ -137,6 +141,28 @@ def _median(xs: list[float]) -> float:
     return median(xs) if xs else 0.0
 
 
+def _exposed_communication(cols: Columns, kinds: list[str], idx: list[int], lo: float,
+                           busy_total_us: float) -> tuple[dict[str, float], float]:
+    """Busy time by kind, and underfilled time, with computation taking precedence over communication:
+    a collective that runs while a kernel computes on another stream costs nothing (NCCL kernels use
+    few blocks by design: they are not underfilled kernels either)."""
+    busy = dict.fromkeys(kk.BUSY_KINDS, 0.0)
+    underfilled = 0.0
+    cursor = lo
+    for i in idx:
+        if kinds[i] == kk.COMM:
+            continue
+        s, e = max(cols.g_ts[i], lo), cols.g_ts[i] + cols.g_dur[i]
+        if e > cursor:
+            add = e - max(s, cursor)
+            busy[kinds[i]] += add
+            if 0 <= cols.g_bpsm[i] < UNDERFILLED_BLOCKS_PER_SM:
+                underfilled += add
+            cursor = e
+    busy[kk.COMM] = max(0.0, busy_total_us - sum(busy.values()))
+    return busy, underfilled
+
+
 def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
     kinds = kinds if kinds is not None else gpu_kinds(cols)
     ops = thread_ops(cols)
@@ -205,11 +231,13 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
             if e > cursor:
                 add = e - max(s_clip, cursor)
                 busy[kinds[i]] += add
-                if 0 <= cols.g_bpsm[i] < UNDERFILLED_BLOCKS_PER_SM:
+                if kinds[i] != kk.COMM and 0 <= cols.g_bpsm[i] < UNDERFILLED_BLOCKS_PER_SM:
                     underfilled += add
                 cursor = e
             if cols.g_kind[i] == KERNEL:
                 durations.append(cols.g_dur[i])
+        if busy[kk.COMM]:  # communication counts only where no computation overlaps it
+            busy, underfilled = _exposed_communication(cols, kinds, idx, lo, sum(busy.values()))
         if hi > cursor:  # trailing idle: the host did not issue more work
             idle["host_outside_ops"] += hi - cursor
         syncs = _sync_summary(cols, ops, sync_idx, lo, hi, sync_by_op)
