@@ -56,6 +56,7 @@ class Anatomy(msgspec.Struct, kw_only=True):
     median_gap_us: float = 0.0
     warmup_skipped_us: float = 0.0
     queued_skipped_us: float = 0.0
+    startup_skipped_us: float = 0.0  # before the first CUDA call of a window without step markers
     underfilled_us: float = 0.0  # busy time in kernels whose blocks cover under half the SMs
     underfilled_busy_pct: float = 0.0
     steps: list[StepRow] = []

@@ -59,6 +59,9 @@ def _overlap(cols: Columns, kinds: list[str], device: int) -> Overlap | None:
     return Overlap(comm_us=round(total, 1), overlapped_pct=round(100 * overlapped / total, 1) if total else 0.0)
 
 
+STARTUP_NOTE_US = 1000.0  # a shorter start-up is not worth a note
+
+
 def _int(value: object) -> int | None:
     """A positive integer from a trace header, or None for anything else."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
@@ -91,6 +94,10 @@ def analyze_file(path: str | Path) -> RankAnalysis:
         result.problems.append(
             f"the first profiled step ({main.warmup_skipped_us / 1000:.0f} ms, over {WARMUP_STEP_RATIO:g}x the later "
             "steps) is left out: profiler warm-up (kernels loaded and instrumented at their first launch)")
+    if main.startup_skipped_us >= STARTUP_NOTE_US:
+        result.problems.append(
+            f"the first {main.startup_skipped_us / 1000:.1f} ms, before the first CUDA call, are left out: the "
+            "profiler starting (no step markers tell the workload's own start)")
     if main.queued_skipped_us:
         result.problems.append(
             f"the first {main.queued_skipped_us / 1000:.0f} ms are left out: the GPU was still running work queued "

@@ -1,5 +1,9 @@
 """Where the profiled window's time went: GPU busy split by kind, GPU idle split by its host cause.
 
+The window is the profiler steps where they are marked; else it runs from the first CUDA call (what
+comes before it is the profiler starting, not the workload), less a first step far slower than the
+rest (profiler warm-up) and work queued before the profiler started.
+
 Busy time is the union of GPU activities (kernels, copies, memsets) on a device; where streams
 overlap, time goes to the activity that started first. Each idle gap is attributed by what the
 host was doing:
@@ -123,7 +127,7 @@ def gpu_kinds(cols: Columns) -> list[str]:
 
 def _anatomy(device: int, window_us: float, busy_us: dict[str, float], idle_us: dict[str, float], syncs: Syncs,
              gaps: list[float], durations: list[float], steps: list[StepRow], underfilled_us: float,
-             warmup_skipped_us: float, queued_skipped_us: float) -> Anatomy:
+             warmup_skipped_us: float, queued_skipped_us: float, startup_skipped_us: float) -> Anatomy:
     w = window_us or 1.0
     busy_total, idle_total = sum(busy_us.values()), sum(idle_us.values())
     return Anatomy(
@@ -133,7 +137,8 @@ def _anatomy(device: int, window_us: float, busy_us: dict[str, float], idle_us: 
         idle={k: TimeShare(round(v, 1), round(100 * v / w, 1)) for k, v in idle_us.items() if v > 0},
         syncs=syncs, gaps=len(gaps), kernels=len(durations), median_kernel_us=round(_median(durations), 2),
         median_gap_us=round(_median(gaps), 2), warmup_skipped_us=round(warmup_skipped_us, 1),
-        queued_skipped_us=round(queued_skipped_us, 1), underfilled_us=round(underfilled_us, 1),
+        queued_skipped_us=round(queued_skipped_us, 1), startup_skipped_us=round(startup_skipped_us, 1),
+        underfilled_us=round(underfilled_us, 1),
         underfilled_busy_pct=round(100 * underfilled_us / busy_total, 1) if busy_total else 0.0, steps=steps)
 
 
@@ -177,6 +182,9 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
     devices = sorted(set(cols.g_dev))
     host_start = min(min(cols.o_ts, default=float("inf")), min(cols.r_ts, default=float("inf")))
     host_start = 0.0 if host_start == float("inf") else host_start  # the first host event
+    # without step markers the window starts at the first CUDA call: before it, the profiler was starting
+    # (CUPTI attaches on the first CUDA call, 2-3 ms on recorded H200 windows), not the workload idling
+    first_call = min(cols.r_ts, default=host_start)
     skipped = 0.0  # a first step left out as profiler warm-up
     step_lo: float | None = None
     step_hi: float | None = None
@@ -195,7 +203,8 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
             continue
         first_gpu = cols.g_ts[idx[0]]
         last_gpu = max(cols.g_ts[i] + cols.g_dur[i] for i in idx)
-        lo = step_lo if step_lo is not None else min(first_gpu, host_start)
+        lo = step_lo if step_lo is not None else min(first_gpu, max(host_start, first_call))
+        startup = max(0.0, lo - host_start) if step_lo is None else 0.0
         queued = 0.0
         rt = corr_to_rt.get(cols.g_corr[idx[0]])
         if step_lo is None and rt is not None and first_gpu - cols.r_ts[rt] > QUEUED_US:
@@ -242,7 +251,8 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
             idle["host_outside_ops"] += hi - cursor
         syncs = _sync_summary(cols, ops, sync_idx, lo, hi, sync_by_op)
         steps = _steps(cols, idx, kinds, until=hi if cols.truncated else None) if cols.steps else []
-        out.append(_anatomy(dev, hi - lo, busy, idle, syncs, gaps, durations, steps, underfilled, skipped, queued))
+        out.append(_anatomy(dev, hi - lo, busy, idle, syncs, gaps, durations, steps, underfilled, skipped, queued,
+                            startup))
     return out
 
 
