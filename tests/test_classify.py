@@ -360,3 +360,19 @@ def test_without_gpm_the_sampler_reads_the_pcie_counters(make_host):
     sampler = Sampler(PreHopper(SCENARIOS["healthy_bf16"]["samples"]), make_host(), [0], cadences=Cadences(gpu_s=0.1))
     g = sampler.sample_once().gpus[0]
     assert g.sm_active_pct is None and g.pcie_rx_mib_per_s == pytest.approx(5859.4, abs=0.1)
+
+
+@pytest.mark.parametrize("name", sorted(TYPED))
+def test_a_timeline_names_no_bottleneck_before_the_steady_state(name):
+    # what runs before the dominant regime, when shorter than it, is warm-up: kernels loading, the allocator
+    # growing (the fixed vram_churn run spent 1 s idle and 3 s in syncs first), not a bottleneck to act on
+    from gputriage.diagnosis.run_judge import judge
+    from gputriage.model.run import RunMeta
+    from gputriage.sampling.session import replay
+
+    rec = TYPED[name]
+    samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
+    v = judge(replay(samples, msgspec.convert(rec["meta"], RunMeta)), 0).verdict.per_gpu["0"]
+    body = [t.regime for t in v.timeline if t.regime not in ("start-up", "shut-down")]
+    assert body[0] in ("warm-up", v.bottleneck.value), v.timeline
+    assert body.count("warm-up") <= 1

@@ -67,14 +67,20 @@ def regimes(ws: Sequence[WindowMetrics], labels: Sequence[B], t0: float, start: 
 
 
 def _mark_warmup(timeline: list[Regime], dominant: str) -> list[Regime]:
-    """A short first phase after start-up that gives way to the dominant regime is the warm-up."""
+    """The phases between start-up and the first phase of the dominant regime, when shorter together
+    than the dominant regime's time after them, are one warm-up: kernels loading, caches filling,
+    allocator growing; not a bottleneck of the workload."""
     body = [i for i, r in enumerate(timeline) if r.regime not in EDGES]
-    if len(body) >= 2:
-        first, second = timeline[body[0]], timeline[body[1]]
-        if first.regime != dominant and second.regime == dominant and \
-                first.end_s - first.start_s < second.end_s - second.start_s:
-            timeline[body[0]] = Regime(first.start_s, first.end_s, "warm-up")
-    return timeline
+    first_dominant = next((i for i in body if timeline[i].regime == dominant), None)
+    before = [i for i in body if first_dominant is not None and i < first_dominant]
+    if not before or first_dominant is None:
+        return timeline
+    lead = sum(timeline[i].end_s - timeline[i].start_s for i in before)
+    after = sum(r.end_s - r.start_s for r in timeline[first_dominant:] if r.regime == dominant)
+    if lead >= after:
+        return timeline
+    warm = Regime(timeline[before[0]].start_s, timeline[before[-1]].end_s, "warm-up")
+    return timeline[:before[0]] + [warm] + timeline[before[-1] + 1:]
 
 
 def describe(b: B, m: dict[str, float]) -> str:
