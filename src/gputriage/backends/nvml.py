@@ -83,6 +83,10 @@ class NvmlBackend:
                 row[key] = v
         return row
 
+    def process_samples(self, index: int, since_us: int) -> Reading:
+        """NVML's per-process utilization samples of a GPU newer than `since_us` (its timestamps, µs)."""
+        return self.call("nvmlDeviceGetProcessUtilization", index, since_us)
+
     def gpm_sample(self, index: int, into: Any = None) -> Reading:  # pragma: no cover - interface
         """A GPM sample; `into` is an earlier sample of this GPU whose buffer may be refilled."""
         raise NotImplementedError
@@ -108,6 +112,24 @@ def compute_processes(nvml: NvmlBackend, gpus: list[int]) -> dict[int, list[dict
             out[i] = [{"pid": int(p["pid"]), "used_bytes": int(u) if (u := p.get("usedGpuMemory")) is not None
                        and int(u) < NVML_VALUE_NOT_AVAILABLE_FLOOR else None} for p in listed]
     return out
+
+
+def process_sm_util(nvml: NvmlBackend, index: int, since_us: int) -> tuple[dict[int, float], int] | None:
+    """({pid: mean SM utilization % of its samples newer than `since_us`}, the newest sample's timestamp):
+    the share of time each process's kernels ran, as GPU-Util is for the whole GPU. ({}, since_us) when
+    no process ran a kernel since; None where the GPU or driver does not give it."""
+    answer = nvml.process_samples(index, since_us)
+    if isinstance(answer, Unavailable):
+        return ({}, since_us) if answer.reason == "not_found" else None
+    if not isinstance(answer, list):
+        return None
+    per_pid: dict[int, list[float]] = {}
+    newest = since_us
+    for x in answer:
+        if isinstance(x, dict) and isinstance(x.get("pid"), int) and isinstance(x.get("smUtil"), (int, float)):
+            per_pid.setdefault(x["pid"], []).append(float(x["smUtil"]))
+            newest = max(newest, int(x.get("timeStamp") or 0))
+    return {pid: round(sum(v) / len(v), 1) for pid, v in per_pid.items()}, newest
 
 
 NVML_GPU_UTILIZATION_SAMPLES = 1
@@ -359,6 +381,10 @@ class ReplayNvml(NvmlBackend):
 
     def call(self, fn: str, index: int | None = None, *args: Any) -> Reading:
         return self._answer(call_key(fn, index, args))
+
+    def process_samples(self, index: int, since_us: int) -> Reading:
+        """As recorded, whatever the timestamp asked."""
+        return self._answer(call_key("nvmlDeviceGetProcessUtilization", index))
 
     def gpm_sample(self, index: int, into: Any = None) -> Reading:
         recorded = self.source.get(f"gpm/{index}")

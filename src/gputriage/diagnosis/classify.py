@@ -8,7 +8,8 @@ its meaning and source (`gputriage rules --command run` lists them).
 What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newer):
 - idle: GPU-Util < 5% and SM activity < 5%, and the workload's CPU < 20% of a core (without
   process data: GPU-Util < 1%).
-- contended: another process has memory on the same GPU while it is busy.
+- contended: another process has memory on the same GPU while it is busy, or two of the workload's
+  own processes run kernels on it (NVML per-process utilization).
 - vram_pressure: memory used >= 95% of the GPU's total.
 - throttled: a thermal or hardware slowdown reason in >= 30% of the window's samples, or the
   power cap active at a limit lowered below 90% of the default.
@@ -118,7 +119,7 @@ def label(m: WindowMetrics, gpu: GpuStatic) -> tuple[B, list[B]]:
     if busy_util < IDLE_UTIL.value and sm_v < IDLE_SM.value and (cpu is None or cpu < IDLE_WORKLOAD_CPU.value) \
             and rx < PCIE_RX_BUSY.value and (cpu is not None or busy_util < 1.0):
         return B.idle, []
-    if m.neighbours and busy_util >= IDLE_UTIL.value:
+    if (m.neighbours or (m.job_computing or 0) >= 2) and busy_util >= IDLE_UTIL.value:
         return B.contended, []
     total = gpu.memory_total_bytes
     if total and m.used_bytes and 100.0 * m.used_bytes / total >= VRAM_PRESSURE.value:

@@ -9,7 +9,7 @@ from gputriage.diagnosis.thresholds import IOWAIT, SWAP_IN
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
 from gputriage.model.numbers import median
-from gputriage.model.run import GpuStatic, GpuVerdict
+from gputriage.model.run import GpuStatic, GpuVerdict, ProcessSummary
 from gputriage.model.specs import pcie_link_gbs
 from gputriage.sampling.windows import WindowSeries
 
@@ -51,7 +51,53 @@ HOST_IOWAIT = FindingSpec(
     cause="Storage or a network filesystem cannot feed the input pipeline",
     decision="Use local NVMe, sharded sequential formats, caching; measure with `gputriage bench`",
     condition="median iowait over the run's windows >= the threshold", thresholds=(IOWAIT,))
-SPECS = (*VERDICT_SPECS.values(), IDLE_EDGES, HOST_SWAPPING, HOST_IOWAIT)
+JOB_COMPUTING = Threshold("job_computing_share", 0.25, "share of samples",
+                          "share of the run in which a process of the job ran kernels (>= 5% of the time, NVML "
+                          "per-process utilization) for it to count as computing on the GPU", "judgement")
+JOB_SHARES_GPU = FindingSpec(
+    id="run.job_shares_gpu", step=3, severity=Severity.warn, commands=RUN, needs=("gpu",),
+    symptom="Several processes of this job compute on one GPU",
+    cause="Processes time-slice the GPU: each gets a share of its time (and holds its own CUDA context, "
+          "~0.5 GB), so each runs slower than alone",
+    decision="One computing process per GPU: give each process its own GPU (CUDA_VISIBLE_DEVICES per process, "
+             "torchrun --nproc_per_node = the GPU count), or do the work in one process (threads, CUDA streams); "
+             "where sharing is wanted, MPS runs the processes' kernels side by side",
+    condition="two or more of the workload's processes each run kernels in >= 25% of the samples on the same GPU",
+    thresholds=(JOB_COMPUTING,))
+IDLE_CONTEXT = FindingSpec(
+    id="run.idle_cuda_context", step=3, severity=Severity.info, commands=RUN, needs=("gpu",),
+    symptom="A process of this job holds GPU memory but never computes",
+    cause="A helper process touched CUDA (a DataLoader worker, a child that imported and initialized torch.cuda): "
+          "its context and cached memory sit on the GPU unused",
+    decision="Keep CUDA out of helper processes: build tensors on the CPU in workers and move them in the main "
+             "process; set CUDA_VISIBLE_DEVICES='' for children that need no GPU",
+    condition="a workload process on a GPU whose kernels ran in < 25% of the samples, while another process of the "
+              "job computes there", thresholds=(JOB_COMPUTING,))
+SPECS = (*VERDICT_SPECS.values(), IDLE_EDGES, HOST_SWAPPING, HOST_IOWAIT, JOB_SHARES_GPU, IDLE_CONTEXT)
+
+
+def job_process_findings(processes: list[ProcessSummary]) -> list[Finding]:
+    """Per GPU: the job's processes that compute there (more than one is a finding, with each one's
+    share), and the ones that only hold memory beside one that computes."""
+    out = []
+    for gpu in sorted({p.gpu for p in processes if p.job}):
+        mine = [p for p in processes if p.job and p.gpu == gpu and p.computing_share is not None]
+        computing = [p for p in mine if p.computing_share >= JOB_COMPUTING.value]  # type: ignore[operator]
+        idle = [p for p in mine if p.computing_share < JOB_COMPUTING.value]  # type: ignore[operator]
+        shares = ", ".join(f"pid {p.pid} {p.sm_util_mean_pct:.0f}%" for p in computing)
+        if len(computing) >= 2:
+            out.append(JOB_SHARES_GPU.finding(
+                {"pids": [p.pid for p in computing], "sm_util_mean_pct": [p.sm_util_mean_pct for p in computing]},
+                subject=f"gpu.{gpu}",
+                symptom=f"GPU {gpu}: {len(computing)} processes of this job compute on it, each for a share of its "
+                        f"time (kernels running: {shares})"))
+        if computing and idle:
+            held = sum(p.used_max_bytes or 0 for p in idle)
+            out.append(IDLE_CONTEXT.finding(
+                {"pids": [p.pid for p in idle], "used_max_bytes": held}, subject=f"gpu.{gpu}",
+                symptom=f"GPU {gpu}: {len(idle)} process{'es' if len(idle) > 1 else ''} of this job "
+                        f"(pid {', '.join(str(p.pid) for p in idle)}) hold {held / 2**30:.1f} GiB and never compute"))
+    return out
 
 
 def _link_saturated(v: GpuVerdict, gpu: GpuStatic) -> bool:

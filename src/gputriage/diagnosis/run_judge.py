@@ -7,7 +7,7 @@ from __future__ import annotations
 from gputriage.diagnosis.budget import Budget, check_windows
 from gputriage.diagnosis.classify import computes
 from gputriage.diagnosis.merge import merge
-from gputriage.diagnosis.run_findings import host_findings, idle_edges, verdict_finding
+from gputriage.diagnosis.run_findings import host_findings, idle_edges, job_process_findings, verdict_finding
 from gputriage.diagnosis.run_verdict import WORKLOAD_VRAM_BYTES, gpu_verdict
 from gputriage.diagnosis.trace_findings import as_profiler_artefact
 from gputriage.model.bottleneck import HOST_BOUND
@@ -110,6 +110,9 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
             if edges is not None:
                 findings.append(edges)
     findings += host_findings(rec.windows.host)
+    processes = rec.windows.processes()
+    if workload:
+        findings += job_process_findings(processes)
     trace = profile.trace if profile else None
     if profile is not None and trace is not None:
         lead = next(iter(verdicts.values()), None)
@@ -132,4 +135,4 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
     return RunReport(id=rec.run_id, kind=rec.kind, command=rec.command, started_s=rec.started_s, ended_s=rec.ended_s,
                      exit_code=exit_code, complete=complete, samples=rec.windows.count, meta=rec.meta, verdict=verdict,
                      findings=triage_order(findings), host=host_summary(rec.windows.host), profile=profile,
-                     notes=notes)
+                     notes=notes, processes=processes)

@@ -121,7 +121,9 @@ def describe(b: B, m: dict[str, float]) -> str:
         B.throttled: f"slowdown reasons in {m.get('throttled_share') or 0:.0%} of samples, SM clock "
                      f"{f('sm_clock_mhz', ' MHz')}, {f('temperature_c', ' C')}",
         B.vram_pressure: f"{(m.get('used_bytes') or 0) / 2**30:.1f} GiB of VRAM used",
-        B.contended: f"{m.get('neighbours', 0):.0f} other process(es) on the GPU, GPU-Util {f('util_pct')}",
+        B.contended: (f"{m.get('job_computing', 0):.0f} processes of this job run kernels on the GPU at once"
+                      if m.get("job_computing", 0) >= 2 else
+                      f"{m.get('neighbours', 0):.0f} other process(es) on the GPU") + f", GPU-Util {f('util_pct')}",
         B.idle: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')}, workload CPU {f('workload_cpu_pct')}",
     }
     return parts.get(b, "")

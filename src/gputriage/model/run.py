@@ -124,6 +124,18 @@ class HostSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
     mem_available_min_bytes: Optional[float] = None
 
 
+class ProcessSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A process seen with a CUDA context on a sampled GPU during the run."""
+
+    gpu: int
+    pid: int
+    job: bool  # one of the workload's own processes (else another job's)
+    samples: int = 0
+    used_max_bytes: Optional[int] = None
+    sm_util_mean_pct: Optional[float] = None  # NVML per-process utilization, mean over the samples that had it
+    computing_share: Optional[float] = None  # of those samples, the share in which its kernels ran >= 5% of the time
+
+
 class RunReport(msgspec.Struct, kw_only=True):
     schema: str = RUN_SCHEMA
     version: int = RUN_VERSION
@@ -141,3 +153,4 @@ class RunReport(msgspec.Struct, kw_only=True):
     host: HostSummary = msgspec.field(default_factory=HostSummary)
     profile: Optional[ProfileReport] = None
     notes: list[str] = []  # what the report must say about itself (a store that failed, no GPU sampled)
+    processes: list[ProcessSummary] = []  # every process seen on a sampled GPU

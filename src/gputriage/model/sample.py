@@ -55,12 +55,17 @@ class WorkloadSample(msgspec.Struct, kw_only=True, omit_defaults=True):
     vram_bytes: Optional[int] = None
 
 
-class Neighbour(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A process on a sampled GPU that is not the workload."""
+class GpuProcess(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A process with a CUDA context on a sampled GPU: another job's (a neighbour), or one of the
+    workload's own."""
 
     gpu: int
     pid: int
     used_bytes: Optional[int] = None
+    sm_util_pct: Optional[float] = None  # NVML's per-process utilization: share of time its kernels ran
+
+
+Neighbour = GpuProcess  # a process on a sampled GPU that is not the workload
 
 
 class Sample(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -68,7 +73,8 @@ class Sample(msgspec.Struct, kw_only=True, omit_defaults=True):
     gpus: list[GpuSample] = []
     host: Optional[HostSample] = None
     workload: Optional[WorkloadSample] = None
-    neighbours: list[Neighbour] = []
+    neighbours: list[GpuProcess] = []  # other jobs' processes on the sampled GPUs
+    job_processes: list[GpuProcess] = []  # the workload's own processes with a context on a sampled GPU
 
     def gpu(self, index: int) -> GpuSample | None:
         for g in self.gpus:

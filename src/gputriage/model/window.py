@@ -11,7 +11,7 @@ import msgspec
 GPU_FIELDS = ("util_pct", "util_max_pct", "mem_util_pct", "sm_active_pct", "sm_active_max_pct", "sm_occupancy_pct",
               "tensor_active_pct", "dram_active_pct", "pcie_rx_mib_per_s", "pcie_tx_mib_per_s", "power_w",
               "power_max_w", "sm_clock_mhz", "temperature_c", "temperature_max_c", "used_bytes", "used_max_bytes",
-              "throttled_share", "power_capped_share", "neighbours")
+              "throttled_share", "power_capped_share", "neighbours", "job_computing")
 # The host's and the workload's figures of a window (the same for every GPU)
 HOST_FIELDS = ("max_core_pct", "iowait_pct", "swap_in_pages_per_s", "swap_in_max_pages_per_s", "workload_cpu_pct",
                "read_mb_per_s", "top_thread_pct", "workload_vram_max_bytes", "workload_rss_max_bytes",
@@ -42,6 +42,7 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
     throttled_share: Optional[float] = None  # of samples with a thermal or hardware slowdown reason
     power_capped_share: Optional[float] = None  # of samples with the software power cap active
     neighbours: Optional[float] = None  # other processes on this GPU (most seen in the window)
+    job_computing: Optional[float] = None  # the workload's own processes running kernels on this GPU (most seen)
     max_core_pct: Optional[float] = None  # the host's busiest core
     iowait_pct: Optional[float] = None
     swap_in_pages_per_s: Optional[float] = None

@@ -97,6 +97,23 @@ def _host(r: RunReport, console: Console) -> None:
                            style="dim"))
 
 
+def _processes(r: RunReport, console: Console) -> None:
+    """The processes seen on each GPU, where there was more than the one workload process."""
+    for gpu in sorted({p.gpu for p in r.processes}):
+        procs = [p for p in r.processes if p.gpu == gpu]
+        if len(procs) < 2 and all(p.job for p in procs):
+            continue
+        parts = []
+        for p in procs:
+            part = f"pid {p.pid} ({'this job' if p.job else 'another job'}"
+            if p.sm_util_mean_pct is not None:
+                part += f", kernels {p.sm_util_mean_pct:.0f}% of the time"
+            if p.used_max_bytes is not None:
+                part += f", {p.used_max_bytes / 2**30:.1f} GiB"
+            parts.append(part + ")")
+        console.print(Text(f"GPU {gpu} processes: " + "; ".join(parts), style="dim"))
+
+
 def render(r: RunReport, console: Console) -> None:
     console.print(_header(r))
     for note in r.notes:
@@ -104,6 +121,7 @@ def render(r: RunReport, console: Console) -> None:
     for key, v in r.verdict.per_gpu.items():
         _gpu(r, key, v, console)
     _host(r, console)
+    _processes(r, console)
     profile = r.profile
     if profile is not None:
         render_verdict(profile.trace, profile.error, console)

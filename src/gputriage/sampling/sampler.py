@@ -30,12 +30,13 @@ from gputriage.backends.nvml import (
     GPM_SM_UTIL,
     NvmlBackend,
     compute_processes,
+    process_sm_util,
     util_refresh_s,
 )
 from gputriage.backends.process_tree import ProcessDetail, ProcessTree
 from gputriage.backends.procfs import cpu_busy_pct, keyed_values, parse_diskstats, parse_net_dev, parse_proc_stat
 from gputriage.model.reading import Unavailable
-from gputriage.model.sample import GpuSample, HostSample, Neighbour, Sample, WorkloadSample
+from gputriage.model.sample import GpuProcess, GpuSample, HostSample, Sample, WorkloadSample
 
 NVML_PCIE_UTIL_TX_BYTES, NVML_PCIE_UTIL_RX_BYTES = 0, 1
 DEFAULT_PERIOD_S = 0.2  # the GPU-Util refresh of recent datacenter GPUs, when the driver does not say
@@ -197,6 +198,7 @@ class ProcessTreeReader:
         self._tick = 0
         self._last = WorkloadSample()
         self._listed: dict[int, list[dict[str, Any]]] | None = None  # GPU processes listed by this tick's read
+        self._util_since: dict[int, int] = {}  # per GPU: the newest per-process utilization sample read
 
     def read(self) -> WorkloadSample | None:
         """None once the workload is gone."""
@@ -237,15 +239,31 @@ class ProcessTreeReader:
                                        if p["pid"] in seen)
         return WorkloadSample(**fields)
 
-    def neighbours(self) -> list[Neighbour]:
-        """Processes on the GPUs that are not this tree (for `contended`); right after a `read` that
-        listed them for the tree's VRAM, that listing."""
+    def gpu_processes(self) -> tuple[list[GpuProcess], list[GpuProcess]]:
+        """(other jobs' processes on the GPUs, for `contended`; the tree's own processes on them), each
+        with its SM utilization where NVML gives it; right after a `read` that listed them for the
+        tree's VRAM, that listing."""
         listed = self._listed if self._listed is not None else compute_processes(self.nvml, self.gpus)
         if not {p["pid"] for procs in listed.values() for p in procs} <= self.tree.pids:
             self.tree.refresh()  # a child started since the last scan is the workload, not another job
         mine = self.tree.pids
-        return [Neighbour(gpu=i, pid=p["pid"], used_bytes=p["used_bytes"]) for i, procs in listed.items()
-                for p in procs if p["pid"] not in mine]
+        others: list[GpuProcess] = []
+        own: list[GpuProcess] = []
+        for i, procs in listed.items():
+            util = self._sm_util(i) if procs else {}
+            for p in procs:
+                gp = GpuProcess(gpu=i, pid=p["pid"], used_bytes=p["used_bytes"], sm_util_pct=util.get(p["pid"], 0.0)
+                                if util is not None else None)
+                (own if p["pid"] in mine else others).append(gp)
+        return others, own
+
+    def _sm_util(self, gpu: int) -> dict[int, float] | None:
+        """Each process's SM utilization on a GPU since the last reading."""
+        got = process_sm_util(self.nvml, gpu, self._util_since.get(gpu, 0))
+        if got is None:
+            return None
+        util, self._util_since[gpu] = got
+        return util
 
 
 class Sampler:
@@ -267,7 +285,8 @@ class Sampler:
         self.pid = pid
         self.recent: collections.deque[Sample] = collections.deque(maxlen=max(1, c.every(c.ring_s)))
         self.count = 0
-        self.neighbours: list[Neighbour] = []
+        self.neighbours: list[GpuProcess] = []
+        self.job_processes: list[GpuProcess] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="gputriage-sampler", daemon=True)
         self.busy_s = 0.0  # CPU time of the sampling thread itself
@@ -312,9 +331,10 @@ class Sampler:
             s = self.sample_once()
             if self.tree is not None and tick % neighbours_every == 0:
                 c1 = time.thread_time()
-                self.neighbours = self.tree.neighbours()
+                self.neighbours, self.job_processes = self.tree.gpu_processes()
                 self.cost_s["neighbours"] += time.thread_time() - c1
-            s.neighbours = self.neighbours  # every sample carries the last list, as for other slow values
+            s.neighbours = self.neighbours  # every sample carries the last lists, as for other slow values
+            s.job_processes = self.job_processes
             tick += 1
             c1 = time.thread_time()
             self._emit(s, pending)

@@ -15,13 +15,17 @@ from typing import Iterable, Iterator
 
 from gputriage.model.clock_events import POWER_CAP_BIT, THERMAL_OR_HW_BITS
 from gputriage.model.numbers import median
+from gputriage.model.run import ProcessSummary
 from gputriage.model.sample import Sample
 from gputriage.model.window import GPU_FIELDS, HOST_FIELDS, WindowMetrics
 
 WINDOW_S = 1.0
+PROCESS_COMPUTES_PCT = 5.0  # a process whose kernels run this share of the time computes on the GPU
+MAX_PROCESSES = 64  # processes tallied per run (a job forking CUDA processes without end stays bounded)
 CAPACITY = 1 << 17  # windows per GPU before pairs are merged: 36 h at 1 s
 FIELDS = GPU_FIELDS + HOST_FIELDS
 _MAX_FIELDS = {"util_max_pct", "sm_active_max_pct", "power_max_w", "temperature_max_c", "used_max_bytes", "neighbours",
+               "job_computing",
                "swap_in_max_pages_per_s", "workload_vram_max_bytes", "workload_rss_max_bytes"}
 _MIN_FIELDS = {"mem_available_min_bytes"}
 NAN = float("nan")
@@ -166,6 +170,9 @@ def gpu_values(bucket: list[Sample], gpu: int) -> dict[str, float]:
         out["throttled_share"] = sum(1 for x in reasons if x & THERMAL_OR_HW_BITS) / len(reasons)
         out["power_capped_share"] = sum(1 for x in reasons if x & POWER_CAP_BIT) / len(reasons)
     out["neighbours"] = float(max((sum(1 for n in s.neighbours if n.gpu == gpu) for s in bucket), default=0))
+    known = [[p.sm_util_pct for p in s.job_processes if p.gpu == gpu and p.sm_util_pct is not None] for s in bucket]
+    if any(known):
+        out["job_computing"] = float(max(sum(1 for u in us if u >= PROCESS_COMPUTES_PCT) for us in known))
     return out
 
 
@@ -212,6 +219,8 @@ class Windower:
         self.count = 0
         self._bucket: list[Sample] = []
         self._edge = 0.0
+        # (gpu, pid, job) -> [samples, samples with utilization, its sum, samples computing, most memory]
+        self._processes: dict[tuple[int, int, bool], list[float]] = {}
 
     def add(self, s: Sample) -> None:
         if self.first_t is None:
@@ -226,6 +235,32 @@ class Windower:
             while self._edge <= s.t_s:
                 self._edge += self.window_s
         self._bucket.append(s)
+        self._tally(s)
+
+    def _tally(self, s: Sample) -> None:
+        for job, procs in ((True, s.job_processes), (False, s.neighbours)):
+            for p in procs:
+                key = (p.gpu, p.pid, job)
+                t = self._processes.get(key)
+                if t is None:
+                    if len(self._processes) >= MAX_PROCESSES:
+                        continue
+                    t = self._processes[key] = [0, 0, 0.0, 0, -1]
+                t[0] += 1
+                if p.sm_util_pct is not None:
+                    t[1] += 1
+                    t[2] += p.sm_util_pct
+                    t[3] += p.sm_util_pct >= PROCESS_COMPUTES_PCT
+                if p.used_bytes is not None:
+                    t[4] = max(t[4], p.used_bytes)
+
+    def processes(self) -> list[ProcessSummary]:
+        """Every process seen on a sampled GPU, the workload's first, then by GPU and pid."""
+        return [ProcessSummary(gpu=gpu, pid=pid, job=job, samples=int(t[0]),
+                               used_max_bytes=int(t[4]) if t[4] >= 0 else None,
+                               sm_util_mean_pct=round(t[2] / t[1], 1) if t[1] else None,
+                               computing_share=round(t[3] / t[1], 2) if t[1] else None)
+                for (gpu, pid, job), t in sorted(self._processes.items(), key=lambda kv: (not kv[0][2], kv[0][:2]))]
 
     def _close(self, t1: float) -> None:
         bucket, self._bucket = self._bucket, []
