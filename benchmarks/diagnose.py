@@ -31,7 +31,11 @@ EXPECTED = {
     "input_starved": "input_starved", "pageable_copy": "h2d_copy_bound", "launch_bound": "launch_bound",
     "item_sync": "sync_bound", "fp32_no_tensor_cores": "tensor_cores_idle", "unfused_elementwise": "memory_bound",
     "small_batch": "underfilled", "vram_churn": "vram_pressure", "contended": "contended", "healthy": "compute_bound",
+    "job_shares_gpu": "contended", "host_stats": "host_bound", "cpu_optimizer": "host_bound",
+    "gpt_loop": "compute_bound", "ddp_allreduce": "comm_bound",
 }
+# scripts started by a launcher (one process per GPU), and how many GPUs they need
+LAUNCHED = {"ddp_allreduce": 2}
 
 
 RUNNING: list[int] = []  # the process group of the run in flight
@@ -47,13 +51,17 @@ def _stop_running(signum: int, frame: object) -> None:
 
 
 def gputriage_run(script: Path, fixed: bool, profile: bool, seconds: float, store: Path,
-                  keep: Path | None = None) -> dict:
+                  keep: Path | None = None, no_gpm: bool = False) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
         report_path = Path(tmp.name)
     argv = [sys.executable, "-m", "gputriage", "run", "--store", str(store), "-o", str(report_path), "--quiet"]
+    if no_gpm:
+        argv.append("--no-gpm")
     if profile:
         argv += ["--profile"] + (["--keep-trace", str(keep / f"{script.stem}.json")] if keep else [])
-    argv += ["--", sys.executable, str(script), "--seconds", str(seconds)] + (["--fixed"] if fixed else [])
+    launcher = ([sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={LAUNCHED[script.stem]}",
+                 "--master_port=29533"] if script.stem in LAUNCHED else [sys.executable])
+    argv += ["--", *launcher, str(script), "--seconds", str(seconds)] + (["--fixed"] if fixed else [])
     t0 = time.time()
     # a session of its own, so a timeout stops the workload and whatever it started, not just `gputriage run`
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=script.parent,
@@ -80,8 +88,13 @@ def gputriage_run(script: Path, fixed: bool, profile: bool, seconds: float, stor
             "stderr_tail": proc.stderr[-400:] if proc.returncode else "",
             # the evidence, to check a verdict afterwards (the profile's kernel tables left out)
             "report": {"verdict": report.get("verdict"), "findings": report.get("findings"), "host": report.get("host"),
+                       "processes": report.get("processes"), "id": report.get("id"),
                        "profile": {k: v for k, v in profiled.items() if k != "trace"},
-                       "trace_verdict": (profiled.get("trace") or {}).get("verdict")}}
+                       "trace_verdict": (profiled.get("trace") or {}).get("verdict"),
+                       "trace_ranks": [{"rank": r.get("rank"), "verdict": r.get("verdict"), "overlap": r.get("overlap"),
+                                        "problems": r.get("problems")}
+                                       for r in (profiled.get("trace") or {}).get("ranks", [])],
+                       "trace_findings": [f.get("id") for f in (profiled.get("trace") or {}).get("findings", [])]}}
 
 
 MODES = ("sampled", "profiled", "fixed", "fixed_profiled")
@@ -123,13 +136,15 @@ def main() -> None:
     ap.add_argument("--keep-traces", type=Path, default=None, help="keep each --profile trace in this folder")
     ap.add_argument("--table", type=Path, default=None, help="print the table of an earlier --out file")
     ap.add_argument("--store", type=Path, default=None, help="keep the runs (samples included) in this SQLite store")
+    ap.add_argument("--no-gpm", action="store_true", help="sample without GPM, as a GPU before Hopper is sampled")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, _stop_running)
     if args.table:
         print_table(json.loads(args.table.read_text()))
         return
     modes = [m for m in args.modes.split(",") if m in MODES]
-    names = [n for n in EXPECTED if not args.only or n in args.only.split(",")]
+    names = [n for n in EXPECTED if (not args.only or n in args.only.split(",")) and n not in LAUNCHED] + \
+        [n for n in LAUNCHED if n in args.only.split(",")]  # multi-GPU cases only when asked
     store = args.store or Path(tempfile.mkdtemp()) / "runs.sqlite"
     if args.keep_traces:
         args.keep_traces.mkdir(parents=True, exist_ok=True)
@@ -148,7 +163,7 @@ def main() -> None:
             keep = (args.keep_traces / ("fixed" if fixed else "broken")) if args.keep_traces and profile else None
             if keep:
                 keep.mkdir(exist_ok=True)
-            row[mode] = gputriage_run(script, fixed, profile, secs, store, keep)
+            row[mode] = gputriage_run(script, fixed, profile, secs, store, keep, no_gpm=args.no_gpm)
         rows.append(row)
         print(json.dumps(row), flush=True)
         if args.out:

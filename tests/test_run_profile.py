@@ -216,3 +216,55 @@ def test_a_failing_start_is_logged_and_ends_the_profiling(tmp_path):
     p.act("signal")
     assert p.prof is False and p.done.is_set()
     assert "ERROR start: RuntimeError: CUPTI_ERROR_NOT_INITIALIZED" in (tmp_path / "t.json.log").read_text()
+
+
+def test_a_launcher_leaves_the_profiler_to_its_ranks(tmp_path):
+    from gputriage.trace import profiler_hook
+
+    assert profiler_hook.is_launcher(["/usr/bin/python3", "/venv/bin/torchrun", "--nproc_per_node=2", "t.py"])
+    assert profiler_hook.is_launcher(["python", "-m", "torch.distributed.run", "t.py"])
+    assert not profiler_hook.is_launcher(["python", "-u", "train.py", "--local-rank=0"])
+    env = {"GPUTRIAGE_TRACE_OUT": str(tmp_path / "trace.json"), "GPUTRIAGE_PROFILE_CUDA": "0"}
+    assert profiler_hook.from_environ(env, ["python3", "/venv/bin/torchrun", "t.py"]) is None
+    assert "GPUTRIAGE_TRACE_OUT" in env  # left for the ranks it starts
+    p = profiler_hook.from_environ(dict(env, RANK="1"), ["python3", "t.py"])
+    assert p is not None and p.out == str(tmp_path / "trace.rank1.json")
+
+
+DISTRIBUTED = """
+import time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+m = torch.nn.Linear(128, 128); opt = torch.optim.SGD(m.parameters(), lr=0.01)
+t = time.time()
+while True:
+    m(torch.randn(32, 128)).pow(2).mean().backward()
+    for p in m.parameters():
+        dist.all_reduce(p.grad)
+    opt.step(); opt.zero_grad()
+    time.sleep(0.005)  # light on the CPU: tests run beside it
+    done = torch.tensor([float(time.time() - t > 4.0)])
+    dist.all_reduce(done, op=dist.ReduceOp.MAX)  # the ranks stop at the same step
+    if done.item():
+        break
+dist.destroy_process_group()
+print("rank done")
+"""
+
+
+def test_profile_of_a_torchrun_job_profiles_every_rank(tmp_path):
+    torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+    if not os.path.exists(torchrun):
+        pytest.skip("no torchrun beside this Python")
+    script = tmp_path / "ddp.py"
+    script.write_text(DISTRIBUTED)
+    kept = tmp_path / "kept.json"
+    env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0", OMP_NUM_THREADS="1")
+    r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.3",
+                             "--profile-steps", "5", "--keep-trace", str(kept), "--", torchrun, "--nproc_per_node=2",
+                             "--master_port=29517", str(script)], capture_output=True, text=True, env=env, timeout=180)
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads(r.stdout)
+    ranks = report["profile"]["trace"]["ranks"]
+    assert sorted(x["rank"] for x in ranks) == [0, 1]
+    assert (tmp_path / "kept.rank0.json").exists() and (tmp_path / "kept.rank1.json").exists()
+    assert any(line.startswith("rank 1: started at optimizer step") for line in report["profile"]["log"])

@@ -66,10 +66,10 @@ def _profile(folder: Path, keep: str | Path | None) -> ProfileReport:
     try:
         written = inject.read_back(folder, Path(keep) if keep is not None else None)
         out = ProfileReport(log=written.log, error=written.error, window_s=written.window_s, held_s=written.held_s,
-                            kept_trace=str(keep) if keep is not None and written.trace else None)
-        if written.trace is not None:
+                            kept_trace=", ".join(str(k) for k in written.kept) or None)
+        if written.traces:
             try:
-                out.trace = analyze_trace([written.trace])
+                out.trace = analyze_trace(written.traces)
             except GputriageError as exc:
                 out.error = str(exc)
         return out

@@ -38,8 +38,9 @@ except ImportError:
 def prepare(argv: list[str], env: dict[str, str], steps: int, skip_s: float) -> tuple[list[str], dict[str, str], Path]:
     """Arrange for a Python command to profile itself; the trace lands in the returned folder."""
     exe = Path(argv[0]).name
-    if not (exe.startswith("python") or argv[0] == sys.executable or argv[0].endswith(".py")):
-        raise ValueError(f"--profile needs a Python command (python script.py ...), not {argv[0]!r}")
+    if not (exe.startswith("python") or argv[0] == sys.executable or argv[0].endswith(".py")
+            or exe in profiler_hook.LAUNCHERS):
+        raise ValueError(f"--profile needs a Python command (python script.py ..., torchrun ...), not {argv[0]!r}")
     if argv[0].endswith(".py"):
         argv = [sys.executable] + argv
     folder = Path(tempfile.mkdtemp(prefix="gputriage-profile-"))
@@ -56,33 +57,55 @@ def prepare(argv: list[str], env: dict[str, str], steps: int, skip_s: float) -> 
 
 @dataclass
 class Written:
-    """What the hook left: the trace (if any), its log, and when it held the workload."""
+    """What the hook left: the traces (one, or one per rank of a distributed job), the log, and when
+    it held the workload."""
 
-    trace: Path | None
+    traces: list[Path] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
     error: str | None = None
-    window_s: list[float] | None = None  # unix seconds: the profiled window
+    window_s: list[float] | None = None  # unix seconds: the profiled window (the first rank's)
     held_s: list[float] | None = None  # from the start request to the end of the export
+    kept: list[Path] = field(default_factory=list)
+
+    @property
+    def trace(self) -> Path | None:
+        return self.traces[0] if self.traces else None
+
+
+def _rank_of(path: Path) -> int:
+    tail = path.name[len("trace.rank"):-len(".json")] if path.name.startswith("trace.rank") else ""
+    return int(tail) if tail.isdigit() else -1
 
 
 def read_back(folder: Path, keep: Path | None = None) -> Written:
-    """The trace the workload wrote (copied to `keep` if asked), and its log."""
-    trace = folder / "trace.json"
-    log = folder / "trace.json.log"
-    lines = log.read_text().strip().splitlines() if log.exists() else []
+    """The traces the workload wrote (copied to `keep` if asked: `NAME.rankN.json` per rank), and
+    their logs."""
+    traces = sorted(folder.glob("trace.rank*.json"), key=_rank_of) or [folder / "trace.json"]
+    lines: list[str] = []
+    for t in traces:
+        log = t.with_name(t.name + ".log")
+        ranked = len(traces) > 1 or t.name != "trace.json"
+        for line in (log.read_text().strip().splitlines() if log.exists() else []):
+            lines.append(f"rank {_rank_of(t)}: {line}" if ranked and not line.startswith("window ") else line)
     said = [line for line in lines if not line.startswith("window ")]
     # the last window: the one the trace holds (an earlier one without GPU work was profiled again)
-    windows = [line for line in lines if line.startswith("window ")]
+    first_log = traces[0].with_name(traces[0].name + ".log")
+    first = first_log.read_text().strip().splitlines() if first_log.exists() else []
+    windows = [line for line in first if line.startswith("window ")]
     times = [float(x) for x in windows[-1].split()[1:5]] if windows else []
-    if not trace.exists():
-        errors = [line for line in said if line.startswith("ERROR")]
-        why = ("the profiler failed in the workload: " + errors[0][6:] if errors else
+    written = [t for t in traces if t.exists()]
+    if not written:
+        errors = [line for line in said if "ERROR" in line]
+        why = ("the profiler failed in the workload: " + errors[0].split("ERROR", 1)[1].strip() if errors else
                "no trace was written: the workload ended before the profiling window, or never used CUDA "
                "(try a smaller --profile-skip)")
-        return Written(None, said, why)
+        return Written([], said, why)
+    out = Written(written, said)
     if keep is not None:
-        shutil.copy(trace, keep)
-    out = Written(trace, said)
+        for t in written:
+            dest = keep if len(written) == 1 else keep.with_name(f"{keep.stem}.rank{_rank_of(t)}{keep.suffix}")
+            shutil.copy(t, dest)
+            out.kept.append(dest)
     if len(times) == 4:
         out.window_s, out.held_s = times[1:3], [times[0], times[3]]
     return out

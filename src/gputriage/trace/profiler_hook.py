@@ -15,7 +15,8 @@ queued work); it is stopped the same way, or at exit, and the Kineto trace writt
 interpreter shutdown, so a crash at exit cannot lose it. A window that saw no GPU work (still
 compiling or loading) is profiled again, a few times at most. What happened is logged next to
 the trace (`OUT.log`), with the times the profiler held the workload. The variables that arm it
-are removed at start, so child processes (data loader workers) are not profiled.
+are removed at start, so child processes (data loader workers) are not profiled — except in a
+distributed launcher (torchrun), whose ranks each profile themselves into `trace.rankN.json`.
 """
 
 from __future__ import annotations
@@ -270,12 +271,28 @@ def importing() -> bool:
     return False
 
 
-def from_environ(environ: os._Environ[str] | dict[str, str]) -> Optional[Profiler]:
+LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "accelerate", "deepspeed")
+
+
+def is_launcher(argv: list[str]) -> bool:
+    """A distributed launcher's own interpreter (torchrun, python -m torch.distributed.run, accelerate,
+    deepspeed): it starts the ranks and runs no model."""
+    head = [a for a in argv[:3] if a != "-m"]
+    return any(os.path.basename(a) in LAUNCHERS or a in LAUNCHERS for a in head)
+
+
+def from_environ(environ: os._Environ[str] | dict[str, str], argv: Optional[list[str]] = None) -> Optional[Profiler]:
     """The profiler the variables `trace.inject.prepare` set ask for; they are removed, so the workload's
-    child processes (data loader workers) are not profiled."""
-    out = environ.pop("GPUTRIAGE_TRACE_OUT", None)
-    if not out:
+    child processes (data loader workers) are not profiled. A distributed launcher leaves them for its
+    ranks, each of which profiles itself into its own file (`trace.rankN.json`)."""
+    if not environ.get("GPUTRIAGE_TRACE_OUT"):
         return None
+    if is_launcher(list(getattr(sys, "orig_argv", sys.argv) if argv is None else argv)):
+        return None
+    out = environ.pop("GPUTRIAGE_TRACE_OUT")
+    rank = environ.get("RANK")
+    if rank is not None and rank.isdigit():
+        out = os.path.join(os.path.dirname(out), "trace.rank%s.json" % rank)
     return Profiler(out, skip_s=float(environ.pop("GPUTRIAGE_PROFILE_SKIP_S", "2")),
                     steps=int(environ.pop("GPUTRIAGE_PROFILE_STEPS", "10")),
                     window_s=float(environ.pop("GPUTRIAGE_PROFILE_WINDOW_S", "0.5")),
