@@ -267,4 +267,7 @@ def test_profile_of_a_torchrun_job_profiles_every_rank(tmp_path):
     ranks = report["profile"]["trace"]["ranks"]
     assert sorted(x["rank"] for x in ranks) == [0, 1]
     assert (tmp_path / "kept.rank0.json").exists() and (tmp_path / "kept.rank1.json").exists()
-    assert any(line.startswith("rank 1: started at optimizer step") for line in report["profile"]["log"])
+    # the ranks started at the same optimizer step, not by signal while the job set up
+    starts = {line.split(":")[0]: line for line in report["profile"]["log"] if "started at" in line}
+    steps = {re.match(r"rank \d: started at optimizer step (\d+) ", line).group(1) for line in starts.values()}
+    assert len(starts) == 2 and len(steps) == 1, report["profile"]["log"]

@@ -34,14 +34,20 @@ ATTEMPTS = 3  # windows tried when one sees no GPU work
 WARM_STEPS = 3  # optimizer steps a loop runs before the profiler may start at one
 CUDA_WAIT_S = 300.0  # how long to wait for the workload to initialize CUDA
 QUIET_BEFORE_SIGNAL_S = 3.0  # a start by signal waits this long without any hook (a loop's first step is slow)
+RANK_ALIGN_S = 2.0  # the ranks of a distributed job ask for a start at the same multiple of this (wall clock)
 
 
 class Profiler:
     """The state machine: a worker thread asks ("want"), the workload's main thread acts."""
 
     def __init__(self, out: str, skip_s: float = 2.0, steps: int = 10, window_s: float = 0.5, max_s: float = 3.0,
-                 cuda: bool = True, clock: Callable[[], float] = time.time) -> None:
+                 cuda: bool = True, clock: Callable[[], float] = time.time, ranked: bool = False) -> None:
+        """`ranked`: a rank of a distributed job. Its ranks run in lockstep and wait on each other, so each
+        asks for its start at the same wall-clock instant (a multiple of RANK_ALIGN_S) and starts at the
+        next optimizer step — never by signal while the job is still setting up: the ranks profile the
+        same steps."""
         self.out, self.skip_s, self.steps = out, skip_s, steps
+        self.ranked = ranked
         self.window_s, self.max_s, self.cuda = window_s, max_s, cuda
         self.clock = clock
         self.want: Optional[str] = None
@@ -215,6 +221,8 @@ class Profiler:
             time.sleep(self.skip_s)
             if not self.setup():
                 return False
+        if self.ranked:  # every rank asks at the same instant: the next optimizer step is the same step
+            time.sleep(RANK_ALIGN_S - time.time() % RANK_ALIGN_S)
         for want in ("start", "stop"):
             if not self._ask(want):
                 return False
@@ -231,6 +239,9 @@ class Profiler:
         t0 = time.time()
         while self.want == want and time.time() - t0 < (120 if self.seen_step else 30):
             hooks_fire = self.first_forward or self.seen_step
+            if self.ranked and want == "start" and not self.seen_step and time.time() - t0 < 60:
+                time.sleep(0.05)  # a rank: its training loop's optimizer step starts the profiler
+                continue
             if want == "start":
                 fire = time.time() - max(t0, self.last_hook) > (QUIET_BEFORE_SIGNAL_S if hooks_fire else 0.5)
             else:
@@ -291,13 +302,14 @@ def from_environ(environ: os._Environ[str] | dict[str, str], argv: Optional[list
         return None
     out = environ.pop("GPUTRIAGE_TRACE_OUT")
     rank = environ.get("RANK")
-    if rank is not None and rank.isdigit():
+    ranked = rank is not None and rank.isdigit()
+    if ranked:
         out = os.path.join(os.path.dirname(out), "trace.rank%s.json" % rank)
     return Profiler(out, skip_s=float(environ.pop("GPUTRIAGE_PROFILE_SKIP_S", "2")),
                     steps=int(environ.pop("GPUTRIAGE_PROFILE_STEPS", "10")),
                     window_s=float(environ.pop("GPUTRIAGE_PROFILE_WINDOW_S", "0.5")),
                     max_s=float(environ.pop("GPUTRIAGE_PROFILE_MAX_S", "3")),
-                    cuda=environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1")
+                    cuda=environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1", ranked=ranked)
 
 
 def main() -> Optional[Profiler]:
