@@ -40,6 +40,8 @@ EXPECTED = {
     "run_profile_contended": "compute_bound",  # its GEMMs run at half speed: see the test below
     "run_profile_contended_fixed": "compute_bound",
     "run_profile_unfused_elementwise_fixed": "memory_bound",  # one fused kernel; its first 512 ms queued
+    "run_profile_host_stats": "host_bound",  # numpy percentiles of an activation read back every step
+    "run_profile_cpu_optimizer": "host_bound",  # AdamW on CPU copies of the parameters
 }
 
 
@@ -360,3 +362,29 @@ def test_the_profiler_starting_is_not_workload_idle(tmp_path):
     assert any("the profiler starting" in p for p in rep["ranks"][0]["problems"])
     assert rep["verdict"]["bottleneck"] == "compute_bound" and rep["verdict"]["gpu_idle_pct"] < 5
     assert "trace.input_starved" not in {f.id for f in found}
+
+
+def test_the_host_computing_is_named_with_the_ops_that_take_the_time():
+    # recorded by `run --profile` on the H200 (2026-12-01); both were input_starved, with DataLoader advice
+    rep, findings = report("run_profile_host_stats")
+    a = rep["ranks"][0]["anatomy"][0]
+    assert a["idle"]["host_after_read"]["pct"] > 80 and "host_outside_ops" not in a["idle"]
+    assert a["host_work"][0]["op"] == "aten::to" and a["host_work"][0]["where"] == "after_read"
+    f = next(f for f in findings if f.id == "trace.host_bound")
+    assert "DataLoader" not in f.decision and "aten::to" in f.cause
+    assert not any(f.id == "trace.input_starved" for f in findings)
+
+    rep, findings = report("run_profile_cpu_optimizer")
+    a = rep["ranks"][0]["anatomy"][0]
+    top = a["host_work"][0]
+    assert top["op"] == "Optimizer.step#AdamW.step" and top["where"] == "in_ops"
+    assert top["gpu_idle_us"] > 0.8 * a["idle"]["host_in_ops"]["us"]
+    f = next(f for f in findings if f.id == "trace.host_bound")
+    assert f.evidence["host_in_ops_pct"] >= 25 and "Optimizer.step#AdamW.step" in f.cause
+
+
+def test_a_loop_that_sleeps_before_its_copies_stays_input_starved():
+    # host time outside ops that follows no read back is input (or the loop's own waiting), not computation
+    rep, _ = report("trace_starved")
+    a = rep["ranks"][0]["anatomy"][0]
+    assert a["idle"]["host_outside_ops"]["pct"] > 25 and "host_after_read" not in a["idle"]

@@ -57,6 +57,12 @@ MEANINGS: dict[B, Meaning] = {
         "waits for the host to issue work again",
         "Keep values on the GPU: no .item()/.cpu()/.tolist()/print of CUDA tensors inside the loop; accumulate "
         "metrics on the GPU and read them every N steps"),
+    B.host_bound: Meaning(
+        2, "The GPU waits while the host computes",
+        "The loop computes on the host between GPU steps: framework ops on CPU tensors (an optimizer step on "
+        "CPU copies of the parameters), or numpy/Python work on a result copied back from the GPU every step",
+        "Keep the computation on the GPU (parameters, optimizer state and statistics as CUDA tensors); read "
+        "results back every N steps, not every step, and with pinned non_blocking copies"),
     B.underfilled: Meaning(
         2, "The GPU is busy by nvidia-smi, but most SMs are idle",
         "Kernels too small to fill the GPU: each covers a few SMs, so GPU-Util reads 100% while the chip mostly "

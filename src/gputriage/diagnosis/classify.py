@@ -24,6 +24,11 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
 - The GPU idles a quarter of the time or more (GPU-Util < 75%): the host does not keep it fed.
   Which host-side cause, from what the counters can tell apart:
   - input_starved, certain, when iowait >= 10%.
+  - host_bound, when the workload reads under 20 MB/s: it computes on the host while the GPU
+    waits. It reads >= 100 MiB/s back from the GPU (PCIe TX: activations or parameters copied to
+    the host each step), or runs on >= 2.5 cores per process holding a GPU context (framework ops
+    and numpy on CPU tensors use several threads; a launching or syncing thread is one).
+    Possible: sync_bound (a read is a sync), input_starved (in-memory producers).
   - launch_bound: one workload thread >= 85% busy and, while a kernel runs, it covers under half
     the SMs (SM activity < 0.5 x GPU-Util): kernels too short to cover their launch. The host is
     busy launching them; an input pipeline or a sync remain possible.
@@ -99,6 +104,14 @@ SMALL_KERNEL_POWER_PER_UTIL = Threshold(
 MEM_UTIL_BUSY = Threshold("mem_util_busy_pct", 80.0, "%",
                           "nvidia-smi memory util (time memory is busy, not bandwidth) that says memory sets the pace",
                           f"{H200_RECORDINGS}: unfused elementwise chains 100%, an AdamW-heavy loop 64%, GEMMs 2-43%")
+HOST_READS_BACK = Threshold("host_reads_back_mib_per_s", 100.0, "MiB/s",
+                            "device-to-host traffic (PCIe TX) that says the host copies results back to compute on "
+                            "them", f"{H200_RECORDINGS}: numpy statistics on an activation 220-260 MiB/s, a CPU "
+                            "optimizer 1,070 MiB/s; .item() syncs and launch-bound loops 5-18 MiB/s")
+HOST_PARALLEL_CPU = Threshold("host_compute_cpu_pct", 250.0, "% of a core per GPU process",
+                              "the workload's CPU per process holding a GPU context that says it computes on the "
+                              "host in several threads", f"{H200_RECORDINGS}: a CPU AdamW 700%; launch-bound and "
+                              "sync-bound loops 100%, a 2-rank DDP job 100% per rank")
 INPUT_READ = Threshold("input_read_mb_per_s", 20.0, "MB/s",
                        "the workload's reads (files, pipes, sockets) that say it loads input while the GPU waits",
                        f"{H200_RECORDINGS}: a file-fed loader 300+ MB/s, a sync-bound loop < 1 MB/s")
@@ -180,9 +193,15 @@ def _host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, li
         return B.input_starved, []
     hot = (m.top_thread_pct or 0.0) >= HOT_THREAD.value
     launch = [B.launch_bound] if hot and small is None else []
+    reads = m.read_mb_per_s
+    if reads is None or reads < INPUT_READ.value:
+        per_process = (m.workload_cpu_pct or 0.0) / max(1.0, m.job_gpu_processes or 1.0)
+        if (m.pcie_tx_mib_per_s or 0.0) >= HOST_READS_BACK.value:
+            return B.host_bound, [B.sync_bound, *launch]
+        if per_process >= HOST_PARALLEL_CPU.value:
+            return B.host_bound, [B.input_starved, *launch]
     if hot and small:
         return B.launch_bound, [B.input_starved, B.sync_bound]
-    reads = m.read_mb_per_s
     if reads is not None and reads >= INPUT_READ.value:
         return B.input_starved, [B.sync_bound, *launch]
     if reads is None and util < GPU_MOSTLY_IDLE_UTIL.value:  # no process data: the GPU mostly idle
@@ -202,6 +221,7 @@ LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
     B.input_starved: (HOST_BOUND_UTIL, IOWAIT, INPUT_READ, GPU_MOSTLY_IDLE_UTIL),
     B.launch_bound: (HOST_BOUND_UTIL, HOT_THREAD, SMALL_KERNEL_SM_PER_UTIL, SMALL_KERNEL_POWER_PER_UTIL),
     B.sync_bound: (HOST_BOUND_UTIL, INPUT_READ),
+    B.host_bound: (HOST_BOUND_UTIL, HOST_READS_BACK, HOST_PARALLEL_CPU, INPUT_READ),
     B.compute_bound: (SM_LOW, TENSOR_BUSY),
     B.memory_bound: (SM_LOW, DRAM_BUSY, MEM_UTIL_BUSY),
     B.tensor_cores_idle: (SM_BUSY, TENSOR_IDLE, DRAM_BUSY),
@@ -211,6 +231,7 @@ LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
 LABEL_NEEDS: dict[B, tuple[str, ...]] = {
     B.idle: ("gpu",), B.contended: ("gpu",), B.vram_pressure: ("gpu",), B.throttled: ("gpu",),
     B.h2d_copy_bound: ("gpu",), B.underfilled: ("gpu",), B.input_starved: ("gpu", "workload"),
-    B.launch_bound: ("gpu", "workload"), B.sync_bound: ("gpu", "workload"), B.compute_bound: ("gpu",),
+    B.launch_bound: ("gpu", "workload"), B.sync_bound: ("gpu", "workload"),
+    B.host_bound: ("gpu", "workload"), B.compute_bound: ("gpu",),
     B.memory_bound: ("gpu",), B.tensor_cores_idle: ("gpu", "gpm"), B.comm_bound: ("gpu", "trace"),
 }

@@ -117,6 +117,9 @@ def describe(b: B, m: dict[str, float]) -> str:
                         f"thread at {f('top_thread_pct')}",
         B.sync_bound: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')}, busiest host thread "
                       f"{f('top_thread_pct')}",
+        B.host_bound: f"GPU-Util {f('util_pct')} while the workload computes on the host at "
+                      f"{f('workload_cpu_pct', '% of a core')} and reads {f('pcie_tx_mib_per_s', ' MiB/s')} back "
+                      f"from the GPU (PCIe TX), {f('read_mb_per_s', ' MB/s')} from files",
         B.h2d_copy_bound: f"PCIe RX {f('pcie_rx_mib_per_s', ' MiB/s')} while SM activity is {f('sm_active_pct')}",
         B.throttled: f"slowdown reasons in {m.get('throttled_share') or 0:.0%} of samples, SM clock "
                      f"{f('sm_clock_mhz', ' MHz')}, {f('temperature_c', ' C')}",

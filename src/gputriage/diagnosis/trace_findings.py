@@ -40,8 +40,10 @@ def _spec(b: B, condition: str, *thresholds: Threshold, severity: Severity = Sev
 SPECS = {
     B.launch_bound: _spec(B.launch_bound, "GPU idle waiting for kernel launches >= 10% of the window", FINDING_MIN),
     B.sync_bound: _spec(B.sync_bound, "GPU idle after host synchronizations >= 10% of the window", FINDING_MIN),
-    B.input_starved: _spec(B.input_starved, "GPU idle while the host works (in or outside framework ops) >= 10%",
-                           FINDING_MIN),
+    B.input_starved: _spec(B.input_starved, "GPU idle while the host works outside framework ops (not after reading "
+                           "a result back) >= 10% of the window", FINDING_MIN),
+    B.host_bound: _spec(B.host_bound, "GPU idle while the host computes in framework ops, or after reading a result "
+                        "back from the GPU, >= 10% of the window", FINDING_MIN),
     B.h2d_copy_bound: _spec(B.h2d_copy_bound, "pageable copies >= 2% of the window (warn), or all host-device "
                             "copies >= 10% (info)", PAGEABLE_MIN, FINDING_MIN),
     B.tensor_cores_idle: _spec(B.tensor_cores_idle, "GEMMs on CUDA cores >= 10% of the window", FINDING_MIN),
@@ -99,12 +101,17 @@ def findings(r: RankAnalysis, verdict: TraceVerdict, spec: GpuSpec | None = None
             "work again. Most from: " + ", ".join(f"{t.op} ({t.calls}x)" for t in top),
             {"sync_idle_pct": pct(sync), "sync_calls": calls,
              "by_op": [{"op": t.op, "calls": t.calls, "gpu_idle_after_us": t.gpu_idle_after_us} for t in top]})
-    outside, inside = a.idle_of("host_outside_ops"), a.idle_of("host_in_ops")
-    if pct(outside + inside) >= FINDING_MIN.value:
-        add(B.input_starved, Severity.warn, f"GPU idle {pct(outside + inside)}% of the window while the host works",
-            f"{pct(outside)}% outside framework ops (Python, data loading, preprocessing, sleeping), {pct(inside)}% "
-            "inside framework ops that launch no GPU work",
-            {"host_outside_ops_pct": pct(outside), "host_in_ops_pct": pct(inside)})
+    outside, inside, after_read = a.idle_of("host_outside_ops"), a.idle_of("host_in_ops"), a.idle_of("host_after_read")
+    if pct(inside + after_read) >= FINDING_MIN.value:
+        add(B.host_bound, Severity.warn, f"GPU idle {pct(inside + after_read)}% of the window while the host computes",
+            _host_work_cause(a, pct(inside), pct(after_read)),
+            {"host_in_ops_pct": pct(inside), "host_after_read_pct": pct(after_read),
+             "by_op": [{"op": h.op, "where": h.where, "gaps": h.gaps, "gpu_idle_us": h.gpu_idle_us}
+                       for h in a.host_work[:3]]})
+    if pct(outside) >= FINDING_MIN.value:
+        add(B.input_starved, Severity.warn, f"GPU idle {pct(outside)}% of the window while the host works outside "
+            "framework ops", "Python, data loading, preprocessing or sleeping between the GPU's work",
+            {"host_outside_ops_pct": pct(outside)})
     pageable = a.busy_of(kk.H2D_PAGEABLE) + a.busy_of(kk.D2H_PAGEABLE)
     copies = pageable + a.busy_of(kk.H2D_PINNED) + a.busy_of(kk.D2H_PINNED)
     if pct(pageable) >= PAGEABLE_MIN.value or pct(copies) >= FINDING_MIN.value:
@@ -154,6 +161,19 @@ def findings(r: RankAnalysis, verdict: TraceVerdict, spec: GpuSpec | None = None
             {"exposed_comm_pct": pct(comm), "comm_overlapped_pct": overlapped})
     lead = f"trace.{verdict.bottleneck.value}" if verdict.bottleneck else ""
     return sorted(out, key=lambda f: (f.id != lead, -f.severity.rank))
+
+
+def _host_work_cause(a: Anatomy, in_ops_pct: float, after_read_pct: float) -> str:
+    """Where the host computed: the ops on CPU tensors, and the reads the host computed on."""
+    parts = []
+    if in_ops_pct:
+        ops = ", ".join(f"{h.op} ({h.gpu_idle_us / 1000:.1f} ms)" for h in a.host_work if h.where == "in_ops")
+        parts.append(f"{in_ops_pct}% inside framework ops that launch no GPU work (CPU tensors): {ops}")
+    if after_read_pct:
+        ops = ", ".join(f"{h.op} ×{h.gaps}" for h in a.host_work if h.where == "after_read")
+        parts.append(f"{after_read_pct}% after reading a result back to the host, outside framework ops "
+                     f"(numpy, Python), read by {ops}")
+    return "; ".join(parts)
 
 
 def _launch_decision(a: Anatomy) -> str:

@@ -2,7 +2,8 @@
 
 A GPU that idles is not the limit, so idle time is judged first: when the GPU idles at least 25% of
 the window, the verdict is the largest idle cause (launch → launch_bound, sync → sync_bound, host
-work → input_starved, allocator → vram_pressure). Otherwise it is the largest busy kind:
+computation in framework ops or after reading a result back → host_bound, other host work →
+input_starved, allocator → vram_pressure). Otherwise it is the largest busy kind:
 tensor-core GEMMs and attention → compute_bound, GEMMs on CUDA cores → tensor_cores_idle,
 elementwise/reduction/GEMV → memory_bound (as are matrix kernels whose arithmetic intensity lies
 under the GPU's ridge point: a batch-1 decode's GEMMs, whatever their name), host↔device copies →
@@ -32,7 +33,7 @@ MIN_KERNELS = Threshold("min_kernels", 10, "kernels", "kernels a window needs (u
 MIN_BUSY = Threshold("min_busy_us", 50_000.0, "µs", "busy time that makes a window of few kernels worth judging", J)
 
 IDLE_TO = {"launch": B.launch_bound, "sync": B.sync_bound, "host_outside_ops": B.input_starved,
-           "host_in_ops": B.input_starved, "allocator": B.vram_pressure}
+           "host_in_ops": B.host_bound, "host_after_read": B.host_bound, "allocator": B.vram_pressure}
 BUSY_TO = {kk.GEMM_TC: B.compute_bound, kk.ATTENTION: B.compute_bound, kk.GEMM_OTHER: B.tensor_cores_idle,
            kk.GEMV: B.memory_bound, kk.ELEMENTWISE: B.memory_bound, kk.COMM: B.comm_bound,
            kk.H2D_PAGEABLE: B.h2d_copy_bound, kk.H2D_PINNED: B.h2d_copy_bound, kk.D2H_PAGEABLE: B.h2d_copy_bound,

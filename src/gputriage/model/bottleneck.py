@@ -9,6 +9,7 @@ class Bottleneck(str, enum.Enum):
     input_starved = "input_starved"
     launch_bound = "launch_bound"
     sync_bound = "sync_bound"
+    host_bound = "host_bound"
     h2d_copy_bound = "h2d_copy_bound"
     memory_bound = "memory_bound"
     compute_bound = "compute_bound"
@@ -22,4 +23,5 @@ class Bottleneck(str, enum.Enum):
 
 
 # the host did not keep the GPU fed
-HOST_BOUND = frozenset({Bottleneck.input_starved, Bottleneck.launch_bound, Bottleneck.sync_bound})
+HOST_BOUND = frozenset({Bottleneck.input_starved, Bottleneck.launch_bound, Bottleneck.sync_bound,
+                        Bottleneck.host_bound})

@@ -32,6 +32,16 @@ class Syncs(msgspec.Struct):
     by_op: list[SyncOp] = []
 
 
+class HostWork(msgspec.Struct):
+    """Where the host computed while the GPU waited: inside framework ops on CPU tensors, or after reading a
+    result back from the GPU."""
+
+    op: str  # the framework op (or optimizer step) that computed, or the one that read the result back
+    where: str  # "in_ops" or "after_read"
+    gaps: int
+    gpu_idle_us: float
+
+
 class StepRow(msgspec.Struct):
     step: str
     dur_us: float
@@ -50,6 +60,7 @@ class Anatomy(msgspec.Struct, kw_only=True):
     busy: dict[str, TimeShare] = {}
     idle: dict[str, TimeShare] = {}
     syncs: Syncs = msgspec.field(default_factory=Syncs)
+    host_work: list[HostWork] = []  # the host's computation the GPU waited on, longest first
     gaps: int = 0
     kernels: int = 0
     median_kernel_us: float = 0.0

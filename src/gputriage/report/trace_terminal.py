@@ -78,6 +78,11 @@ def _anatomy(a: Anatomy, console: Console) -> None:
                            f"{s.host_blocked_us / 1000:.1f} ms; by op: " +
                            ", ".join(f"{x.op} ×{x.calls} (GPU idle after: {x.gpu_idle_after_us / 1000:.2f} ms)"
                                      for x in s.by_op[:4]), style="dim"))
+    if a.host_work:
+        console.print(Text("host computed while the GPU waited: " + ", ".join(
+            f"{'after a read by ' if h.where == 'after_read' else ''}{h.op} {h.gpu_idle_us / 1000:.1f} ms "
+            f"({h.gaps} gaps)"
+            for h in a.host_work[:4]), style="dim"))
 
 
 def _rate(k: KernelRow) -> str:

@@ -16,8 +16,13 @@ host was doing:
   kernels as fast as the GPU runs them.
 - host_in_ops: a longer gap the launching thread spent inside framework ops that launched nothing:
   CPU-side tensor work (preprocessing with torch on the CPU), lazy initialization.
+- host_after_read: a longer gap that began as a copy to the host ended, the launching thread
+  spending it outside framework ops: the host computes on a result it read back (numpy statistics
+  on an activation, Python on a tensor's values). Attributed to the op that read it.
 - host_outside_ops: the launching thread spent the gap outside any framework op — Python, data
   loading, preprocessing, sleeping.
+host_in_ops gaps are attributed to the optimizer step they fall in (an optimizer on CPU tensors), else
+to the outermost framework op covering the gap's middle.
 - allocator: the host had been in cudaMalloc/cudaFree (which synchronize the device) as the gap
   began — the caching allocator is releasing and re-acquiring memory, typical near full VRAM.
 - unattributed: no launch record links the next activity to a host thread.
@@ -37,7 +42,7 @@ import bisect
 from dataclasses import dataclass, field
 
 from gputriage.model.numbers import median
-from gputriage.model.trace import Anatomy, StepRow, SyncOp, Syncs, TimeShare
+from gputriage.model.trace import Anatomy, HostWork, StepRow, SyncOp, Syncs, TimeShare
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.load import KERNEL, MEMCPY, Columns
 
@@ -51,7 +56,8 @@ LAUNCH_COVERAGE = 0.5  # share of a gap the launching thread must spend in frame
 LAUNCH_GAP_MAX_US = 500.0  # longer gaps inside framework ops are host-side work, not launch overhead
 SYNC_TOLERANCE_US = 5.0
 ALLOC_CALLS = {"cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync", "cuMemAlloc_v2", "cuMemFree_v2"}
-IDLE_KINDS = ("launch", "sync", "allocator", "host_in_ops", "host_outside_ops", "unattributed")
+IDLE_KINDS = ("launch", "sync", "allocator", "host_in_ops", "host_after_read", "host_outside_ops", "unattributed")
+READ_BACK = frozenset({kk.D2H_PAGEABLE, kk.D2H_PINNED})
 
 
 @dataclass
@@ -127,8 +133,11 @@ def gpu_kinds(cols: Columns) -> list[str]:
 
 def _anatomy(device: int, window_us: float, busy_us: dict[str, float], idle_us: dict[str, float], syncs: Syncs,
              gaps: list[float], durations: list[float], steps: list[StepRow], underfilled_us: float,
-             warmup_skipped_us: float, queued_skipped_us: float, startup_skipped_us: float) -> Anatomy:
+             warmup_skipped_us: float, queued_skipped_us: float, startup_skipped_us: float,
+             host_work: dict[tuple[str, str], list[float]]) -> Anatomy:
     w = window_us or 1.0
+    work = sorted((HostWork(op=op, where=where, gaps=int(v[0]), gpu_idle_us=round(v[1], 1))
+                   for (op, where), v in host_work.items()), key=lambda h: -h.gpu_idle_us)
     busy_total, idle_total = sum(busy_us.values()), sum(idle_us.values())
     return Anatomy(
         device=device, window_us=round(window_us, 1), busy_us=round(busy_total, 1), idle_us=round(idle_total, 1),
@@ -136,7 +145,7 @@ def _anatomy(device: int, window_us: float, busy_us: dict[str, float], idle_us: 
         busy={k: TimeShare(round(v, 1), round(100 * v / w, 1)) for k, v in busy_us.items() if v > 0},
         idle={k: TimeShare(round(v, 1), round(100 * v / w, 1)) for k, v in idle_us.items() if v > 0},
         syncs=syncs, gaps=len(gaps), kernels=len(durations), median_kernel_us=round(_median(durations), 2),
-        median_gap_us=round(_median(gaps), 2), warmup_skipped_us=round(warmup_skipped_us, 1),
+        median_gap_us=round(_median(gaps), 2), host_work=work[:10], warmup_skipped_us=round(warmup_skipped_us, 1),
         queued_skipped_us=round(queued_skipped_us, 1), startup_skipped_us=round(startup_skipped_us, 1),
         underfilled_us=round(underfilled_us, 1),
         underfilled_busy_pct=round(100 * underfilled_us / busy_total, 1) if busy_total else 0.0, steps=steps)
@@ -221,7 +230,9 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         busy = dict.fromkeys(kk.BUSY_KINDS, 0.0)
         idle = dict.fromkeys(IDLE_KINDS, 0.0)
         sync_by_op: dict[str, dict[str, float]] = {}
+        host_work: dict[tuple[str, str], list[float]] = {}
         gaps: list[float] = []
+        prev = -1
         underfilled = 0.0
         cursor = lo
         durations = []
@@ -231,12 +242,19 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
             if s_clip > cursor:
                 gap = s_clip - cursor
                 gaps.append(gap)
-                cause, op = _gap_cause(cols, ops, corr_to_rt, sync_idx, sync_ends, cursor, s_clip, i)
+                cause, op = _gap_cause(cols, ops, corr_to_rt, sync_idx, sync_ends, cursor, s_clip, i,
+                                       kinds[prev] in READ_BACK if prev >= 0 else False)
+                if cause == "host_after_read":
+                    op = _launching_op(cols, ops, corr_to_rt, prev)
                 idle[cause] += gap
                 if cause == "sync" and op is not None:
                     entry = sync_by_op.setdefault(op, {"gpu_idle_after_us": 0.0, "gaps": 0})
                     entry["gpu_idle_after_us"] += gap
                     entry["gaps"] += 1
+                elif cause in ("host_in_ops", "host_after_read"):
+                    tally = host_work.setdefault((op or "?", cause[5:]), [0, 0.0])
+                    tally[0] += 1
+                    tally[1] += gap
             if e > cursor:
                 add = e - max(s_clip, cursor)
                 busy[kinds[i]] += add
@@ -245,6 +263,7 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
                 cursor = e
             if cols.g_kind[i] == KERNEL:
                 durations.append(cols.g_dur[i])
+            prev = i
         if busy[kk.COMM]:  # communication counts only where no computation overlaps it
             busy, underfilled = _exposed_communication(cols, kinds, idx, lo, sum(busy.values()))
         if hi > cursor:  # trailing idle: the host did not issue more work
@@ -252,7 +271,7 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         syncs = _sync_summary(cols, ops, sync_idx, lo, hi, sync_by_op)
         steps = _steps(cols, idx, kinds, until=hi if cols.truncated else None) if cols.steps else []
         out.append(_anatomy(dev, hi - lo, busy, idle, syncs, gaps, durations, steps, underfilled, skipped, queued,
-                            startup))
+                            startup, host_work))
     return out
 
 
@@ -282,7 +301,7 @@ def profiler_warmup_end(cols: Columns, host_start: float) -> float | None:
     """Where a training loop's first profiled step ends, when that step ran far slower than the rest
     (CUDA lazy loading and CUPTI instrumenting each kernel's first launch: profiler warm-up, not the
     workload). Steps are delimited by optimizer steps; None when fewer than 3 or no outlier."""
-    ends = sorted(ts + dur for ts, dur in cols.optimizer_steps)
+    ends = sorted(ts + dur for ts, dur, _ in cols.optimizer_steps)
     if len(ends) < 3:
         return None
     first = ends[0] - host_start
@@ -291,7 +310,10 @@ def profiler_warmup_end(cols: Columns, host_start: float) -> float | None:
 
 
 def _gap_cause(cols: Columns, ops: dict[int, ThreadOps], corr_to_rt: dict[int, int], sync_idx: list[int],
-               sync_ends: list[float], a: float, b: float, next_gpu: int) -> tuple[str, str | None]:
+               sync_ends: list[float], a: float, b: float, next_gpu: int,
+               after_read: bool = False) -> tuple[str, str | None]:
+    """The idle gap [a, b]'s cause (module doc), and the op it is attributed to. `after_read`: the GPU's last
+    activity before the gap was a copy to the host."""
     # a sync that returned as the gap began (the queue had drained while the host waited)
     j = bisect.bisect_left(sync_ends, a - SYNC_TOLERANCE_US)
     while j < len(sync_ends) and sync_ends[j] <= b:
@@ -314,8 +336,31 @@ def _gap_cause(cols: Columns, ops: dict[int, ThreadOps], corr_to_rt: dict[int, i
     late = min(launch_start, b) - a
     covered = t.coverage(a, a + late) if t else 0.0
     if late > 0 and covered / late >= LAUNCH_COVERAGE:
-        return ("launch", None) if b - a < LAUNCH_GAP_MAX_US else ("host_in_ops", None)
+        if b - a < LAUNCH_GAP_MAX_US:
+            return "launch", None
+        return "host_in_ops", _computing_op(cols, t, (a + min(launch_start, b)) / 2)
+    if after_read and b - a >= LAUNCH_GAP_MAX_US:
+        return "host_after_read", None
     return "host_outside_ops", None
+
+
+def _computing_op(cols: Columns, t: ThreadOps | None, mid: float) -> str | None:
+    """The optimizer step a host computation falls in, else the outermost framework op covering it."""
+    for ts, dur, name in cols.optimizer_steps:
+        if ts <= mid <= ts + dur:
+            return name
+    op = t.outermost(mid) if t else None
+    return cols.names[op] if op is not None else None
+
+
+def _launching_op(cols: Columns, ops: dict[int, ThreadOps], corr_to_rt: dict[int, int], gpu: int) -> str | None:
+    """The outermost framework op that launched a GPU activity (the one that read a result back)."""
+    rt = corr_to_rt.get(cols.g_corr[gpu])
+    if rt is None:
+        return None
+    t = ops.get(cols.r_tid[rt])
+    op = t.outermost(cols.r_ts[rt]) if t else None
+    return cols.names[op] if op is not None else cols.names[cols.r_name[rt]]
 
 
 def _sync_summary(cols: Columns, ops: dict[int, ThreadOps], sync_idx: list[int], lo: float, hi: float,

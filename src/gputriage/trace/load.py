@@ -117,7 +117,7 @@ class Columns:
     # ProfilerStep#N spans on the host
     steps: list[tuple[str, float, float]] = field(default_factory=list)
     # Optimizer.step#... spans on the host (step boundaries when there are no ProfilerStep markers)
-    optimizer_steps: list[tuple[float, float]] = field(default_factory=list)
+    optimizer_steps: list[tuple[float, float, str]] = field(default_factory=list)  # start, duration, name
     header: Header = field(default_factory=Header)
     events: int = 0
     skipped_kinds: dict[str, int] = field(default_factory=dict)
@@ -223,7 +223,7 @@ def _add(cols: Columns, events: list[Event]) -> None:
         elif cat == "user_annotation" and e.name.startswith("ProfilerStep#"):
             cols.steps.append((e.name, e.ts, e.dur))
         elif cat == "user_annotation" and e.name.startswith("Optimizer.step#"):
-            cols.optimizer_steps.append((e.ts, e.dur))
+            cols.optimizer_steps.append((e.ts, e.dur, e.name))
         else:
             key = cat or e.ph
             skipped[key] = skipped.get(key, 0) + 1
