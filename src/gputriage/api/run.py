@@ -4,21 +4,32 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
+import time
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from gputriage.api._common import GputriageError, WorkloadError, open_budget, open_store
 from gputriage.api.trace import analyze_trace
-from gputriage.model.run import ProfileReport, RunReport
+from gputriage.model.run import GpuStatic, ProfileReport, RunReport
+
+if TYPE_CHECKING:
+    from gputriage.sampling.session import Session
+
+
+PROFILE_MODES = ("on", "auto", "off")
 
 
 def run(command: Sequence[str], *, store: str | Path | bool | None = None, budget: str | Path | None = None,
-        period_s: float | None = None, use_gpm: bool = True, profile: bool = False, profile_steps: int = 10,
-        profile_skip_s: float = 2.0, keep_trace: str | Path | None = None, die_with_parent: bool = True,
-        env: dict[str, str] | None = None, stdout_to_stderr: bool = False) -> RunReport:
+        period_s: float | None = None, use_gpm: bool = True, profile: bool | str | None = None,
+        profile_steps: int = 10, profile_skip_s: float = 2.0, keep_trace: str | Path | None = None,
+        die_with_parent: bool = True, env: dict[str, str] | None = None,
+        stdout_to_stderr: bool = False) -> RunReport:
     """Run a command (no shell, stdio passed through), sample the GPUs, the host and its process tree,
-    and judge it. `profile`: a Python command profiles itself with torch.profiler and the trace's verdict
-    is merged. The report's `exit_code` is the command's (128 + N when signal N ended it)."""
+    and judge it. `profile`: a Python command profiles itself with torch.profiler, when the sampler sees
+    the steady state ("on", True) or only where the sampler cannot decide ("auto"), and the trace's verdict
+    is merged; None (the default): "auto" on a GPU without GPM, else "off". The report's `exit_code` is the
+    command's (128 + N when signal N ended it)."""
     from gputriage.backends.host import Host
     from gputriage.backends.nvml import PynvmlBackend
     from gputriage.backends.workload import Workload
@@ -30,27 +41,39 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
 
     limits = open_budget(budget)
     argv, environ = list(command), dict(os.environ if env is None else env)
-    folder = None
-    if profile:
-        try:
-            argv, environ, folder = inject.prepare(argv, environ, steps=profile_steps, skip_s=profile_skip_s)
-        except ValueError as exc:
-            raise GputriageError(str(exc)) from None
+    mode = {True: "on", False: "off"}.get(profile, profile) if isinstance(profile, bool) else profile
+    if mode is not None and mode not in PROFILE_MODES:
+        raise GputriageError(f"--profile: {mode!r} is not one of {', '.join(PROFILE_MODES)}")
+    if mode == "on" and not inject.is_python(argv):  # said before anything starts
+        raise GputriageError(f"--profile needs a Python command (python script.py ..., torchrun ...), not {argv[0]!r}")
     db = open_store(store)
     session = Session(PynvmlBackend(record=False, bounded=False), Host(), db, "run", list(command), period_s=period_s,
                       use_gpm=use_gpm)
+    if mode is None:  # most GPUs have no GPM: where the counters cannot decide, the profiler does
+        no_gpm = any(not g.gpm for g in session.meta.gpus.values())
+        mode = "auto" if no_gpm and inject.is_python(argv) else "off"
+    folder = None
+    if mode != "off" and inject.is_python(argv):
+        argv, environ, folder = inject.prepare(argv, environ, steps=profile_steps, skip_s=profile_skip_s, gated=True)
     try:
         session.open()
     except StoreError as exc:
         session.nvml.shutdown()
+        if folder is not None:
+            inject.clean(folder)
         raise GputriageError(f"{exc}; use --no-store (store=False) to run without keeping the run") from None
     workload = Workload.start(argv, environ, die_with_parent=die_with_parent, stdout_to_stderr=stdout_to_stderr)
     if isinstance(workload, Unavailable):
         session.finish()
+        if folder is not None:
+            inject.clean(folder)
         raise WorkloadError(workload.detail, {"not_found": 127, "no_permission": 126}.get(workload.reason, 126))
     session.start(workload.pid)
+    gate = _GateKeeper(session, folder, mode) if folder is not None else None
     code = workload.wait()
-    profiled = _profile(folder, keep_trace) if folder is not None else None
+    if gate is not None:
+        gate.stop()
+    profiled = _profile(folder, keep_trace, mode, gate.gate.reasons if gate else []) if folder is not None else None
     report = judge(session.finish(), code, profile=profiled, budget=limits)
     session.save(report)
     if session.store_error and session.store_error not in report.notes:
@@ -60,13 +83,59 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
     return report
 
 
-def _profile(folder: Path, keep: str | Path | None) -> ProfileReport:
+class _GateKeeper:
+    """Feeds the sampler's closed windows to the profile gate while the workload runs, and opens the
+    injected profiler's gate when the gate says so (`diagnosis.profile_gate`)."""
+
+    POLL_S = 0.25
+
+    def __init__(self, session: Session, folder: Path, mode: str) -> None:
+        from gputriage.diagnosis.profile_gate import ProfileGate
+
+        self.session, self.folder = session, folder
+        self.gate = ProfileGate(mode, {i: session.meta.gpus.get(str(i), GpuStatic()) for i in session.gpus})
+        self.seen = dict.fromkeys(session.gpus, 0)
+        self.judged = 0  # profiled windows compared with the run
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="gputriage-profile-gate", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        from gputriage.trace import inject
+
+        while not self.done.wait(self.POLL_S):
+            for i in self.session.gpus:
+                series = self.session.windows.series[i]
+                while self.seen[i] < len(series):
+                    try:
+                        w = series[self.seen[i]]
+                    except IndexError:  # the window is being appended: next time
+                        break
+                    self.gate.add(i, w)
+                    self.seen[i] += 1
+            if self.gate.first(time.time()) is not None:
+                inject.open_gate(self.folder, self.gate.asked)
+            windows = inject.profiled_windows(self.folder)
+            for profiled in windows[self.judged:]:
+                self.judged += 1
+                if self.gate.again(profiled) is not None:
+                    inject.open_gate(self.folder, self.gate.asked)
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join(timeout=5)
+
+
+def _profile(folder: Path, keep: str | Path | None, mode: str = "on", asked: list[str] | None = None) -> ProfileReport:
     from gputriage.trace import inject
 
     try:
         written = inject.read_back(folder, Path(keep) if keep is not None else None)
+        if mode == "auto" and not asked:  # the sampler decided: nothing to profile, nothing went wrong
+            return ProfileReport(mode=mode)
         out = ProfileReport(log=written.log, error=written.error, window_s=written.window_s, held_s=written.held_s,
-                            kept_trace=", ".join(str(k) for k in written.kept) or None)
+                            kept_trace=", ".join(str(k) for k in written.kept) or None, mode=mode,
+                            asked=list(asked or []))
         if written.traces:
             try:
                 out.trace = analyze_trace(written.traces)

@@ -31,8 +31,13 @@ def run(
                                 help="If the command succeeded: " + FAIL_ON_HELP),
     period: Optional[float] = typer.Option(None, "--period", metavar="SECONDS", min=0.02, max=10.0, help=PERIOD_HELP),
     no_gpm: bool = typer.Option(False, "--no-gpm", help="Do not read NVML GPM metrics (as on GPUs before Hopper)."),
-    profile: bool = typer.Option(False, "--profile", help="Profile a Python workload with torch.profiler and "
-                                                          "merge the trace's verdict (Python commands only)."),
+    profile: bool = typer.Option(False, "--profile", help="Profile a Python workload with torch.profiler once "
+                                                          "the sampler sees its steady state, and merge the "
+                                                          "trace's verdict (Python commands only). `--profile "
+                                                          "auto`: only where the sampler cannot decide (the "
+                                                          "default on GPUs without GPM)."),
+    no_profile: bool = typer.Option(False, "--no-profile", help="Never profile (not even `auto` on a GPU without "
+                                                                "GPM)."),
     profile_steps: int = typer.Option(10, "--profile-steps", metavar="N", min=1, help="Optimizer steps to profile at "
                                                                                       "least."),
     profile_skip_s: float = typer.Option(2.0, "--profile-skip", metavar="SECONDS", min=0.0, help="Seconds after CUDA "
@@ -49,9 +54,16 @@ def run(
     from gputriage import api
 
     threshold = parse_fail_on(fail_on)
+    mode: Optional[str] = "on" if profile else "off" if no_profile else None
+    if profile and len(command) > 1 and command[0] in api.PROFILE_MODES:  # `--profile auto CMD ...`
+        mode, command = command[0], command[1:]
+        if command[0] == "--" and len(command) > 1:  # `--profile auto -- CMD`: the separator came after
+            command = command[1:]
+    if profile and no_profile:
+        fail("--profile and --no-profile contradict each other", exits.USAGE)
     try:
         report = api.run(command, store=False if no_store else store_path, budget=budget, period_s=period,
-                         use_gpm=not no_gpm, profile=profile, profile_steps=profile_steps,
+                         use_gpm=not no_gpm, profile=mode, profile_steps=profile_steps,
                          profile_skip_s=profile_skip_s, keep_trace=keep_trace, die_with_parent=not keep_workload,
                          stdout_to_stderr=as_json)
     except api.WorkloadError as exc:

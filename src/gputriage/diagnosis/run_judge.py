@@ -4,6 +4,7 @@ findings, budget violations."""
 
 from __future__ import annotations
 
+from gputriage.diagnosis.blind_spots import blind_spots
 from gputriage.diagnosis.budget import Budget, check_windows
 from gputriage.diagnosis.classify import computes
 from gputriage.diagnosis.merge import merge
@@ -132,7 +133,12 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
     if not rec.gpus:
         sampled = "the host and the workload were" if rec.kind == "run" else "the host was"
         notes.append(f"no GPU was sampled ({rec.meta.system.get('nvml', 'NVML sees no GPU')}); {sampled}")
+    used = list(verdicts)
+    processes_seen = any(x is not None for x in rec.windows.host.column("workload_cpu_pct"))
+    blind = blind_spots({i: static.get(i, GpuStatic()) for i in used}, processes_seen,
+                        traced=trace is not None and trace.verdict is not None,
+                        multi_gpu=len(used) > 1 or len({p.gpu for p in processes if p.job}) > 1) if rec.gpus else []
     return RunReport(id=rec.run_id, kind=rec.kind, command=rec.command, started_s=rec.started_s, ended_s=rec.ended_s,
                      exit_code=exit_code, complete=complete, samples=rec.windows.count, meta=rec.meta, verdict=verdict,
                      findings=triage_order(findings), host=host_summary(rec.windows.host), profile=profile,
-                     notes=notes, processes=processes)
+                     notes=notes, processes=processes, blind_spots=blind)

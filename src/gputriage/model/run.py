@@ -105,6 +105,8 @@ class ProfileReport(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     trace: Optional[TraceReport] = None
     error: Optional[str] = None
+    mode: str = "on"  # "on": at the steady state; "auto": only where the sampler cannot decide
+    asked: list[str] = []  # why gputriage asked the profiler for each window (none: not profiled)
     log: list[str] = []
     window_s: Optional[list[float]] = None  # unix seconds: the profiled window
     held_s: Optional[list[float]] = None  # unix seconds: from the start request to the end of the export
@@ -122,6 +124,15 @@ class HostSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
     swap_in_max_pages_per_s: Optional[float] = None
     workload_rss_max_bytes: Optional[float] = None
     mem_available_min_bytes: Optional[float] = None
+
+
+class BlindSpot(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A verdict the run could not reach (or only approximately), why, and what would see it."""
+
+    bottleneck: Bottleneck
+    why: str
+    how: str = ""
+    gpus: list[int] = []  # the GPUs it concerns (none: all)
 
 
 class ProcessSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -154,3 +165,4 @@ class RunReport(msgspec.Struct, kw_only=True):
     profile: Optional[ProfileReport] = None
     notes: list[str] = []  # what the report must say about itself (a store that failed, no GPU sampled)
     processes: list[ProcessSummary] = []  # every process seen on a sampled GPU
+    blind_spots: list[BlindSpot] = []  # verdicts this run could not see: its GPUs' counters, no trace

@@ -61,7 +61,7 @@ def _gpu(r: RunReport, key: str, v: GpuVerdict, console: Console) -> None:
     console.print(Text("  " + v.summary))
     if v.undecided_between:
         console.print(Text(f"  the sampler cannot tell {' / '.join(b.value for b in v.undecided_between)} apart: "
-                           "`gputriage run --profile -- ...` separates them", style="yellow"))
+                           "`gputriage run --profile auto -- ...` separates them", style="yellow"))
     console.print(Text("  do: " + v.decision, style="green"))
     width = max(20, min(60, console.width - 14))
     for values, label in ((v.series.util_pct, "GPU-Util"), (v.series.sm_active_pct, "SM act. ")):
@@ -114,6 +114,20 @@ def _processes(r: RunReport, console: Console) -> None:
         console.print(Text(f"GPU {gpu} processes: " + "; ".join(parts), style="dim"))
 
 
+def _blind_spots(r: RunReport, console: Console) -> None:
+    """The verdicts this run could not see, grouped by why."""
+    by_why: dict[str, list[str]] = {}
+    how = ""
+    for b in r.blind_spots:
+        on = f" (GPU {', '.join(map(str, b.gpus))})" if b.gpus else ""
+        by_why.setdefault(b.why + on, []).append(b.bottleneck.value)
+        how = how or b.how
+    for why, names in by_why.items():
+        console.print(Text(f"cannot see {', '.join(names)}: {why}", style="dim"))
+    if how:
+        console.print(Text(f"  {how}", style="dim"))
+
+
 def render(r: RunReport, console: Console) -> None:
     console.print(_header(r))
     for note in r.notes:
@@ -122,6 +136,7 @@ def render(r: RunReport, console: Console) -> None:
         _gpu(r, key, v, console)
     _host(r, console)
     _processes(r, console)
+    _blind_spots(r, console)
     profile = r.profile
     if profile is not None:
         render_verdict(profile.trace, profile.error, console)

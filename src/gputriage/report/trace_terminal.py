@@ -36,6 +36,10 @@ def render_profile_window(profile: ProfileReport, effect: Optional[ProfilerEffec
                           console: Console) -> None:
     """When the profiler ran in a `run --profile`, what it cost the workload, and GPU-Util inside it."""
     window, held = profile.window_s, profile.held_s
+    if profile.mode == "auto" and not profile.asked:
+        console.print(Text("not profiled (--profile auto): the sampler decided on its own", style="dim"))
+    for why in profile.asked:
+        console.print(Text(f"profiled: {why}", style="dim"))
     if not window:
         return
     line = Text(f"profiled {window[1] - window[0]:.2f} s", style="dim")

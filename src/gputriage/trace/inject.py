@@ -35,11 +35,18 @@ except ImportError:
 '''
 
 
-def prepare(argv: list[str], env: dict[str, str], steps: int, skip_s: float) -> tuple[list[str], dict[str, str], Path]:
-    """Arrange for a Python command to profile itself; the trace lands in the returned folder."""
-    exe = Path(argv[0]).name
-    if not (exe.startswith("python") or argv[0] == sys.executable or argv[0].endswith(".py")
-            or exe in profiler_hook.LAUNCHERS):
+def is_python(argv: list[str]) -> bool:
+    """A command the hook can profile: a Python interpreter, a script, or a distributed launcher."""
+    exe = Path(argv[0]).name if argv else ""
+    return bool(argv) and (exe.startswith("python") or argv[0] == sys.executable or argv[0].endswith(".py")
+                           or exe in profiler_hook.LAUNCHERS)
+
+
+def prepare(argv: list[str], env: dict[str, str], steps: int, skip_s: float,
+            gated: bool = False) -> tuple[list[str], dict[str, str], Path]:
+    """Arrange for a Python command to profile itself; the trace lands in the returned folder. `gated`: a
+    window starts only when `open_gate` asks for it."""
+    if not is_python(argv):
         raise ValueError(f"--profile needs a Python command (python script.py ..., torchrun ...), not {argv[0]!r}")
     if argv[0].endswith(".py"):
         argv = [sys.executable] + argv
@@ -52,7 +59,16 @@ def prepare(argv: list[str], env: dict[str, str], steps: int, skip_s: float) -> 
     env["GPUTRIAGE_TRACE_OUT"] = str(folder / "trace.json")
     env["GPUTRIAGE_PROFILE_STEPS"] = str(steps)
     env["GPUTRIAGE_PROFILE_SKIP_S"] = str(skip_s)
+    if gated:
+        env["GPUTRIAGE_PROFILE_GATE"] = str(folder / "gate")
     return argv, env, folder
+
+
+def open_gate(folder: Path, windows: int) -> None:
+    """Ask a gated hook for this many profiled windows in all (every rank reads the same gate)."""
+    tmp = folder / "gate.tmp"
+    tmp.write_text(str(windows))
+    os.replace(tmp, folder / "gate")
 
 
 @dataclass
@@ -108,6 +124,25 @@ def read_back(folder: Path, keep: Path | None = None) -> Written:
             out.kept.append(dest)
     if len(times) == 4:
         out.window_s, out.held_s = times[1:3], [times[0], times[3]]
+    return out
+
+
+def profiled_windows(folder: Path) -> list[tuple[float, float]]:
+    """The windows profiled so far (unix s, from the first trace's log): start and stop of each."""
+    logs = sorted(folder.glob("trace.rank*.json.log"), key=lambda p: _rank_of(p.with_suffix(""))) or \
+        [folder / "trace.json.log"]
+    try:
+        lines = logs[0].read_text().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 5 and parts[0] == "window":
+            try:
+                out.append((float(parts[2]), float(parts[3])))
+            except ValueError:
+                continue
     return out
 
 

@@ -17,6 +17,10 @@ compiling or loading) is profiled again, a few times at most. What happened is l
 the trace (`OUT.log`), with the times the profiler held the workload. The variables that arm it
 are removed at start, so child processes (data loader workers) are not profiled — except in a
 distributed launcher (torchrun), whose ranks each profile themselves into `trace.rankN.json`.
+
+Gated (`GPUTRIAGE_PROFILE_GATE`), a window starts only once gputriage has asked for it: its sampler
+writes into the gate file how many windows it wants (the first at the steady state, another when the
+profiled one did not look like the rest of the run, none under `--profile auto` when it can decide).
 """
 
 from __future__ import annotations
@@ -41,13 +45,14 @@ class Profiler:
     """The state machine: a worker thread asks ("want"), the workload's main thread acts."""
 
     def __init__(self, out: str, skip_s: float = 2.0, steps: int = 10, window_s: float = 0.5, max_s: float = 3.0,
-                 cuda: bool = True, clock: Callable[[], float] = time.time, ranked: bool = False) -> None:
+                 cuda: bool = True, clock: Callable[[], float] = time.time, ranked: bool = False,
+                 gate: Optional[str] = None) -> None:
         """`ranked`: a rank of a distributed job. Its ranks run in lockstep and wait on each other, so each
         asks for its start at the same wall-clock instant (a multiple of RANK_ALIGN_S) and starts at the
         next optimizer step — never by signal while the job is still setting up: the ranks profile the
         same steps."""
         self.out, self.skip_s, self.steps = out, skip_s, steps
-        self.ranked = ranked
+        self.ranked, self.gate = ranked, gate
         self.window_s, self.max_s, self.cuda = window_s, max_s, cuda
         self.clock = clock
         self.want: Optional[str] = None
@@ -199,19 +204,38 @@ class Profiler:
             return True  # no trace to judge (or an empty one): nothing to try again
 
     def worker(self) -> None:
+        windows = 0  # windows profiled that saw work
         for attempt in range(ATTEMPTS):
+            self.wait_gate(windows + 1)  # gated, nothing is set up before gputriage asks
             if not self.profile_once():
                 return
-            if self.prof is not False or attempt + 1 == ATTEMPTS or self.saw_work():
+            if self.prof is not False or attempt + 1 == ATTEMPTS:
                 break
+            if self.saw_work():
+                windows += 1
+                if not self.gate:
+                    break
+                self.prof, self.steps_profiled = None, 0  # gputriage may ask for another window
+                continue
             self.note("no %s in the window (still compiling or loading?): profiling again in %.0f s"
                       % ("GPU work" if self.cuda else "framework op", self.skip_s))
             self.prof, self.steps_profiled = None, 0
             time.sleep(self.skip_s)
         self.finish()
 
-    def profile_once(self) -> bool:
-        """One window: wait for CUDA (the first time), ask for a start, then a stop. False: give up."""
+    def wait_gate(self, window: int) -> None:
+        """Gated: wait until gputriage has asked for this many windows (for as long as the workload runs)."""
+        while self.gate:
+            try:
+                with open(self.gate) as fh:
+                    if int(fh.read().strip() or 0) >= window:
+                        return
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.1)
+
+    def prepare(self) -> bool:
+        """Wait for CUDA and the warm-up, then set up (once). False: give up."""
         if self.make is None:
             deadline = time.time() + CUDA_WAIT_S
             while not self.ready():
@@ -221,6 +245,12 @@ class Profiler:
             time.sleep(self.skip_s)
             if not self.setup():
                 return False
+        return True
+
+    def profile_once(self) -> bool:
+        """One window: ask for a start, then a stop. False: give up."""
+        if not self.prepare():
+            return False
         if self.ranked:  # every rank asks at the same instant: the next optimizer step is the same step
             time.sleep(RANK_ALIGN_S - time.time() % RANK_ALIGN_S)
         for want in ("start", "stop"):
@@ -309,7 +339,8 @@ def from_environ(environ: os._Environ[str] | dict[str, str], argv: Optional[list
                     steps=int(environ.pop("GPUTRIAGE_PROFILE_STEPS", "10")),
                     window_s=float(environ.pop("GPUTRIAGE_PROFILE_WINDOW_S", "0.5")),
                     max_s=float(environ.pop("GPUTRIAGE_PROFILE_MAX_S", "3")),
-                    cuda=environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1", ranked=ranked)
+                    cuda=environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1", ranked=ranked,
+                    gate=environ.pop("GPUTRIAGE_PROFILE_GATE", None) or None)
 
 
 def main() -> Optional[Profiler]:

@@ -1,0 +1,132 @@
+"""When a gated `run --profile` profiles: the sampler's word to the profiler inside the workload.
+
+The profiler waits (`trace.inject.open_gate`); these rules, applied to each GPU's closed windows as
+they arrive, say when to ask it for a window:
+- The steady state: once a GPU has computed, STEADY_WINDOWS consecutive windows with the same label
+  (`classify.label`), not idle, on every GPU that computes; a new label ends it, the next such run
+  of windows starts another.
+- `on`: ask at the steady state; with no GPU sampled, at once; when no steady state shows within
+  MAX_WAIT_S of a GPU first computing, then (a run that keeps changing still gets its window).
+- `auto`: ask in a steady state only where the sampler cannot decide — its label leaves another
+  cause possible (a host-side cause the counters cannot tell apart; tensor cores or small kernels
+  on a GPU without GPM). Otherwise never: the sampler's verdict stands, at none of the profiler's cost.
+- Once a window is profiled, ask for another (MAX_WINDOWS in all) when the median GPU-Util inside
+  it lies UNLIKE_UTIL_POINTS or more from the steady state's: a window unlike the rest of the run
+  says nothing about it (a warm-up, a pause, an evaluation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gputriage.diagnosis.classify import computes, label
+from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.finding import Threshold
+from gputriage.model.numbers import median
+from gputriage.model.run import GpuStatic
+from gputriage.model.window import WindowMetrics
+
+J = "judgement"
+STEADY_WINDOWS = Threshold("profile_steady_windows", 3, "windows",
+                           "consecutive windows with one label that make the steady state the profiler waits for", J)
+MAX_WAIT_S = Threshold("profile_max_wait_s", 20.0, "s",
+                       "after a GPU first computes, how long `--profile` waits for a steady state", J)
+UNLIKE_UTIL_POINTS = Threshold("profile_unlike_util_points", 30.0, "points of GPU-Util",
+                               "distance from the steady state's GPU-Util at which a profiled window is profiled "
+                               "again", "recorded H200 runs: the profiler costs 0-10 points; a warm-up window "
+                               "read 0% against 84%")
+MAX_WINDOWS = 2  # windows asked for in all
+HISTORY = 600  # windows kept per GPU for the comparison
+
+
+@dataclass
+class _Gpu:
+    labels: list[tuple[B, tuple[B, ...]]] = field(default_factory=list)  # the last STEADY_WINDOWS labels
+    history: list[tuple[float, float, float]] = field(default_factory=list)  # (t0, t1, GPU-Util)
+    regime: B | None = None  # the label of the steady state the GPU is in now; None: not steady now
+    steady_from: float | None = None  # when it began
+    computed_at: float | None = None
+
+
+class ProfileGate:
+    """Feed it each GPU's closed windows (`add`); `first()` and `again()` say when to ask for a window."""
+
+    def __init__(self, mode: str, static: dict[int, GpuStatic]) -> None:
+        self.mode, self.static = mode, static
+        self.gpus: dict[int, _Gpu] = {i: _Gpu() for i in static}
+        self.asked = 0
+        self.reasons: list[str] = []
+
+    def add(self, gpu: int, w: WindowMetrics) -> None:
+        g = self.gpus.setdefault(gpu, _Gpu())
+        if w.util_pct is not None:
+            g.history.append((w.t0_s, w.t1_s, w.util_pct))
+            del g.history[:-HISTORY]
+        if not computes(w.util_pct, w.sm_active_pct) and g.computed_at is None:
+            return
+        if g.computed_at is None:
+            g.computed_at = w.t0_s
+        b, others = label(w, self.static.get(gpu, GpuStatic()))
+        g.labels = (g.labels + [(b, tuple(others))])[-int(STEADY_WINDOWS.value):]
+        if not self._steady(g):
+            g.regime = None
+        elif g.regime != b:
+            g.regime, g.steady_from = b, w.t0_s
+
+    @staticmethod
+    def _steady(g: _Gpu) -> bool:
+        bs = {b for b, _ in g.labels}
+        return len(g.labels) >= STEADY_WINDOWS.value and len(bs) == 1 and B.idle not in bs
+
+    def first(self, now_s: float) -> str | None:
+        """Why to ask for the first window now; None: not (yet, or under `auto`, at all)."""
+        if self.asked:
+            return None
+        reason = self._first(now_s)
+        if reason is not None:
+            self.asked = 1
+            self.reasons.append(reason)
+        return reason
+
+    def _first(self, now_s: float) -> str | None:
+        if not self.gpus:
+            return "no GPU is sampled: profiled without waiting for a steady state" if self.mode == "on" else None
+        working = {i: g for i, g in self.gpus.items() if g.computed_at is not None}
+        if not working:
+            return None
+        steady = {i: g for i, g in working.items() if g.regime is not None}
+        if len(steady) < len(working):
+            started = min(g.computed_at for g in working.values() if g.computed_at is not None)
+            if self.mode == "on" and now_s - started >= MAX_WAIT_S.value:
+                return f"no steady state {MAX_WAIT_S.value:.0f} s after the GPU first computed: profiled as it runs"
+            return None
+        said = ", ".join(f"GPU {i}: {g.labels[-1][0].value}" for i, g in sorted(steady.items()))
+        if self.mode == "on":
+            return f"steady state ({said})"
+        undecided = {i: g.labels[-1] for i, g in steady.items() if any(o for _, o in g.labels)}
+        if not undecided:
+            return None
+        i, (b, others) = min(undecided.items())
+        return (f"the sampler cannot decide on GPU {i}: {b.value}, or " + " or ".join(o.value for o in others)
+                + f" ({said})")
+
+    def again(self, window_s: tuple[float, float]) -> str | None:
+        """After a profiled window [t0, t1] (unix s): why to ask for another; None when it is like the run."""
+        if not self.asked or self.asked >= MAX_WINDOWS:
+            return None
+        t0, t1 = window_s
+        for i, g in sorted(self.gpus.items()):
+            if g.steady_from is None:
+                continue
+            inside = [u for a, b, u in g.history if a < t1 and b > t0]
+            before = [u for a, b, u in g.history if a >= g.steady_from and b <= t0]
+            if not inside or len(before) < STEADY_WINDOWS.value:
+                continue
+            w, s = float(median(inside)), float(median(before))
+            if abs(w - s) >= UNLIKE_UTIL_POINTS.value:
+                self.asked += 1
+                reason = (f"the profiled window was unlike the run on GPU {i} (GPU-Util {w:.0f}% against {s:.0f}% "
+                          "in the steady state): profiled again")
+                self.reasons.append(reason)
+                return reason
+        return None

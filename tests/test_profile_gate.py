@@ -1,0 +1,177 @@
+"""When `run --profile` asks the profiler inside the workload for a window: at the steady state the
+sampler sees, under `auto` only where the sampler cannot decide, again when the window was unlike the run."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from gputriage.diagnosis.profile_gate import MAX_WINDOWS, STEADY_WINDOWS, ProfileGate
+from gputriage.model.run import GpuStatic, RunMeta
+from gputriage.model.sample import Sample
+from gputriage.sampling.session import replay
+
+TYPED = json.loads(gzip.decompress((Path(__file__).parent / "fixtures" / "h200" / "runs_typed.json.gz").read_bytes()))
+GT = [sys.executable, "-m", "gputriage"]
+
+
+def windows(name: str, gpm: bool = True):
+    """A recorded H200 run's windows on GPU 0, and its GPU's static facts (without GPM if asked)."""
+    rec = TYPED[name]
+    samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
+    if not gpm:
+        for s in samples:
+            s.gpus = [msgspec.structs.replace(g, sm_active_pct=None, sm_occupancy_pct=None, tensor_active_pct=None,
+                                              dram_active_pct=None) for g in s.gpus]
+    meta = msgspec.convert(rec["meta"], RunMeta)
+    static = meta.gpus["0"]
+    static.gpm = gpm
+    return list(replay(samples, meta).windows.series[0]), static
+
+
+def feed(mode: str, name: str, gpm: bool = True) -> tuple[ProfileGate, float | None, list]:
+    """Feed the windows one by one as they close; when the gate asked (the window's end), or None."""
+    ws, static = windows(name, gpm)
+    gate = ProfileGate(mode, {0: static})
+    for w in ws:
+        gate.add(0, w)
+        if gate.first(w.t1_s) is not None:
+            return gate, w.t1_s, ws
+    return gate, None, ws
+
+
+@pytest.mark.parametrize("name", ["healthy", "launch_bound", "input_starved", "small_batch", "host_stats"])
+def test_on_asks_once_the_gpu_has_computed_in_one_regime_for_three_windows(name):
+    gate, asked, ws = feed("on", name)
+    assert asked is not None and gate.asked == 1 and "steady state" in gate.reasons[0]
+    first = next(w.t0_s for w in ws if (w.util_pct or 0) >= 5 or (w.sm_active_pct or 0) >= 5)
+    assert asked >= first + STEADY_WINDOWS.value - 0.5  # not during start-up, not at the first busy window
+    assert gate.first(asked + 100) is None  # once
+
+
+@pytest.mark.parametrize("name", ["healthy", "unfused_elementwise", "small_batch", "pageable_copy", "contended"])
+def test_auto_leaves_the_profiler_off_where_the_sampler_decides(name):
+    gate, asked, _ = feed("auto", name)
+    assert asked is None and gate.asked == 0
+
+
+@pytest.mark.parametrize("name", ["item_sync", "launch_bound", "host_stats"])
+def test_auto_profiles_where_a_host_side_cause_stays_undecided(name):
+    gate, asked, _ = feed("auto", name)
+    assert asked is not None and "cannot decide" in gate.reasons[0]
+
+
+def test_auto_profiles_a_gpu_without_gpm_where_tensor_cores_cannot_be_told_from_cuda_cores():
+    gate, asked, _ = feed("auto", "healthy", gpm=True)
+    assert asked is None
+    gate, asked, _ = feed("auto", "fp32_no_tensor_cores", gpm=False)
+    assert asked is not None and "tensor_cores_idle" in gate.reasons[0]
+
+
+def test_a_profiled_window_unlike_the_run_is_profiled_again_once_more_at_most():
+    gate, asked, ws = feed("on", "healthy")
+    steady = [w for w in ws if w.t0_s >= asked]
+    for w in steady:
+        gate.add(0, w)
+    mid = steady[len(steady) // 2]
+    assert gate.again((mid.t0_s, mid.t1_s)) is None  # at 100% like the rest: kept
+    # a window at GPU-Util 0% (the profiler started in the warm-up, as in a recorded GPT loop)
+    idle = msgspec.structs.replace(steady[-1], t0_s=steady[-1].t1_s + 1, t1_s=steady[-1].t1_s + 2, util_pct=0.0,
+                                   sm_active_pct=0.0)
+    gate.add(0, idle)
+    reason = gate.again((idle.t0_s, idle.t1_s))
+    assert reason is not None and "GPU-Util 0% against 100%" in reason and gate.asked == 2
+    assert MAX_WINDOWS == 2 and gate.again((idle.t0_s, idle.t1_s)) is None
+
+
+def test_no_gpu_sampled_on_profiles_at_once_and_auto_never():
+    assert ProfileGate("on", {}).first(0.0) is not None
+    assert ProfileGate("auto", {}).first(0.0) is None
+    gate = ProfileGate("on", {0: GpuStatic()})
+    assert gate.first(0.0) is None  # the GPU has not computed yet
+
+
+def test_a_gated_hook_waits_for_gputriage_to_ask(tmp_path):
+    from gputriage.trace import inject
+    from gputriage.trace.profiler_hook import Profiler
+
+    p = Profiler(str(tmp_path / "trace.json"), gate=str(tmp_path / "gate"))
+    passed = threading.Event()
+
+    def wait() -> None:
+        p.wait_gate(1)
+        passed.set()
+
+    threading.Thread(target=wait, daemon=True).start()
+    time.sleep(0.3)
+    assert not passed.is_set()
+    inject.open_gate(tmp_path, 1)
+    assert passed.wait(2)
+    p.wait_gate(1)  # asked once: the first window goes; a second needs a second ask
+    again = threading.Thread(target=p.wait_gate, args=(2,), daemon=True)
+    again.start()
+    again.join(0.3)
+    assert again.is_alive()
+    inject.open_gate(tmp_path, 2)
+    again.join(2)
+    assert not again.is_alive()
+
+
+def test_auto_without_a_gpu_runs_unprofiled_and_says_why_not(tmp_path):
+    pytest.importorskip("torch")
+    script = tmp_path / "w.py"
+    script.write_text("import torch, time\nt = time.time()\nwhile time.time() - t < 2: torch.randn(64, 64) @ "
+                      "torch.randn(64, 64)\nprint('done')\n")
+    env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
+    r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "auto", "--", sys.executable, str(script)],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads(r.stdout)
+    assert report["profile"]["mode"] == "auto" and not report["profile"].get("asked")
+    assert "error" not in report["profile"] and "trace" not in report["profile"]
+    r = subprocess.run(GT + ["run", "--no-store", "--profile", "--no-profile", "--", sys.executable, str(script)],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2 and "contradict" in r.stderr
+
+
+def _judged(name: str, gpm: bool):
+    from gputriage.diagnosis.run_judge import judge
+
+    rec = TYPED[name]
+    samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
+    if not gpm:
+        for s in samples:
+            s.gpus = [msgspec.structs.replace(g, sm_active_pct=None, sm_occupancy_pct=None, tensor_active_pct=None,
+                                              dram_active_pct=None) for g in s.gpus]
+    meta = msgspec.convert(rec["meta"], RunMeta)
+    meta.gpus["0"].gpm = gpm
+    return judge(replay(samples, meta), 0)
+
+
+def test_the_report_says_which_verdicts_a_gpu_without_gpm_cannot_see():
+    assert _judged("healthy", gpm=True).blind_spots == []  # an H200 with GPM: nothing out of sight
+    report = _judged("fp32_no_tensor_cores", gpm=False)
+    spots = {b.bottleneck.value: b for b in report.blind_spots}
+    assert "no GPM" in spots["tensor_cores_idle"].why and spots["tensor_cores_idle"].gpus == [0]
+    assert spots["underfilled"].why.startswith("approximate") and spots["memory_bound"].why.startswith("approximate")
+    assert "comm_bound" not in spots  # one GPU: no collectives to miss
+    assert "--profile auto" in spots["tensor_cores_idle"].how
+
+
+def test_a_ddp_job_without_a_trace_cannot_see_its_exposed_communication():
+    from gputriage.diagnosis.run_judge import judge
+
+    ddp = json.loads(gzip.decompress((Path(__file__).parent / "fixtures" / "h200" /
+                                      "runs_typed_2gpu.json.gz").read_bytes()))["ddp_allreduce"]
+    report = judge(replay([msgspec.convert(s, Sample) for s in ddp["samples"]],
+                          msgspec.convert(ddp["meta"], RunMeta)), 0)
+    assert [b.bottleneck.value for b in report.blind_spots] == ["comm_bound"]
