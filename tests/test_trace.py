@@ -388,3 +388,35 @@ def test_a_loop_that_sleeps_before_its_copies_stays_input_starved():
     rep, _ = report("trace_starved")
     a = rep["ranks"][0]["anatomy"][0]
     assert a["idle"]["host_outside_ops"]["pct"] > 25 and "host_after_read" not in a["idle"]
+
+
+def test_a_large_trace_read_on_several_cores_gives_the_columns_of_one_stream(tmp_path, monkeypatch):
+    # a 3.2 MB H200 trace read by 3 workers (a large file's ranges, scaled down) against the single stream
+    import gzip as gz
+
+    from gputriage.trace import load as L
+    from gputriage.trace import load_parallel as P
+
+    path = tmp_path / "cpu_optimizer.json"
+    path.write_bytes(gz.decompress((TRACES / "run_profile_cpu_optimizer.json.gz").read_bytes()))
+    monkeypatch.setattr(L, "BLOCK_BYTES", 256 * 1024)  # several blocks per range
+    monkeypatch.setattr(P, "PROBE_BYTES", 64 * 1024)
+    parallel = P.load(path, path.stat().st_size, 3)
+    assert parallel is not None and parallel.workers == 3 and parallel.workers_memory_bytes > 0
+    serial = L.load(path, parallel=False)
+
+    def named(c):
+        return {k: ([c.names[i] for i in v] if k in P.NAME_COLUMNS else list(v)) for k, v in vars(c).items()
+                if k[:2] in ("g_", "r_", "o_")}
+
+    assert named(parallel) == named(serial)
+    assert (parallel.events, parallel.steps, parallel.optimizer_steps, parallel.skipped_kinds) == \
+        (serial.events, serial.steps, serial.optimizer_steps, serial.skipped_kinds)
+    assert parallel.header.deviceProperties == serial.header.deviceProperties
+    # a cut file is for the single stream, which salvages what it can
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(path.read_bytes()[: path.stat().st_size * 2 // 3])
+    assert P.load(cut, cut.stat().st_size, 3) is None
+    gzipped = tmp_path / "t.json.gz"
+    gzipped.write_bytes(gz.compress(path.read_bytes(), 1))
+    assert P.load(gzipped, gzipped.stat().st_size, 3) is None

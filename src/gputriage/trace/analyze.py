@@ -80,7 +80,8 @@ def analyze_file(path: str | Path) -> RankAnalysis:
     result = RankAnalysis(file=str(path), rank=rank, events=cols.events, file_bytes=cols.file_bytes,
                           gpu=name, spec=spec.name if spec else None, problems=list(cols.problems),
                           skipped_event_kinds=dict(cols.skipped_kinds), anatomy=anatomies, step_count=len(cols.steps),
-                          truncated=cols.truncated)
+                          truncated=cols.truncated, readers=cols.workers,
+                          readers_memory_bytes=cols.workers_memory_bytes)
     if not anatomies:
         result.problems.append("no GPU activity (kernels, copies) in this trace: was CUDA profiling on?")
         result.analysis_s = round(time.perf_counter() - t0, 3)

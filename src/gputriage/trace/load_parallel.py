@@ -1,0 +1,147 @@
+"""Read a large uncompressed Kineto trace on several cores: the same columns as `load`, sooner.
+
+The event array is cut at event boundaries (Kineto writes one event per `\\n  {`) into one range
+per worker; each forked worker reads its own range from the file and decodes it as `load` does, and
+the parent appends the workers' columns in file order, re-interning their names. Nothing of the file
+is held in the parent. Used for files of PARALLEL_MIN_BYTES or more, on Linux with several cores,
+when the process runs no other thread (forking beside threads is unsafe), by at most
+`GPUTRIAGE_TRACE_READERS` processes (8 by default); a compressed, truncated or unusually laid out
+file, or a worker that fails to start, is read by `load`'s single stream.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import threading
+from array import array
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from gputriage.trace import load as L
+
+PARALLEL_MIN_BYTES = 32 * 2**20
+RANGE_MIN_BYTES = 8 * 2**20  # less per worker costs more in starting it than it saves
+MAX_WORKERS = 8
+PROBE_BYTES = 2**20
+NAME_COLUMNS = ("g_name", "r_name", "o_name", "o_dtype")
+
+
+def workers_for(size: int) -> int:
+    """How many workers a file of `size` bytes is worth here (1: read it in one stream)."""
+    if size < PARALLEL_MIN_BYTES or sys.platform != "linux" or threading.active_count() > 1:
+        return 1
+    cores = len(os.sched_getaffinity(0))
+    cap = os.environ.get("GPUTRIAGE_TRACE_READERS", "")
+    most = int(cap) if cap.isdigit() and int(cap) > 0 else MAX_WORKERS
+    return max(1, min(cores, most, size // RANGE_MIN_BYTES))
+
+
+def plan(path: Path, size: int, workers: int) -> tuple[bytes, list[tuple[int, int]]] | None:
+    """The header's bytes and the byte ranges of the event array, one per worker; None when the file is
+    not in Kineto's own layout (or is compressed, or cut): the single stream reads it."""
+    with open(path, "rb") as fh:
+        head = fh.read(PROBE_BYTES)
+        if head[:2] == b"\x1f\x8b" or head.lstrip()[:1] != b"{":
+            return None
+        key = head.find(L.ARRAY_KEY)
+        bracket = head.find(b"[", key) if key >= 0 else -1
+        first = head.find(L.EVENT_START, bracket) if bracket >= 0 else -1
+        if first < 0 or head[bracket + 1:first].strip():
+            return None
+        fh.seek(max(0, size - PROBE_BYTES))
+        tail = fh.read()
+        close = tail.rfind(b"\n  ]")
+        if close < 0:
+            return None  # truncated: the stream salvages what it can
+        end = max(0, size - PROBE_BYTES) + close
+        cuts = [first]
+        for k in range(1, workers):
+            fh.seek(first + (end - first) * k // workers)
+            probe = fh.read(PROBE_BYTES)
+            at = probe.find(L.EVENT_START)
+            if at < 0:
+                return None
+            cut = fh.tell() - len(probe) + at
+            if cuts[-1] < cut < end:
+                cuts.append(cut)
+    return head[:key], list(zip(cuts, cuts[1:] + [end]))
+
+
+def _read_range(path: str, start: int, end: int) -> dict[str, Any]:
+    """In a worker: decode the events in [start, end) into columns, as `load` does."""
+    cols = L.Columns(path=path)
+    offset = start
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        left = end - start
+        buf = bytearray()
+        while left > 0:
+            block = fh.read(min(L.BLOCK_BYTES, left))
+            if not block:
+                break
+            left -= len(block)
+            buf += block
+            cut = buf.rfind(L.EVENT_START)
+            if cut <= 0:
+                continue
+            L._decode_in_place(buf, cut, cols, Path(path), offset)
+            offset += cut
+            del buf[:cut]
+        if buf.strip():
+            L._decode_events(bytes(buf), cols, Path(path), offset)
+    out: dict[str, Any] = {k: v for k, v in vars(cols).items() if isinstance(v, array)}
+    out.update(names=cols.names, steps=cols.steps, optimizer_steps=cols.optimizer_steps,
+               skipped=cols.skipped_kinds, events=cols.events, memory_bytes=_own_memory_bytes())
+    return out
+
+
+def _own_memory_bytes() -> int:
+    """This worker's memory at its end (its peak: the columns are whole), not counting what it shares with
+    the parent it was forked from: its proportional set size (PSS), else its peak RSS."""
+    try:
+        with open("/proc/self/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def load(path: Path, size: int, workers: int) -> L.Columns | None:
+    """The trace's columns read by `workers` processes; None when this file is for the single stream."""
+    planned = plan(path, size, workers)
+    if planned is None or len(planned[1]) < 2:
+        return None
+    header, ranges = planned
+    import multiprocessing
+
+    try:
+        pool = multiprocessing.get_context("fork").Pool(len(ranges))
+    except OSError:
+        return None
+    with pool:
+        parts = pool.starmap(_read_range, [(str(path), a, b) for a, b in ranges])
+    cols = L.Columns(path=str(path), file_bytes=size)
+    try:
+        cols.header = L._header.decode(header + b'"traceEvents": []}')
+    except msgspec.DecodeError:
+        cols.problems.append("the trace header is not valid JSON; device properties are unknown")
+    cols.workers, cols.workers_memory_bytes = len(parts), sum(p["memory_bytes"] for p in parts)
+    for part in parts:
+        remap = [cols.intern(n) for n in part["names"]]
+        for name, column in vars(cols).items():
+            if isinstance(column, array):
+                values = part[name]
+                column.extend(array(values.typecode, [remap[i] for i in values]) if name in NAME_COLUMNS
+                              else values)
+        cols.steps += part["steps"]
+        cols.optimizer_steps += part["optimizer_steps"]
+        for k, n in part["skipped"].items():
+            cols.skipped_kinds[k] = cols.skipped_kinds.get(k, 0) + n
+        cols.events += part["events"]
+    return cols
