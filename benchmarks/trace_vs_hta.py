@@ -20,20 +20,28 @@ import sys
 import tempfile
 from pathlib import Path
 
-OURS = """
-import json, resource, sys, time
+PEAK = """
+import resource
+def peak_mb():  # this process's own high-water mark (ru_maxrss keeps a forking parent's across exec)
+    try:
+        return next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+"""
+OURS = PEAK + """
+import json, sys, time
 t = time.perf_counter()
 from gputriage.api import analyze_trace
 r = analyze_trace([sys.argv[1]])
 wall = time.perf_counter() - t
 b = r.verdict.bottleneck
 helpers = sum(x.readers_memory_bytes for x in r.ranks) / 2**20  # a large file's other readers (PSS)
-print(json.dumps({"wall_s": wall, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 + helpers,
+print(json.dumps({"wall_s": wall, "rss_mb": peak_mb() + helpers,
                   "answer": b.value if b else None, "idle_pct": r.verdict.gpu_idle_pct,
                   "readers": max(x.readers for x in r.ranks)}))
 """
-HTA = """
-import json, resource, sys, time, logging
+HTA = PEAK + """
+import json, sys, time, logging
 logging.disable(logging.WARNING)
 t = time.perf_counter()
 from hta.trace_analysis import TraceAnalysis
@@ -44,7 +52,7 @@ wall = time.perf_counter() - t
 row = tb.iloc[0].to_dict()
 cat = idle[0] if isinstance(idle, tuple) else idle
 top = cat.sort_values("idle_time", ascending=False).iloc[0]["idle_category"] if len(cat) else None
-print(json.dumps({"wall_s": wall, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+print(json.dumps({"wall_s": wall, "rss_mb": peak_mb(),
                   "answer": f"idle {row.get('idle_time_pctg')}%, top idle category {top}"}, default=str))
 """
 
@@ -58,12 +66,15 @@ def run(python: str, code: str, arg: str, env: dict[str, str] | None = None) -> 
 
 
 def hta_copy(trace: Path) -> Path:
+    """A folder holding the trace with `distributedInfo` (HTA needs it), copied in pieces: this process
+    stays small (its children would otherwise report its peak as theirs)."""
     folder = Path(tempfile.mkdtemp(prefix="hta-"))
-    with open(trace) as fh:
-        text = fh.read()
-    if '"distributedInfo"' not in text:
-        text = text.replace("{", '{\n  "distributedInfo": {"rank": 0, "world_size": 1},', 1)
-    (folder / "rank0.json").write_text(text)
+    with open(trace, "rb") as src, open(folder / "rank0.json", "wb") as dst:
+        head = src.read(1 << 16)
+        if b'"distributedInfo"' not in head:
+            head = head.replace(b"{", b'{\n  "distributedInfo": {"rank": 0, "world_size": 1},', 1)
+        dst.write(head)
+        shutil.copyfileobj(src, dst, 1 << 20)
     return folder
 
 
