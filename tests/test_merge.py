@@ -90,7 +90,13 @@ def test_the_time_the_profiler_held_the_workload_is_not_the_baseline():
     utils = [95.0] * 30 + [0.0] * 20 + [90.0] * 10 + [0.0] * 10 + [95.0] * 10
     rec = _recording(utils)
     held, window = [1003.0, 1006.95], [1005.0, 1005.95]
-    assert profiler_effect(rec, 0, GpuVerdict(gpu=0), window, held) == ProfilerEffect(90.0, 95.0)
+    assert profiler_effect(rec, 0, GpuVerdict(gpu=0), window, [held]) == ProfilerEffect(90.0, 95.0)
+    # a window profiled again: the first window's hold is no baseline either
+    utils = [95.0] * 30 + [0.0] * 60 + [95.0] * 10 + [0.0] * 20 + [90.0] * 10 + [0.0] * 10 + [95.0] * 10
+    rec = _recording(utils)
+    first, second, window = [1003.0, 1008.95], [1010.0, 1013.95], [1012.0, 1012.95]
+    assert profiler_effect(rec, 0, GpuVerdict(gpu=0), window, [second]).outside_pct < 95.0
+    assert profiler_effect(rec, 0, GpuVerdict(gpu=0), window, [first, second]) == ProfilerEffect(90.0, 95.0)
 
 
 def test_the_shut_down_is_not_the_baseline_either():

@@ -175,3 +175,20 @@ def test_a_ddp_job_without_a_trace_cannot_see_its_exposed_communication():
     report = judge(replay([msgspec.convert(s, Sample) for s in ddp["samples"]],
                           msgspec.convert(ddp["meta"], RunMeta)), 0)
     assert [b.bottleneck.value for b in report.blind_spots] == ["comm_bound"]
+
+
+def test_the_profilers_own_start_is_no_steady_state_to_compare_a_window_with():
+    # fp32 GEMMs at 100% on the H200; the profiler's start then held the workload 6 s at 0%, long enough for
+    # a "steady state" of its own: the window (at 90%) is compared with the run the gate asked in, not with that
+    gate, asked, ws = feed("on", "fp32_no_tensor_cores")
+    last = ws[-1]
+    t = last.t1_s
+    held = [msgspec.structs.replace(last, t0_s=t + k, t1_s=t + k + 1, util_pct=0.0, sm_active_pct=0.0)
+            for k in range(6)]
+    profiled = msgspec.structs.replace(last, t0_s=t + 6, t1_s=t + 7, util_pct=90.0)
+    for w in held + [profiled]:
+        gate.add(0, w)
+    assert gate.again((t + 6.0, t + 6.9)) is None
+    # a window in which the GPU idled is profiled again
+    gate.add(0, msgspec.structs.replace(last, t0_s=t + 7, t1_s=t + 8, util_pct=5.0, sm_active_pct=1.0))
+    assert gate.again((t + 7.0, t + 7.9)) is not None

@@ -133,7 +133,11 @@ def _profile(folder: Path, keep: str | Path | None, mode: str = "on", asked: lis
         written = inject.read_back(folder, Path(keep) if keep is not None else None)
         if mode == "auto" and not asked:  # the sampler decided: nothing to profile, nothing went wrong
             return ProfileReport(mode=mode)
+        if not written.traces and mode == "on" and not asked:
+            written.error = ("not profiled: the run never reached a steady state the sampler could see (three 1 s "
+                             "windows with one verdict) before it ended")
         out = ProfileReport(log=written.log, error=written.error, window_s=written.window_s, held_s=written.held_s,
+                            held_all_s=written.held_all_s,
                             kept_trace=", ".join(str(k) for k in written.kept) or None, mode=mode,
                             asked=list(asked or []))
         if written.traces:

@@ -11,15 +11,17 @@ they arrive, say when to ask it for a window:
   cause possible (a host-side cause the counters cannot tell apart; tensor cores or small kernels
   on a GPU without GPM). Otherwise never: the sampler's verdict stands, at none of the profiler's cost.
 - Once a window is profiled, ask for another (MAX_WINDOWS in all) when the median GPU-Util inside
-  it lies UNLIKE_UTIL_POINTS or more from the steady state's: a window unlike the rest of the run
-  says nothing about it (a warm-up, a pause, an evaluation).
+  it lies UNLIKE_UTIL_POINTS or more from that of the steady state the first window was asked in: a
+  window unlike the rest of the run says nothing about it (a warm-up, a pause, an evaluation). The
+  reference is fixed when the first window is asked for: the profiler starting holds the workload
+  for seconds, and that is no steady state to compare with.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gputriage.diagnosis.classify import computes, label
+from gputriage.diagnosis.classify import label
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
 from gputriage.model.numbers import median
@@ -31,11 +33,12 @@ STEADY_WINDOWS = Threshold("profile_steady_windows", 3, "windows",
                            "consecutive windows with one label that make the steady state the profiler waits for", J)
 MAX_WAIT_S = Threshold("profile_max_wait_s", 20.0, "s",
                        "after a GPU first computes, how long `--profile` waits for a steady state", J)
-UNLIKE_UTIL_POINTS = Threshold("profile_unlike_util_points", 30.0, "points of GPU-Util",
+UNLIKE_UTIL_POINTS = Threshold("profile_unlike_util_points", 40.0, "points of GPU-Util",
                                "distance from the steady state's GPU-Util at which a profiled window is profiled "
-                               "again", "recorded H200 runs: the profiler costs 0-10 points; a warm-up window "
-                               "read 0% against 84%")
+                               "again", "recorded H200 runs: the profiler costs 0-30 points (small kernels); a "
+                               "warm-up window read 0% against 84%")
 MAX_WINDOWS = 2  # windows asked for in all
+IN_USE_PCT = 1.0  # GPU-Util or SM activity from which the workload uses the GPU (a host-bound loop: 4-5%)
 HISTORY = 600  # windows kept per GPU for the comparison
 
 
@@ -46,6 +49,7 @@ class _Gpu:
     regime: B | None = None  # the label of the steady state the GPU is in now; None: not steady now
     steady_from: float | None = None  # when it began
     computed_at: float | None = None
+    reference_util: float | None = None  # median GPU-Util of the steady state the first window was asked in
 
 
 class ProfileGate:
@@ -62,7 +66,7 @@ class ProfileGate:
         if w.util_pct is not None:
             g.history.append((w.t0_s, w.t1_s, w.util_pct))
             del g.history[:-HISTORY]
-        if not computes(w.util_pct, w.sm_active_pct) and g.computed_at is None:
+        if g.computed_at is None and (w.util_pct or 0.0) < IN_USE_PCT and (w.sm_active_pct or 0.0) < IN_USE_PCT:
             return
         if g.computed_at is None:
             g.computed_at = w.t0_s
@@ -86,6 +90,10 @@ class ProfileGate:
         if reason is not None:
             self.asked = 1
             self.reasons.append(reason)
+            for g in self.gpus.values():  # what a profiled window must look like: this steady state
+                if g.regime is not None and g.steady_from is not None:
+                    utils = [u for a, _, u in g.history if a >= g.steady_from]
+                    g.reference_util = float(median(utils)) if utils else None
         return reason
 
     def _first(self, now_s: float) -> str | None:
@@ -116,13 +124,11 @@ class ProfileGate:
             return None
         t0, t1 = window_s
         for i, g in sorted(self.gpus.items()):
-            if g.steady_from is None:
+            # windows mostly inside the profiled one: those at its edges hold the profiler's start and export
+            inside = [u for a, b, u in g.history if min(b, t1) - max(a, t0) >= 0.5 * (b - a)]
+            if g.reference_util is None or not inside:
                 continue
-            inside = [u for a, b, u in g.history if a < t1 and b > t0]
-            before = [u for a, b, u in g.history if a >= g.steady_from and b <= t0]
-            if not inside or len(before) < STEADY_WINDOWS.value:
-                continue
-            w, s = float(median(inside)), float(median(before))
+            w, s = float(median(inside)), g.reference_util
             if abs(w - s) >= UNLIKE_UTIL_POINTS.value:
                 self.asked += 1
                 reason = (f"the profiled window was unlike the run on GPU {i} (GPU-Util {w:.0f}% against {s:.0f}% "

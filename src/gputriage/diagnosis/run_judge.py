@@ -4,6 +4,8 @@ findings, budget violations."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from gputriage.diagnosis.blind_spots import blind_spots
 from gputriage.diagnosis.budget import Budget, check_windows
 from gputriage.diagnosis.classify import computes
@@ -36,14 +38,14 @@ def workload_gpus(rec: Recording) -> list[int]:
 
 
 def profiler_effect(rec: Recording, gpu: int, v: GpuVerdict, window_s: list[float] | None,
-                    held_s: list[float] | None = None) -> ProfilerEffect | None:
+                    held_s: Sequence[Sequence[float]] = ()) -> ProfilerEffect | None:
     """Median GPU-Util while the profiler ran and over the rest of the steady run (start-up and
     shut-down left out), outside the time the profiler held the workload. From the samples when the
     ring still holds the profiled window, else from the windows; None with too few points."""
     if not window_s or rec.started_s is None or rec.ended_s is None:
         return None
     t0, t1 = window_s
-    h0, h1 = held_s or window_s
+    held = list(held_s) or [window_s]
     steady_from = rec.started_s + v.startup_s
     steady_to = rec.ended_s - v.shutdown_s
     from_samples = bool(rec.recent) and rec.recent[0].t_s <= t0
@@ -58,7 +60,7 @@ def profiler_effect(rec: Recording, gpu: int, v: GpuVerdict, window_s: list[floa
             continue
         if t0 <= t <= t1:
             inside.append(util)
-        elif not h0 <= t <= h1:
+        elif not any(h0 <= t <= h1 for h0, h1 in held):
             outside.append(util)
     if len(inside) < (MIN_EFFECT_POINTS if from_samples else 1) or len(outside) < MIN_EFFECT_POINTS:
         return None
@@ -93,10 +95,11 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
           budget: Budget | None = None, complete: bool = True) -> RunReport:
     workload = rec.kind == "run"
     static = rec.static
-    held = tuple(profile.held_s) if profile and profile.held_s else None
+    held = [tuple(h) for h in profile.held_all_s] or ([tuple(profile.held_s)] if profile.held_s else []) \
+        if profile else []
     started, ended = rec.started_s or 0.0, rec.ended_s or 0.0
     verdicts = {i: gpu_verdict(rec.windows.series[i], static.get(i, GpuStatic()), started, ended,
-                               exclude_s=held)  # type: ignore[arg-type]
+                               exclude_s=held)
                 for i in workload_gpus(rec)}
     first = dominant(verdicts)
     verdict = RunVerdict(bottleneck=first.bottleneck if first else None, source="sampler",
@@ -117,7 +120,7 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
     trace = profile.trace if profile else None
     if profile is not None and trace is not None:
         lead = next(iter(verdicts.values()), None)
-        effect = profiler_effect(rec, lead.gpu, lead, profile.window_s, profile.held_s) if lead else None
+        effect = profiler_effect(rec, lead.gpu, lead, profile.window_s, held) if lead else None
         merged = merge(lead, trace.verdict, effect)
         verdict.bottleneck, verdict.source, verdict.merged = merged.bottleneck, merged.source, merged
         verdict.profiler_effect = effect

@@ -159,10 +159,10 @@ def _evidence(chosen: list[WindowMetrics]) -> dict[str, float]:
 
 
 def gpu_verdict(series: WindowSeries, gpu: GpuStatic, run_start_s: float, run_end_s: float,
-                exclude_s: tuple[float, float] | None = None) -> GpuVerdict:
+                exclude_s: Sequence[Sequence[float]] = ()) -> GpuVerdict:
     """The dominant bottleneck of one GPU's steady state. Windows that overlap `exclude_s` (the time a
     profiler held the workload) are left out."""
-    ws = [w for w in series if exclude_s is None or w.t1_s < exclude_s[0] or w.t0_s > exclude_s[1]]
+    ws = [w for w in series if all(w.t1_s < a or w.t0_s > b for a, b in exclude_s)]
     start, end = steady_bounds(ws)
     labelled = [label(w, gpu) for w in ws]
     labels = [lab for lab, _ in labelled]

@@ -110,6 +110,7 @@ class ProfileReport(msgspec.Struct, kw_only=True, omit_defaults=True):
     log: list[str] = []
     window_s: Optional[list[float]] = None  # unix seconds: the profiled window
     held_s: Optional[list[float]] = None  # unix seconds: from the start request to the end of the export
+    held_all_s: list[list[float]] = []  # every profiled window's (a window unlike the run is profiled again)
     kept_trace: Optional[str] = None
 
 

@@ -21,16 +21,16 @@ LARGE_TENSOR_BYTES = 64 * 2**20  # elementwise ops over tensors this large strea
 
 def _elementwise_bytes(cols: Columns, kinds: list[str]) -> tuple[float, int]:
     """Median bytes per elementwise op, and how many distinct elementwise kernels run over large tensors."""
-    ext_bytes: dict[int, float] = {}
-    for ext, b in zip(cols.o_ext, cols.o_bytes):
-        if ext >= 0 and b:
-            ext_bytes.setdefault(ext, b)
+    # the first op's bytes for each external id (reversed: a dict keeps the last value it is given)
+    ext_bytes = {ext: b for ext, b in zip(reversed(cols.o_ext), reversed(cols.o_bytes)) if ext >= 0 and b}
     sizes, big_names = [], set()
-    for i, (e, k) in enumerate(zip(cols.g_ext, kinds)):
-        if k == kk.ELEMENTWISE and e in ext_bytes:
-            sizes.append(ext_bytes[e])
-            if ext_bytes[e] >= LARGE_TENSOR_BYTES:
-                big_names.add(cols.g_name[i])
+    for e, k, name in zip(cols.g_ext, kinds, cols.g_name):
+        if k == kk.ELEMENTWISE:
+            b = ext_bytes.get(e)
+            if b is not None:
+                sizes.append(b)
+                if b >= LARGE_TENSOR_BYTES:
+                    big_names.add(name)
     return (median(sizes) if sizes else 0.0), len(big_names)
 
 

@@ -87,22 +87,22 @@ class ThreadOps:
 
 
 def thread_ops(cols: Columns) -> dict[int, ThreadOps]:
-    by_tid: dict[int, list[int]] = {}
-    for i, tid in enumerate(cols.o_tid):
-        by_tid.setdefault(tid, []).append(i)
+    """Each host thread's top-level ops: sorted by thread, start and longest first (one sort of tuples),
+    an op starting inside the previous top-level one is nested in it."""
+    order = sorted(zip(cols.o_tid, cols.o_ts, [-d for d in cols.o_dur], range(len(cols.o_ts))))
+    names = cols.o_name
     out: dict[int, ThreadOps] = {}
-    for tid, idx in by_tid.items():
-        idx.sort(key=lambda i: (cols.o_ts[i], -cols.o_dur[i]))
-        t = ThreadOps()
-        cur_end = float("-inf")
-        for i in idx:
-            s, e = cols.o_ts[i], cols.o_ts[i] + cols.o_dur[i]
-            if s >= cur_end:
-                t.starts.append(s)
-                t.ends.append(e)
-                t.names.append(cols.o_name[i])
-                cur_end = e
-        out[tid] = t
+    cur_tid, cur_end = None, float("-inf")
+    t = ThreadOps()
+    for tid, s, neg_dur, i in order:
+        if tid != cur_tid:
+            t = out[tid] = ThreadOps()
+            cur_tid, cur_end = tid, float("-inf")
+        if s >= cur_end:
+            cur_end = s - neg_dur
+            t.starts.append(s)
+            t.ends.append(cur_end)
+            t.names.append(names[i])
     return out
 
 

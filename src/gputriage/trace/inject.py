@@ -81,6 +81,7 @@ class Written:
     error: str | None = None
     window_s: list[float] | None = None  # unix seconds: the profiled window (the first rank's)
     held_s: list[float] | None = None  # from the start request to the end of the export
+    held_all_s: list[list[float]] = field(default_factory=list)  # every window's, the last one's included
     kept: list[Path] = field(default_factory=list)
 
     @property
@@ -124,6 +125,10 @@ def read_back(folder: Path, keep: Path | None = None) -> Written:
             out.kept.append(dest)
     if len(times) == 4:
         out.window_s, out.held_s = times[1:3], [times[0], times[3]]
+    for w in windows:
+        parts = w.split()[1:5]
+        if len(parts) == 4:
+            out.held_all_s.append([float(parts[0]), float(parts[3])])
     return out
 
 

@@ -32,24 +32,25 @@ def peak_dtype(kind: str, op_dtype: str) -> str:
 
 
 def table(cols: Columns, kinds: list[str], spec: GpuSpec | None, top: int = 15) -> list[KernelRow]:
-    op_by_ext: dict[int, int] = {}
-    for i, ext in enumerate(cols.o_ext):
-        if ext >= 0 and (cols.o_flops[i] or cols.o_bytes[i]):
-            op_by_ext.setdefault(ext, i)
+    # the first op with a cost for each external id (reversed: a dict keeps the last value it is given)
+    n = len(cols.o_ext)
+    op_by_ext = {ext: i for i, ext, f, b in zip(range(n - 1, -1, -1), reversed(cols.o_ext), reversed(cols.o_flops),
+                                                 reversed(cols.o_bytes)) if ext >= 0 and (f or b)}
     groups: dict[int, dict[str, Any]] = {}
     counted_ops: set[int] = set()
-    for i in range(len(cols.g_ts)):
-        if cols.g_kind[i] != KERNEL:
+    for name, kind, dur, ext, gk in zip(cols.g_name, kinds, cols.g_dur, cols.g_ext, cols.g_kind):
+        if gk != KERNEL:
             continue
-        g = groups.setdefault(cols.g_name[i], {"durs": [], "kind": kinds[i], "flops": 0.0, "bytes": 0.0,
-                                               "timed_us": 0.0, "dtype": ""})
-        g["durs"].append(cols.g_dur[i])
-        op = op_by_ext.get(cols.g_ext[i])
+        g = groups.get(name)
+        if g is None:
+            g = groups[name] = {"durs": [], "kind": kind, "flops": 0.0, "bytes": 0.0, "timed_us": 0.0, "dtype": ""}
+        g["durs"].append(dur)
+        op = op_by_ext.get(ext)
         if op is not None and op not in counted_ops:  # an op's cost goes to the first kernel it launched
             counted_ops.add(op)
             g["flops"] += cols.o_flops[op]
             g["bytes"] += cols.o_bytes[op]
-            g["timed_us"] += cols.g_dur[i]
+            g["timed_us"] += dur
             g["dtype"] = cols.names[cols.o_dtype[op]]
     total = sum(sum(g["durs"]) for g in groups.values()) or 1.0
     rows = []
