@@ -192,3 +192,23 @@ def test_the_profilers_own_start_is_no_steady_state_to_compare_a_window_with():
     # a window in which the GPU idled is profiled again
     gate.add(0, msgspec.structs.replace(last, t0_s=t + 7, t1_s=t + 8, util_pct=5.0, sm_active_pct=1.0))
     assert gate.again((t + 7.0, t + 7.9)) is not None
+
+
+NO_GPM = json.loads(gzip.decompress((Path(__file__).parent / "fixtures" / "h200" / "runs_no_gpm.json.gz").read_bytes()))
+
+
+def test_auto_profiles_a_run_whose_windows_name_different_host_side_causes():
+    # host_stats under `run --no-gpm` on the H200: NVML's PCIe counter (all a GPU before Hopper has) catches its
+    # bursts of copies back to the host in some seconds only (0.6 MiB/s median against 213 through GPM), so its
+    # windows flip between sync_bound and host_bound; that is a host-side steady state the sampler cannot decide
+    rec = NO_GPM["host_stats"]
+    meta = msgspec.convert(rec["meta"], RunMeta)
+    ws = list(replay([msgspec.convert(s, Sample) for s in rec["samples"]], meta).windows.series[0])
+    gate = ProfileGate("auto", {0: meta.gpus["0"]})
+    asked = None
+    for w in ws:
+        gate.add(0, w)
+        if gate.first(w.t1_s) is not None:
+            asked = w.t1_s
+            break
+    assert asked is not None and "host_bound" in gate.reasons[0] and "sync_bound" in gate.reasons[0]

@@ -4,12 +4,14 @@ The profiler waits (`trace.inject.open_gate`); these rules, applied to each GPU'
 they arrive, say when to ask it for a window:
 - The steady state: once a GPU has computed, STEADY_WINDOWS consecutive windows with the same label
   (`classify.label`), not idle, on every GPU that computes; a new label ends it, the next such run
-  of windows starts another.
+  of windows starts another. The host-side causes count as one label (the counters can name one in
+  one second and another in the next: the host's work is the steady state).
 - `on`: ask at the steady state; with no GPU sampled, at once; when no steady state shows within
   MAX_WAIT_S of a GPU first computing, then (a run that keeps changing still gets its window).
 - `auto`: ask in a steady state only where the sampler cannot decide — its label leaves another
   cause possible (a host-side cause the counters cannot tell apart; tensor cores or small kernels
-  on a GPU without GPM). Otherwise never: the sampler's verdict stands, at none of the profiler's cost.
+  on a GPU without GPM), or its windows name different host-side causes. Otherwise never: the
+  sampler's verdict stands, at none of the profiler's cost.
 - Once a window is profiled, ask for another (MAX_WINDOWS in all) when the median GPU-Util inside
   it lies UNLIKE_UTIL_POINTS or more from that of the steady state the first window was asked in: a
   window unlike the rest of the run says nothing about it (a warm-up, a pause, an evaluation). The
@@ -22,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gputriage.diagnosis.classify import label
+from gputriage.model.bottleneck import HOST_BOUND
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
 from gputriage.model.numbers import median
@@ -42,11 +45,17 @@ IN_USE_PCT = 1.0  # GPU-Util or SM activity from which the workload uses the GPU
 HISTORY = 600  # windows kept per GPU for the comparison
 
 
+def _family(b: B) -> str:
+    """The host-side causes are one steady state: the GPU waits on the host; which cause the counters
+    name can change from one window to the next (a read back caught in one second, not the next)."""
+    return "host-side" if b in HOST_BOUND else b.value
+
+
 @dataclass
 class _Gpu:
     labels: list[tuple[B, tuple[B, ...]]] = field(default_factory=list)  # the last STEADY_WINDOWS labels
     history: list[tuple[float, float, float]] = field(default_factory=list)  # (t0, t1, GPU-Util)
-    regime: B | None = None  # the label of the steady state the GPU is in now; None: not steady now
+    regime: str | None = None  # the steady state the GPU is in now (`_family` of its labels); None: not steady
     steady_from: float | None = None  # when it began
     computed_at: float | None = None
     reference_util: float | None = None  # median GPU-Util of the steady state the first window was asked in
@@ -72,15 +81,11 @@ class ProfileGate:
             g.computed_at = w.t0_s
         b, others = label(w, self.static.get(gpu, GpuStatic()))
         g.labels = (g.labels + [(b, tuple(others))])[-int(STEADY_WINDOWS.value):]
-        if not self._steady(g):
+        families = {_family(b) for b, _ in g.labels}
+        if len(g.labels) < STEADY_WINDOWS.value or len(families) != 1 or B.idle.value in families:
             g.regime = None
-        elif g.regime != b:
-            g.regime, g.steady_from = b, w.t0_s
-
-    @staticmethod
-    def _steady(g: _Gpu) -> bool:
-        bs = {b for b, _ in g.labels}
-        return len(g.labels) >= STEADY_WINDOWS.value and len(bs) == 1 and B.idle not in bs
+        elif g.regime != _family(b):
+            g.regime, g.steady_from = _family(b), w.t0_s
 
     def first(self, now_s: float) -> str | None:
         """Why to ask for the first window now; None: not (yet, or under `auto`, at all)."""
@@ -111,12 +116,13 @@ class ProfileGate:
         said = ", ".join(f"GPU {i}: {g.labels[-1][0].value}" for i, g in sorted(steady.items()))
         if self.mode == "on":
             return f"steady state ({said})"
-        undecided = {i: g.labels[-1] for i, g in steady.items() if any(o for _, o in g.labels)}
+        undecided = {i: g for i, g in steady.items()
+                     if any(o for _, o in g.labels) or len({b for b, _ in g.labels}) > 1}
         if not undecided:
             return None
-        i, (b, others) = min(undecided.items())
-        return (f"the sampler cannot decide on GPU {i}: {b.value}, or " + " or ".join(o.value for o in others)
-                + f" ({said})")
+        i, g = min(undecided.items())
+        named = list(dict.fromkeys([b for b, _ in g.labels] + [o for _, others in g.labels for o in others]))
+        return f"the sampler cannot decide on GPU {i}: " + " or ".join(b.value for b in named) + f" ({said})"
 
     def again(self, window_s: tuple[float, float]) -> str | None:
         """After a profiled window [t0, t1] (unix s): why to ask for another; None when it is like the run."""

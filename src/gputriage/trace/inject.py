@@ -114,8 +114,8 @@ def read_back(folder: Path, keep: Path | None = None) -> Written:
     if not written:
         errors = [line for line in said if "ERROR" in line]
         why = ("the profiler failed in the workload: " + errors[0].split("ERROR", 1)[1].strip() if errors else
-               "no trace was written: the workload ended before the profiling window, or never used CUDA "
-               "(try a smaller --profile-skip)")
+               "no trace was written: the workload ended before the profiling window closed (on a GPU the "
+               "profiler takes seconds to start), or never used CUDA")
         return Written([], said, why)
     out = Written(written, said)
     if keep is not None:
