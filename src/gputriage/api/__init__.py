@@ -12,33 +12,12 @@ reports (msgspec Structs: `msgspec.json.encode(report)` is what `--json` prints)
 Nothing here prints; errors the caller can act on are raised as `GputriageError` subclasses.
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
-
 from gputriage.api._common import GputriageError, WorkloadError
-
-if TYPE_CHECKING:
-    from gputriage.api.bench import bench
-    from gputriage.api.check import catalog, check, snapshot
-    from gputriage.api.monitor import Monitor, monitor
-    from gputriage.api.run import PROFILE_MODES, run, runs, show
-    from gputriage.api.trace import analyze_trace
+from gputriage.api.bench import bench
+from gputriage.api.check import catalog, check, snapshot
+from gputriage.api.monitor import Monitor, monitor
+from gputriage.api.run import PROFILE_MODES, run, runs, show
+from gputriage.api.trace import analyze_trace
 
 __all__ = ["PROFILE_MODES", "GputriageError", "Monitor", "WorkloadError", "analyze_trace", "bench", "catalog",
            "check", "monitor", "run", "runs", "show", "snapshot"]
-# each function's module is imported on first use: reading a trace does not load the bench or the sampler
-_HOME = {"bench": "bench", "catalog": "check", "check": "check", "snapshot": "check", "Monitor": "monitor",
-         "monitor": "monitor", "PROFILE_MODES": "run", "run": "run", "runs": "run", "show": "run",
-         "analyze_trace": "trace"}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'gputriage.api' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"gputriage.api.{home}"), name)
-    globals()[name] = value
-    return value
