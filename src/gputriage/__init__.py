@@ -8,12 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from gputriage.model.version import __version__ as __version__
+from gputriage.progress import step as step
 
-__all__ = ["analyze_trace", "bench", "catalog", "check", "monitor", "run", "runs", "show", "snapshot"]
+__all__ = ["analyze_trace", "bench", "catalog", "check", "monitor", "run", "runs", "show", "snapshot", "step"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
+    if name in __all__ and name != "step":
         from gputriage import api
 
         return getattr(api, name)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -24,17 +26,21 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
         period_s: float | None = None, use_gpm: bool = True, profile: bool | str | None = None,
         profile_steps: int = 10, profile_skip_s: float = 2.0, keep_trace: str | Path | None = None,
         die_with_parent: bool = True, env: dict[str, str] | None = None,
-        stdout_to_stderr: bool = False) -> RunReport:
+        stdout_to_stderr: bool = False, flops_per_token: float | None = None,
+        flops_per_step: float | None = None) -> RunReport:
     """Run a command (no shell, stdio passed through), sample the GPUs, the host and its process tree,
     and judge it. `profile`: a Python command profiles itself with torch.profiler, when the sampler sees
     the steady state ("on", True) or only where the sampler cannot decide ("auto"), and the trace's verdict
-    is merged; None (the default): "auto" on a GPU without GPM, else "off". The report's `exit_code` is the
-    command's (128 + N when signal N ended it)."""
+    is merged; None (the default): "auto" on a GPU without GPM, else "off". What the workload reports through
+    `gputriage.step()` is its throughput; with `flops_per_token` (or `flops_per_step`), its MFU. The report's
+    `exit_code` is the command's (128 + N when signal N ended it)."""
     from gputriage.backends.host import Host
     from gputriage.backends.nvml import PynvmlBackend
     from gputriage.backends.workload import Workload
     from gputriage.diagnosis.run_judge import judge
     from gputriage.model.reading import Unavailable
+    from gputriage.progress import DIR_ENV as progress_env
+    from gputriage.sampling.progress import ProgressReader
     from gputriage.sampling.session import Session
     from gputriage.sampling.store import StoreError
     from gputriage.trace import inject
@@ -52,6 +58,10 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
     if mode is None:  # most GPUs have no GPM: where the counters cannot decide, the profiler does
         no_gpm = any(not g.gpm for g in session.meta.gpus.values())
         mode = "auto" if no_gpm and inject.is_python(argv) else "off"
+    session.meta.flops_per_token, session.meta.flops_per_step = flops_per_token, flops_per_step
+    progress = Path(tempfile.mkdtemp(prefix="gputriage-progress-"))  # gputriage.step() writes its counts here
+    environ[progress_env] = str(progress)
+    session.sampler.progress = ProgressReader(progress)
     folder = None
     if mode != "off" and inject.is_python(argv):
         argv, environ, folder = inject.prepare(argv, environ, steps=profile_steps, skip_s=profile_skip_s, gated=True)
@@ -61,12 +71,14 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
         session.nvml.shutdown()
         if folder is not None:
             inject.clean(folder)
+        shutil.rmtree(progress, ignore_errors=True)
         raise GputriageError(f"{exc}; use --no-store (store=False) to run without keeping the run") from None
     workload = Workload.start(argv, environ, die_with_parent=die_with_parent, stdout_to_stderr=stdout_to_stderr)
     if isinstance(workload, Unavailable):
         session.finish()
         if folder is not None:
             inject.clean(folder)
+        shutil.rmtree(progress, ignore_errors=True)
         raise WorkloadError(workload.detail, {"not_found": 127, "no_permission": 126}.get(workload.reason, 126))
     session.start(workload.pid)
     gate = _GateKeeper(session, folder, mode) if folder is not None else None
@@ -75,6 +87,7 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
         gate.stop()
     profiled = _profile(folder, keep_trace, mode, gate.gate.reasons if gate else []) if folder is not None else None
     report = judge(session.finish(), code, profile=profiled, budget=limits)
+    shutil.rmtree(progress, ignore_errors=True)
     session.save(report)
     if session.store_error and session.store_error not in report.notes:
         report.notes.append(session.store_error)

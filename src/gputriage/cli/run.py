@@ -45,6 +45,14 @@ def run(
                                                                               "profiling (skips the warm-up)."),
     keep_trace: Optional[Path] = typer.Option(None, "--keep-trace", metavar="FILE", help="Keep the profiler trace at "
                                                                                          "this path."),
+    flops_per_token: Optional[float] = typer.Option(None, "--flops-per-token", metavar="FLOPS", min=0.0,
+                                                    help="The model's FLOPs per token (forward and backward, e.g. "
+                                                         "6 x parameters for training): the report gives its MFU "
+                                                         "from the tokens/s the workload reports with "
+                                                         "gputriage.step(tokens=...)."),
+    flops_per_step: Optional[float] = typer.Option(None, "--flops-per-step", metavar="FLOPS", min=0.0,
+                                                   help="The model's FLOPs per step, for its MFU from the steps/s "
+                                                        "reported with gputriage.step()."),
     keep_workload: bool = typer.Option(False, "--keep-workload", help="If gputriage is killed, let the command "
                                                                       "run on (by default it gets SIGTERM)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No report in the terminal."),
@@ -65,7 +73,8 @@ def run(
         report = api.run(command, store=False if no_store else store_path, budget=budget, period_s=period,
                          use_gpm=not no_gpm, profile=mode, profile_steps=profile_steps,
                          profile_skip_s=profile_skip_s, keep_trace=keep_trace, die_with_parent=not keep_workload,
-                         stdout_to_stderr=as_json)
+                         stdout_to_stderr=as_json, flops_per_token=flops_per_token,
+                         flops_per_step=flops_per_step)
     except api.WorkloadError as exc:
         fail(str(exc), exc.exit_code)
     except api.GputriageError as exc:

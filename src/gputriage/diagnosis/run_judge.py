@@ -12,6 +12,7 @@ from gputriage.diagnosis.classify import computes
 from gputriage.diagnosis.merge import merge
 from gputriage.diagnosis.run_findings import host_findings, idle_edges, job_process_findings, verdict_finding
 from gputriage.diagnosis.run_verdict import WORKLOAD_VRAM_BYTES, gpu_verdict
+from gputriage.diagnosis.throughput import throughput
 from gputriage.diagnosis.trace_findings import as_profiler_artefact
 from gputriage.model.bottleneck import HOST_BOUND
 from gputriage.model.finding import Finding, triage_order
@@ -137,6 +138,9 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
         sampled = "the host and the workload were" if rec.kind == "run" else "the host was"
         notes.append(f"no GPU was sampled ({rec.meta.system.get('nvml', 'NVML sees no GPU')}); {sampled}")
     used = list(verdicts)
+    lead_verdict = verdicts[used[0]] if used else None
+    done = throughput(rec.windows.host, lead_verdict.timeline if lead_verdict else [], started,
+                      [static.get(i, GpuStatic()) for i in used], rec.meta.flops_per_token, rec.meta.flops_per_step)
     processes_seen = any(x is not None for x in rec.windows.host.column("workload_cpu_pct"))
     blind = blind_spots({i: static.get(i, GpuStatic()) for i in used}, processes_seen,
                         traced=trace is not None and trace.verdict is not None,
@@ -144,4 +148,4 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
     return RunReport(id=rec.run_id, kind=rec.kind, command=rec.command, started_s=rec.started_s, ended_s=rec.ended_s,
                      exit_code=exit_code, complete=complete, samples=rec.windows.count, meta=rec.meta, verdict=verdict,
                      findings=triage_order(findings), host=host_summary(rec.windows.host), profile=profile,
-                     notes=notes, processes=processes, blind_spots=blind)
+                     notes=notes, processes=processes, blind_spots=blind, throughput=done)

@@ -40,6 +40,8 @@ class RunMeta(msgspec.Struct, kw_only=True):
     gpus: dict[str, GpuStatic] = {}
     system: dict[str, Any] = {}  # driver, CUDA driver, or why NVML answered nothing
     env: dict[str, str] = {}  # the environment variables that change what a GPU job does
+    flops_per_token: Optional[float] = None  # the model's, as the user gave them (for its MFU)
+    flops_per_step: Optional[float] = None
 
 
 class Regime(msgspec.Struct):
@@ -127,6 +129,36 @@ class HostSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
     mem_available_min_bytes: Optional[float] = None
 
 
+class RegimeThroughput(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The workload's own rate over one phase of the timeline."""
+
+    regime: str
+    start_s: float  # seconds since the run started
+    end_s: float
+    steps_per_s: Optional[float] = None
+    samples_per_s: Optional[float] = None
+    tokens_per_s: Optional[float] = None
+
+
+class Throughput(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What the workload got done, as it reported it (`gputriage.step()`): over the steady state (start-up
+    and shut-down left out), and per phase; with the model's FLOPs given, the model FLOP utilization."""
+
+    source: str = "gputriage.step"
+    steps: float = 0.0  # in all, start-up included
+    samples: float = 0.0
+    tokens: float = 0.0
+    steady_s: float = 0.0
+    steps_per_s: Optional[float] = None
+    samples_per_s: Optional[float] = None
+    tokens_per_s: Optional[float] = None
+    by_regime: list[RegimeThroughput] = []
+    achieved_tflops: Optional[float] = None  # the model's FLOPs per token (or step) x the steady rate
+    peak_tflops: Optional[float] = None  # dense bf16 of the GPUs used, from the datasheet
+    mfu_pct: Optional[float] = None  # achieved against that peak
+    peak_source: Optional[str] = None
+
+
 class BlindSpot(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A verdict the run could not reach (or only approximately), why, and what would see it."""
 
@@ -167,3 +199,4 @@ class RunReport(msgspec.Struct, kw_only=True):
     notes: list[str] = []  # what the report must say about itself (a store that failed, no GPU sampled)
     processes: list[ProcessSummary] = []  # every process seen on a sampled GPU
     blind_spots: list[BlindSpot] = []  # verdicts this run could not see: its GPUs' counters, no trace
+    throughput: Optional[Throughput] = None  # what the workload reported through gputriage.step()

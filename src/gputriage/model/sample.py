@@ -53,6 +53,10 @@ class WorkloadSample(msgspec.Struct, kw_only=True, omit_defaults=True):
     write_bytes_per_s: Optional[float] = None
     rchar_bytes_per_s: Optional[float] = None  # every byte its reads returned: files (page cache too), pipes, sockets
     vram_bytes: Optional[int] = None
+    # what the workload reported through gputriage.step(), all its processes, since it started
+    steps_total: Optional[float] = None
+    samples_total: Optional[float] = None
+    tokens_total: Optional[float] = None
 
 
 class GpuProcess(msgspec.Struct, kw_only=True, omit_defaults=True):

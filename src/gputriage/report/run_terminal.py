@@ -114,6 +114,37 @@ def _processes(r: RunReport, console: Console) -> None:
         console.print(Text(f"GPU {gpu} processes: " + "; ".join(parts), style="dim"))
 
 
+def _rate(v: float | None, unit: str) -> str | None:
+    if v is None:
+        return None
+    return f"{v / 1e6:,.2f} M {unit}/s" if v >= 1e6 else f"{v:,.1f} {unit}/s" if v < 100 else f"{v:,.0f} {unit}/s"
+
+
+def _throughput(r: RunReport, console: Console) -> None:
+    """What the workload reported through gputriage.step(): the steady rate, per phase, and its MFU."""
+    t = r.throughput
+    if t is None:
+        return
+    rates = [x for x in (_rate(t.steps_per_s, "steps"), _rate(t.samples_per_s, "samples"),
+                         _rate(t.tokens_per_s, "tokens")) if x]
+    line = Text("throughput: ", style="bold")
+    line.append(", ".join(rates) or "no steady rate", style="bold cyan")
+    line.append(f" over the steady {t.steady_s:.0f} s ({t.source})", style="dim")
+    console.print(line)
+    if t.mfu_pct is not None:
+        console.print(Text(f"  MFU {t.mfu_pct:.1f}%: {t.achieved_tflops:,.1f} TFLOP/s of the model's math against "
+                           f"{t.peak_tflops:,.0f} ({t.peak_source})", style="cyan"))
+    elif t.achieved_tflops is not None:
+        console.print(Text(f"  the model's math: {t.achieved_tflops:,.1f} TFLOP/s (no datasheet for this GPU)",
+                           style="cyan"))
+    if len(t.by_regime) > 1:
+        console.print(Text("  by phase: " + " · ".join(
+            f"{p.start_s:.0f}–{p.end_s:.0f}s {p.regime} "
+            + (_rate(p.samples_per_s, "samples") or _rate(p.tokens_per_s, "tokens") or _rate(p.steps_per_s, "steps")
+               or "none")
+            for p in t.by_regime), style="dim"))
+
+
 def _blind_spots(r: RunReport, console: Console) -> None:
     """The verdicts this run could not see, grouped by why."""
     by_why: dict[str, list[str]] = {}
@@ -134,6 +165,7 @@ def render(r: RunReport, console: Console) -> None:
         console.print(Text(note, style="yellow"))
     for key, v in r.verdict.per_gpu.items():
         _gpu(r, key, v, console)
+    _throughput(r, console)
     _host(r, console)
     _processes(r, console)
     _blind_spots(r, console)

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import msgspec
+
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import (
     GPM_ANY_TENSOR_UTIL,
@@ -37,6 +39,7 @@ from gputriage.backends.process_tree import ProcessDetail, ProcessTree
 from gputriage.backends.procfs import cpu_busy_pct, keyed_values, parse_diskstats, parse_net_dev, parse_proc_stat
 from gputriage.model.reading import Unavailable
 from gputriage.model.sample import GpuProcess, GpuSample, HostSample, Sample, WorkloadSample
+from gputriage.sampling.progress import ProgressReader
 
 NVML_PCIE_UTIL_TX_BYTES, NVML_PCIE_UTIL_RX_BYTES = 0, 1
 DEFAULT_PERIOD_S = 0.2  # the GPU-Util refresh of recent datacenter GPUs, when the driver does not say
@@ -282,6 +285,7 @@ class Sampler:
         self.gpus = [GpuReader(nvml, i, use_gpm, slow_every=c.every(c.gpu_slow_s)) for i in gpus]
         self.host = HostReader(host, every=c.every(c.host_s))
         self.tree: ProcessTreeReader | None = None
+        self.progress: ProgressReader | None = None  # what the workload reports through gputriage.step()
         self.pid = pid
         self.recent: collections.deque[Sample] = collections.deque(maxlen=max(1, c.every(c.ring_s)))
         self.count = 0
@@ -314,6 +318,11 @@ class Sampler:
         host = self.host.read()
         c2 = clock()
         workload = self.tree.read() if self.tree is not None else None
+        if workload is not None and self.progress is not None:
+            done = self.progress.totals()
+            if done is not None:  # a copy: the tree's reading is shared by the samples until its next one
+                workload = msgspec.structs.replace(workload, steps_total=done[0], samples_total=done[1],
+                                                   tokens_total=done[2])
         c3 = clock()
         cost["gpu"] += c1 - c0
         cost["host"] += c2 - c1

@@ -1,0 +1,74 @@
+"""The workload's throughput, as it reported it through `gputriage.step()`, and its model FLOP
+utilization.
+
+The windows keep the counters' totals at their end; a phase's rate is the growth of a total between
+the last window before the phase and the phase's last window, over that time. The steady state runs
+from the end of start-up to the start of shut-down (`run_verdict`'s timeline). With the model's
+FLOPs per token (or per step) given, achieved TFLOP/s = rate x FLOPs, and MFU sets it against the
+dense bf16 datasheet rate of the GPUs the workload used (`model.specs`).
+"""
+
+from __future__ import annotations
+
+from gputriage.diagnosis.run_verdict import EDGES
+from gputriage.model.run import GpuStatic, Regime, RegimeThroughput, Throughput
+from gputriage.model.specs import match
+from gputriage.sampling.windows import WindowSeries
+
+COUNTERS = ("steps", "samples", "tokens")
+
+
+def _rates(points: list[tuple[float, dict[str, float]]], t0: float, t1: float) -> dict[str, float | None]:
+    """Each counter's rate between the last point at or before t0 and the last point at or before t1."""
+    before = [p for p in points if p[0] <= t0 + 1e-6]
+    upto = [p for p in points if p[0] <= t1 + 1e-6]
+    if not upto:
+        return dict.fromkeys(COUNTERS)
+    a = before[-1] if before else points[0]
+    b = upto[-1]
+    dt = b[0] - a[0]
+    if dt <= 0:
+        return dict.fromkeys(COUNTERS)
+    return {c: round((b[1][c] - a[1][c]) / dt, 3) if b[1][c] > a[1][c] else None for c in COUNTERS}
+
+
+def throughput(host: WindowSeries, timeline: list[Regime], run_start_s: float, gpus: list[GpuStatic],
+               flops_per_token: float | None = None, flops_per_step: float | None = None) -> Throughput | None:
+    """None when the workload reported nothing."""
+    points = []
+    for w in host:
+        if w.steps_total is not None:
+            points.append((w.t1_s, {"steps": w.steps_total, "samples": w.samples_total or 0.0,
+                                    "tokens": w.tokens_total or 0.0}))
+    if not points:
+        return None
+    last = points[-1][1]
+    out = Throughput(steps=last["steps"], samples=last["samples"], tokens=last["tokens"])
+    body = [r for r in timeline if r.regime not in EDGES]
+    if body:
+        t0, t1 = run_start_s + body[0].start_s, run_start_s + body[-1].end_s
+    else:  # no timeline (no GPU sampled): the whole run
+        t0, t1 = points[0][0], points[-1][0]
+    steady = _rates(points, t0, t1)
+    out.steady_s = round(t1 - t0, 1)
+    out.steps_per_s, out.samples_per_s, out.tokens_per_s = steady["steps"], steady["samples"], steady["tokens"]
+    for r in body:
+        rates = _rates(points, run_start_s + r.start_s, run_start_s + r.end_s)
+        out.by_regime.append(RegimeThroughput(regime=r.regime, start_s=r.start_s, end_s=r.end_s,
+                                              steps_per_s=rates["steps"], samples_per_s=rates["samples"],
+                                              tokens_per_s=rates["tokens"]))
+    achieved = None
+    if flops_per_token and out.tokens_per_s:
+        achieved = flops_per_token * out.tokens_per_s / 1e12
+    elif flops_per_step and out.steps_per_s:
+        achieved = flops_per_step * out.steps_per_s / 1e12
+    if achieved is not None:
+        out.achieved_tflops = round(achieved, 2)
+        specs = [match(None, g.memory_total_bytes, g.name) for g in gpus]
+        peaks = [s.tflops("bf16") for s in specs if s is not None]
+        if peaks and len(peaks) == len(gpus) and all(peaks):
+            out.peak_tflops = round(sum(p for p in peaks if p), 1)
+            out.mfu_pct = round(100 * achieved / out.peak_tflops, 1)
+            names = sorted({s.name for s in specs if s is not None})
+            out.peak_source = f"dense bf16 datasheet rate of {len(gpus)} x {', '.join(names)}"
+    return out
