@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,3 +45,37 @@ def open_budget(budget: str | Path | None) -> Budget | None:
         return load_budget(budget)
     except BudgetError as exc:
         raise GputriageError(str(exc)) from None
+
+
+CONFIG_ENV = "GPUTRIAGE_CONFIG"
+
+
+def config_path() -> Path:
+    """The user's config file: $GPUTRIAGE_CONFIG, else config.toml in the user config folder."""
+    import os
+
+    from platformdirs import user_config_dir
+
+    return Path(os.environ.get(CONFIG_ENV) or Path(user_config_dir("gputriage")) / "config.toml")
+
+
+def configured_price() -> tuple[float | None, str]:
+    """The price per GPU-hour and its currency under `[cost]` in the config file (None: no price set; none is
+    assumed). A file that cannot be read or holds a wrong price is a GputriageError."""
+    path = config_path()
+    if not path.exists():
+        return None, "USD"
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        cost = tomllib.loads(path.read_text()).get("cost", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise GputriageError(f"{path}: cannot read the config file: {exc}") from None
+    price, currency = cost.get("price_per_gpu_hour"), cost.get("currency", "USD")
+    if price is not None and (isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0):
+        raise GputriageError(f"{path}: [cost] price_per_gpu_hour must be a number >= 0, not {price!r}")
+    if not isinstance(currency, str):
+        raise GputriageError(f"{path}: [cost] currency must be text, not {currency!r}")
+    return (float(price) if price is not None else None), currency

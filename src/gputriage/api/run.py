@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from gputriage.api._common import GputriageError, WorkloadError, open_budget, open_store
+from gputriage.api._common import GputriageError, WorkloadError, configured_price, open_budget, open_store
 from gputriage.api.trace import analyze_trace
-from gputriage.model.run import GpuStatic, ProfileReport, RunReport
+from gputriage.model.run import Cost, GpuStatic, ProfileReport, RunReport
 
 if TYPE_CHECKING:
     from gputriage.sampling.session import Session
@@ -27,13 +27,15 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
         profile_steps: int = 10, profile_skip_s: float = 2.0, keep_trace: str | Path | None = None,
         die_with_parent: bool = True, env: dict[str, str] | None = None,
         stdout_to_stderr: bool = False, flops_per_token: float | None = None,
-        flops_per_step: float | None = None) -> RunReport:
+        flops_per_step: float | None = None, price_per_gpu_hour: float | None = None,
+        currency: str | None = None) -> RunReport:
     """Run a command (no shell, stdio passed through), sample the GPUs, the host and its process tree,
     and judge it. `profile`: a Python command profiles itself with torch.profiler, when the sampler sees
     the steady state ("on", True) or only where the sampler cannot decide ("auto"), and the trace's verdict
     is merged; None (the default): "auto" on a GPU without GPM, else "off". What the workload reports through
-    `gputriage.step()` is its throughput; with `flops_per_token` (or `flops_per_step`), its MFU. The report's
-    `exit_code` is the command's (128 + N when signal N ended it)."""
+    `gputriage.step()` is its throughput; with `flops_per_token` (or `flops_per_step`), its MFU. Its cost is in
+    GPU-hours, and in money at `price_per_gpu_hour` (default: the config file's `[cost]`; none is assumed).
+    The report's `exit_code` is the command's (128 + N when signal N ended it)."""
     from gputriage.backends.host import Host
     from gputriage.backends.nvml import PynvmlBackend
     from gputriage.backends.workload import Workload
@@ -46,6 +48,9 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
     from gputriage.trace import inject
 
     limits = open_budget(budget)
+    price, unit = configured_price()
+    if price_per_gpu_hour is not None:
+        price, unit = price_per_gpu_hour, currency or unit
     argv, environ = list(command), dict(os.environ if env is None else env)
     mode = {True: "on", False: "off"}.get(profile, profile) if isinstance(profile, bool) else profile
     if mode is not None and mode not in PROFILE_MODES:
@@ -59,6 +64,7 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
         no_gpm = any(not g.gpm for g in session.meta.gpus.values())
         mode = "auto" if no_gpm and inject.is_python(argv) else "off"
     session.meta.flops_per_token, session.meta.flops_per_step = flops_per_token, flops_per_step
+    session.meta.price_per_gpu_hour, session.meta.currency = price, unit
     progress = Path(tempfile.mkdtemp(prefix="gputriage-progress-"))  # gputriage.step() writes its counts here
     environ[progress_env] = str(progress)
     session.sampler.progress = ProgressReader(progress)
@@ -163,9 +169,25 @@ def _profile(folder: Path, keep: str | Path | None, mode: str = "on", asked: lis
         inject.clean(folder)
 
 
-def show(run_id: int, store: str | Path | None = None) -> RunReport:
+def show(run_id: int, store: str | Path | None = None, price_per_gpu_hour: float | None = None,
+         currency: str = "USD") -> RunReport:
     """A stored run's report; a run whose gputriage died (or from an older store) is judged from the
-    samples it kept."""
+    samples it kept. With a price, its cost is counted again at that price."""
+    report = _show(run_id, store)
+    if price_per_gpu_hour is not None and report.cost is not None:
+        report.cost = msgspec_replace(report.cost, price_per_gpu_hour, currency)
+    return report
+
+
+def msgspec_replace(c: Cost, price: float, currency: str) -> Cost:
+    """A run's cost at another price (the GPU-hours and their useful share stay as measured)."""
+    import msgspec
+
+    return msgspec.structs.replace(c, price_per_gpu_hour=price, currency=currency, cost=round(c.gpu_hours * price, 6),
+                                   waste_cost=round((c.gpu_hours - c.useful_gpu_hours) * price, 6))
+
+
+def _show(run_id: int, store: str | Path | None = None) -> RunReport:
     import msgspec
 
     from gputriage.diagnosis.run_judge import judge

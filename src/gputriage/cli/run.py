@@ -53,6 +53,11 @@ def run(
     flops_per_step: Optional[float] = typer.Option(None, "--flops-per-step", metavar="FLOPS", min=0.0,
                                                    help="The model's FLOPs per step, for its MFU from the steps/s "
                                                         "reported with gputriage.step()."),
+    price: Optional[float] = typer.Option(None, "--price", metavar="PER_GPU_HOUR", min=0.0,
+                                          help="What a GPU-hour costs you: the report puts the run's cost and its "
+                                               "waste in money (default: price_per_gpu_hour under [cost] in the "
+                                               "config file; no price is assumed)."),
+    currency: str = typer.Option("USD", "--currency", help="The currency of --price."),
     keep_workload: bool = typer.Option(False, "--keep-workload", help="If gputriage is killed, let the command "
                                                                       "run on (by default it gets SIGTERM)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No report in the terminal."),
@@ -74,7 +79,7 @@ def run(
                          use_gpm=not no_gpm, profile=mode, profile_steps=profile_steps,
                          profile_skip_s=profile_skip_s, keep_trace=keep_trace, die_with_parent=not keep_workload,
                          stdout_to_stderr=as_json, flops_per_token=flops_per_token,
-                         flops_per_step=flops_per_step)
+                         flops_per_step=flops_per_step, price_per_gpu_hour=price, currency=currency)
     except api.WorkloadError as exc:
         fail(str(exc), exc.exit_code)
     except api.GputriageError as exc:

@@ -54,12 +54,15 @@ def show(
     store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Run store (SQLite)."),
     as_json: bool = typer.Option(False, "--json", help="Print the run's report as JSON (the document `run --json` "
                                                        "printed)."),
+    price: Optional[float] = typer.Option(None, "--price", metavar="PER_GPU_HOUR", min=0.0,
+                                          help="Count the run's cost again at this price per GPU-hour."),
+    currency: str = typer.Option("USD", "--currency", help="The currency of --price."),
 ) -> None:
     """Re-render a stored run. A run whose gputriage died is judged from the samples it kept."""
     from gputriage import api
 
     try:
-        report = api.show(run_id, store_path)
+        report = api.show(run_id, store_path, price_per_gpu_hour=price, currency=currency)
     except api.GputriageError as exc:
         fail(str(exc), exits.BAD_INPUT)
     if as_json:

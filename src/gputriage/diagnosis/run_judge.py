@@ -9,6 +9,7 @@ from typing import Sequence
 from gputriage.diagnosis.blind_spots import blind_spots
 from gputriage.diagnosis.budget import Budget, check_windows
 from gputriage.diagnosis.classify import computes
+from gputriage.diagnosis.cost import cost
 from gputriage.diagnosis.merge import merge
 from gputriage.diagnosis.run_findings import host_findings, idle_edges, job_process_findings, verdict_finding
 from gputriage.diagnosis.run_verdict import WORKLOAD_VRAM_BYTES, gpu_verdict
@@ -148,4 +149,6 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
     return RunReport(id=rec.run_id, kind=rec.kind, command=rec.command, started_s=rec.started_s, ended_s=rec.ended_s,
                      exit_code=exit_code, complete=complete, samples=rec.windows.count, meta=rec.meta, verdict=verdict,
                      findings=triage_order(findings), host=host_summary(rec.windows.host), profile=profile,
-                     notes=notes, processes=processes, blind_spots=blind, throughput=done)
+                     notes=notes, processes=processes, blind_spots=blind, throughput=done,
+                     cost=cost({i: rec.windows.series[i] for i in used}, static, started, ended,
+                               rec.meta.price_per_gpu_hour, rec.meta.currency) if rec.gpus else None)

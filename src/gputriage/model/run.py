@@ -42,6 +42,8 @@ class RunMeta(msgspec.Struct, kw_only=True):
     env: dict[str, str] = {}  # the environment variables that change what a GPU job does
     flops_per_token: Optional[float] = None  # the model's, as the user gave them (for its MFU)
     flops_per_step: Optional[float] = None
+    price_per_gpu_hour: Optional[float] = None  # the user's price (for the run's cost); none is assumed
+    currency: str = "USD"
 
 
 class Regime(msgspec.Struct):
@@ -159,6 +161,23 @@ class Throughput(msgspec.Struct, kw_only=True, omit_defaults=True):
     peak_source: Optional[str] = None
 
 
+class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The GPU time a run paid for, the share that did useful work, and (with a price) what both cost."""
+
+    gpus: int
+    gpu_hours: float  # wall time x GPUs used
+    useful_gpu_hours: float  # sum of each window's activity x its length
+    useful_pct: float
+    measure: str  # "SM activity" (GPM) or "GPU-Util" (an upper bound)
+    formula: str
+    gpu_hours_at_twice: Optional[float] = None  # the same work at twice the activity (when that is possible)
+    price_per_gpu_hour: Optional[float] = None  # the user's price; none is assumed
+    currency: Optional[str] = None
+    cost: Optional[float] = None
+    waste_cost: Optional[float] = None
+    note: Optional[str] = None
+
+
 class BlindSpot(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A verdict the run could not reach (or only approximately), why, and what would see it."""
 
@@ -200,3 +219,4 @@ class RunReport(msgspec.Struct, kw_only=True):
     processes: list[ProcessSummary] = []  # every process seen on a sampled GPU
     blind_spots: list[BlindSpot] = []  # verdicts this run could not see: its GPUs' counters, no trace
     throughput: Optional[Throughput] = None  # what the workload reported through gputriage.step()
+    cost: Optional[Cost] = None  # the GPU time paid for and the useful share of it

@@ -145,6 +145,24 @@ def _throughput(r: RunReport, console: Console) -> None:
             for p in t.by_regime), style="dim"))
 
 
+def _cost(r: RunReport, console: Console) -> None:
+    """The GPU time paid for, its useful share, and at the user's price what the waste costs."""
+    c = r.cost
+    if c is None:
+        return
+    line = Text("cost: ", style="bold")
+    line.append(f"{c.gpu_hours:,.3f} GPU-hours, {c.useful_pct:.0f}% useful by {c.measure}", style="bold")
+    if c.cost is not None:
+        line.append(f"; {c.cost:,.2f} {c.currency} at {c.price_per_gpu_hour:,.2f} {c.currency}/GPU-hour, "
+                    f"{c.waste_cost:,.2f} {c.currency} of it on "
+                    + ("idle SMs" if c.measure == "SM activity" else "an idle GPU") if c.waste_cost is not None else "")
+    console.print(line)
+    if c.gpu_hours_at_twice is not None:
+        console.print(Text(f"  at twice the activity ({2 * c.useful_pct:.0f}%) the same work needs "
+                           f"{c.gpu_hours_at_twice:,.3f} GPU-hours", style="dim"))
+    console.print(Text(f"  {c.formula}" + (f"; {c.note}" if c.note else ""), style="dim"))
+
+
 def _blind_spots(r: RunReport, console: Console) -> None:
     """The verdicts this run could not see, grouped by why."""
     by_why: dict[str, list[str]] = {}
@@ -166,6 +184,7 @@ def render(r: RunReport, console: Console) -> None:
     for key, v in r.verdict.per_gpu.items():
         _gpu(r, key, v, console)
     _throughput(r, console)
+    _cost(r, console)
     _host(r, console)
     _processes(r, console)
     _blind_spots(r, console)
