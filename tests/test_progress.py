@@ -102,3 +102,32 @@ def test_run_reports_the_throughput_the_workload_reported(tmp_path):
     assert t["achieved_tflops"] == pytest.approx(1e9 * t["tokens_per_s"] / 1e12, rel=1e-2)
     assert "mfu_pct" not in t  # no GPU here: no datasheet to set it against
     assert not list(tmp.iterdir())  # the counters' folder is removed
+
+
+LOUD = """
+import sys, time
+t = time.time(); i = 0
+while time.time() - t < 2.5:
+    time.sleep(0.05); i += 1
+    print(f"step {i} loss 0.1 tokens/s: {1000 + i % 3:,}", flush=True)
+    if i % 10 == 0:
+        print("progress 50%|#####     | tokens/s: 5000\\r", end="", file=sys.stderr, flush=True)
+print("done")
+"""
+
+
+def test_run_reads_the_throughput_the_workload_prints_and_passes_its_output_through(tmp_path):
+    script = tmp_path / "loud.py"
+    script.write_text(LOUD)
+    r = subprocess.run(GT + ["run", "--no-store", "-o", str(tmp_path / "r.json"), "--metric", r"tokens/s: (\S+)",
+                             "--", sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "step 1 loss 0.1 tokens/s: 1,001" in r.stdout and r.stdout.count("loss") >= 30  # stdout stays stdout
+    assert "progress 50%" in r.stderr  # and stderr stays stderr, \r and all
+    t = json.loads((tmp_path / "r.json").read_text())["throughput"]
+    assert t["source"] == "output" and t["metric_pattern"] == r"tokens/s: (\S+)"
+    assert t["metric_lines"] >= 30 and t["metric_median"] == 1001.0  # 1,000-1,002 printed; the bars' 5,000 rare
+    assert "throughput: 1,001 (median of" in r.stderr  # the report, beside the workload's output
+    bad = subprocess.run(GT + ["run", "--no-store", "--metric", "tokens/s: (", "--", sys.executable, "-c", "1"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--metric: not a regular expression" in bad.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -28,13 +29,15 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
         die_with_parent: bool = True, env: dict[str, str] | None = None,
         stdout_to_stderr: bool = False, flops_per_token: float | None = None,
         flops_per_step: float | None = None, price_per_gpu_hour: float | None = None,
-        currency: str | None = None) -> RunReport:
+        currency: str | None = None, metric: str | None = None) -> RunReport:
     """Run a command (no shell, stdio passed through), sample the GPUs, the host and its process tree,
     and judge it. `profile`: a Python command profiles itself with torch.profiler, when the sampler sees
     the steady state ("on", True) or only where the sampler cannot decide ("auto"), and the trace's verdict
     is merged; None (the default): "auto" on a GPU without GPM, else "off". What the workload reports through
     `gputriage.step()` is its throughput; with `flops_per_token` (or `flops_per_step`), its MFU. Its cost is in
     GPU-hours, and in money at `price_per_gpu_hour` (default: the config file's `[cost]`; none is assumed).
+    `metric`: a regular expression whose first group reads a rate in the workload's output lines
+    ("tokens/s: (\\S+)"), reported next to the GPU's activity.
     The report's `exit_code` is the command's (128 + N when signal N ended it)."""
     from gputriage.backends.host import Host
     from gputriage.backends.nvml import PynvmlBackend
@@ -48,6 +51,10 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
     from gputriage.trace import inject
 
     limits = open_budget(budget)
+    try:
+        pattern = re.compile(metric) if metric is not None else None
+    except re.error as exc:
+        raise GputriageError(f"--metric: not a regular expression: {exc}") from None
     price, unit = configured_price()
     if price_per_gpu_hour is not None:
         price, unit = price_per_gpu_hour, currency or unit
@@ -79,7 +86,8 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
             inject.clean(folder)
         shutil.rmtree(progress, ignore_errors=True)
         raise GputriageError(f"{exc}; use --no-store (store=False) to run without keeping the run") from None
-    workload = Workload.start(argv, environ, die_with_parent=die_with_parent, stdout_to_stderr=stdout_to_stderr)
+    workload = Workload.start(argv, environ, die_with_parent=die_with_parent, stdout_to_stderr=stdout_to_stderr,
+                              metric=pattern)
     if isinstance(workload, Unavailable):
         session.finish()
         if folder is not None:
@@ -92,7 +100,8 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
     if gate is not None:
         gate.stop()
     profiled = _profile(folder, keep_trace, mode, gate.gate.reasons if gate else []) if folder is not None else None
-    report = judge(session.finish(), code, profile=profiled, budget=limits)
+    report = judge(session.finish(), code, profile=profiled, budget=limits,
+                   metric=(metric, workload.metric_points) if metric is not None else None)
     shutil.rmtree(progress, ignore_errors=True)
     session.save(report)
     if session.store_error and session.store_error not in report.notes:

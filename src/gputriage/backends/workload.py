@@ -1,6 +1,8 @@
 """The workload `run` wraps: started without a shell, its stdin/stdout/stderr inherited (passed
-through untouched), signals sent to gputriage forwarded to it, and — on Linux, unless asked not to
-— killed with gputriage (PR_SET_PDEATHSIG), so a `kill -9` of gputriage does not leave it orphaned.
+through untouched; with `run --metric`, its output and errors copied through gputriage, which reads
+a number from the lines a pattern matches), signals sent to gputriage forwarded to it, and — on
+Linux, unless asked not to — killed with gputriage (PR_SET_PDEATHSIG), so a `kill -9` of gputriage
+does not leave it orphaned.
 
 Signals: SIGTERM, SIGHUP and SIGQUIT are forwarded at once. SIGINT is forwarded at once when it
 was sent to gputriage alone (a scheduler, `kill -INT`, `timeout -s INT`); a Ctrl-C at a terminal
@@ -12,10 +14,12 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
+import time
 from typing import Any, Callable
 
 from gputriage.model.reading import Unavailable
@@ -45,9 +49,49 @@ def _foreground() -> bool:
         return False
 
 
+class MetricTap:
+    """Copies a stream of the workload to where it would have gone, and keeps the number the pattern's
+    first group catches in each line (`run --metric`): (unix time, value). Lines end at \n or \r (a
+    progress bar redraws with \r)."""
+
+    def __init__(self, source: Any, dest_fd: int, pattern: re.Pattern[str], points: list[tuple[float, float]]) -> None:
+        self.source, self.dest_fd, self.pattern, self.points = source, dest_fd, pattern, points
+        self.thread = threading.Thread(target=self._copy, name="gputriage-metric", daemon=True)
+        self.thread.start()
+
+    def _copy(self) -> None:
+        rest = b""
+        while True:
+            chunk = os.read(self.source.fileno(), 65536)
+            if not chunk:
+                break
+            try:
+                os.write(self.dest_fd, chunk)
+            except OSError:
+                pass  # gputriage's own output is gone (a closed pipe): keep reading, or the workload blocks
+            lines = (rest + chunk).replace(b"\r", b"\n").split(b"\n")
+            rest = lines.pop()[-4096:]
+            now = time.time()
+            for line in lines:
+                self._match(line, now)
+        if rest:
+            self._match(rest, time.time())
+
+    def _match(self, line: bytes, now: float) -> None:
+        m = self.pattern.search(line.decode("utf-8", "replace"))
+        if m is None:
+            return
+        try:
+            self.points.append((now, float((m.group(1) if m.groups() else m.group(0)).replace(",", ""))))
+        except ValueError:
+            pass
+
+
 class Workload:
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
+        self.metric_points: list[tuple[float, float]] = []  # `run --metric`: (unix time, value) from its output
+        self.taps: list[MetricTap] = []
 
     @property
     def pid(self) -> int:
@@ -55,11 +99,19 @@ class Workload:
 
     @classmethod
     def start(cls, argv: list[str], env: dict[str, str], die_with_parent: bool = True,
-              stdout_to_stderr: bool = False) -> Workload | Unavailable:
+              stdout_to_stderr: bool = False, metric: re.Pattern[str] | None = None) -> Workload | Unavailable:
         """`stdout_to_stderr`: the workload writes its standard output where gputriage's standard error goes
-        (so gputriage's own stdout carries only its JSON report)."""
+        (so gputriage's own stdout carries only its JSON report). `metric`: its output and errors go through
+        gputriage, which keeps the numbers the pattern catches in them."""
         preexec: Callable[[], None] | None = _die_with_parent if die_with_parent and sys.platform == "linux" else None
+        out_fd = sys.stderr.fileno() if stdout_to_stderr else sys.stdout.fileno()
         try:
+            if metric is not None:
+                w = cls(subprocess.Popen(argv, env=env, preexec_fn=preexec, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE))
+                w.taps = [MetricTap(w.proc.stdout, out_fd, metric, w.metric_points),
+                          MetricTap(w.proc.stderr, sys.stderr.fileno(), metric, w.metric_points)]
+                return w
             return cls(subprocess.Popen(argv, env=env, preexec_fn=preexec,
                                         stdout=sys.stderr.fileno() if stdout_to_stderr else None))
         except FileNotFoundError:
@@ -93,7 +145,11 @@ class Workload:
         try:
             while True:
                 try:
-                    return exit_code(self.proc.wait())
+                    code = exit_code(self.proc.wait())
+                    for tap in self.taps:  # what the workload wrote last, up to its pipes' end
+                        tap.thread.join(timeout=5)
+                    self.metric_points.sort()
+                    return code
                 except KeyboardInterrupt:
                     continue
         finally:

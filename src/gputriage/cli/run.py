@@ -53,6 +53,10 @@ def run(
     flops_per_step: Optional[float] = typer.Option(None, "--flops-per-step", metavar="FLOPS", min=0.0,
                                                    help="The model's FLOPs per step, for its MFU from the steps/s "
                                                         "reported with gputriage.step()."),
+    metric: Optional[str] = typer.Option(None, "--metric", metavar="REGEX",
+                                         help="Read the workload's throughput from its own output: the number "
+                                              "the pattern's first group catches in a line (e.g. 'tokens/s: "
+                                              "(\\S+)'); its output then passes through gputriage."),
     price: Optional[float] = typer.Option(None, "--price", metavar="PER_GPU_HOUR", min=0.0,
                                           help="What a GPU-hour costs you: the report puts the run's cost and its "
                                                "waste in money (default: price_per_gpu_hour under [cost] in the "
@@ -79,11 +83,12 @@ def run(
                          use_gpm=not no_gpm, profile=mode, profile_steps=profile_steps,
                          profile_skip_s=profile_skip_s, keep_trace=keep_trace, die_with_parent=not keep_workload,
                          stdout_to_stderr=as_json, flops_per_token=flops_per_token,
-                         flops_per_step=flops_per_step, price_per_gpu_hour=price, currency=currency)
+                         flops_per_step=flops_per_step, price_per_gpu_hour=price, currency=currency,
+                         metric=metric)
     except api.WorkloadError as exc:
         fail(str(exc), exc.exit_code)
     except api.GputriageError as exc:
-        fail(str(exc), exits.USAGE if "--profile" in str(exc) else exits.BAD_INPUT)
+        fail(str(exc), exits.USAGE if "--profile" in str(exc) or str(exc).startswith("--metric") else exits.BAD_INPUT)
     text = to_json(report)
     if output is not None:
         try:

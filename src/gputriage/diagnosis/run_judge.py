@@ -94,7 +94,9 @@ def dominant(verdicts: dict[int, GpuVerdict]) -> GpuVerdict | None:
 
 
 def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileReport | None = None,
-          budget: Budget | None = None, complete: bool = True) -> RunReport:
+          budget: Budget | None = None, complete: bool = True,
+          metric: tuple[str, list[tuple[float, float]]] | None = None) -> RunReport:
+    """`metric`: `run --metric`'s pattern and the (unix time, value) pairs it read in the workload's output."""
     workload = rec.kind == "run"
     static = rec.static
     held = [tuple(h) for h in profile.held_all_s] or ([tuple(profile.held_s)] if profile.held_s else []) \
@@ -141,7 +143,8 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
     used = list(verdicts)
     lead_verdict = verdicts[used[0]] if used else None
     done = throughput(rec.windows.host, lead_verdict.timeline if lead_verdict else [], started,
-                      [static.get(i, GpuStatic()) for i in used], rec.meta.flops_per_token, rec.meta.flops_per_step)
+                      [static.get(i, GpuStatic()) for i in used], rec.meta.flops_per_token, rec.meta.flops_per_step,
+                      metric)
     processes_seen = any(x is not None for x in rec.windows.host.column("workload_cpu_pct"))
     blind = blind_spots({i: static.get(i, GpuStatic()) for i in used}, processes_seen,
                         traced=trace is not None and trace.verdict is not None,

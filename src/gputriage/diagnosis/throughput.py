@@ -1,5 +1,6 @@
-"""The workload's throughput, as it reported it through `gputriage.step()`, and its model FLOP
-utilization.
+"""The workload's throughput, as it reported it through `gputriage.step()` or printed it (`run
+--metric`: the median of the values a pattern reads in its output, steady and per phase), and its
+model FLOP utilization.
 
 The windows keep the counters' totals at their end; a phase's rate is the growth of a total between
 the last window before the phase and the phase's last window, over that time. The steady state runs
@@ -11,6 +12,7 @@ dense bf16 datasheet rate of the GPUs the workload used (`model.specs`).
 from __future__ import annotations
 
 from gputriage.diagnosis.run_verdict import EDGES
+from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic, Regime, RegimeThroughput, Throughput
 from gputriage.model.specs import match
 from gputriage.sampling.windows import WindowSeries
@@ -32,31 +34,48 @@ def _rates(points: list[tuple[float, dict[str, float]]], t0: float, t1: float) -
     return {c: round((b[1][c] - a[1][c]) / dt, 3) if b[1][c] > a[1][c] else None for c in COUNTERS}
 
 
+def _median_between(metric: list[tuple[float, float]], t0: float, t1: float) -> float | None:
+    values = [v for t, v in metric if t0 <= t <= t1]
+    return round(float(median(values)), 4) if values else None
+
+
 def throughput(host: WindowSeries, timeline: list[Regime], run_start_s: float, gpus: list[GpuStatic],
-               flops_per_token: float | None = None, flops_per_step: float | None = None) -> Throughput | None:
-    """None when the workload reported nothing."""
+               flops_per_token: float | None = None, flops_per_step: float | None = None,
+               metric: tuple[str, list[tuple[float, float]]] | None = None) -> Throughput | None:
+    """None when the workload reported nothing (`metric`: `run --metric`'s pattern and the (unix time,
+    value) pairs read in the workload's output)."""
     points = []
     for w in host:
         if w.steps_total is not None:
             points.append((w.t1_s, {"steps": w.steps_total, "samples": w.samples_total or 0.0,
                                     "tokens": w.tokens_total or 0.0}))
-    if not points:
+    read = metric[1] if metric else []
+    if not points and not read:
         return None
-    last = points[-1][1]
-    out = Throughput(steps=last["steps"], samples=last["samples"], tokens=last["tokens"])
+    last = points[-1][1] if points else dict.fromkeys(COUNTERS, 0.0)
+    sources = (["gputriage.step"] if points else []) + (["output"] if read else [])
+    out = Throughput(source=" and ".join(sources), steps=last["steps"], samples=last["samples"],
+                     tokens=last["tokens"])
     body = [r for r in timeline if r.regime not in EDGES]
+    times = [p[0] for p in points] + [t for t, _ in read]
     if body:
         t0, t1 = run_start_s + body[0].start_s, run_start_s + body[-1].end_s
     else:  # no timeline (no GPU sampled): the whole run
-        t0, t1 = points[0][0], points[-1][0]
-    steady = _rates(points, t0, t1)
+        t0, t1 = min(times), max(times)
     out.steady_s = round(t1 - t0, 1)
-    out.steps_per_s, out.samples_per_s, out.tokens_per_s = steady["steps"], steady["samples"], steady["tokens"]
+    if points:
+        steady = _rates(points, t0, t1)
+        out.steps_per_s, out.samples_per_s, out.tokens_per_s = steady["steps"], steady["samples"], steady["tokens"]
+    if metric:
+        out.metric_pattern, out.metric_lines = metric[0], len(read)
+        out.metric_median = _median_between(read, t0, t1)
     for r in body:
-        rates = _rates(points, run_start_s + r.start_s, run_start_s + r.end_s)
+        a, b = run_start_s + r.start_s, run_start_s + r.end_s
+        rates = _rates(points, a, b) if points else dict.fromkeys(COUNTERS)
         out.by_regime.append(RegimeThroughput(regime=r.regime, start_s=r.start_s, end_s=r.end_s,
                                               steps_per_s=rates["steps"], samples_per_s=rates["samples"],
-                                              tokens_per_s=rates["tokens"]))
+                                              tokens_per_s=rates["tokens"],
+                                              metric_median=_median_between(read, a, b) if read else None))
     achieved = None
     if flops_per_token and out.tokens_per_s:
         achieved = flops_per_token * out.tokens_per_s / 1e12

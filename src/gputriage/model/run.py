@@ -140,13 +140,14 @@ class RegimeThroughput(msgspec.Struct, kw_only=True, omit_defaults=True):
     steps_per_s: Optional[float] = None
     samples_per_s: Optional[float] = None
     tokens_per_s: Optional[float] = None
+    metric_median: Optional[float] = None  # `run --metric`: the median of the values read in this phase
 
 
 class Throughput(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What the workload got done, as it reported it (`gputriage.step()`): over the steady state (start-up
     and shut-down left out), and per phase; with the model's FLOPs given, the model FLOP utilization."""
 
-    source: str = "gputriage.step"
+    source: str = "gputriage.step"  # or "output" (`run --metric`), or both
     steps: float = 0.0  # in all, start-up included
     samples: float = 0.0
     tokens: float = 0.0
@@ -154,6 +155,9 @@ class Throughput(msgspec.Struct, kw_only=True, omit_defaults=True):
     steps_per_s: Optional[float] = None
     samples_per_s: Optional[float] = None
     tokens_per_s: Optional[float] = None
+    metric_pattern: Optional[str] = None  # `run --metric`: the pattern read in the workload's output
+    metric_median: Optional[float] = None  # the median of its values over the steady state
+    metric_lines: int = 0  # lines it matched, in all
     by_regime: list[RegimeThroughput] = []
     achieved_tflops: Optional[float] = None  # the model's FLOPs per token (or step) x the steady rate
     peak_tflops: Optional[float] = None  # dense bf16 of the GPUs used, from the datasheet

@@ -127,6 +127,9 @@ def _throughput(r: RunReport, console: Console) -> None:
         return
     rates = [x for x in (_rate(t.steps_per_s, "steps"), _rate(t.samples_per_s, "samples"),
                          _rate(t.tokens_per_s, "tokens")) if x]
+    if t.metric_pattern is not None:
+        rates.append(f"{t.metric_median:,.4g} (median of {t.metric_lines} lines matching {t.metric_pattern!r})"
+                     if t.metric_median is not None else f"no line matched {t.metric_pattern!r} in the steady state")
     line = Text("throughput: ", style="bold")
     line.append(", ".join(rates) or "no steady rate", style="bold cyan")
     line.append(f" over the steady {t.steady_s:.0f} s ({t.source})", style="dim")
@@ -141,7 +144,7 @@ def _throughput(r: RunReport, console: Console) -> None:
         console.print(Text("  by phase: " + " · ".join(
             f"{p.start_s:.0f}–{p.end_s:.0f}s {p.regime} "
             + (_rate(p.samples_per_s, "samples") or _rate(p.tokens_per_s, "tokens") or _rate(p.steps_per_s, "steps")
-               or "none")
+               or (f"{p.metric_median:,.4g}" if p.metric_median is not None else "none"))
             for p in t.by_regime), style="dim"))
 
 
