@@ -118,7 +118,8 @@ def test_a_foreign_sqlite_file_is_refused_and_an_older_store_is_migrated(tmp_pat
     assert sqlite3.connect(old).execute("PRAGMA user_version").fetchone()[0] == 0  # reading changed nothing
     assert gt("run", "--store", str(old), "--", sys.executable, "-c", "pass").returncode == 0
     migrated = sqlite3.connect(old)
-    assert migrated.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert migrated.execute("PRAGMA user_version").fetchone()[0] == 3  # with the baselines table
+    assert migrated.execute("SELECT COUNT(*) FROM baselines").fetchone()[0] == 0
     assert len(migrated.execute("SELECT id FROM runs").fetchall()) == 2
 
 

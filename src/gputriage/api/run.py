@@ -29,7 +29,7 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
         die_with_parent: bool = True, env: dict[str, str] | None = None,
         stdout_to_stderr: bool = False, flops_per_token: float | None = None,
         flops_per_step: float | None = None, price_per_gpu_hour: float | None = None,
-        currency: str | None = None, metric: str | None = None) -> RunReport:
+        currency: str | None = None, metric: str | None = None, baseline: str | None = None) -> RunReport:
     """Run a command (no shell, stdio passed through), sample the GPUs, the host and its process tree,
     and judge it. `profile`: a Python command profiles itself with torch.profiler, when the sampler sees
     the steady state ("on", True) or only where the sampler cannot decide ("auto"), and the trace's verdict
@@ -37,7 +37,8 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
     `gputriage.step()` is its throughput; with `flops_per_token` (or `flops_per_step`), its MFU. Its cost is in
     GPU-hours, and in money at `price_per_gpu_hour` (default: the config file's `[cost]`; none is assumed).
     `metric`: a regular expression whose first group reads a rate in the workload's output lines
-    ("tokens/s: (\\S+)"), reported next to the GPU's activity.
+    ("tokens/s: (\\S+)"), reported next to the GPU's activity. `baseline`: a baseline's name (or a run id) to
+    compare with at the end; a regression beyond its noise is a finding (`run.regression`).
     The report's `exit_code` is the command's (128 + N when signal N ended it)."""
     from gputriage.backends.host import Host
     from gputriage.backends.nvml import PynvmlBackend
@@ -51,6 +52,10 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
     from gputriage.trace import inject
 
     limits = open_budget(budget)
+    if baseline is not None:  # a name that is not there fails now, not after the workload
+        from gputriage.api.baseline import load
+
+        load(baseline, None if store is True or store is False else store)
     try:
         pattern = re.compile(metric) if metric is not None else None
     except re.error as exc:
@@ -103,6 +108,10 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
     report = judge(session.finish(), code, profile=profiled, budget=limits,
                    metric=(metric, workload.metric_points) if metric is not None else None)
     shutil.rmtree(progress, ignore_errors=True)
+    if baseline is not None:
+        from gputriage.api.baseline import against
+
+        against(report, baseline, None if store is True or store is False else store)
     session.save(report)
     if session.store_error and session.store_error not in report.notes:
         report.notes.append(session.store_error)

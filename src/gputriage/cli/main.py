@@ -11,6 +11,7 @@ from typing import Callable
 import typer
 
 from gputriage.cli import exits
+from gputriage.cli.baseline import baseline_app, diff
 from gputriage.cli.bench import bench
 from gputriage.cli.check import check
 from gputriage.cli.rules import rules
@@ -46,8 +47,9 @@ def _pipe_safe(command: Callable[..., None]) -> Callable[..., None]:
     return wrapped
 
 
-for _command in (check, bench, snapshot, rules, watch, trace, runs, show):
+for _command in (check, bench, snapshot, rules, watch, trace, runs, show, diff):
     app.command()(_pipe_safe(_command))
+app.add_typer(baseline_app, name="baseline")
 app.command(context_settings={"allow_interspersed_args": False})(_pipe_safe(run))
 
 

@@ -57,6 +57,10 @@ def run(
                                          help="Read the workload's throughput from its own output: the number "
                                               "the pattern's first group catches in a line (e.g. 'tokens/s: "
                                               "(\\S+)'); its output then passes through gputriage."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", metavar="NAME",
+                                           help="Compare with this baseline (`gputriage baseline save`) at the end; "
+                                                "falling below it beyond its noise is a warning (`run.regression`): "
+                                                "with --fail-on warn, a CI gate."),
     price: Optional[float] = typer.Option(None, "--price", metavar="PER_GPU_HOUR", min=0.0,
                                           help="What a GPU-hour costs you: the report puts the run's cost and its "
                                                "waste in money (default: price_per_gpu_hour under [cost] in the "
@@ -84,7 +88,7 @@ def run(
                          profile_skip_s=profile_skip_s, keep_trace=keep_trace, die_with_parent=not keep_workload,
                          stdout_to_stderr=as_json, flops_per_token=flops_per_token,
                          flops_per_step=flops_per_step, price_per_gpu_hour=price, currency=currency,
-                         metric=metric)
+                         metric=metric, baseline=baseline)
     except api.WorkloadError as exc:
         fail(str(exc), exc.exit_code)
     except api.GputriageError as exc:

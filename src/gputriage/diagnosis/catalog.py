@@ -2,7 +2,7 @@
 default severity, symptom, cause, decision, thresholds and what it needs to be seen.
 
 Each judgement declares its entries next to the code that emits them (a check rule's module,
-`run_findings`, `trace_findings`, `bench`, `budget`); this module gathers them. A finding is only
+`run_findings`, `trace_findings`, `bench`, `budget`, `baseline`); this module gathers them. A finding is only
 ever made from an entry (`FindingSpec.finding`), so an id seen in any report can be looked up here
 (`gputriage rules`)."""
 
@@ -17,11 +17,12 @@ COMMANDS = ("check", "run", "watch", "monitor", "trace", "bench")
 
 @lru_cache(maxsize=1)
 def entries() -> dict[str, FindingSpec]:
-    from gputriage.diagnosis import bench, budget, run_findings, trace_findings, trace_judge
+    from gputriage.diagnosis import baseline, bench, budget, run_findings, trace_findings, trace_judge
     from gputriage.diagnosis.rules import default_rules
 
     specs: list[FindingSpec] = [s for rule in default_rules() for s in rule.specs]
-    specs += [*run_findings.SPECS, *trace_findings.ALL_SPECS, *trace_judge.SPECS, *bench.SPECS, *budget.SPECS.values()]
+    specs += [*run_findings.SPECS, *trace_findings.ALL_SPECS, *trace_judge.SPECS, *bench.SPECS, *budget.SPECS.values(),
+              *baseline.SPECS]
     out: dict[str, FindingSpec] = {}
     for s in specs:
         if s.id in out and out[s.id] != s:

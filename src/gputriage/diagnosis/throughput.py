@@ -46,9 +46,10 @@ def throughput(host: WindowSeries, timeline: list[Regime], run_start_s: float, g
     value) pairs read in the workload's output)."""
     points = []
     for w in host:
-        if w.steps_total is not None:
-            points.append((w.t1_s, {"steps": w.steps_total, "samples": w.samples_total or 0.0,
-                                    "tokens": w.tokens_total or 0.0}))
+        if w.steps_total is not None:  # at the time the totals were read (not the window's edge)
+            at = w.t1_s if w.progress_dt_s is None else w.t0_s + w.progress_dt_s
+            points.append((at, {"steps": w.steps_total, "samples": w.samples_total or 0.0,
+                                "tokens": w.tokens_total or 0.0}))
     read = metric[1] if metric else []
     if not points and not read:
         return None

@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 import msgspec
 
+from gputriage.model.baseline import Diff
 from gputriage.model.bottleneck import Bottleneck
 from gputriage.model.finding import Finding
 from gputriage.model.trace import TraceReport
@@ -224,3 +225,4 @@ class RunReport(msgspec.Struct, kw_only=True):
     blind_spots: list[BlindSpot] = []  # verdicts this run could not see: its GPUs' counters, no trace
     throughput: Optional[Throughput] = None  # what the workload reported through gputriage.step()
     cost: Optional[Cost] = None  # the GPU time paid for and the useful share of it
+    baseline: Optional[Diff] = None  # `run --baseline NAME`: this run against it

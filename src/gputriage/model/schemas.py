@@ -6,6 +6,7 @@ from typing import Any
 
 import msgspec
 
+from gputriage.model.baseline import Baseline, Diff
 from gputriage.model.bench import BenchReport
 from gputriage.model.catalog import Catalog
 from gputriage.model.check import CheckReport
@@ -13,7 +14,7 @@ from gputriage.model.run import RunReport
 from gputriage.model.trace import TraceReport
 
 REPORTS: dict[str, type] = {"check": CheckReport, "run": RunReport, "trace": TraceReport, "bench": BenchReport,
-                            "rules": Catalog}
+                            "rules": Catalog, "baseline": Baseline, "diff": Diff}
 
 
 def schema(kind: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from gputriage.model.run import RunReport
 from gputriage.model.sample import Sample, decode, encode
 
 APPLICATION_ID = 0x47505554  # "GPUT"
-VERSION = 2  # 1: runs without their report (verdict and findings only)
+VERSION = 3  # 1: runs without their report (verdict and findings only); 2: no baselines
 TABLES = """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -46,6 +46,11 @@ CREATE TABLE IF NOT EXISTS benches (
     started REAL NOT NULL,
     machine TEXT NOT NULL,         -- hostname and GPU UUIDs: "the same machine"
     results TEXT NOT NULL          -- JSON list of probe results
+);
+CREATE TABLE IF NOT EXISTS baselines (
+    name TEXT PRIMARY KEY,
+    created REAL NOT NULL,         -- unix seconds
+    baseline TEXT NOT NULL         -- JSON: the Baseline (its runs' figures, median and spread, and fingerprint)
 );
 """
 LEGACY_RUN_COLUMNS = {"id", "kind", "command", "started", "ended", "exit_code", "meta", "verdict", "findings"}
@@ -191,6 +196,19 @@ class Store:
         row = self.db.execute("SELECT id, started, results FROM benches WHERE machine = ? ORDER BY id DESC LIMIT 1",
                               (machine,)).fetchone()
         return {"id": row[0], "started": row[1], "results": json.loads(row[2])} if row else None
+
+    def save_baseline(self, name: str, baseline: Any) -> None:
+        """Keep a named baseline (replacing one of the same name)."""
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO baselines(name, created, baseline) VALUES (?, ?, ?)",
+                            (name, time.time(), msgspec.json.encode(baseline).decode()))
+
+    def baseline(self, name: str) -> str | None:
+        """A named baseline's JSON, or None."""
+        if "baselines" not in {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}:
+            return None
+        row = self.db.execute("SELECT baseline FROM baselines WHERE name = ?", (name,)).fetchone()
+        return str(row[0]) if row else None
 
     def samples(self, run_id: int) -> Iterator[Sample]:
         """The run's samples in time order; a damaged one is skipped (and counted in `skipped`)."""

@@ -25,7 +25,7 @@ MAX_PROCESSES = 64  # processes tallied per run (a job forking CUDA processes wi
 CAPACITY = 1 << 17  # windows per GPU before pairs are merged: 36 h at 1 s
 FIELDS = GPU_FIELDS + HOST_FIELDS
 _MAX_FIELDS = {"util_max_pct", "sm_active_max_pct", "power_max_w", "temperature_max_c", "used_max_bytes", "neighbours",
-               "job_computing", "job_gpu_processes", "steps_total", "samples_total", "tokens_total",
+               "job_computing", "job_gpu_processes", "steps_total", "samples_total", "tokens_total", "progress_dt_s",
                "swap_in_max_pages_per_s", "workload_vram_max_bytes", "workload_rss_max_bytes"}
 _MIN_FIELDS = {"mem_available_min_bytes"}
 NAN = float("nan")
@@ -200,6 +200,9 @@ def host_values(bucket: list[Sample]) -> dict[str, float]:
     put("steps_total", (w.steps_total for w in work), _max)
     put("samples_total", (w.samples_total for w in work), _max)
     put("tokens_total", (w.tokens_total for w in work), _max)
+    # float32 columns: a time as seconds after the window's start (unix seconds would lose minutes)
+    put("progress_dt_s", (s.t_s - bucket[0].t_s for s in bucket
+                          if s.workload is not None and s.workload.steps_total is not None), _max)
     if any(s.job_processes for s in bucket):
         out["job_gpu_processes"] = float(max(len({p.pid for p in s.job_processes}) for s in bucket))
     return out
