@@ -24,8 +24,8 @@ TYPED = json.loads(gzip.decompress((Path(__file__).parent / "fixtures" / "h200" 
 GT = [sys.executable, "-m", "gputriage"]
 
 
-def windows(name: str, gpm: bool = True):
-    """A recorded H200 run's windows on GPU 0, and its GPU's static facts (without GPM if asked)."""
+def recording(name: str, gpm: bool = True):
+    """A recorded H200 run replayed (as a GPU without GPM sees it, if asked)."""
     rec = TYPED[name]
     samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
     if not gpm:
@@ -33,9 +33,14 @@ def windows(name: str, gpm: bool = True):
             s.gpus = [msgspec.structs.replace(g, sm_active_pct=None, sm_occupancy_pct=None, tensor_active_pct=None,
                                               dram_active_pct=None) for g in s.gpus]
     meta = msgspec.convert(rec["meta"], RunMeta)
-    static = meta.gpus["0"]
-    static.gpm = gpm
-    return list(replay(samples, meta).windows.series[0]), static
+    meta.gpus["0"].gpm = gpm
+    return replay(samples, meta)
+
+
+def windows(name: str, gpm: bool = True):
+    """A recorded H200 run's windows on GPU 0, and its GPU's static facts."""
+    rec = recording(name, gpm)
+    return list(rec.windows.series[0]), rec.meta.gpus["0"]
 
 
 def feed(mode: str, name: str, gpm: bool = True) -> tuple[ProfileGate, float | None, list]:
@@ -146,15 +151,7 @@ def test_auto_without_a_gpu_runs_unprofiled_and_says_why_not(tmp_path):
 def _judged(name: str, gpm: bool):
     from gputriage.diagnosis.run_judge import judge
 
-    rec = TYPED[name]
-    samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
-    if not gpm:
-        for s in samples:
-            s.gpus = [msgspec.structs.replace(g, sm_active_pct=None, sm_occupancy_pct=None, tensor_active_pct=None,
-                                              dram_active_pct=None) for g in s.gpus]
-    meta = msgspec.convert(rec["meta"], RunMeta)
-    meta.gpus["0"].gpm = gpm
-    return judge(replay(samples, meta), 0)
+    return judge(recording(name, gpm), 0)
 
 
 def test_the_report_says_which_verdicts_a_gpu_without_gpm_cannot_see():
