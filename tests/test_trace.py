@@ -403,7 +403,7 @@ def test_a_large_trace_read_on_several_cores_gives_the_columns_of_one_stream(tmp
     monkeypatch.setattr(P, "PROBE_BYTES", 64 * 1024)
     parallel = P.load(path, path.stat().st_size, 3)
     assert parallel is not None and parallel.workers == 3 and parallel.workers_memory_bytes > 0
-    serial = L.load(path, parallel=False)
+    serial = L.load(path)
 
     def named(c):
         return {k: ([c.names[i] for i in v] if k in P.NAME_COLUMNS else list(v)) for k, v in vars(c).items()

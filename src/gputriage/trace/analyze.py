@@ -14,7 +14,8 @@ from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.anatomy import WARMUP_STEP_RATIO, gpu_kinds
 from gputriage.trace.anatomy import analyze as anatomy_of
 from gputriage.trace.kernels import table
-from gputriage.trace.load import KERNEL, Columns, load
+from gputriage.trace.load import KERNEL, Columns
+from gputriage.trace.load_parallel import read
 
 LARGE_TENSOR_BYTES = 64 * 2**20  # elementwise ops over tensors this large stream from HBM (beyond any L2)
 
@@ -70,7 +71,7 @@ def _int(value: object) -> int | None:
 def analyze_file(path: str | Path) -> RankAnalysis:
     """Raises TraceError when the file is not a usable trace."""
     t0 = time.perf_counter()
-    cols = load(path)
+    cols = read(path)
     kinds = gpu_kinds(cols)
     props = cols.header.deviceProperties[0] if cols.header.deviceProperties else {}
     name = props.get("name") if isinstance(props.get("name"), str) else None

@@ -319,19 +319,11 @@ def _open(path: Path) -> BinaryIO | _Salvaging:
     return _Salvaging(gzip.open(path, "rb")) if magic == b"\x1f\x8b" else open(path, "rb")  # type: ignore[arg-type]
 
 
-def load(path: str | Path, parallel: bool = True) -> Columns:
-    """The trace's columns; a large uncompressed file is read on several cores (`load_parallel`)."""
+def load(path: str | Path) -> Columns:
+    """The trace's columns, read in one stream (`load_parallel.read` reads a large file on several cores)."""
     path = Path(path)
     try:
         size = os.path.getsize(path)
-        if parallel:
-            from gputriage.trace import load_parallel
-
-            workers = load_parallel.workers_for(size)
-            if workers > 1:
-                cols = load_parallel.load(path, size, workers)
-                if cols is not None and cols.events:
-                    return cols
         fh = _open(path)
     except OSError as exc:
         raise TraceError(unreadable(path, exc)) from None

@@ -145,3 +145,19 @@ def load(path: Path, size: int, workers: int) -> L.Columns | None:
             cols.skipped_kinds[k] = cols.skipped_kinds.get(k, 0) + n
         cols.events += part["events"]
     return cols
+
+
+def read(path: str | Path) -> L.Columns:
+    """The trace's columns: on several cores where the file is worth it (`workers_for`), else — or when
+    its layout is not for it — in `load`'s one stream."""
+    path = Path(path)
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return L.load(path)  # which says why the file cannot be read
+    workers = workers_for(size)
+    if workers > 1:
+        cols = load(path, size, workers)
+        if cols is not None and cols.events:
+            return cols
+    return L.load(path)
