@@ -15,9 +15,10 @@ Nothing here prints; errors the caller can act on are raised as `GputriageError`
 from gputriage.api._common import GputriageError, WorkloadError
 from gputriage.api.bench import bench
 from gputriage.api.check import catalog, check, snapshot
+from gputriage.api.checklist import checklist
 from gputriage.api.monitor import Monitor, monitor
 from gputriage.api.run import PROFILE_MODES, run, runs, show
 from gputriage.api.trace import analyze_trace
 
 __all__ = ["PROFILE_MODES", "GputriageError", "Monitor", "WorkloadError", "analyze_trace", "bench", "catalog",
-           "check", "monitor", "run", "runs", "show", "snapshot"]
+           "check", "checklist", "monitor", "run", "runs", "show", "snapshot"]

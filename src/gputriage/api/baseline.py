@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 
 def _report(db: Store, run_id: int) -> RunReport:
+    """A stored run's report (GputriageError for a run without one, or none at all)."""
     import msgspec
 
     row = db.run(run_id)

@@ -10,11 +10,13 @@ from gputriage.model.baseline import Baseline, Diff
 from gputriage.model.bench import BenchReport
 from gputriage.model.catalog import Catalog
 from gputriage.model.check import CheckReport
+from gputriage.model.checklist import ChecklistReport
 from gputriage.model.run import RunReport
 from gputriage.model.trace import TraceReport
 
 REPORTS: dict[str, type] = {"check": CheckReport, "run": RunReport, "trace": TraceReport, "bench": BenchReport,
-                            "rules": Catalog, "baseline": Baseline, "diff": Diff}
+                            "rules": Catalog, "baseline": Baseline, "diff": Diff,
+                            "checklist": ChecklistReport}
 
 
 def schema(kind: str) -> dict[str, Any]:

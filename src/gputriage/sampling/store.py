@@ -210,6 +210,10 @@ class Store:
         row = self.db.execute("SELECT baseline FROM baselines WHERE name = ?", (name,)).fetchone()
         return str(row[0]) if row else None
 
+    def has_baselines(self) -> bool:
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        return "baselines" in tables and self.db.execute("SELECT 1 FROM baselines LIMIT 1").fetchone() is not None
+
     def samples(self, run_id: int) -> Iterator[Sample]:
         """The run's samples in time order; a damaged one is skipped (and counted in `skipped`)."""
         self.skipped = 0

@@ -1,0 +1,37 @@
+"""`checklist`: the seeds' checklists for a sane GPU box, stable inference and reliable training,
+decided by `check` and by a stored run where a measurement decides an item."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gputriage.api._common import GputriageError, open_store
+from gputriage.model.checklist import ChecklistReport
+
+
+def checklist(kind: str, run_id: int | None = None, store: str | Path | None = None,
+              snapshot: str | Path | None = None) -> ChecklistReport:
+    """`kind`: box (decided by `check` on this machine, or on a recorded snapshot), training or inference (by the
+    stored run `run_id`, and whether the store keeps a baseline)."""
+    from gputriage.api.baseline import _report
+    from gputriage.api.check import check
+    from gputriage.diagnosis.checklist import KINDS, evaluate
+
+    if kind not in KINDS:
+        raise GputriageError(f"no checklist {kind!r}: one of {', '.join(KINDS)}")
+    if kind == "box":
+        return evaluate(kind, check=check(snapshot) if snapshot is not None else check())
+    run, baselines = None, False
+    db = open_store(store, readonly=True) if run_id is not None or store is not None else None
+    if db is None:
+        try:
+            db = open_store(None, readonly=True)
+        except GputriageError:
+            db = None  # no store yet: no run, no baseline
+    if db is not None:
+        try:
+            run = _report(db, run_id) if run_id is not None else None
+            baselines = db.has_baselines()
+        finally:
+            db.close()
+    return evaluate(kind, run=run, baselines=baselines)
