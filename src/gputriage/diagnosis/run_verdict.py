@@ -132,19 +132,24 @@ def describe(b: B, m: dict[str, float]) -> str:
     return parts.get(b, "")
 
 
-def _series(ws: Sequence[WindowMetrics], t0: float) -> Series:
-    """Per-window GPU-Util and SM activity, squeezed to SERIES_POINTS by taking maxima."""
+def _series(ws: Sequence[WindowMetrics], t0: float, power_limit_mw: int | None = None) -> Series:
+    """Per-window GPU-Util, SM activity, tensor pipes, DRAM and power (% of the limit), squeezed to
+    SERIES_POINTS by taking maxima; a figure the GPU does not give is left empty."""
     n = len(ws)
     step = max(1, -(-n // SERIES_POINTS))
-    t, util, sm = [], [], []
+    limit_w = power_limit_mw / 1000 if power_limit_mw else None
+    picks = {"util_pct": lambda w: w.util_pct, "sm_active_pct": lambda w: w.sm_active_pct,
+             "tensor_active_pct": lambda w: w.tensor_active_pct, "dram_active_pct": lambda w: w.dram_active_pct,
+             "power_pct": lambda w: 100 * w.power_w / limit_w if w.power_w is not None and limit_w else None}
+    t: list[float] = []
+    cols: dict[str, list[float | None]] = {k: [] for k in picks}
     for i in range(0, n, step):
         chunk = ws[i:i + step]
         t.append(round(chunk[0].t0_s - t0, 1))
-        us = [w.util_pct for w in chunk if w.util_pct is not None]
-        ss = [w.sm_active_pct for w in chunk if w.sm_active_pct is not None]
-        util.append(max(us) if us else None)
-        sm.append(round(max(ss), 1) if ss else None)
-    return Series(t_s=t, util_pct=util, sm_active_pct=sm if any(x is not None for x in sm) else [])
+        for k, pick in picks.items():
+            vals = [v for v in (pick(w) for w in chunk) if v is not None]
+            cols[k].append(round(max(vals), 1) if vals else None)
+    return Series(t_s=t, **{k: (v if any(x is not None for x in v) else []) for k, v in cols.items()})
 
 
 def _evidence(chosen: list[WindowMetrics]) -> dict[str, float]:
@@ -172,7 +177,8 @@ def gpu_verdict(series: WindowSeries, gpu: GpuStatic, run_start_s: float, run_en
               and (end is None or i <= end)] or list(range(len(ws)))
     timeline = regimes(ws, labels, run_start_s, start, end, series.window_s)
     verdict = GpuVerdict(gpu=series.gpu if series.gpu is not None else -1, startup_s=round(max(0.0, startup_s), 1),
-                         shutdown_s=round(max(0.0, shutdown_s), 1), timeline=timeline, series=_series(ws, run_start_s))
+                         shutdown_s=round(max(0.0, shutdown_s), 1), timeline=timeline,
+                         series=_series(ws, run_start_s, gpu.power_limit_mw))
     if not steady:
         verdict.summary = "too few samples to judge"
         return verdict

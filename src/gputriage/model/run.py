@@ -59,6 +59,9 @@ class Series(msgspec.Struct, omit_defaults=True):
     t_s: list[float] = []
     util_pct: list[Optional[float]] = []
     sm_active_pct: list[Optional[float]] = []
+    tensor_active_pct: list[Optional[float]] = []
+    dram_active_pct: list[Optional[float]] = []
+    power_pct: list[Optional[float]] = []  # of the enforced power limit
 
 
 class GpuVerdict(msgspec.Struct, kw_only=True):

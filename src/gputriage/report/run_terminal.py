@@ -26,6 +26,54 @@ def sparkline(values: Sequence[Optional[float]], width: int = 60) -> str:
     return "".join(BLOCKS[min(8, int(round(v / 12.5)))] for v in vals)
 
 
+ROWS = (("util_pct", "GPU-Util", "cyan"), ("sm_active_pct", "SM act. ", "cyan"),
+        ("tensor_active_pct", "tensor  ", "magenta"), ("dram_active_pct", "DRAM    ", "blue"),
+        ("power_pct", "power   ", "yellow"))
+EDGE_PHASES = {"start-up": ("s", "dim"), "shut-down": ("e", "dim"), "warm-up": ("w", "dim")}
+PHASE_STYLES = ("bold red", "bold magenta", "bold yellow", "bold blue", "bold green", "bold cyan")
+
+
+def _phase_at(v: GpuVerdict, t: float) -> str | None:
+    for r in v.timeline:
+        if r.start_s <= t < r.end_s or (r is v.timeline[-1] and t >= r.start_s):
+            return r.regime
+    return None
+
+
+def _timeline_plot(v: GpuVerdict, console: Console) -> None:
+    """The run as rows of block characters on one time axis — GPU-Util, SM activity, tensor pipes, DRAM,
+    power against its limit — over a row of phases (each regime a letter, the legend below)."""
+    s = v.series
+    n = len(s.t_s)
+    if not n:
+        return
+    width = max(20, min(60, console.width - 14))
+    for key, label, style in ROWS:
+        values = getattr(s, key)
+        if values and any(x is not None for x in values):
+            line = Text(f"  {label} ", style="dim")
+            line.append(sparkline(values, width), style=style)
+            console.print(line)
+    if not v.timeline:
+        return
+    cols = min(width, n)
+    step = n / cols
+    phases = [_phase_at(v, s.t_s[min(n - 1, int(i * step))]) for i in range(cols)]
+    legend: dict[str, tuple[str, str]] = {}
+    for p in phases:
+        if p is not None and p not in legend:
+            body = [q for q in legend if q not in EDGE_PHASES]
+            legend[p] = EDGE_PHASES.get(p) or (p[0].upper(), PHASE_STYLES[len(body) % len(PHASE_STYLES)])
+    line = Text("  phase    ", style="dim")
+    for p in phases:
+        mark, style = legend.get(p, (" ", "")) if p else (" ", "")
+        line.append(mark, style=style)
+    console.print(line)
+    axis = f"  {'':9}0 s{'':{max(1, cols - 3 - len(f'{s.t_s[-1]:.0f} s'))}}{s.t_s[-1]:.0f} s"
+    console.print(Text(axis, style="dim"))
+    console.print(Text("  " + "  ".join(f"{m} {p}" for p, (m, _) in legend.items()), style="dim"))
+
+
 def _header(r: RunReport) -> Text:
     head = Text()
     head.append(f"gputriage {r.kind}", style="bold")
@@ -63,12 +111,7 @@ def _gpu(r: RunReport, key: str, v: GpuVerdict, console: Console) -> None:
         console.print(Text(f"  the sampler cannot tell {' / '.join(b.value for b in v.undecided_between)} apart: "
                            "`gputriage run --profile auto -- ...` separates them", style="yellow"))
     console.print(Text("  do: " + v.decision, style="green"))
-    width = max(20, min(60, console.width - 14))
-    for values, label in ((v.series.util_pct, "GPU-Util"), (v.series.sm_active_pct, "SM act. ")):
-        if any(x is not None for x in values):
-            line = Text(f"  {label} ", style="dim")
-            line.append(sparkline(values, width), style="cyan")
-            console.print(line)
+    _timeline_plot(v, console)
     if v.timeline:
         console.print(Text("  timeline: " + " · ".join(f"{t.start_s:.0f}–{t.end_s:.0f}s {t.regime}"
                                                       for t in v.timeline), style="dim"))
