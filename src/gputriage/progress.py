@@ -16,7 +16,6 @@ from typing import Any
 
 DIR_ENV = "GPUTRIAGE_PROGRESS_DIR"
 PREFIX = "progress."
-SLOTS = ("steps", "samples", "tokens")
 FILE_BYTES = 8 * 4  # three float64 counters, and room for one more
 
 _view: Any = None  # this process's counters: a float64 view of its mapped file

@@ -22,12 +22,12 @@ def checklist(kind: str, run_id: int | None = None, store: str | Path | None = N
     if kind == "box":
         return evaluate(kind, check=check(snapshot) if snapshot is not None else check())
     run, baselines = None, False
-    db = open_store(store, readonly=True) if run_id is not None or store is not None else None
-    if db is None:
-        try:
-            db = open_store(None, readonly=True)
-        except GputriageError:
-            db = None  # no store yet: no run, no baseline
+    try:
+        db = open_store(store, readonly=True)
+    except GputriageError:
+        if run_id is not None or store is not None:
+            raise  # the store asked for is not there
+        db = None  # no default store yet: no run, no baseline
     if db is not None:
         try:
             run = _report(db, run_id) if run_id is not None else None

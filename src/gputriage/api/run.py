@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from gputriage.api._common import GputriageError, WorkloadError, configured_price, open_budget, open_store
 from gputriage.api.trace import analyze_trace
-from gputriage.model.run import Cost, GpuStatic, ProfileReport, RunReport
+from gputriage.model.run import GpuStatic, ProfileReport, RunReport
 
 if TYPE_CHECKING:
     from gputriage.sampling.session import Session
@@ -193,16 +193,10 @@ def show(run_id: int, store: str | Path | None = None, price_per_gpu_hour: float
     samples it kept. With a price, its cost is counted again at that price."""
     report = _show(run_id, store)
     if price_per_gpu_hour is not None and report.cost is not None:
-        report.cost = msgspec_replace(report.cost, price_per_gpu_hour, currency)
+        from gputriage.diagnosis.cost import at_price
+
+        report.cost = at_price(report.cost, price_per_gpu_hour, currency)
     return report
-
-
-def msgspec_replace(c: Cost, price: float, currency: str) -> Cost:
-    """A run's cost at another price (the GPU-hours and their useful share stay as measured)."""
-    import msgspec
-
-    return msgspec.structs.replace(c, price_per_gpu_hour=price, currency=currency, cost=round(c.gpu_hours * price, 6),
-                                   waste_cost=round((c.gpu_hours - c.useful_gpu_hours) * price, 6))
 
 
 def _show(run_id: int, store: str | Path | None = None) -> RunReport:

@@ -10,6 +10,8 @@ At twice the activity, when that is possible, the same work needs half the GPU-h
 
 from __future__ import annotations
 
+import msgspec
+
 from gputriage.model.run import Cost, GpuStatic
 from gputriage.sampling.windows import WindowSeries
 
@@ -39,8 +41,11 @@ def cost(series: dict[int, WindowSeries], static: dict[int, GpuStatic], started_
         out.note = "GPU-Util counts a kernel running however few SMs it uses: the useful share is an upper bound"
     if useful_pct <= 50:
         out.gpu_hours_at_twice = round(useful_h / (2 * useful_pct / 100), 6) if useful_pct else None
-    if price_per_gpu_hour is not None:
-        out.price_per_gpu_hour, out.currency = price_per_gpu_hour, currency
-        out.cost = round(paid_h * price_per_gpu_hour, 6)
-        out.waste_cost = round((paid_h - useful_h) * price_per_gpu_hour, 6)
-    return out
+    return at_price(out, price_per_gpu_hour, currency) if price_per_gpu_hour is not None else out
+
+
+def at_price(c: Cost, price_per_gpu_hour: float, currency: str = "USD") -> Cost:
+    """The same GPU-hours and useful share, in money at this price per GPU-hour."""
+    return msgspec.structs.replace(c, price_per_gpu_hour=price_per_gpu_hour, currency=currency,
+                                   cost=round(c.gpu_hours * price_per_gpu_hour, 6),
+                                   waste_cost=round((c.gpu_hours - c.useful_gpu_hours) * price_per_gpu_hour, 6))

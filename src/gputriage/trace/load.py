@@ -11,9 +11,7 @@ whole (still typed).
 
 from __future__ import annotations
 
-import gzip
 import os
-import zlib
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +20,8 @@ from typing import Any, BinaryIO, Optional, Union
 import msgspec
 
 from gputriage.model.files import unreadable
+from gputriage.trace.files import Salvaging, open_trace
+from gputriage.trace.op_cost import op_cost
 
 BLOCK_BYTES = 2 * 2**20  # small blocks: less memory, and faster (the decoded events stay in the CPU caches)
 EVENT_START = b"\n  {"
@@ -76,10 +76,6 @@ _event_list = msgspec.json.Decoder(list[Event])
 _header = msgspec.json.Decoder(Header)
 _whole = msgspec.json.Decoder(WholeTrace)
 _raw_list = msgspec.json.Decoder(list[Any])
-
-DTYPE_BYTES = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "long int": 8, "int": 4,
-               "unsigned char": 1, "signed char": 1, "bool": 1, "short int": 2, "c10::Float8_e4m3fn": 1,
-               "c10::Float8_e5m2": 1, "c10::complex<float>": 8}
 
 
 @dataclass
@@ -142,47 +138,6 @@ def _tid(value: Union[int, str]) -> int:
         return value
     digits = "".join(ch for ch in str(value) if ch.isdigit())
     return int(digits) if digits else -1
-
-
-GEMM_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
-            "aten::_scaled_mm"}
-
-
-def _numel(dims: Any) -> int:
-    n = 1
-    for d in dims:
-        n *= int(d)
-    return n
-
-
-def op_cost(name: str, dims: Any, types: Any) -> tuple[float, float, str]:
-    """(FLOPs, bytes touched, dtype) of a framework op from its recorded input shapes; 0 when unknown."""
-    if not isinstance(dims, list):
-        return 0.0, 0.0, ""
-    tensors = [(d, t) for d, t in zip(dims, types or []) if isinstance(d, list) and d and
-               all(isinstance(x, int) for x in d)]
-    dtype = tensors[0][1] if tensors else ""
-    nbytes = float(sum(_numel(d) * DTYPE_BYTES.get(t, 4) for d, t in tensors))
-    flops = 0.0
-    try:
-        if name in GEMM_OPS and len(tensors) >= 2:
-            shapes = [d for d, _ in tensors]
-            if name in ("aten::addmm", "aten::baddbmm") and len(shapes) >= 3:
-                shapes = shapes[1:]
-            a, b = shapes[0], shapes[1]
-            if name == "aten::linear":  # weight is [out, in]
-                flops = 2.0 * _numel(a[:-1]) * a[-1] * b[0]
-            else:
-                flops = 2.0 * _numel(a[:-1]) * a[-1] * b[-1]
-            out_elems = _numel(a[:-1]) * (b[0] if name == "aten::linear" else b[-1])
-            nbytes += out_elems * DTYPE_BYTES.get(dtype, 4)
-        elif tensors:
-            out = max(_numel(d) for d, _ in tensors)
-            flops = float(out)  # ~one operation per output element
-            nbytes += out * DTYPE_BYTES.get(dtype, 4)
-    except (TypeError, ValueError, IndexError):
-        return 0.0, nbytes, dtype
-    return flops, nbytes, dtype
 
 
 _NO_ARGS = Args()
@@ -281,50 +236,12 @@ def _add(cols: Columns, events: list[Event]) -> None:
     cols.events += len(events)
 
 
-class _Salvaging:
-    """A gzip stream read in pieces: where the compressed data is cut or corrupt, what came before is
-    kept and the reason noted (the analysis of what was read is partial, and says so)."""
-
-    PIECE = 1 << 20
-
-    def __init__(self, fh: BinaryIO) -> None:
-        self.fh = fh
-        self.problem: str | None = None
-        self.read_bytes = 0
-
-    def read(self, n: int = -1) -> bytes:
-        out = bytearray()
-        while self.problem is None and (n < 0 or len(out) < n):
-            try:
-                piece = self.fh.read(self.PIECE if n < 0 else min(self.PIECE, n - len(out)))
-            except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
-                self.problem = f"{type(exc).__name__}: {exc}"
-                break
-            if not piece:
-                break
-            out += piece
-        self.read_bytes += len(out)
-        return bytes(out)
-
-    def __enter__(self) -> _Salvaging:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.fh.close()
-
-
-def _open(path: Path) -> BinaryIO | _Salvaging:
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    return _Salvaging(gzip.open(path, "rb")) if magic == b"\x1f\x8b" else open(path, "rb")  # type: ignore[arg-type]
-
-
 def load(path: str | Path) -> Columns:
     """The trace's columns, read in one stream (`load_parallel.read` reads a large file on several cores)."""
     path = Path(path)
     try:
         size = os.path.getsize(path)
-        fh = _open(path)
+        fh = open_trace(path)
     except OSError as exc:
         raise TraceError(unreadable(path, exc)) from None
     cols = Columns(path=str(path), file_bytes=size)
@@ -333,10 +250,10 @@ def load(path: str | Path) -> Columns:
             try:
                 _stream(fh, cols, path)  # type: ignore[arg-type]
             except TraceError:
-                if isinstance(fh, _Salvaging) and fh.problem and fh.read_bytes == 0:
+                if isinstance(fh, Salvaging) and fh.problem and fh.read_bytes == 0:
                     raise TraceError(f"{path}: not a readable gzip file ({fh.problem})") from None
                 raise
-            if isinstance(fh, _Salvaging) and fh.problem:
+            if isinstance(fh, Salvaging) and fh.problem:
                 cols.problems.append(f"the compressed file is cut or corrupt after {fh.read_bytes / 1e6:.1f} MB of "
                                      f"JSON ({fh.problem}): the analysis covers what came before")
     except (OSError, EOFError) as exc:
