@@ -15,6 +15,11 @@ class GputriageError(Exception):
     """Something the caller gave cannot be used (a file, a store, a command)."""
 
 
+class UsageError(GputriageError):
+    """The options asked for something that cannot be (a pattern that is not one, --profile of a non-Python
+    command): the command line's fault, not an input file's."""
+
+
 class WorkloadError(GputriageError):
     """The workload could not be started; `exit_code` is the shell's (127: not found, 126: not runnable)."""
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from gputriage.api._common import GputriageError, WorkloadError, configured_price, open_budget, open_store
+from gputriage.api._common import GputriageError, UsageError, WorkloadError, configured_price, open_budget, open_store
 from gputriage.api.trace import analyze_trace
 from gputriage.model.run import GpuStatic, ProfileReport, RunReport
 
@@ -59,16 +59,16 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
     try:
         pattern = re.compile(metric) if metric is not None else None
     except re.error as exc:
-        raise GputriageError(f"--metric: not a regular expression: {exc}") from None
+        raise UsageError(f"--metric: not a regular expression: {exc}") from None
     price, unit = configured_price()
     if price_per_gpu_hour is not None:
         price, unit = price_per_gpu_hour, currency or unit
     argv, environ = list(command), dict(os.environ if env is None else env)
     mode = {True: "on", False: "off"}.get(profile, profile) if isinstance(profile, bool) else profile
     if mode is not None and mode not in PROFILE_MODES:
-        raise GputriageError(f"--profile: {mode!r} is not one of {', '.join(PROFILE_MODES)}")
+        raise UsageError(f"--profile: {mode!r} is not one of {', '.join(PROFILE_MODES)}")
     if mode == "on" and not inject.is_python(argv):  # said before anything starts
-        raise GputriageError(f"--profile needs a Python command (python script.py ..., torchrun ...), not {argv[0]!r}")
+        raise UsageError(f"--profile needs a Python command (python script.py ..., torchrun ...), not {argv[0]!r}")
     db = open_store(store)
     session = Session(PynvmlBackend(record=False, bounded=False), Host(), db, "run", list(command), period_s=period_s,
                       use_gpm=use_gpm)

@@ -73,6 +73,7 @@ def run(
     """Run COMMAND (no shell), pass its input and output through, and name what holds it back.
     Exits with the command's exit code (128+N when signal N ended it)."""
     from gputriage import api
+    from gputriage.api._common import UsageError
 
     threshold = parse_fail_on(fail_on)
     mode: Optional[str] = "on" if profile else "off" if no_profile else None
@@ -91,8 +92,10 @@ def run(
                          metric=metric, baseline=baseline)
     except api.WorkloadError as exc:
         fail(str(exc), exc.exit_code)
+    except UsageError as exc:
+        fail(str(exc), exits.USAGE)
     except api.GputriageError as exc:
-        fail(str(exc), exits.USAGE if "--profile" in str(exc) or str(exc).startswith("--metric") else exits.BAD_INPUT)
+        fail(str(exc), exits.BAD_INPUT)
     text = to_json(report)
     if output is not None:
         try:
