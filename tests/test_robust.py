@@ -72,14 +72,20 @@ def test_a_store_that_fails_during_the_run_leaves_the_report_whole(tmp_path, mon
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
 def test_a_signal_sent_to_gputriage_alone_reaches_the_workload(tmp_path, signum):
-    code = ("import signal, sys, time\n"
+    ready = tmp_path / "ready"
+    code = ("import pathlib, signal, sys, time\n"
             "for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):\n"
             "    signal.signal(s, lambda n, f: (print('got', n, flush=True), sys.exit(5)))\n"
+            f"pathlib.Path({str(ready)!r}).touch()\n"
             "time.sleep(30)\n")
     # its own session: no terminal, as under a scheduler or `timeout -s INT`
     p = subprocess.Popen(GT + ["run", "--store", str(tmp_path / "s.sqlite"), "--", sys.executable, "-c", code],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(2.0)
+    deadline = time.monotonic() + 20  # a loaded CI machine may take seconds to start both processes
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ready.exists(), "the workload never started"
+    time.sleep(0.3)  # gputriage installs its forwarding before it waits on the workload
     t0 = time.monotonic()
     p.send_signal(signum)
     out, _ = p.communicate(timeout=30)

@@ -92,6 +92,10 @@ class Workload:
         self.proc = proc
         self.metric_points: list[tuple[float, float]] = []  # `run --metric`: (unix time, value) from its output
         self.taps: list[MetricTap] = []
+        self._previous: dict[int, Any] = {}  # signal handlers in place before ours (main thread only)
+        if threading.current_thread() is threading.main_thread():
+            # from the moment the workload exists: a signal before `wait` must reach it, not end gputriage alone
+            self._previous = {s: signal.signal(s, self._forward) for s in FORWARDED}
 
     @property
     def pid(self) -> int:
@@ -137,11 +141,8 @@ class Workload:
             self._send(signum)
 
     def wait(self) -> int:
-        """The workload's exit code (128 + N when signal N ended it), forwarding signals meanwhile (when
-        called on the main thread)."""
-        previous: dict[int, Any] = {}
-        if threading.current_thread() is threading.main_thread():
-            previous = {s: signal.signal(s, self._forward) for s in FORWARDED}
+        """The workload's exit code (128 + N when signal N ended it); signals sent to gputriage reach it from
+        its start (when started on the main thread)."""
         try:
             while True:
                 try:
@@ -153,5 +154,6 @@ class Workload:
                 except KeyboardInterrupt:
                     continue
         finally:
-            for s, h in previous.items():
+            for s, h in self._previous.items():
                 signal.signal(s, h)
+            self._previous = {}
