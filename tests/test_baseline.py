@@ -48,9 +48,16 @@ def test_a_slower_run_falls_below_its_baseline_and_the_gate_fails(tmp_path):
     assert d.returncode == 1
     change = next(c for c in json.loads(d.stdout)["changes"] if c["figure"] == "samples_per_s")
     assert change["called"] is True and change["better"] is False and change["noise_pct"] < 20
-    text = subprocess.run(GT + ["diff", "fast", str(report["id"]), *store], capture_output=True, text=True,
-                          timeout=60).stdout
+    page = tmp_path / "diff.html"
+    text = subprocess.run(GT + ["diff", "fast", str(report["id"]), *store, "--html", str(page)], capture_output=True,
+                          text=True, timeout=60).stdout
     assert "worse" in text and "environment changed" in text
+    assert '<b class="worse">worse</b>' in page.read_text()  # the same diff, as a page
+    run_page = tmp_path / "run.html"
+    r = subprocess.run(GT + ["report", str(report["id"]), *store, "-o", str(run_page)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "Against the baseline (baseline fast)" in run_page.read_text()  # the stored run, its baseline with it
 
 
 def test_a_change_inside_the_noise_is_not_called():

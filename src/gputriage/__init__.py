@@ -10,7 +10,8 @@ from typing import Any
 from gputriage.model.version import __version__ as __version__
 from gputriage.progress import step as step
 
-__all__ = ["analyze_trace", "bench", "catalog", "check", "monitor", "run", "runs", "show", "snapshot", "step"]
+__all__ = ["analyze_trace", "bench", "catalog", "check", "monitor", "run", "runs", "show", "snapshot", "step",
+           "write_html"]
 
 
 def __getattr__(name: str) -> Any:

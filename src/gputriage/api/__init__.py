@@ -8,6 +8,7 @@ reports (msgspec Structs: `msgspec.json.encode(report)` is what `--json` prints)
     with gputriage.monitor() as m:                    # your own code, sampled
         train()
     print(m.report.verdict.bottleneck)
+    gputriage.write_html(report, "report.html")       # any report as one self-contained page
 
 Nothing here prints; errors the caller can act on are raised as `GputriageError` subclasses.
 """
@@ -17,8 +18,9 @@ from gputriage.api.bench import bench
 from gputriage.api.check import catalog, check, snapshot
 from gputriage.api.checklist import checklist
 from gputriage.api.monitor import Monitor, monitor
+from gputriage.api.report import write_html
 from gputriage.api.run import PROFILE_MODES, run, runs, show
 from gputriage.api.trace import analyze_trace
 
 __all__ = ["PROFILE_MODES", "GputriageError", "Monitor", "WorkloadError", "analyze_trace", "bench", "catalog",
-           "check", "checklist", "monitor", "run", "runs", "show", "snapshot"]
+           "check", "checklist", "monitor", "run", "runs", "show", "snapshot", "write_html"]

@@ -45,6 +45,8 @@ def diff(
     as_json: bool = typer.Option(False, "--json", help="Print the diff as JSON."),
     fail_on_regression: bool = typer.Option(False, "--fail-on-regression",
                                             help=f"Exit {exits.FINDINGS} when B regressed against A beyond the noise."),
+    html: Optional[Path] = typer.Option(None, "--html", metavar="FILE",
+                                        help="Also write the diff as a self-contained HTML page."),
 ) -> None:
     """Two runs or baselines side by side: each figure's change, called only outside the measured noise, the
     verdicts, and what changed in the environment."""
@@ -55,6 +57,13 @@ def diff(
         d = compare(a, b, store_path)
     except api.GputriageError as exc:
         fail(str(exc), exits.BAD_INPUT)
+    if html is not None:
+        from gputriage.api.report import write_html
+
+        try:
+            write_html(d, html)
+        except api.GputriageError as exc:
+            fail(str(exc), exits.BAD_INPUT)
     if as_json:
         print_json(d)
     else:

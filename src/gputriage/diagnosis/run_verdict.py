@@ -133,14 +133,16 @@ def describe(b: B, m: dict[str, float]) -> str:
 
 
 def _series(ws: Sequence[WindowMetrics], t0: float, power_limit_mw: int | None = None) -> Series:
-    """Per-window GPU-Util, SM activity, tensor pipes, DRAM and power (% of the limit), squeezed to
-    SERIES_POINTS by taking maxima; a figure the GPU does not give is left empty."""
+    """Per-window GPU-Util, SM activity, tensor pipes, DRAM, power (% of the limit), SM clock and the
+    workload's CPU, squeezed to SERIES_POINTS by taking maxima (the clock: minima); a figure the GPU does
+    not give is left empty."""
     n = len(ws)
     step = max(1, -(-n // SERIES_POINTS))
     limit_w = power_limit_mw / 1000 if power_limit_mw else None
     picks = {"util_pct": lambda w: w.util_pct, "sm_active_pct": lambda w: w.sm_active_pct,
              "tensor_active_pct": lambda w: w.tensor_active_pct, "dram_active_pct": lambda w: w.dram_active_pct,
-             "power_pct": lambda w: 100 * w.power_w / limit_w if w.power_w is not None and limit_w else None}
+             "power_pct": lambda w: 100 * w.power_w / limit_w if w.power_w is not None and limit_w else None,
+             "sm_clock_mhz": lambda w: w.sm_clock_mhz, "workload_cpu_pct": lambda w: w.workload_cpu_pct}
     t: list[float] = []
     cols: dict[str, list[float | None]] = {k: [] for k in picks}
     for i in range(0, n, step):
@@ -148,7 +150,7 @@ def _series(ws: Sequence[WindowMetrics], t0: float, power_limit_mw: int | None =
         t.append(round(chunk[0].t0_s - t0, 1))
         for k, pick in picks.items():
             vals = [v for v in (pick(w) for w in chunk) if v is not None]
-            cols[k].append(round(max(vals), 1) if vals else None)
+            cols[k].append(round((min if k == "sm_clock_mhz" else max)(vals), 1) if vals else None)
     return Series(t_s=t, **{k: (v if any(x is not None for x in v) else []) for k, v in cols.items()})
 
 

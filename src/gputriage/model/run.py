@@ -62,6 +62,8 @@ class Series(msgspec.Struct, omit_defaults=True):
     tensor_active_pct: list[Optional[float]] = []
     dram_active_pct: list[Optional[float]] = []
     power_pct: list[Optional[float]] = []  # of the enforced power limit
+    sm_clock_mhz: list[Optional[float]] = []  # the lowest in each point's windows (a drop shows)
+    workload_cpu_pct: list[Optional[float]] = []  # the workload's processes, % of one core
 
 
 class GpuVerdict(msgspec.Struct, kw_only=True):

@@ -1,0 +1,112 @@
+"""`report`: a stored run, a profiler trace, a bench, a check, a checklist or a diff as one HTML page."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from gputriage.api._common import GputriageError, UsageError
+
+if TYPE_CHECKING:
+    from gputriage.report.html import Reportable
+
+SCHEMA_HEAD = re.compile(rb'^\s*\{\s*"schema"\s*:\s*"gputriage\.(\w+)"')
+
+
+def _head(path: Path, size: int = 256) -> bytes:
+    with path.open("rb") as f:
+        head = f.read(size)
+    if head[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as g:
+                return g.read(size)
+        except (OSError, EOFError):
+            return b""
+    return head
+
+
+def _decode(path: Path, kind: str) -> Reportable:
+    """A report gputriage wrote with --json (plain or gzipped), back into its model."""
+    import msgspec
+
+    from gputriage.model.baseline import Diff
+    from gputriage.model.bench import BenchReport
+    from gputriage.model.check import CheckReport
+    from gputriage.model.checklist import ChecklistReport
+    from gputriage.model.run import RunReport
+    from gputriage.model.trace import TraceReport
+
+    types: dict[str, type] = {"run": RunReport, "trace": TraceReport, "bench": BenchReport, "check": CheckReport,
+                              "checklist": ChecklistReport, "diff": Diff}
+    if kind not in types:
+        raise GputriageError(f"{path}: a gputriage {kind} file has no HTML report (run, trace, bench, check, "
+                             "checklist, diff and snapshot files do)")
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    try:
+        report: Reportable = msgspec.json.decode(data, type=types[kind])
+    except msgspec.MsgspecError as exc:
+        raise GputriageError(f"{path}: not a readable gputriage {kind} report ({exc})") from None
+    return report
+
+
+def load_report(targets: Sequence[str], store: str | Path | None = None) -> Reportable:
+    """What `targets` name: a run's id in the store; `check` (this machine, now); a file that gputriage
+    wrote with --json (run, trace, bench, check, checklist, diff) or a snapshot; else profiler traces."""
+    from gputriage.api.check import check
+    from gputriage.api.run import show
+    from gputriage.api.trace import analyze_trace
+
+    if not targets:
+        raise UsageError("name what to report: a run's id, `check`, a trace file or a --json file")
+    first = targets[0]
+    if len(targets) == 1 and first.isdigit():
+        return show(int(first), store)
+    if len(targets) == 1 and first == "check" and not Path(first).exists():
+        return check()
+    paths = [Path(t) for t in targets]
+    for p in paths:
+        if not p.is_file():
+            raise GputriageError(f"{p}: no such file" + ("" if p.exists() else " (a run is named by its number)"))
+    try:
+        m = SCHEMA_HEAD.match(_head(paths[0]))
+    except OSError as exc:
+        raise GputriageError(f"{paths[0]}: {exc.strerror or exc}") from None
+    if m is not None:
+        if len(paths) > 1:
+            raise UsageError("one gputriage report file at a time (several files are read as one trace per rank)")
+        kind = m.group(1).decode()
+        return check(paths[0]) if kind == "snapshot" else _decode(paths[0], kind)
+    return analyze_trace(paths)
+
+
+def write_html(report: Reportable, output: str | Path) -> Path:
+    """The page, written whole or not at all (a temporary file renamed over `output`)."""
+    from gputriage.report.html import render_html
+
+    out = Path(output)
+    text = render_html(report)
+    folder = out.parent if str(out.parent) else Path(".")
+    if not folder.is_dir():
+        raise GputriageError(f"{folder}: no such folder for the report")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".gputriage-report-", suffix=".html", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as any file the user writes, not mkstemp's 0600
+        os.replace(tmp, out)
+    except OSError as exc:
+        raise GputriageError(f"{out}: cannot write the report ({exc.strerror or exc})") from None
+    return out
+
+
+def report(targets: Sequence[str], output: str | Path, store: str | Path | None = None) -> Path:
+    """`gputriage report TARGET... -o FILE`: the page written to FILE."""
+    return write_html(load_report(targets, store), output)

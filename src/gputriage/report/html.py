@@ -1,0 +1,34 @@
+"""`gputriage report`: any report kind as one self-contained HTML page."""
+
+from __future__ import annotations
+
+from typing import Union
+
+from gputriage.model.baseline import Diff
+from gputriage.model.bench import BenchReport
+from gputriage.model.check import CheckReport
+from gputriage.model.checklist import ChecklistReport
+from gputriage.model.run import RunReport
+from gputriage.model.trace import TraceReport
+
+Reportable = Union[RunReport, TraceReport, BenchReport, CheckReport, ChecklistReport, Diff]
+
+
+def render_html(report: Reportable) -> str:
+    from gputriage.report import html_bench, html_check, html_diff, html_run, html_trace
+
+    if isinstance(report, RunReport):
+        page = html_run.run_page(report)
+    elif isinstance(report, TraceReport):
+        page = html_trace.trace_page(report)
+    elif isinstance(report, BenchReport):
+        page = html_bench.bench_page(report)
+    elif isinstance(report, CheckReport):
+        page = html_check.check_page(report)
+    elif isinstance(report, ChecklistReport):
+        page = html_check.checklist_page(report)
+    elif isinstance(report, Diff):
+        page = html_diff.diff_page(report)
+    else:
+        raise TypeError(f"no HTML page for {type(report).__name__}")
+    return page.render()
