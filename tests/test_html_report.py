@@ -71,6 +71,8 @@ def kinds(tmp_path: Path) -> dict[str, Path]:
         "check": write(tmp_path, check(FIXTURES / "snapshot_busy.json"), "check"),
         "diff": write(tmp_path, d, "diff"),
         "checklist": write(tmp_path, checklist("box", snapshot=FIXTURES / "snapshot_busy.json"), "checklist"),
+        # `gputriage load --json` against `transformers serve` (a tiny model on the dev machine's CPU)
+        "load": write(tmp_path, load_report([str(FIXTURES.parent / "cpu" / "load_transformers_serve.json")]), "load"),
     }
 
 
@@ -178,6 +180,8 @@ def test_every_kind_opens_in_headless_chromium_with_its_charts_drawn(tmp_path):
                 if kind in ("run", "trace"):
                     assert placeholders >= 1 and page.locator("[data-bottleneck]").count() >= 1, kind
                     assert page.locator(".finding").count() >= 1, kind
+                if kind == "load":
+                    assert placeholders == 2 and page.locator("[data-knee]").count() == 1
                 if kind in ("bench", "diff"):
                     assert page.locator(".bar").count() >= 4, kind
                 box = page.locator("main").bounding_box()

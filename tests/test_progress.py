@@ -3,12 +3,15 @@ workload's throughput (steady and per phase) and, with the model's FLOPs, its MF
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
+import msgspec
 import pytest
 
 from gputriage.model.run import GpuStatic, Regime
@@ -131,3 +134,32 @@ def test_run_reads_the_throughput_the_workload_prints_and_passes_its_output_thro
     bad = subprocess.run(GT + ["run", "--no-store", "--metric", "tokens/s: (", "--", sys.executable, "-c", "1"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--metric: not a regular expression" in bad.stderr
+
+
+def test_mfu_is_also_set_against_the_bf16_rate_bench_measured_on_the_machine(tmp_path):
+    """With a bench kept for the lead GPU, MFU is given against what its GPUs reach here as well (the H200's
+    recorded bench: 756 TFLOP/s bf16, 76% of the datasheet), so the two MFUs differ by that ratio."""
+    from gputriage.api.run import _against_bench
+    from gputriage.diagnosis.run_judge import judge
+    from gputriage.model.run import RunMeta, Throughput
+    from gputriage.model.sample import Sample
+    from gputriage.sampling.session import replay
+    from gputriage.sampling.store import Store
+
+    fixtures = Path(__file__).parent / "fixtures" / "h200"
+    rec = json.loads(gzip.decompress((fixtures / "runs_typed.json.gz").read_bytes()))["gpt_loop"]
+    meta = msgspec.convert(rec["meta"], RunMeta)
+    report = judge(replay([msgspec.convert(s, Sample) for s in rec["samples"]], meta), 0)
+    # the loop printed 567,020 tokens/s (it predates gputriage.step()); 6 x 20 M parameters per token
+    t = report.throughput = Throughput(tokens_per_s=567_020.0, achieved_tflops=round(567_020 * 6 * 20e6 / 1e12, 2),
+                                       peak_tflops=989.4, mfu_pct=round(100 * 567_020 * 6 * 20e6 / 1e12 / 989.4, 1))
+    bench = json.loads((fixtures / "bench_h200.json").read_text())["results"]
+    db = Store(tmp_path / "s.sqlite")
+    _against_bench(db, report)
+    assert t.mfu_bench_pct is None  # no bench of this GPU kept
+    db.add_bench(f"vm|{meta.gpus['0'].uuid}", bench)
+    _against_bench(db, report)
+    rate = next(r["value"] for r in bench if r["name"] == "matmul.bf16")
+    assert t.bench_tflops == pytest.approx(rate, rel=1e-3)
+    assert t.mfu_bench_pct == pytest.approx(t.mfu_pct * t.peak_tflops / rate, rel=0.01)
+    assert t.mfu_bench_pct > t.mfu_pct and "gputriage bench" in (t.bench_source or "")

@@ -36,6 +36,10 @@ def main(build: Callable[[bool], tuple[Callable[[], float], str]], doc: str) -> 
     args = parser.parse_args()
     import torch
 
+    try:  # the loop's progress, read by `gputriage run` (steps/s, samples/s, tokens/s, MFU)
+        from gputriage import step as report_step
+    except ImportError:
+        report_step = None
     step, unit = build(args.fixed)
     for _ in range(3):  # warm-up: allocator, cuBLAS handles, compilation
         step()
@@ -43,7 +47,10 @@ def main(build: Callable[[bool], tuple[Callable[[], float], str]], doc: str) -> 
     print(f"loop_start: {time.time():.3f}", flush=True)
     done, t0 = 0.0, time.perf_counter()
     while time.perf_counter() - t0 < args.seconds:
-        done += step()
+        n = step()
+        done += n
+        if report_step is not None:
+            report_step(tokens=n) if unit == "tokens" else report_step(samples=n)
     torch.cuda.synchronize()
     elapsed = time.perf_counter() - t0
     print(f"throughput: {done / elapsed:.2f} {unit}/s ({'fixed' if args.fixed else 'pathology'})", flush=True)

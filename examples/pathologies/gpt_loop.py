@@ -3,7 +3,10 @@ DataLoader with 4 workers and pinned memory, bf16 autocast, fused AdamW. Not a m
 a profiler must catch in its steady state, after the workers, the allocator and cuBLAS warmed up.
 
 --fixed: the same loop (there is nothing to fix); its verdict is the healthy one.
+--workers N: DataLoader workers (default 4; 0 loads batches on the training thread: "it got slower").
 """
+
+import sys
 
 import torch
 
@@ -40,8 +43,8 @@ class GPT(torch.nn.Module):
 def build(fixed: bool):
     model = GPT().cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
-    loader = torch.utils.data.DataLoader(Tokens(), batch_size=BATCH, num_workers=4, pin_memory=True,
-                                         prefetch_factor=4)
+    loader = torch.utils.data.DataLoader(Tokens(), batch_size=BATCH, num_workers=WORKERS, pin_memory=True,
+                                         prefetch_factor=4 if WORKERS else None)
     batches = iter(loader)
 
     def step() -> float:
@@ -57,7 +60,14 @@ def build(fixed: bool):
     return step, "tokens"
 
 
+WORKERS = 4
+
 if __name__ == "__main__":
     from _loop import main
+
+    if "--workers" in sys.argv:
+        i = sys.argv.index("--workers")
+        WORKERS = int(sys.argv[i + 1])
+        del sys.argv[i:i + 2]
 
     main(build, __doc__)

@@ -37,14 +37,15 @@ def _decode(path: Path, kind: str) -> Reportable:
     from gputriage.model.bench import BenchReport
     from gputriage.model.check import CheckReport
     from gputriage.model.checklist import ChecklistReport
+    from gputriage.model.load import LoadReport
     from gputriage.model.run import RunReport
     from gputriage.model.trace import TraceReport
 
     types: dict[str, type] = {"run": RunReport, "trace": TraceReport, "bench": BenchReport, "check": CheckReport,
-                              "checklist": ChecklistReport, "diff": Diff}
+                              "checklist": ChecklistReport, "diff": Diff, "load": LoadReport}
     if kind not in types:
         raise GputriageError(f"{path}: a gputriage {kind} file has no HTML report (run, trace, bench, check, "
-                             "checklist, diff and snapshot files do)")
+                             "checklist, diff, load and snapshot files do)")
     data = path.read_bytes()
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
@@ -66,7 +67,9 @@ def load_report(targets: Sequence[str], store: str | Path | None = None) -> Repo
         raise UsageError("name what to report: a run's id, `check`, a trace file or a --json file")
     first = targets[0]
     if len(targets) == 1 and first.isdigit():
-        return show(int(first), store)
+        from gputriage.api.load import show_load, stored_kind
+
+        return show_load(int(first), store) if stored_kind(int(first), store) == "load" else show(int(first), store)
     if len(targets) == 1 and first == "check" and not Path(first).exists():
         return check()
     paths = [Path(t) for t in targets]

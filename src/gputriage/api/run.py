@@ -18,6 +18,7 @@ from gputriage.model.run import GpuStatic, ProfileReport, RunReport
 
 if TYPE_CHECKING:
     from gputriage.sampling.session import Session
+    from gputriage.sampling.store import Store
 
 
 PROFILE_MODES = ("on", "auto", "off")
@@ -108,6 +109,8 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
     report = judge(session.finish(), code, profile=profiled, budget=limits,
                    metric=(metric, workload.metric_points) if metric is not None else None)
     shutil.rmtree(progress, ignore_errors=True)
+    if db is not None:
+        _against_bench(db, report)
     if baseline is not None:
         from gputriage.api.baseline import against
 
@@ -118,6 +121,27 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
     if db is not None:
         db.close()
     return report
+
+
+def _against_bench(db: Store, report: RunReport) -> None:
+    """MFU against what `gputriage bench` measured on the lead GPU's machine, when it was benched."""
+    import datetime as dt
+
+    from gputriage.diagnosis.throughput import against_bench
+
+    t = report.throughput
+    lead = next(iter(report.verdict.per_gpu), None)
+    static = report.meta.gpus.get(lead) if lead is not None else None
+    if t is None or t.achieved_tflops is None or static is None or not static.uuid:
+        return
+    try:
+        bench = db.last_bench_of_gpu(static.uuid)
+    except sqlite3.Error:
+        return
+    rate = next((r.get("value") for r in (bench or {}).get("results", []) if r.get("name") == "matmul.bf16"), None)
+    if bench is not None and isinstance(rate, (int, float)):
+        when = dt.datetime.fromtimestamp(bench["started"]).strftime("%Y-%m-%d %H:%M")
+        against_bench(t, float(rate), len(report.verdict.per_gpu), when)
 
 
 class _GateKeeper:
@@ -212,6 +236,9 @@ def _show(run_id: int, store: str | Path | None = None) -> RunReport:
         row = db.run(run_id)
         if row is None:
             raise GputriageError(f"no run {run_id} in {db.path}")
+        if row["kind"] == "load":
+            raise GputriageError(f"{run_id} is a load test, not a run: `gputriage load --show {run_id}`, "
+                                 f"`gputriage report {run_id}`")
         if row["report"]:
             try:
                 return msgspec.json.decode(row["report"], type=RunReport)

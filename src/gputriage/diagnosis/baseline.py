@@ -4,11 +4,13 @@ change between two is outside the measured noise.
 Figures of a run: the throughput it reported (steps, samples, tokens per second; `run --metric`'s
 median), the lead GPU's steady medians (GPU-Util, SM activity, tensor pipes, DRAM, power, SM clock),
 the useful share of its GPU time, its duration. A change is called when the medians differ by more
-than the noise: the larger half-spread ((high − low) / 2) of the sides that have several runs, relative to A's
-median; with a single run on each side the noise is unknown, and nothing is called. A regression is a called
-change the wrong way on a figure with a direction (throughput, SM activity, tensor pipes, useful share:
-higher is better). The environment's fingerprint sits beside: GPU model and count, driver, CUDA
-driver, power limit, PCIe link, the environment variables that change a GPU job, the command.
+than the noise: the larger half-spread ((high − low) / 2) of the sides that have several runs,
+relative to A's median, and never under 1% (three runs agreeing to 0.01% do not make a 0.2% change
+real); with a single run on each side the noise is unknown, and nothing is called. A regression is a
+called change the wrong way on a figure with a direction (throughput, SM activity, tensor pipes,
+useful share: higher is better). The environment's fingerprint sits beside: GPU model and count,
+driver, CUDA driver, power limit, PCIe link, the environment variables that change a GPU job, the
+command.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from gputriage.model.baseline import Baseline, Change, Diff, EnvChange, Figure
 from gputriage.model.finding import Finding, FindingSpec, Severity
 from gputriage.model.numbers import median
 from gputriage.model.run import RunReport
+
+MIN_NOISE = 0.01  # of A's median: the smallest noise a change must exceed to be called
 
 HIGHER_IS_BETTER = {"steps_per_s", "samples_per_s", "tokens_per_s", "metric", "sm_active_pct", "tensor_active_pct",
                     "useful_pct", "mfu_pct"}
@@ -98,7 +102,7 @@ def diff(a: Baseline, b: Baseline, a_label: str, b_label: str) -> Diff:
             c.change_pct = round(100 * (fb.median - fa.median) / abs(fa.median), 1)
             spreads = [f.high - f.low for f in (fa, fb) if f.runs > 1]
             if spreads:
-                noise = max(spreads) / 2
+                noise = max(max(spreads) / 2, MIN_NOISE * abs(fa.median))
                 c.noise_pct = round(100 * noise / abs(fa.median), 1)
                 c.called = abs(fb.median - fa.median) > noise
             if key in HIGHER_IS_BETTER:

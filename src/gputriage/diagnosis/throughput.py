@@ -92,3 +92,13 @@ def throughput(host: WindowSeries, timeline: list[Regime], run_start_s: float, g
             names = sorted({s.name for s in specs if s is not None})
             out.peak_source = f"dense bf16 datasheet rate of {len(gpus)} x {', '.join(names)}"
     return out
+
+
+def against_bench(t: Throughput, bf16_tflops_per_gpu: float, gpus: int, when: str) -> None:
+    """MFU against the bf16 GEMM rate `bench` measured on this machine (what its GPUs reach here, at their
+    clocks and power limit), beside the datasheet's."""
+    if t.achieved_tflops is None or bf16_tflops_per_gpu <= 0 or gpus < 1:
+        return
+    t.bench_tflops = round(bf16_tflops_per_gpu * gpus, 1)
+    t.mfu_bench_pct = round(100 * t.achieved_tflops / t.bench_tflops, 1)
+    t.bench_source = f"matmul.bf16 of `gputriage bench` on this machine ({when}), x {gpus} GPU{'s' if gpus > 1 else ''}"

@@ -169,6 +169,9 @@ class Throughput(msgspec.Struct, kw_only=True, omit_defaults=True):
     peak_tflops: Optional[float] = None  # dense bf16 of the GPUs used, from the datasheet
     mfu_pct: Optional[float] = None  # achieved against that peak
     peak_source: Optional[str] = None
+    bench_tflops: Optional[float] = None  # the bf16 GEMM rate `gputriage bench` measured on these GPUs (summed)
+    mfu_bench_pct: Optional[float] = None  # achieved against that measured ceiling
+    bench_source: Optional[str] = None
 
 
 class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):

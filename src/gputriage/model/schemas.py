@@ -11,12 +11,13 @@ from gputriage.model.bench import BenchReport
 from gputriage.model.catalog import Catalog
 from gputriage.model.check import CheckReport
 from gputriage.model.checklist import ChecklistReport
+from gputriage.model.load import LoadReport
 from gputriage.model.run import RunReport
 from gputriage.model.trace import TraceReport
 
 REPORTS: dict[str, type] = {"check": CheckReport, "run": RunReport, "trace": TraceReport, "bench": BenchReport,
                             "rules": Catalog, "baseline": Baseline, "diff": Diff,
-                            "checklist": ChecklistReport}
+                            "checklist": ChecklistReport, "load": LoadReport}
 
 
 def schema(kind: str) -> dict[str, Any]:

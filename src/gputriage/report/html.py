@@ -8,14 +8,15 @@ from gputriage.model.baseline import Diff
 from gputriage.model.bench import BenchReport
 from gputriage.model.check import CheckReport
 from gputriage.model.checklist import ChecklistReport
+from gputriage.model.load import LoadReport
 from gputriage.model.run import RunReport
 from gputriage.model.trace import TraceReport
 
-Reportable = Union[RunReport, TraceReport, BenchReport, CheckReport, ChecklistReport, Diff]
+Reportable = Union[RunReport, TraceReport, BenchReport, CheckReport, ChecklistReport, Diff, LoadReport]
 
 
 def render_html(report: Reportable) -> str:
-    from gputriage.report import html_bench, html_check, html_diff, html_run, html_trace
+    from gputriage.report import html_bench, html_check, html_diff, html_load, html_run, html_trace
 
     if isinstance(report, RunReport):
         page = html_run.run_page(report)
@@ -29,6 +30,8 @@ def render_html(report: Reportable) -> str:
         page = html_check.checklist_page(report)
     elif isinstance(report, Diff):
         page = html_diff.diff_page(report)
+    elif isinstance(report, LoadReport):
+        page = html_load.load_page(report)
     else:
         raise TypeError(f"no HTML page for {type(report).__name__}")
     return page.render()

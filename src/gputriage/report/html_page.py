@@ -43,14 +43,15 @@ class Page:
 
     def chart(self, title: str, x: Sequence[float], series: list[dict[str, Any]], *, axes: list[dict[str, Any]],
               x_label: str = "", kind: str = "line", bands: Optional[list[dict[str, Any]]] = None,
-              marks: Optional[list[dict[str, Any]]] = None, sync: str = "", height: int = 240) -> str:
+              marks: Optional[list[dict[str, Any]]] = None, sync: str = "", height: int = 240,
+              x_log: Optional[int] = None) -> str:
         """A placeholder for a chart, and its data; returns the placeholder's HTML."""
         cid = f"chart{len(self.charts)}"
         for i, s in enumerate(series):
             s.setdefault("color", PALETTE[i % len(PALETTE)])
         self.charts.append({"id": cid, "title": title, "x": list(x), "series": series, "axes": axes,
                             "x_label": x_label, "kind": kind, "bands": bands or [], "marks": marks or [],
-                            "sync": sync, "height": height})
+                            "sync": sync, "height": height, "x_log": x_log})
         return f'<div class="chart" id="{cid}" data-kind="{esc(kind)}"></div>'
 
     def render(self) -> str:

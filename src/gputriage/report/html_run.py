@@ -113,6 +113,9 @@ def _throughput(r: RunReport) -> str:
     if t.mfu_pct is not None:
         pairs.append(("MFU", f"{t.mfu_pct:.1f}%: {t.achieved_tflops:,.1f} TFLOP/s of the model's math against "
                              f"{t.peak_tflops:,.0f} ({t.peak_source})"))
+    if t.mfu_bench_pct is not None:
+        pairs.append(("MFU, measured ceiling", f"{t.mfu_bench_pct:.1f}% against {t.bench_tflops:,.0f} TFLOP/s "
+                                               f"({t.bench_source})"))
     out = kv(pairs)
     if len(t.by_regime) > 1:
         out += table(("from (s)", "to (s)", "phase", "steps/s", "samples/s", "tokens/s", "metric"),

@@ -180,7 +180,10 @@ def _throughput(r: RunReport, console: Console) -> None:
     if t.mfu_pct is not None:
         console.print(Text(f"  MFU {t.mfu_pct:.1f}%: {t.achieved_tflops:,.1f} TFLOP/s of the model's math against "
                            f"{t.peak_tflops:,.0f} ({t.peak_source})", style="cyan"))
-    elif t.achieved_tflops is not None:
+    if t.mfu_bench_pct is not None:
+        console.print(Text(f"  MFU {t.mfu_bench_pct:.1f}% against the {t.bench_tflops:,.0f} TFLOP/s measured here "
+                           f"({t.bench_source})", style="cyan"))
+    if t.mfu_pct is None and t.achieved_tflops is not None:
         console.print(Text(f"  the model's math: {t.achieved_tflops:,.1f} TFLOP/s (no datasheet for this GPU)",
                            style="cyan"))
     if len(t.by_regime) > 1:

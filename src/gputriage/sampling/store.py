@@ -197,6 +197,30 @@ class Store:
                               (machine,)).fetchone()
         return {"id": row[0], "started": row[1], "results": json.loads(row[2])} if row else None
 
+    def last_bench_of_gpu(self, uuid: str) -> dict[str, Any] | None:
+        """The newest bench of a machine holding the GPU of this UUID."""
+        row = self.db.execute("SELECT id, started, results FROM benches WHERE instr(machine, ?) > 0 "
+                              "ORDER BY id DESC LIMIT 1", (uuid,)).fetchone()
+        return {"id": row[0], "started": row[1], "results": json.loads(row[2])} if row else None
+
+    def last_bench_any(self) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT id, started, results FROM benches ORDER BY id DESC LIMIT 1").fetchone()
+        return {"id": row[0], "started": row[1], "results": json.loads(row[2])} if row else None
+
+    def add_report(self, kind: str, command: list[str], report: Any) -> int:
+        """A finished report of another kind than a run (a load test), kept in the runs table."""
+        enc = msgspec.json.encode
+        with self.db:
+            cur = self.db.execute("INSERT INTO runs(kind, command, started, ended, meta, findings, report) "
+                                  "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                  (kind, json.dumps(command), report.started_s or time.time(),
+                                   report.ended_s or time.time(), enc(report.meta).decode(),
+                                   enc(report.findings).decode(), ""))
+            rid = int(cur.lastrowid or 0)
+            report.id = rid
+            self.db.execute("UPDATE runs SET report = ? WHERE id = ?", (enc(report).decode(), rid))
+        return rid
+
     def save_baseline(self, name: str, baseline: Any) -> None:
         """Keep a named baseline (replacing one of the same name)."""
         with self.db:

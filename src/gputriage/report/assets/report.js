@@ -54,6 +54,7 @@
     if (!el) return;
     var width = Math.max(320, (el.clientWidth || 900));
     var scales = { x: { time: false } };
+    if (c.x_log) { scales.x.distr = 3; scales.x.log = c.x_log; }
     if (c.kind === "bars" && c.x.length) {
       var lo = c.x[0] - 0.5, hi = c.x[c.x.length - 1] + 0.5;
       scales.x.range = function () { return [lo, hi]; };

@@ -1,0 +1,105 @@
+"""`gputriage load URL`: a serving endpoint under load — latency against throughput, and why it rises."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from gputriage.cli import exits
+from gputriage.cli.common import FAIL_ON_HELP, err, exit_for, fail, out, parse_fail_on, print_json
+
+
+def _numbers(text: Optional[str], kind: type, what: str) -> list:
+    if not text:
+        return []
+    try:
+        return [kind(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        fail(f"{what}: {text!r} is not a comma-separated list of numbers", exits.USAGE)
+
+
+def load(
+    url: Optional[str] = typer.Argument(None, metavar="URL", help="The server, e.g. http://localhost:8000 "
+                                                                  "(OpenAI-compatible: /v1/completions, /v1/models)."),
+    concurrency: Optional[str] = typer.Option(None, "--concurrency", metavar="N,N,...",
+                                              help="The sweep's steps (default 1, 2, 4, ... up to --max-concurrency)."),
+    max_concurrency: int = typer.Option(32, "--max-concurrency", metavar="N", help="The sweep's last step."),
+    rate: Optional[str] = typer.Option(None, "--rate", metavar="R,R,...",
+                                       help="Request-rate runs instead of a sweep: requests/s, one step each."),
+    burstiness: float = typer.Option(1.0, "--burstiness", metavar="B",
+                                     help="Gamma shape of the gaps between arrivals: 1 is Poisson, lower is burstier."),
+    requests: int = typer.Option(64, "--requests", metavar="N", help="Requests per step, at most."),
+    seconds: float = typer.Option(60.0, "--seconds", metavar="S", help="Seconds per step, at most."),
+    warmup: int = typer.Option(2, "--warmup", metavar="N", help="Requests before the first step, not counted."),
+    input_tokens: int = typer.Option(256, "--input-tokens", metavar="N", help="Synthetic prompts' mean length."),
+    output_tokens: int = typer.Option(128, "--output-tokens", metavar="N", help="max_tokens of every request."),
+    spread: float = typer.Option(0.0, "--spread", metavar="F", help="Prompt length's standard deviation, as a "
+                                                                    "share of the mean."),
+    long_prompts: float = typer.Option(0.0, "--long-prompts", metavar="SHARE", help="A mix: this share of prompts "
+                                                                                     "is --long-factor times longer."),
+    long_factor: float = typer.Option(8.0, "--long-factor", metavar="X"),
+    prompts: Optional[Path] = typer.Option(None, "--prompts", metavar="FILE.jsonl",
+                                           help='Prompts to send in turn: {"prompt": ..., "max_tokens": ...} a line.'),
+    chat: bool = typer.Option(False, "--chat", help="Use /v1/chat/completions."),
+    model: Optional[str] = typer.Option(None, "--model", help="The model to ask for (default: /v1/models' first)."),
+    slo: Optional[str] = typer.Option(None, "--slo", metavar="SPEC", help="e.g. ttft=500ms,tpot=50ms (also itl, "
+                                                                          "e2e): goodput and the knee by it."),
+    slo_percentile: int = typer.Option(90, "--slo-percentile", metavar="P", help="50, 90 or 99."),
+    timeout: float = typer.Option(120.0, "--timeout", metavar="S", help="Per request."),
+    ignore_eos: bool = typer.Option(False, "--ignore-eos", help="Ask for exactly --output-tokens (vLLM, SGLang)."),
+    no_metrics: bool = typer.Option(False, "--no-metrics", help="Do not scrape the server's /metrics."),
+    no_gpus: bool = typer.Option(False, "--no-gpus", help="Do not sample this machine's GPUs."),
+    weights_gb: Optional[float] = typer.Option(None, "--weights-gb", metavar="GB", help="The model's weights in GB: "
+                                               "decode is set against memory bandwidth / weights."),
+    show: Optional[int] = typer.Option(None, "--show", metavar="ID", help="Show a kept load test, and exit."),
+    store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Where it is kept (SQLite)."),
+    no_store: bool = typer.Option(False, "--no-store", help="Do not keep it."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (schema gputriage.load/1)."),
+    fail_on: str = typer.Option("never", "--fail-on", metavar="LEVEL", help=FAIL_ON_HELP),
+) -> None:
+    """Load an OpenAI-compatible server step by step (a concurrency sweep, or Poisson request rates): TTFT,
+    inter-token latency, TPOT and end-to-end percentiles, requests and tokens per second, goodput under SLOs
+    and the knee; the GPUs here and the server's /metrics (vLLM, SGLang, TGI) meanwhile; and why latency
+    rises — KV cache full, queueing at the cap, prefill stalling decode, a CPU-bound server, no VRAM headroom —
+    or that the generator itself was the bottleneck."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from gputriage import api
+    from gputriage.api._common import UsageError
+    from gputriage.api.load import load as run_load
+    from gputriage.api.load import parse_slo, show_load
+
+    threshold = parse_fail_on(fail_on)
+    try:
+        if show is not None:
+            report = show_load(show, store_path)
+        else:
+            if url is None:
+                fail("give the server's URL (or --show ID)", exits.USAGE)
+            with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
+                          transient=True, disable=not err.is_terminal) as progress:
+                task = progress.add_task("starting", total=None)
+                report = run_load(
+                    url, concurrency=_numbers(concurrency, int, "--concurrency"), max_concurrency=max_concurrency,
+                    rates=_numbers(rate, float, "--rate"), burstiness=burstiness, requests_per_step=requests,
+                    seconds_per_step=seconds, warmup=warmup, input_tokens=input_tokens, output_tokens=output_tokens,
+                    spread=spread, long_prompt_share=long_prompts, long_prompt_factor=long_factor,
+                    prompts_file=prompts, chat=chat, model=model,
+                    slo=parse_slo(slo, slo_percentile) if slo else None, timeout_s=timeout, ignore_eos=ignore_eos,
+                    metrics=not no_metrics, sample_gpus=not no_gpus,
+                    weight_bytes=weights_gb * 1e9 if weights_gb else None,
+                    store=False if no_store else store_path,
+                    progress=lambda what: progress.update(task, description=what))
+    except UsageError as exc:
+        fail(str(exc), exits.USAGE)
+    except api.GputriageError as exc:
+        fail(str(exc), exits.BAD_INPUT)
+    if as_json:
+        print_json(report)
+    else:
+        from gputriage.report.load_terminal import render
+
+        render(report, out)
+    raise typer.Exit(exit_for(report.findings, threshold))

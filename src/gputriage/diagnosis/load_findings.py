@@ -1,0 +1,244 @@
+"""Why a served model's latency rises under load, from the sweep's steps: the KV cache full, requests
+queueing at the admission cap, the GPU underfilled at low concurrency, long prompts' prefill stalling
+decode, decode at the memory-bandwidth ceiling, a CPU-bound server, VRAM without headroom, errors — and
+the generator itself as the bottleneck, said instead of blaming the server."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
+from gputriage.model.load import LoadStep
+
+LOAD = ("load",)
+KV_FULL = Threshold("kv_cache_usage_pct", 95.0, "%", "KV cache usage the server reported, at or above which new "
+                    "sequences wait or running ones are preempted", "judgement")
+QUEUE_TTFT = Threshold("ttft_growth", 2.0, "x", "TTFT growth from one step to the next while TPOT and throughput "
+                       "hold: requests wait before they start", "judgement")
+UNDERFILLED_ACTIVE = Threshold("sm_active_pct", 40.0, "%", "SM activity (GPU-Util without GPM) at the lightest "
+                               "load under which the GPU has room for a bigger batch", "judgement")
+SCALING = Threshold("throughput_scaling", 1.6, "x", "output tokens/s gained by doubling the load: near 2, each "
+                    "request in flight adds work the GPU had room for", "judgement")
+PREFILL_ITL = Threshold("itl_long_prompt_ratio", 2.0, "x", "median ITL while a long prompt's prefill runs against "
+                        "the rest of the time", "judgement")
+SERVER_THREAD = Threshold("top_thread_pct", 90.0, "% of a core", "the server's busiest thread", "judgement")
+VRAM_FULL = Threshold("vram_used_share", 0.95, "of total", "VRAM in use at the peak of the load", "judgement")
+CLIENT_CPU = Threshold("client_cpu_pct", 90.0, "% of a core", "the generator's event loop: above it, it cannot "
+                       "send and read fast enough to load the server as asked", "judgement")
+ERROR_SHARE = Threshold("error_share", 0.01, "of requests", "failed requests (HTTP errors, timeouts, broken streams)",
+                        "judgement")
+DECODE_CEILING = Threshold("decode_ceiling_share", 0.6, "of the ceiling", "one sequence's decode tokens/s against "
+                           "the memory bandwidth / weight bytes ceiling", "judgement")
+
+KV_CACHE_FULL = FindingSpec(
+    id="load.kv_cache_full", step=3, severity=Severity.warn, commands=LOAD, needs=("server metrics",),
+    symptom="The KV cache filled up under load", thresholds=(KV_FULL,),
+    cause="Concurrent sequences x their context need more KV cache than the server reserved: new requests wait and "
+          "running ones are preempted (recomputed or swapped), so latency spikes",
+    decision="Cap concurrent sequences (vLLM --max-num-seqs), shorten the maximum context (--max-model-len), "
+             "quantize the KV cache (--kv-cache-dtype fp8), or give the cache more GPU memory "
+             "(--gpu-memory-utilization); beyond that, another replica",
+    condition="KV cache usage >= the threshold, or preemptions counted, in a step")
+QUEUEING = FindingSpec(
+    id="load.queueing", step=2, severity=Severity.warn, commands=LOAD, thresholds=(QUEUE_TTFT,),
+    symptom="Requests queue before they start: time to first token grows with load, far faster than token speed",
+    cause="The server admits a fixed number of sequences (its admission cap, or what its KV cache holds); beyond it "
+          "requests wait in its queue, so TTFT grows while decoding speed and throughput stay flat",
+    decision="Raise the cap (vLLM --max-num-seqs, TGI --max-concurrent-requests) when the KV cache and VRAM have "
+             "headroom; else add replicas behind a load balancer, and set client timeouts at the SLO",
+    condition="the server reports requests waiting while running holds at a ceiling; or, from one step to the next, "
+              "TTFT grows >= the threshold, at least twice as fast as TPOT and by at least half a request's decode "
+              "time, while output tokens/s grow by under half the load's growth")
+GPU_UNDERFILLED = FindingSpec(
+    id="load.gpu_underfilled", step=1, severity=Severity.info, commands=LOAD, needs=("gpu",),
+    thresholds=(UNDERFILLED_ACTIVE, SCALING),
+    symptom="At low concurrency the GPU is mostly idle: throughput doubles with the load",
+    cause="Decoding one or a few sequences reads all the weights per token for little math: the GPU waits on "
+          "memory and launches, and has room for a bigger batch at almost no latency cost",
+    decision="Serve more requests at once (batch more: continuous batching, a higher concurrency per replica) "
+             "before adding GPUs; fewer, fuller replicas cost less per token",
+    condition="SM activity (GPU-Util) below the threshold at the lightest load, and output tokens/s x >= 1.6 when "
+              "the load doubles")
+PREFILL_INTERFERENCE = FindingSpec(
+    id="load.prefill_interference", step=2, severity=Severity.warn, commands=LOAD, thresholds=(PREFILL_ITL,),
+    symptom="Long prompts stall everyone else's tokens: inter-token latency spikes while they are prefilled",
+    cause="A long prompt's prefill runs in the same batch steps as the decoding sequences, which wait for it",
+    decision="Enable chunked prefill (vLLM --enable-chunked-prefill, a smaller --max-num-batched-tokens), cap prompt "
+             "length, or separate prefill and decode (disaggregated serving)",
+    condition="median ITL while a long prompt is in prefill >= the threshold x the median ITL otherwise")
+SERVER_CPU_BOUND = FindingSpec(
+    id="load.server_cpu_bound", step=2, severity=Severity.warn, commands=LOAD, needs=("local server",),
+    thresholds=(SERVER_THREAD,),
+    symptom="One server thread is at 100% while the GPU waits",
+    cause="The server's Python side — tokenizer, detokenizer, scheduler, HTTP — cannot keep up: the GPU is fed one "
+          "core's worth of work",
+    decision="Use the server's multi-process front end or API-server workers, a fast tokenizer, fewer output "
+             "chunks (stream intervals), or more replicas per GPU; check that the server has the cores it needs",
+    condition="the server's busiest thread >= the threshold while SM activity (GPU-Util) < 60%")
+VRAM_HEADROOM = FindingSpec(
+    id="load.vram_headroom", step=3, severity=Severity.warn, commands=LOAD, needs=("gpu",), thresholds=(VRAM_FULL,),
+    symptom="VRAM has almost no headroom at peak load",
+    cause="The weights, the KV cache and activations fill the GPU: a longer prompt or one more sequence is an "
+          "out-of-memory error or a preemption",
+    decision="Leave headroom (a lower --gpu-memory-utilization, a request cap), quantize weights or KV cache, or "
+             "move to a larger GPU; test at the peak prompt lengths you serve",
+    condition="VRAM used at the peak of any step >= the threshold of its total")
+CLIENT_BOUND = FindingSpec(
+    id="load.client_bound", step=4, severity=Severity.warn, commands=LOAD, thresholds=(CLIENT_CPU,),
+    symptom="The load generator itself was the bottleneck",
+    cause="gputriage's client ran out of CPU (or connections): it sent and read less than asked, so this step's "
+          "figures understate what the server can do",
+    decision="Run the load from another machine or with fewer streamed chunks (larger stream intervals); read "
+             "this step's latency as a lower bound on load",
+    condition="the generator's event loop >= the threshold of a core, or connection errors")
+ERRORS = FindingSpec(
+    id="load.errors", step=5, severity=Severity.warn, commands=LOAD, thresholds=(ERROR_SHARE,),
+    symptom="Requests failed under load",
+    cause="The server refused (HTTP 429/503: a cap or an overload), failed (HTTP 500: often out of memory) or did not "
+          "answer within the timeout",
+    decision="Read the server's log at that load; set the request cap below the failing load and a client timeout; "
+             "an out-of-memory error asks for VRAM headroom (fewer sequences, shorter context)",
+    condition="failed requests >= the threshold of a step's requests")
+DECODE_MEMORY_BOUND = FindingSpec(
+    id="load.decode_memory_bound", step=2, severity=Severity.info, commands=LOAD, needs=("model size",),
+    thresholds=(DECODE_CEILING,),
+    symptom="One sequence decodes near the memory-bandwidth ceiling",
+    cause="Each decoded token reads every weight once: tokens/s per sequence cannot exceed the measured memory "
+          "bandwidth / the weights' bytes; only batching amortizes the read",
+    decision="Batch more sequences per step, quantize the weights (fewer bytes per token), or use speculative "
+             "decoding; a faster GPU helps only by its bandwidth",
+    condition="1000 / TPOT p50 at the lightest load >= the threshold x (bandwidth / weight bytes)")
+SPECS = (KV_CACHE_FULL, QUEUEING, GPU_UNDERFILLED, PREFILL_INTERFERENCE, SERVER_CPU_BOUND, VRAM_HEADROOM,
+         CLIENT_BOUND, ERRORS, DECODE_MEMORY_BOUND)
+
+
+def _load(s: LoadStep) -> str:
+    return f"concurrency {s.concurrency}" if s.concurrency is not None else f"{s.rate_per_s:g} requests/s"
+
+
+def _load_x(s: LoadStep) -> float:
+    return float(s.concurrency if s.concurrency is not None else s.rate_per_s or 0.0)
+
+
+def _activity(s: LoadStep) -> Optional[float]:
+    vals = [v for v in (g.sm_active_pct if g.sm_active_pct is not None else g.util_pct for g in s.gpus)
+            if v is not None]
+    return max(vals) if vals else None
+
+
+def _kv(steps: list[LoadStep]) -> list[Finding]:
+    hit = [s for s in steps if s.server and ((s.server.kv_cache_usage_max_pct or 0) >= KV_FULL.value
+                                             or (s.server.preemptions or 0) > 0)]
+    if not hit:
+        return []
+    s = hit[0]
+    assert s.server is not None
+    ev: dict[str, Any] = {"at": _load(s), "kv_cache_usage_max_pct": s.server.kv_cache_usage_max_pct,
+                          "preemptions": s.server.preemptions, "itl_p99_ms": s.itl.p99_ms, "itl_p50_ms": s.itl.p50_ms,
+                          "server": s.server.source}
+    return [KV_CACHE_FULL.finding(ev, symptom=f"The KV cache filled up from {_load(s)}")]
+
+
+def _queueing(steps: list[LoadStep]) -> list[Finding]:
+    for prev, s in zip(steps, steps[1:]):
+        sv, pv = s.server, prev.server
+        capped = (sv is not None and (sv.waiting_max or 0) > 0 and sv.running_max is not None and pv is not None
+                  and pv.running_max is not None and sv.running_max <= pv.running_max * 1.05)
+        t0, t1, d0, d1 = prev.ttft.p50_ms, s.ttft.p50_ms, prev.tpot.p50_ms, s.tpot.p50_ms
+        grew = _load_x(s) / max(_load_x(prev), 1e-9)
+        decode_ms = (d1 or 0) * (s.output_tokens_mean or 0)
+        inferred = bool(t0 and t1 and d0 and d1 and t1 >= QUEUE_TTFT.value * t0 and t1 / t0 >= 2 * d1 / d0
+                        and t1 - t0 >= decode_ms / 2
+                        and s.output_tokens_per_s < (1 + 0.5 * (grew - 1)) * prev.output_tokens_per_s)
+        if capped or inferred:
+            ev: dict[str, Any] = {"from": _load(prev), "to": _load(s), "ttft_p50_ms": [t0, t1], "tpot_p50_ms": [d0, d1],
+                                  "output_tokens_per_s": [prev.output_tokens_per_s, s.output_tokens_per_s]}
+            if sv is not None:
+                ev |= {"running_max": sv.running_max, "waiting_max": sv.waiting_max}
+            cap = f" (the server runs {sv.running_max:g} at most)" if capped and sv and sv.running_max else ""
+            return [QUEUEING.finding(ev, symptom=f"Requests queue beyond {_load(prev)}{cap}: TTFT "
+                                                 f"{t0 or 0:,.0f} → {t1 or 0:,.0f} ms while TPOT holds")]
+    return []
+
+
+def _underfilled(steps: list[LoadStep]) -> list[Finding]:
+    if len(steps) < 2:
+        return []
+    a, b = steps[0], steps[1]
+    act = _activity(a)
+    if act is None or act >= UNDERFILLED_ACTIVE.value or a.output_tokens_per_s <= 0:
+        return []
+    gain = b.output_tokens_per_s / a.output_tokens_per_s
+    if gain < SCALING.value:
+        return []
+    return [GPU_UNDERFILLED.finding({"at": _load(a), "activity_pct": act, "next": _load(b),
+                                     "output_tokens_per_s": [a.output_tokens_per_s, b.output_tokens_per_s],
+                                     "gain": round(gain, 2)})]
+
+
+def _prefill(steps: list[LoadStep]) -> list[Finding]:
+    hit = [s for s in steps if (s.itl_long_prompt_ratio or 0) >= PREFILL_ITL.value]
+    if not hit:
+        return []
+    s = max(hit, key=lambda x: x.itl_long_prompt_ratio or 0)
+    return [PREFILL_INTERFERENCE.finding({"at": _load(s), "itl_long_prompt_ratio": s.itl_long_prompt_ratio,
+                                          "itl_p50_ms": s.itl.p50_ms, "itl_p99_ms": s.itl.p99_ms})]
+
+
+def _server_cpu(steps: list[LoadStep]) -> list[Finding]:
+    for s in steps:
+        p, act = s.server_process, _activity(s)
+        if p and (p.top_thread_pct or 0) >= SERVER_THREAD.value and act is not None and act < 60:
+            return [SERVER_CPU_BOUND.finding({"at": _load(s), "pid": p.pid, "top_thread": p.top_thread,
+                                              "top_thread_pct": p.top_thread_pct, "process_cpu_pct": p.cpu_pct,
+                                              "gpu_activity_pct": act})]
+    return []
+
+
+def _vram(steps: list[LoadStep]) -> list[Finding]:
+    for s in steps:
+        for g in s.gpus:
+            if g.used_max_bytes and g.total_bytes and g.used_max_bytes >= VRAM_FULL.value * g.total_bytes:
+                ev = {"at": _load(s), "gpu": g.gpu, "used_gib": round(g.used_max_bytes / 2**30, 1),
+                      "total_gib": round(g.total_bytes / 2**30, 1)}
+                return [VRAM_HEADROOM.finding(ev, subject=f"gpu.{g.gpu}")]
+    return []
+
+
+def _client(steps: list[LoadStep]) -> list[Finding]:
+    for s in steps:
+        if (s.client_cpu_pct or 0) >= CLIENT_CPU.value or s.errors.get("connect"):
+            return [CLIENT_BOUND.finding({"at": _load(s), "client_cpu_pct": s.client_cpu_pct,
+                                          "connect_errors": s.errors.get("connect", 0)})]
+    return []
+
+
+def _errors(steps: list[LoadStep]) -> list[Finding]:
+    bad = [s for s in steps if s.requests and sum(s.errors.values()) >= ERROR_SHARE.value * s.requests]
+    if not bad:
+        return []
+    s = bad[0]
+    share = sum(s.errors.values()) / s.requests
+    return [ERRORS.finding({"from": _load(s), "errors": s.errors, "requests": s.requests},
+                           severity=Severity.critical if share >= 0.25 else Severity.warn,
+                           symptom=f"{share:.0%} of requests failed at {_load(s)}")]
+
+
+def _decode(steps: list[LoadStep], bandwidth_gbs: Optional[float], weight_bytes: Optional[float]) -> list[Finding]:
+    if not steps or not bandwidth_gbs or not weight_bytes or not steps[0].tpot.p50_ms:
+        return []
+    ceiling = bandwidth_gbs * 1e9 / weight_bytes
+    rate = 1000 / steps[0].tpot.p50_ms
+    if rate < DECODE_CEILING.value * ceiling:
+        return []
+    return [DECODE_MEMORY_BOUND.finding({"at": _load(steps[0]), "tokens_per_s_per_sequence": round(rate, 1),
+                                         "ceiling_tokens_per_s": round(ceiling, 1), "bandwidth_gbs": bandwidth_gbs,
+                                         "weight_gb": round(weight_bytes / 1e9, 2)})]
+
+
+def findings(steps: list[LoadStep], bandwidth_gbs: Optional[float] = None,
+             weight_bytes: Optional[float] = None) -> list[Finding]:
+    """The sweep's findings; steps in the order they ran (a sweep's is lightest first)."""
+    out = (_client(steps) + _errors(steps) + _kv(steps) + _queueing(steps) + _prefill(steps) + _server_cpu(steps)
+           + _vram(steps) + _underfilled(steps) + _decode(steps, bandwidth_gbs, weight_bytes))
+    return sorted(out, key=lambda f: (-f.severity.rank, f.step))

@@ -1,0 +1,80 @@
+"""A load test in the HTML report: throughput and latency percentiles against the load (the knee marked),
+what the GPUs and the server did at each step, the findings."""
+
+from __future__ import annotations
+
+from gputriage.model.load import LoadReport, LoadStep
+from gputriage.report.html_page import Page, esc, findings_html, kv, table, when
+
+
+def _x(s: LoadStep) -> float:
+    return float(s.concurrency if s.concurrency is not None else s.rate_per_s or 0.0)
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.1f}"
+
+
+def load_page(r: LoadReport) -> Page:
+    m = r.meta
+    page = Page(f"Load{f' #{r.id}' if r.id is not None else ''}: {m.model}",
+                " · ".join(x for x in (f"{m.url}{m.endpoint}", ", ".join(m.gpu_names), when(r.started_s)) if x))
+    if r.notes:
+        page.section("Notes", "".join(f"<p>{esc(n)}</p>" for n in r.notes))
+    steps = sorted(r.steps, key=_x)
+    by = "concurrency" if m.shape == "sweep" else "requests/s asked"
+    knee = r.knee
+    knee_x = (knee.concurrency if knee and knee.concurrency is not None else knee.rate_per_s if knee else None)
+    marks = [{"x": knee_x, "label": "knee"}] if knee_x is not None else []
+    x = [_x(s) for s in steps]
+    log = m.shape == "sweep" and len(x) > 2 and all(v > 0 for v in x)
+    charts = page.chart("Throughput against the load", x, [
+        {"label": "output tokens/s", "values": [s.output_tokens_per_s for s in steps], "scale": "tok", "unit": ""},
+        {"label": "requests/s", "values": [s.requests_per_s for s in steps], "scale": "req", "unit": ""}]
+        + ([{"label": "goodput (requests/s in SLO)", "values": [s.goodput_per_s for s in steps], "scale": "req"}]
+           if m.slo else []),
+        axes=[{"scale": "tok", "label": "tokens/s", "side": "left", "zero": True},
+              {"scale": "req", "label": "requests/s", "side": "right", "zero": True}],
+        x_label=by, marks=marks, sync="load", x_log=2 if log else None)
+    charts += page.chart("Latency against the load", x, [
+        {"label": "TTFT p50", "values": [s.ttft.p50_ms for s in steps], "scale": "ms", "unit": " ms"},
+        {"label": "TTFT p90", "values": [s.ttft.p90_ms for s in steps], "scale": "ms", "unit": " ms"},
+        {"label": "TTFT p99", "values": [s.ttft.p99_ms for s in steps], "scale": "ms", "unit": " ms"},
+        {"label": "TPOT p50", "values": [s.tpot.p50_ms for s in steps], "scale": "ms", "unit": " ms"},
+        {"label": "ITL p99", "values": [s.itl.p99_ms for s in steps], "scale": "ms", "unit": " ms"}],
+        axes=[{"scale": "ms", "label": "ms", "side": "left", "zero": True}], x_label=by, marks=marks, sync="load",
+        x_log=2 if log else None)
+    verdict = (f'<p class="big" data-knee="{esc(knee_x)}">knee: {esc(by)} {esc(knee_x)}</p>'
+               f'<p class="why">{esc(knee.why)}</p>') if knee and knee_x is not None else (
+        f'<p class="big">no knee</p><p class="why">{esc(knee.why if knee else "no step completed a request")}</p>')
+    page.section("Latency against throughput", verdict + charts, "verdict")
+    page.section("Findings", findings_html(r.findings))
+    rows = []
+    for s in steps:
+        g = max(s.gpus, key=lambda q: q.sm_active_pct or q.util_pct or 0) if s.gpus else None
+        sv = s.server
+        rows.append((f"{_x(s):g}", s.ok, sum(s.errors.values()) or "", f"{s.requests_per_s:,.2f}",
+                     f"{s.output_tokens_per_s:,.0f}", _ms(s.ttft.p50_ms), _ms(s.ttft.p99_ms), _ms(s.itl.p50_ms),
+                     _ms(s.itl.p99_ms), _ms(s.tpot.p50_ms), _ms(s.e2e.p99_ms),
+                     "" if s.meets_slo is None else "yes" if s.meets_slo else "no",
+                     f"{g.sm_active_pct if g.sm_active_pct is not None else g.util_pct or 0:.0f}%" if g else "-",
+                     f"{100 * g.used_max_bytes / g.total_bytes:.0f}%" if g and g.used_max_bytes and g.total_bytes
+                     else "-",
+                     f"{sv.kv_cache_usage_max_pct:.0f}%" if sv and sv.kv_cache_usage_max_pct is not None else "-",
+                     f"{sv.running_max:g} / {sv.waiting_max or 0:g}" if sv and sv.running_max is not None else "-",
+                     f"{s.client_cpu_pct:.0f}%" if s.client_cpu_pct is not None else "-"))
+    page.section("Steps", table((by, "ok", "errors", "req/s", "out tok/s", "TTFT p50 ms", "TTFT p99", "ITL p50",
+                                 "ITL p99", "TPOT p50", "E2E p99", "in SLO", "GPU activity", "VRAM", "KV cache",
+                                 "running / waiting", "client CPU"), rows, numeric=tuple(range(0, 11))))
+    slo = m.slo
+    page.section("How it was loaded", kv((
+        ("shape", "concurrency sweep" if m.shape == "sweep" else f"request rates, burstiness {m.burstiness}"),
+        ("prompts", m.prompts_file or f"~{m.input_tokens} tokens, {m.output_tokens} out"),
+        ("long prompts", f"{m.long_prompt_share:.0%} x{m.long_prompt_factor:g}" if m.long_prompt_share else None),
+        ("per step", f"{m.requests_per_step} requests or {m.seconds_per_step:g} s"),
+        ("warm-up", f"{m.warmup_requests} requests, not counted"),
+        ("SLO", ", ".join(f"{k.replace('_ms', '')} ≤ {v:g} ms" for k, v in
+                          (("ttft_ms", slo.ttft_ms), ("tpot_ms", slo.tpot_ms), ("itl_ms", slo.itl_ms),
+                           ("e2e_ms", slo.e2e_ms)) if v is not None) + f" at p{slo.percentile}" if slo else None),
+        ("server on this machine", "yes" if m.local_server else "no"))))
+    return page

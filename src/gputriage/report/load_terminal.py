@@ -1,0 +1,131 @@
+"""`load` in the terminal: a row per step (latency percentiles, throughput, goodput, the GPU and the
+server meanwhile), the latency–throughput curve, the knee, the findings."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from gputriage.model.load import LoadReport, LoadStep
+from gputriage.report.style import finding_text
+
+WIDE = 120  # narrower terminals still get every step; the GPU and server columns are clipped
+
+
+def _ms(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v / 1000:.2f}s" if v >= 10_000 else f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
+
+
+def _load(s: LoadStep) -> str:
+    return str(s.concurrency) if s.concurrency is not None else f"{s.rate_per_s:g}/s"
+
+
+def _gpu(s: LoadStep) -> str:
+    if not s.gpus:
+        return "-"
+    g = max(s.gpus, key=lambda x: (x.sm_active_pct or x.util_pct or 0))
+    act = f"SM {g.sm_active_pct:.0f}%" if g.sm_active_pct is not None else (
+        f"util {g.util_pct:.0f}%" if g.util_pct is not None else "")
+    vram = (f" {100 * g.used_max_bytes / g.total_bytes:.0f}% VRAM" if g.used_max_bytes and g.total_bytes else "")
+    return (act + vram).strip() or "-"
+
+
+def _server(s: LoadStep) -> str:
+    v = s.server
+    if v is None or v.source == "unknown":
+        return "-"
+    parts = []
+    if v.kv_cache_usage_max_pct is not None:
+        parts.append(f"KV {v.kv_cache_usage_max_pct:.0f}%")
+    if v.running_max is not None:
+        parts.append(f"run {v.running_max:g}")
+    if v.waiting_max:
+        parts.append(f"wait {v.waiting_max:g}")
+    if v.preemptions:
+        parts.append(f"preempt {v.preemptions:g}")
+    return " ".join(parts) or "-"
+
+
+def curve(steps: list[LoadStep], width: int = 56, height: int = 12) -> list[str]:
+    """Latency (TTFT p90) against output tokens/s: each step a mark (its load's first character), a line per row."""
+    pts = [(s.output_tokens_per_s, s.ttft.p90_ms, _load(s)) for s in steps if s.ttft.p90_ms is not None]
+    if len(pts) < 2:
+        return []
+    xmax = max(p[0] for p in pts) or 1.0
+    ymax = max(p[1] for p in pts if p[1] is not None) or 1.0
+    grid = [[" "] * width for _ in range(height)]
+    for x, y, label in pts:
+        col = min(width - len(label), int(x / xmax * (width - 1)))
+        row = height - 1 - min(height - 1, int((y or 0) / ymax * (height - 1)))
+        for i, ch in enumerate(label):
+            grid[row][col + i] = ch
+    lines = [f"{_ms(ymax):>7} ┤" + "".join(grid[0])]
+    lines += ["        │" + "".join(r) for r in grid[1:-1]]
+    lines.append(f"{'0':>7} ┼" + "".join(grid[-1]))
+    lines.append(f"{'':8}0{'':{width - 12}}{xmax:,.0f} tok/s")
+    return lines
+
+
+def render(r: LoadReport, console: Console) -> None:
+    m = r.meta
+    head = Text("gputriage load", style="bold")
+    if r.id is not None:
+        head.append(f" #{r.id}")
+    head.append(f"  {m.url}{m.endpoint}  {m.model}\n", style="")
+    shape = ("concurrency sweep" if m.shape == "sweep" else f"request rates, burstiness {m.burstiness:g}")
+    prompt = (f"prompts from {m.prompts_file}" if m.prompts_file else
+              f"~{m.input_tokens} input tokens" + (f" ({m.long_prompt_share:.0%} x{m.long_prompt_factor:g} long)"
+                                                  if m.long_prompt_share else ""))
+    head.append(f"{shape}; {prompt}, {m.output_tokens} output tokens; {m.requests_per_step} requests or "
+                f"{m.seconds_per_step:g} s a step after {m.warmup_requests} warm-up", style="dim")
+    console.print(head)
+    for n in r.notes:
+        console.print(Text(n, style="yellow"))
+    slo = m.slo is not None
+    wide = console.width >= WIDE
+    cols = {"load": lambda s: _load(s), "ok": lambda s: str(s.ok),
+            "err": lambda s: str(sum(s.errors.values())) if s.errors else "",
+            "req/s": lambda s: f"{s.requests_per_s:.2f}", "tok/s": lambda s: f"{s.output_tokens_per_s:,.0f}"}
+    if slo:
+        cols |= {"good/s": lambda s: f"{s.goodput_per_s:.2f}" if s.goodput_per_s is not None else "-",
+                 "SLO": lambda s: "yes" if s.meets_slo else "no"}
+    cols |= {"TTFT p50": lambda s: _ms(s.ttft.p50_ms), "p99": lambda s: _ms(s.ttft.p99_ms),
+             "ITL p50": lambda s: _ms(s.itl.p50_ms), "p99 ": lambda s: _ms(s.itl.p99_ms),
+             "TPOT": lambda s: _ms(s.tpot.p50_ms), "E2E p99": lambda s: _ms(s.e2e.p99_ms)}
+    if any(s.gpus for s in r.steps):
+        cols["GPU"] = _gpu
+    if any(s.server and s.server.source != "unknown" for s in r.steps):
+        cols["server"] = _server
+    t = Table(box=None, header_style="bold", pad_edge=False)
+    for c in cols:
+        t.add_column(c.strip(), justify="left" if c in ("GPU", "server", "SLO") else "right", no_wrap=True,
+                     overflow="fold" if wide else "ellipsis")
+    for s in r.steps:
+        t.add_row(*(f(s) for f in cols.values()))
+    console.print(t)
+    console.print(Text("latencies in ms (p50, p99); TPOT p50; tok/s: output tokens", style="dim"))
+    lines = curve(r.steps)
+    if lines:
+        console.print(Text("\nTTFT p90 against output tokens/s (each step marked by its load)", style="bold"))
+        for line in lines:
+            console.print(Text(line, style="cyan"))
+    if r.knee is not None:
+        at = (f"concurrency {r.knee.concurrency}" if r.knee.concurrency is not None else
+              f"{r.knee.rate_per_s:g} requests/s" if r.knee.rate_per_s is not None else "none")
+        knee = Text("\nknee: ", style="bold")
+        knee.append(at, style="bold magenta")
+        knee.append(f"  ({r.knee.why})", style="dim")
+        console.print(knee)
+    cpu = [s.client_cpu_ms_per_1k_tokens for s in r.steps if s.client_cpu_ms_per_1k_tokens is not None]
+    if cpu:
+        console.print(Text(f"the generator's own CPU: {min(cpu):.1f}–{max(cpu):.1f} ms per 1,000 streamed tokens",
+                           style="dim"))
+    if r.findings:
+        console.print()
+    for f in r.findings:
+        console.print(finding_text(f))
+    if not r.findings:
+        console.print(Text("\nno finding about this server under this load", style="green"))

@@ -1,0 +1,178 @@
+"""`gputriage load` against a real OpenAI-compatible server (`transformers serve`, continuous batching, a tiny
+model made here): the sweep's figures, request rates, the knee, the store, the report; an admission cap named
+on a recorded sweep; the server's Prometheus metrics read from a real exporter (prometheus-client)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+GT = [sys.executable, "-m", "gputriage"]
+REQUIRED = os.environ.get("GPUTRIAGE_REQUIRE_SERVE") == "1"  # CI: a missing server fails instead of skipping
+
+
+def _serving_available() -> bool:
+    try:
+        import aiohttp  # noqa: F401
+        import fastapi  # noqa: F401
+        import transformers  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        assert not REQUIRED, "transformers[serving] and aiohttp are needed (pip install gputriage[load,serve-test])"
+        return False
+    return True
+
+
+needs_server = pytest.mark.skipif(not _serving_available(), reason="transformers[serving] or aiohttp not installed")
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    from serving import make_model
+
+    return make_model(tmp_path_factory.mktemp("tiny-llama"))
+
+
+@pytest.fixture(scope="module")
+def server(model, tmp_path_factory):
+    from serving import Server
+
+    s = Server(model, log=tmp_path_factory.mktemp("serve") / "serve.log")
+    yield s
+    s.stop()
+
+
+def load(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(GT + ["load", *args], capture_output=True, text=True, timeout=timeout)
+
+
+@needs_server
+def test_a_sweep_against_a_real_server_gives_each_step_its_latencies_and_throughput(server, tmp_path):
+    store = str(tmp_path / "s.sqlite")
+    r = load(server.url, "--max-concurrency", "4", "--requests", "12", "--seconds", "60", "--input-tokens", "24",
+             "--output-tokens", "12", "--slo", "ttft=5s,tpot=1s", "--store", store, "--json")
+    assert r.returncode == 0, r.stderr[-3000:]
+    rep = json.loads(r.stdout)
+    assert rep["schema"] == "gputriage.load" and rep["meta"]["model"]  # found through /v1/models
+    assert [s["concurrency"] for s in rep["steps"]] == [1, 2, 4]
+    for s in rep["steps"]:
+        assert s["requests"] == 12 and s["ok"] == 12 and not s.get("errors")
+        assert s.get("tokens_from", "usage") == "usage" and 0 < s["output_tokens_mean"] <= 12
+        # the warm-up measured tokens per word on the server: the prompts are the size asked
+        assert 18 <= s["input_tokens_mean"] <= 30
+        for m in ("ttft", "itl", "tpot", "e2e"):
+            p = s[m]
+            assert 0 < p["p50_ms"] <= p["p90_ms"] <= p["p99_ms"], (m, p)
+        assert s["e2e"]["p50_ms"] >= s["ttft"]["p50_ms"]
+        assert s["output_tokens_per_s"] > 0 and s["requests_per_s"] > 0
+        assert s["goodput_per_s"] <= s["requests_per_s"] + 1e-9 and s["meets_slo"] in (True, False)
+        assert s["client_cpu_ms_per_1k_tokens"] > 0
+    assert rep["knee"]["by"] == "slo"
+    assert rep["meta"]["local_server"] is True  # its process found listening on the port
+    # kept in the store: listed, shown again, and a page
+    runs = json.loads(subprocess.run(GT + ["runs", "--store", store, "--json"], capture_output=True, text=True).stdout)
+    assert runs["runs"][0]["kind"] == "load" and runs["runs"][0]["id"] == rep["id"]
+    again = load("--show", str(rep["id"]), "--store", store, "--json")
+    assert json.loads(again.stdout)["steps"] == rep["steps"]
+    page = tmp_path / "load.html"
+    r = subprocess.run(GT + ["report", str(rep["id"]), "--store", store, "-o", str(page)], capture_output=True,
+                       text=True)
+    assert r.returncode == 0 and "Latency against the load" in page.read_text()
+    text = load("--show", str(rep["id"]), "--store", store)
+    assert "knee: concurrency" in text.stdout and "TTFT p90 against output tokens/s" in text.stdout
+
+
+@needs_server
+def test_request_rate_runs_send_poisson_arrivals(server):
+    r = load(server.url, "--rate", "4", "--requests", "10", "--seconds", "60", "--input-tokens", "16",
+             "--output-tokens", "8", "--no-store", "--json", "--warmup", "1")
+    assert r.returncode == 0, r.stderr[-3000:]
+    (step,) = json.loads(r.stdout)["steps"]
+    assert step["rate_per_s"] == 4 and step["requests"] == 10 and step["ok"] == 10
+    assert step["duration_s"] > 1.0  # ten arrivals 0.25 s apart on average
+
+
+def test_an_admission_cap_is_named_queueing_and_an_open_server_is_not():
+    """Recorded against `transformers serve` on the dev machine's CPU: with a KV cache of 4 blocks of 16 tokens
+    (`--cb-num-blocks 4 --cb-block-size 16`, 40-token requests), from concurrency 2 to 4 TTFT grows 4x while
+    TPOT holds and throughput gains 14%: requests wait. The same server without the cap is not called so."""
+    import msgspec
+
+    from gputriage.diagnosis.load_findings import findings
+    from gputriage.model.load import LoadReport
+
+    fixtures = __import__("pathlib").Path(__file__).parent / "fixtures" / "cpu"
+    capped = msgspec.json.decode((fixtures / "load_capped_kv.json").read_bytes(), type=LoadReport)
+    f = next(f for f in findings(capped.steps) if f.id == "load.queueing")
+    t0, t1 = f.evidence["ttft_p50_ms"]
+    d0, d1 = f.evidence["tpot_p50_ms"]
+    assert f.evidence["from"] == "concurrency 2" and t1 >= 2 * t0 and t1 / t0 >= 2 * d1 / d0
+    open_server = msgspec.json.decode((fixtures / "load_transformers_serve.json").read_bytes(), type=LoadReport)
+    assert "load.queueing" not in {f.id for f in findings(open_server.steps)}
+
+
+def test_an_unreachable_server_and_bad_options_are_one_line_errors():
+    r = load("http://127.0.0.1:9", "--no-store")
+    assert r.returncode == 3 and r.stderr.startswith("gputriage: ") and r.stderr.count("\n") == 1
+    assert "/v1/models" in r.stderr
+    for args in (["http://127.0.0.1:9", "--slo", "latency=5"], ["http://127.0.0.1:9", "--concurrency", "1,x"],
+                 ["localhost:8000"], ["http://127.0.0.1:9", "--rate", "2", "--concurrency", "2"]):
+        r = load(*args, "--no-store", "--model", "m")
+        assert r.returncode == 2, (args, r.stderr)
+        assert r.stderr.startswith("gputriage: ") and "Traceback" not in r.stderr
+
+
+def test_the_servers_metrics_are_read_from_a_real_exporter():
+    """vLLM's names served by prometheus-client's own HTTP exporter, scraped while they change: the step's KV
+    cache peak, running and waiting peaks, and the preemptions counted during it."""
+    pytest.importorskip("prometheus_client")
+    from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
+    from gputriage.diagnosis.load_stats import _server
+    from gputriage.probes.load import ServerWatch
+    from serving import free_port
+
+    reg = CollectorRegistry()
+    kv = Gauge("vllm:kv_cache_usage_perc", "KV cache usage", ["model_name"], registry=reg)
+    running = Gauge("vllm:num_requests_running", "running", ["model_name"], registry=reg)
+    waiting = Gauge("vllm:num_requests_waiting", "waiting", ["model_name"], registry=reg)
+    preempt = Counter("vllm:num_preemptions", "preemptions", ["model_name"], registry=reg)
+    port = free_port()
+    server, thread = start_http_server(port, addr="127.0.0.1", registry=reg)
+    stop = threading.Event()
+
+    def serve_load() -> None:
+        for i in range(40):
+            if stop.is_set():
+                return
+            kv.labels("m").set(min(1.0, 0.5 + i * 0.02))
+            running.labels("m").set(min(8, i))
+            waiting.labels("m").set(max(0, i - 8))
+            if i % 5 == 4:
+                preempt.labels("m").inc()
+            time.sleep(0.1)
+
+    try:
+        watch = ServerWatch(f"http://127.0.0.1:{port}/metrics", None, period_s=0.2)
+        watch.start()
+        t0 = time.perf_counter()
+        feeder = threading.Thread(target=serve_load)
+        feeder.start()
+        feeder.join()
+        t1 = time.perf_counter()
+        watch.stop()
+    finally:
+        stop.set()
+        server.shutdown()
+    assert watch.metrics_error is None and len(watch.samples) >= 10
+    s = _server(watch.samples, t0, t1)
+    assert s is not None and s.source == "vllm"
+    assert s.kv_cache_usage_max_pct is not None and 95 <= s.kv_cache_usage_max_pct <= 100
+    assert s.running_max == 8 and s.waiting_max is not None and s.waiting_max >= 25
+    assert s.preemptions is not None and 6 <= s.preemptions <= 8  # one every 0.5 s over 4 s
