@@ -15,6 +15,7 @@ from gputriage.cli.baseline import baseline_app, diff
 from gputriage.cli.bench import bench
 from gputriage.cli.check import check
 from gputriage.cli.checklist import checklist
+from gputriage.cli.exporter import exporter
 from gputriage.cli.load import load
 from gputriage.cli.report import report
 from gputriage.cli.rules import rules
@@ -50,7 +51,8 @@ def _pipe_safe(command: Callable[..., None]) -> Callable[..., None]:
     return wrapped
 
 
-for _command in (check, bench, snapshot, rules, watch, trace, runs, show, diff, checklist, report, load):
+for _command in (check, bench, snapshot, rules, watch, trace, runs, show, diff, checklist, report, load,
+                 exporter):
     app.command()(_pipe_safe(_command))
 app.add_typer(baseline_app, name="baseline")
 app.command(context_settings={"allow_interspersed_args": False})(_pipe_safe(run))

@@ -1,0 +1,46 @@
+"""`gputriage exporter`: a Prometheus endpoint with dcgm-exporter's names, and gputriage's verdicts."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import typer
+
+from gputriage.cli import exits
+from gputriage.cli.common import err, fail
+
+
+def exporter(
+    listen: str = typer.Option("127.0.0.1", "--listen", metavar="ADDR",
+                               help="Address to bind. 127.0.0.1 by default: only this machine can scrape. Give "
+                                    "0.0.0.0 (or an interface's address) to let a Prometheus elsewhere in; "
+                                    "dcgm-exporter binds every interface."),
+    port: int = typer.Option(9400, "--port", metavar="PORT", help="dcgm-exporter's port by default."),
+    period: float = typer.Option(0.5, "--period", metavar="S", help="Seconds between two GPU readings."),
+    window: float = typer.Option(60.0, "--window", metavar="S", help="Seconds over which bottleneck shares count."),
+    check_every: float = typer.Option(60.0, "--check-every", metavar="S",
+                                      help="Run the check this often (its findings, Xid, PCIe replays); 0: never."),
+) -> None:
+    """Serve each GPU's readings at /metrics under dcgm-exporter's names and units (DCGM_FI_DEV_GPU_UTIL,
+    DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_POWER_USAGE, ...), so existing dashboards work,
+    plus gputriage_bottleneck{gpu,bottleneck}, gputriage_bottleneck_share, gputriage_finding{id,severity} and
+    gputriage_gpu_process_memory_bytes. A scrape never waits on NVML: it reads what the sampler last read."""
+    from gputriage import api
+    from gputriage.api.exporter import Exporter
+
+    if period <= 0 or window <= 0 or check_every < 0:
+        fail("--period and --window must be positive, --check-every 0 or more", exits.USAGE)
+    try:
+        ex = Exporter(listen=listen, port=port, period_s=period, window_s=window, check_every_s=check_every).start()
+    except api.GputriageError as exc:
+        fail(str(exc), exits.BAD_INPUT)
+    gpus = f"{len(ex.gpus)} GPU{'s' if len(ex.gpus) != 1 else ''}" if ex.gpus else \
+        f"no GPU: {ex.system.get('nvml', 'NVML sees none')}"
+    err.print(f"serving {ex.url} ({gpus}); Ctrl-C to stop", highlight=False, soft_wrap=True)
+    done = threading.Event()
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, lambda *_: done.set())
+    done.wait()
+    ex.stop()
+    raise typer.Exit(exits.OK)

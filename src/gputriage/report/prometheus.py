@@ -1,0 +1,124 @@
+"""The exporter's state as Prometheus metric families: dcgm-exporter's names, units and labels for the
+counters both read (so existing dashboards work), and what only gputriage has — each GPU's bottleneck and
+its share, the findings of the last check, the processes on each GPU.
+
+dcgm-exporter's units: utilization in % (DEV_*_UTIL), profiling activity as a ratio 0–1 (PROF_*), memory in
+MiB, power in W, clocks in MHz, temperature in °C, PCIe throughput in bytes/s. Labels: gpu, UUID, device
+(nvidiaN), modelName, Hostname, pci_bus_id."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Optional
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from gputriage.model.exporter import ExporterState
+from gputriage.model.sample import GpuSample
+
+LABELS = ["gpu", "UUID", "device", "modelName", "Hostname", "pci_bus_id"]
+MIB = 1 << 20
+
+# (name, help, value from a GpuSample); None values are left out (a GPU that does not give the counter)
+GAUGES: tuple[tuple[str, str, Callable[[GpuSample], Optional[float]]], ...] = (
+    ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", lambda g: g.util_pct),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", lambda g: g.mem_util_pct),
+    ("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", lambda g: g.sm_clock_mhz),
+    ("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", lambda g: g.temperature_c),
+    ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", lambda g: g.power_mw / 1000 if g.power_mw is not None else None),
+    ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).",
+     lambda g: round(g.used_bytes / MIB) if g.used_bytes is not None else None),
+    ("DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.",
+     lambda g: g.sm_active_pct / 100 if g.sm_active_pct is not None else None),
+    ("DCGM_FI_PROF_SM_OCCUPANCY", "The ratio of number of warps resident on an SM.",
+     lambda g: g.sm_occupancy_pct / 100 if g.sm_occupancy_pct is not None else None),
+    ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.",
+     lambda g: g.tensor_active_pct / 100 if g.tensor_active_pct is not None else None),
+    ("DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.",
+     lambda g: g.dram_active_pct / 100 if g.dram_active_pct is not None else None),
+    ("DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted over the PCIe bus - including both protocol headers "
+     "and data payloads - in bytes per second.",
+     lambda g: g.pcie_tx_mib_per_s * MIB if g.pcie_tx_mib_per_s is not None else None),
+    ("DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus - including both protocol headers "
+     "and data payloads - in bytes per second.",
+     lambda g: g.pcie_rx_mib_per_s * MIB if g.pcie_rx_mib_per_s is not None else None),
+)
+
+
+def _labels(state: ExporterState, i: int) -> list[str]:
+    static = state.gpus.get(i)
+    return [str(i), (static.uuid if static else None) or "", f"nvidia{i}", (static.name if static else None) or "",
+            state.hostname, state.pci_bus_ids.get(i, "")]
+
+
+def families(state: ExporterState) -> Iterator[Metric]:
+    """Every metric family of one scrape, from the state alone."""
+    gpus = sorted(state.gpus)
+    sample = state.sample
+    for name, help_text, pick in GAUGES:
+        fam = GaugeMetricFamily(name, help_text, labels=LABELS)
+        for i in gpus:
+            g = sample.gpu(i) if sample else None
+            value = pick(g) if g is not None else None
+            if value is not None:
+                fam.add_metric(_labels(state, i), float(value))
+        yield fam
+    free = GaugeMetricFamily("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", labels=LABELS)
+    for i in gpus:
+        g = sample.gpu(i) if sample else None
+        total = state.gpus[i].memory_total_bytes
+        if g is not None and g.used_bytes is not None and total:
+            free.add_metric(_labels(state, i), float(round((total - g.used_bytes) / MIB)))
+    yield free
+    xid = GaugeMetricFamily("DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", labels=LABELS)
+    replay = CounterMetricFamily("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "Total number of PCIe retries.", labels=LABELS)
+    for i in gpus:
+        if state.checked_s is not None:
+            xid.add_metric(_labels(state, i), float(state.xid_last.get(i, 0)))
+        if i in state.pcie_replays:
+            replay.add_metric(_labels(state, i), float(state.pcie_replays[i]))
+    yield xid
+    yield replay
+    yield from _own(state)
+
+
+def _own(state: ExporterState) -> Iterator[Metric]:
+    share = GaugeMetricFamily("gputriage_bottleneck_share", f"Share of the last {state.window_s:g} s each GPU spent "
+                              "in each bottleneck, by gputriage's sampler verdict.", labels=["gpu", "bottleneck",
+                                                                                            "Hostname"])
+    current = GaugeMetricFamily("gputriage_bottleneck", "1 for each GPU's bottleneck over the last window (the one "
+                                "with the largest share).", labels=["gpu", "bottleneck", "Hostname"])
+    for i, shares in sorted(state.bottlenecks.items()):
+        for b, v in sorted(shares.items()):
+            share.add_metric([str(i), b, state.hostname], v)
+        if shares:
+            top = max(shares, key=lambda k: shares[k])
+            current.add_metric([str(i), top, state.hostname], 1.0)
+    yield share
+    yield current
+    finding = GaugeMetricFamily("gputriage_finding", "1 for each finding of the last check (`gputriage rules ID` "
+                                "says what it means and what to do).", labels=["id", "severity", "subject", "Hostname"])
+    for f in state.findings:
+        finding.add_metric([f.id, f.severity.value, f.subject, state.hostname], 1.0)
+    yield finding
+    if state.checked_s is not None:
+        yield GaugeMetricFamily("gputriage_check_timestamp_seconds", "When the last check ran (unix seconds).",
+                                value=state.checked_s)
+    procs = GaugeMetricFamily("gputriage_gpu_process_memory_bytes", "GPU memory held by each process with a "
+                              "compute context.", labels=["gpu", "pid", "Hostname"])
+    for p in state.processes:
+        procs.add_metric([str(p.gpu), str(p.pid), state.hostname], float(p.used_bytes or 0))
+    yield procs
+    yield GaugeMetricFamily("gputriage_gpus", "GPUs this exporter samples.", value=float(len(state.gpus)))
+
+
+class StateCollector:
+    """A prometheus-client collector that renders whatever state `get` returns at scrape time."""
+
+    def __init__(self, get: Callable[[], ExporterState]) -> None:
+        self.get = get
+
+    def collect(self) -> Iterator[Metric]:
+        return families(self.get())
+
+    def describe(self) -> list[Any]:
+        return []  # no registration-time collection: the state may not exist yet

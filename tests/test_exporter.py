@@ -1,0 +1,147 @@
+"""`gputriage exporter`: dcgm-exporter's names, units and labels for the counters both read, gputriage's
+verdicts beside them, 127.0.0.1 by default, scrapes that never call NVML — and a real Prometheus server
+(Debian's) scraping it, queried through its HTTP API."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from gputriage.testing.stream_nvml import StreamNvml
+
+pytest.importorskip("prometheus_client")
+
+FIXTURES = Path(__file__).parent / "fixtures" / "h200"
+SCENARIOS = json.loads((FIXTURES / "scenario_samples.json").read_text())
+GT = [sys.executable, "-m", "gputriage"]
+
+
+class Looping(StreamNvml):
+    """The steady part of a recorded 10 Hz bf16 GEMM stream of an H200, replayed in a loop; counts its calls."""
+
+    calls = 0
+
+    def call(self, fn, index=None, *args):
+        type(self).calls += 1
+        if fn == "nvmlDeviceGetUtilizationRates" and self.i >= len(self.rows) - 1:
+            self.i = -1
+        return super().call(fn, index, *args)
+
+
+def _scrape(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return r.read().decode()
+
+
+@pytest.fixture
+def exporter(make_host):
+    from gputriage.api.exporter import Exporter
+
+    ex = Exporter(port=0, period_s=0.1, window_s=5, check_every_s=0,
+                  nvml=Looping([r for r in SCENARIOS["healthy_bf16"]["samples"] if r["util"] >= 90]),
+                  host=make_host()).start()
+    time.sleep(2.5)  # two judged seconds
+    yield ex
+    ex.stop()
+
+
+def test_dcgm_exporters_names_units_and_labels_and_its_own_verdicts(exporter):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    assert exporter.listen == "127.0.0.1" and exporter.url.startswith("http://127.0.0.1:")
+    fams = {f.name: f for f in text_string_to_metric_families(_scrape(exporter.url))}
+    util = fams["DCGM_FI_DEV_GPU_UTIL"].samples[0]
+    assert set(util.labels) == {"gpu", "UUID", "device", "modelName", "Hostname", "pci_bus_id"}
+    assert util.labels["gpu"] == "0" and util.labels["modelName"] == "NVIDIA H200" and util.labels["device"] == "nvidia0"
+    assert 0 <= util.value <= 100  # %
+    sm = fams["DCGM_FI_PROF_SM_ACTIVE"].samples[0].value
+    assert 0.5 < sm <= 1.0  # a ratio: bf16 GEMMs keep the SMs busy
+    assert 0 < fams["DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"].samples[0].value <= 1.0
+    assert 300 < fams["DCGM_FI_DEV_POWER_USAGE"].samples[0].value <= 700  # W
+    assert 1000 < fams["DCGM_FI_DEV_SM_CLOCK"].samples[0].value <= 2000  # MHz
+    used = fams["DCGM_FI_DEV_FB_USED"].samples[0].value
+    free = fams["DCGM_FI_DEV_FB_FREE"].samples[0].value
+    assert used + free == pytest.approx(150754820096 / 2**20, abs=2)  # MiB
+    current = [s for s in fams["gputriage_bottleneck"].samples]
+    assert len(current) == 1 and current[0].labels["bottleneck"] == "compute_bound"
+    shares = {s.labels["bottleneck"]: s.value for s in fams["gputriage_bottleneck_share"].samples}
+    assert shares["compute_bound"] > 0.5 and sum(shares.values()) == pytest.approx(1.0, abs=0.01)
+
+
+def test_a_scrape_never_calls_nvml(exporter):
+    exporter.sampler.stop()  # nothing reads the GPU any more
+    before = Looping.calls
+    for _ in range(5):
+        _scrape(exporter.url)
+    assert Looping.calls == before
+
+
+def test_the_command_binds_127_0_0_1_by_default_and_says_so():
+    p = subprocess.Popen(GT + ["exporter", "--port", "0", "--check-every", "0"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+        assert "serving http://127.0.0.1:" in line
+        url = line.split()[1]
+        text = _scrape(url)
+        assert "gputriage_gpus" in text
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
+    assert p.returncode == 0
+    r = subprocess.run(GT + ["exporter", "--help"], capture_output=True, text=True)
+    assert "127.0.0.1" in r.stdout and "dcgm-exporter binds every interface" in " ".join(r.stdout.split())
+
+
+def test_a_real_prometheus_scrapes_it(exporter, tmp_path):
+    prometheus = shutil.which("prometheus")
+    if prometheus is None:
+        assert os.environ.get("GPUTRIAGE_REQUIRE_PROMETHEUS") != "1", "Debian's prometheus is not installed"
+        pytest.skip("prometheus is not installed (CI installs Debian's)")
+    from serving import free_port
+
+    port = free_port()
+    target = exporter.url.split("//")[1].split("/")[0]
+    (tmp_path / "prometheus.yml").write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        f"scrape_configs:\n  - job_name: gputriage\n    static_configs:\n      - targets: ['{target}']\n")
+    p = subprocess.Popen([prometheus, f"--config.file={tmp_path / 'prometheus.yml'}",
+                          f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+                         stdout=subprocess.DEVNULL, stderr=open(tmp_path / "prometheus.log", "w"))
+
+    def query(q: str) -> list:
+        url = f"http://127.0.0.1:{port}/api/v1/query?query={urllib.parse.quote(q)}"
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return json.loads(r.read())["data"]["result"]
+
+    try:
+        deadline = time.monotonic() + 60
+        result: list = []
+        while time.monotonic() < deadline:
+            try:
+                result = query("DCGM_FI_PROF_SM_ACTIVE")
+                if result:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        assert result, (tmp_path / "prometheus.log").read_text()[-2000:]
+        assert result[0]["metric"]["modelName"] == "NVIDIA H200" and result[0]["metric"]["job"] == "gputriage"
+        assert 0.5 < float(result[0]["value"][1]) <= 1.0
+        assert query("up")[0]["value"][1] == "1"
+        top = query('gputriage_bottleneck == 1')
+        assert top and top[0]["metric"]["bottleneck"] == "compute_bound"
+        # a rule a dashboard would use, on dcgm-exporter's name: the mean SM activity over the GPUs
+        assert 0.5 < float(query("avg(DCGM_FI_PROF_SM_ACTIVE)")[0]["value"][1]) <= 1.0
+    finally:
+        p.terminate()
+        p.wait(timeout=20)
