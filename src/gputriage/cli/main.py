@@ -16,6 +16,7 @@ from gputriage.cli.bench import bench
 from gputriage.cli.check import check
 from gputriage.cli.checklist import checklist
 from gputriage.cli.exporter import exporter
+from gputriage.cli.fleet import fleet_app
 from gputriage.cli.load import load
 from gputriage.cli.report import report
 from gputriage.cli.rules import rules
@@ -55,6 +56,7 @@ for _command in (check, bench, snapshot, rules, watch, trace, runs, show, diff, 
                  exporter):
     app.command()(_pipe_safe(_command))
 app.add_typer(baseline_app, name="baseline")
+app.add_typer(fleet_app, name="fleet")
 app.command(context_settings={"allow_interspersed_args": False})(_pipe_safe(run))
 
 

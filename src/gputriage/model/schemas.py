@@ -11,13 +11,14 @@ from gputriage.model.bench import BenchReport
 from gputriage.model.catalog import Catalog
 from gputriage.model.check import CheckReport
 from gputriage.model.checklist import ChecklistReport
+from gputriage.model.fleet import FleetReport
 from gputriage.model.load import LoadReport
 from gputriage.model.run import RunReport
 from gputriage.model.trace import TraceReport
 
 REPORTS: dict[str, type] = {"check": CheckReport, "run": RunReport, "trace": TraceReport, "bench": BenchReport,
                             "rules": Catalog, "baseline": Baseline, "diff": Diff,
-                            "checklist": ChecklistReport, "load": LoadReport}
+                            "checklist": ChecklistReport, "load": LoadReport, "fleet": FleetReport}
 
 
 def schema(kind: str) -> dict[str, Any]:

@@ -214,8 +214,8 @@ class Store:
             cur = self.db.execute("INSERT INTO runs(kind, command, started, ended, meta, findings, report) "
                                   "VALUES (?, ?, ?, ?, ?, ?, ?)",
                                   (kind, json.dumps(command), report.started_s or time.time(),
-                                   report.ended_s or time.time(), enc(report.meta).decode(),
-                                   enc(report.findings).decode(), ""))
+                                   report.ended_s or time.time(), enc(getattr(report, "meta", {})).decode(),
+                                   enc(getattr(report, "findings", [])).decode(), ""))
             rid = int(cur.lastrowid or 0)
             report.id = rid
             self.db.execute("UPDATE runs SET report = ? WHERE id = ?", (enc(report).decode(), rid))
