@@ -97,7 +97,7 @@ def test_the_command_binds_127_0_0_1_by_default_and_says_so():
         assert "gputriage_gpus" in text
     finally:
         p.terminate()
-        p.wait(timeout=10)
+        p.wait(timeout=30)
     assert p.returncode == 0
     r = subprocess.run(GT + ["exporter", "--help"], capture_output=True, text=True)
     assert "127.0.0.1" in r.stdout and "dcgm-exporter binds every interface" in " ".join(r.stdout.split())

@@ -31,6 +31,9 @@ def exporter(
 
     if period <= 0 or window <= 0 or check_every < 0:
         fail("--period and --window must be positive, --check-every 0 or more", exits.USAGE)
+    done = threading.Event()
+    for s in (signal.SIGINT, signal.SIGTERM):  # from the start: a stop asked during start-up is not lost
+        signal.signal(s, lambda *_: done.set())
     try:
         ex = Exporter(listen=listen, port=port, period_s=period, window_s=window, check_every_s=check_every).start()
     except api.GputriageError as exc:
@@ -38,9 +41,9 @@ def exporter(
     gpus = f"{len(ex.gpus)} GPU{'s' if len(ex.gpus) != 1 else ''}" if ex.gpus else \
         f"no GPU: {ex.system.get('nvml', 'NVML sees none')}"
     err.print(f"serving {ex.url} ({gpus}); Ctrl-C to stop", highlight=False, soft_wrap=True)
-    done = threading.Event()
-    for s in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(s, lambda *_: done.set())
-    done.wait()
-    ex.stop()
+    while not done.wait(1.0):  # a timed wait: the signal's handler runs at once on every platform
+        pass
+    stopping = threading.Thread(target=ex.stop, daemon=True)
+    stopping.start()
+    stopping.join(timeout=10)  # a sampler stuck in a driver call does not hold the exit
     raise typer.Exit(exits.OK)
