@@ -86,3 +86,25 @@ def test_show_counts_a_stored_run_again_at_another_price(tmp_path):
     assert again.cost is not None and again.cost.currency == "EUR"
     assert again.cost.cost == pytest.approx(4 * report.cost.cost, rel=1e-3)
     assert again.cost.useful_pct == report.cost.useful_pct
+
+
+def test_a_watch_carries_the_price_to_its_summary(tmp_path, monkeypatch):
+    """`watch --price P` (or the config file's): the watch's report is judged at that price."""
+    from gputriage.api.monitor import Monitor
+
+    monkeypatch.setenv("GPUTRIAGE_CONFIG", str(tmp_path / "none.toml"))
+    m = Monitor(store=False, kind="watch", pid=None, isolated=False, price_per_gpu_hour=2.5, currency="EUR")
+    m.__enter__()
+    try:
+        assert m.session is not None
+        assert (m.session.meta.price_per_gpu_hour, m.session.meta.currency) == (2.5, "EUR")
+    finally:
+        m.__exit__(None, None, None)
+    (tmp_path / "c.toml").write_text("[cost]\nprice_per_gpu_hour = 4.0\n")
+    monkeypatch.setenv("GPUTRIAGE_CONFIG", str(tmp_path / "c.toml"))
+    m = Monitor(store=False, kind="watch", pid=None, isolated=False)
+    m.__enter__()
+    try:
+        assert m.session is not None and m.session.meta.price_per_gpu_hour == 4.0
+    finally:
+        m.__exit__(None, None, None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gputriage.diagnosis.budget import Budget
@@ -84,3 +84,32 @@ def configured_price() -> tuple[float | None, str]:
     if not isinstance(currency, str):
         raise GputriageError(f"{path}: [cost] currency must be text, not {currency!r}")
     return (float(price) if price is not None else None), currency
+
+
+def keep_report(report: Any, kind: str, command: list[str], store: str | Path | bool | None) -> None:
+    """A finished report of another kind than a run (a load test, a fleet check) kept in the store, its id set;
+    a store that cannot be opened is a note in the report, not an error (the measurement is not lost)."""
+    if store is False:
+        return
+    try:
+        db = open_store(store)
+    except GputriageError as exc:
+        report.notes.append(f"not kept: {exc}")
+        return
+    if db is not None:
+        db.add_report(kind, command, report)
+        db.close()
+
+
+def stored_row(record_id: int, store: str | Path | None = None) -> dict[str, Any] | None:
+    """A stored record's row (see `Store.run`), or None."""
+    import sqlite3
+
+    db = open_store(store, readonly=True)
+    assert db is not None
+    try:
+        return db.run(record_id)
+    except sqlite3.DatabaseError as exc:
+        raise GputriageError(f"{db.path}: the run store is damaged ({exc})") from None
+    finally:
+        db.close()

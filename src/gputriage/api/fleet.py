@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from gputriage.api._common import GputriageError, UsageError, open_store
+from gputriage.api._common import GputriageError, UsageError, keep_report
 from gputriage.model.fleet import FleetReport, NodeResult
 
 REPLAY_ENV = "GPUTRIAGE_FLEET_REPLAY"  # a node that has it reads this recorded snapshot instead of its machine
@@ -109,7 +109,7 @@ def fleet_check(address: str, *, bench: bool = False, timeout_s: float = 300.0, 
     report.findings_by_id = judge.findings_by_id(report.nodes)
     report.waste = judge.waste(report.nodes, price_per_gpu_hour, currency)
     report.ended_s = time.time()
-    _keep(report, store)
+    keep_report(report, "fleet", [address], store)
     return report
 
 
@@ -124,16 +124,3 @@ def _reachable(address: str, timeout_s: float = 5.0) -> None:
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
     except OSError as exc:
         raise GputriageError(f"cannot join the Ray cluster at {address}: {exc.strerror or exc}") from None
-
-
-def _keep(report: FleetReport, store: str | Path | bool | None) -> None:
-    if store is False:
-        return
-    try:
-        db = open_store(store)
-    except GputriageError as exc:
-        report.notes.append(f"not kept: {exc}")
-        return
-    if db is not None:
-        db.add_report("fleet", [report.address], report)
-        db.close()

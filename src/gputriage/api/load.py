@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 from urllib.parse import urlparse
 
-from gputriage.api._common import GputriageError, UsageError, open_store
+from gputriage.api._common import GputriageError, UsageError, keep_report, open_store, stored_row
 from gputriage.model.load import LoadMeta, LoadReport, Slo
 
 # common English words: about one token each for most tokenizers; the warm-up measures it on the server
@@ -219,7 +219,7 @@ def load(url: str, *, concurrency: Sequence[int] = (), max_concurrency: int = 32
     report.findings = findings(report.steps, _bandwidth_gbs(store, meta.gpu_names) if weight_bytes else None,
                                weight_bytes)
     report.ended_s = time.time()
-    _keep(report, store)
+    keep_report(report, "load", [base], store)
     return report
 
 
@@ -276,33 +276,11 @@ def _bandwidth_gbs(store: str | Path | bool | None, gpu_names: list[str]) -> Opt
     return spec.memory_bw_gbs if spec else None
 
 
-def _keep(report: LoadReport, store: str | Path | bool | None) -> None:
-    if store is False:
-        return
-    try:
-        db = open_store(store)
-    except GputriageError as exc:
-        report.notes.append(f"not kept: {exc}")
-        return
-    if db is not None:
-        report.id = db.add_report("load", [report.meta.url], report)
-        db.close()
-
-
 def show_load(load_id: int, store: str | Path | None = None) -> LoadReport:
     """A load test kept in the store."""
-    import sqlite3
-
     import msgspec
 
-    db = open_store(store, readonly=True)
-    assert db is not None
-    try:
-        row = db.run(load_id)
-    except sqlite3.DatabaseError as exc:
-        raise GputriageError(f"{db.path}: the run store is damaged ({exc})") from None
-    finally:
-        db.close()
+    row = stored_row(load_id, store)
     if row is None or row["kind"] != "load":
         raise GputriageError(f"no load test {load_id} in the store")
     try:
@@ -312,15 +290,6 @@ def show_load(load_id: int, store: str | Path | None = None) -> LoadReport:
 
 
 def stored_kind(record_id: int, store: str | Path | None = None) -> Optional[str]:
-    """`run`, `watch`, `monitor` or `load`: what a store id names (None: nothing)."""
-    import sqlite3
-
-    db = open_store(store, readonly=True)
-    assert db is not None
-    try:
-        row = db.run(record_id)
-    except sqlite3.DatabaseError as exc:
-        raise GputriageError(f"{db.path}: the run store is damaged ({exc})") from None
-    finally:
-        db.close()
+    """`run`, `watch`, `monitor`, `load` or `fleet`: what a store id names (None: nothing)."""
+    row = stored_row(record_id, store)
     return str(row["kind"]) if row else None

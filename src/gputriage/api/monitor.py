@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gputriage.api._common import GputriageError, open_budget, open_store
+from gputriage.api._common import GputriageError, configured_price, open_budget, open_store
 from gputriage.model.run import RunReport
 
 if TYPE_CHECKING:
@@ -27,8 +27,12 @@ class Monitor:
 
     def __init__(self, *, store: str | Path | bool | None = False, budget: str | Path | None = None,
                  period_s: float | None = None, use_gpm: bool = True, kind: str = "monitor",
-                 pid: int | None = -1, isolated: bool = True) -> None:
+                 pid: int | None = -1, isolated: bool = True, price_per_gpu_hour: float | None = None,
+                 currency: str | None = None) -> None:
         self._store, self._budget_path, self._period_s, self._use_gpm = store, budget, period_s, use_gpm
+        price, unit = configured_price()  # the config file's, unless given: what the GPU time costs
+        self._price, self._currency = (price_per_gpu_hour, currency or unit) if price_per_gpu_hour is not None \
+            else (price, unit)
         self._budget = open_budget(budget)
         self.kind, self.isolated = kind, isolated
         self.pid = os.getpid() if pid == -1 else pid  # None: no process tree (a watch of the machine)
@@ -48,6 +52,7 @@ class Monitor:
         self._db = open_store(self._store)
         self.session = s = Session(PynvmlBackend(record=False, bounded=False), Host(), self._db, self.kind,
                                    [self.kind], period_s=self._period_s, use_gpm=self._use_gpm)
+        s.meta.price_per_gpu_hour, s.meta.currency = self._price, self._currency
         try:
             s.open()
         except StoreError as exc:

@@ -66,6 +66,10 @@ def watch(
     budget: Optional[Path] = typer.Option(None, "--budget", metavar="FILE", help="A TOML budget file; violations are "
                                                                                  "findings."),
     fail_on: str = typer.Option("never", "--fail-on", metavar="LEVEL", help=FAIL_ON_HELP),
+    price: Optional[float] = typer.Option(None, "--price", metavar="P", min=0.0,
+                                          help="Price per GPU-hour (default: the config file's [cost]): the "
+                                               "summary counts what the idle share of the watched time cost."),
+    currency: Optional[str] = typer.Option(None, "--currency"),
 ) -> None:
     """Watch every GPU and the host live; Ctrl-C (or --seconds) leaves with a summary."""
     from gputriage import api
@@ -73,7 +77,7 @@ def watch(
     threshold = parse_fail_on(fail_on)
     try:
         m = api.Monitor(store=False if no_store else store_path, budget=budget, period_s=period, kind="watch", pid=None,
-                        isolated=False)
+                        isolated=False, price_per_gpu_hour=price, currency=currency)
         m.__enter__()
     except api.GputriageError as exc:
         fail(str(exc), exits.BAD_INPUT)

@@ -7,15 +7,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gputriage.model.baseline import Baseline, Diff, Figure
+from gputriage.model.baseline import Baseline, Diff
+from gputriage.report.style import figure_text
 
-
-def _fig(f: Figure | None) -> str:
-    if f is None:
-        return "—"
-    if f.runs == 1 or f.low == f.high:
-        return f"{f.median:,.4g}"
-    return f"{f.median:,.4g} ({f.low:,.4g}–{f.high:,.4g}, {f.runs} runs)"
+_fig = figure_text
 
 
 def render_baseline(b: Baseline, console: Console | None = None) -> None:

@@ -18,20 +18,10 @@ Reportable = Union[RunReport, TraceReport, BenchReport, CheckReport, ChecklistRe
 def render_html(report: Reportable) -> str:
     from gputriage.report import html_bench, html_check, html_diff, html_load, html_run, html_trace
 
-    if isinstance(report, RunReport):
-        page = html_run.run_page(report)
-    elif isinstance(report, TraceReport):
-        page = html_trace.trace_page(report)
-    elif isinstance(report, BenchReport):
-        page = html_bench.bench_page(report)
-    elif isinstance(report, CheckReport):
-        page = html_check.check_page(report)
-    elif isinstance(report, ChecklistReport):
-        page = html_check.checklist_page(report)
-    elif isinstance(report, Diff):
-        page = html_diff.diff_page(report)
-    elif isinstance(report, LoadReport):
-        page = html_load.load_page(report)
-    else:
+    pages = {RunReport: html_run.run_page, TraceReport: html_trace.trace_page, BenchReport: html_bench.bench_page,
+             CheckReport: html_check.check_page, ChecklistReport: html_check.checklist_page, Diff: html_diff.diff_page,
+             LoadReport: html_load.load_page}
+    page = pages.get(type(report))
+    if page is None:
         raise TypeError(f"no HTML page for {type(report).__name__}")
-    return page.render()
+    return page(report).render()  # type: ignore[operator]

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 from gputriage.model.baseline import Diff, Figure
 from gputriage.report.html_page import Page, Raw, esc, table
+from gputriage.report.style import figure_text
 
 A_COLOR, B_COLOR = "#8a93a3", "#3b7dd8"
 
 
-def _fig(f: Figure | None) -> str:
-    if f is None:
-        return "—"
-    if f.runs == 1 or f.low == f.high:
-        return f"{f.median:,.4g}"
-    return f"{f.median:,.4g} ({f.low:,.4g}–{f.high:,.4g}, {f.runs} runs)"
+_fig = figure_text
 
 
 def _pair(a: Figure | None, b: Figure | None) -> Raw:

@@ -72,3 +72,12 @@ def finding_text(f: Finding, why: bool = True) -> Table:
     if f.evidence:
         t.add_row(Text("evidence:", style="dim"), Text(evidence_text(f.evidence), style="cyan"))
     return t
+
+
+def figure_text(f: Any) -> str:
+    """A baseline figure: its median, and its spread when several runs make one."""
+    if f is None:
+        return "—"
+    if f.runs == 1 or f.low == f.high:
+        return f"{f.median:,.4g}"
+    return f"{f.median:,.4g} ({f.low:,.4g}–{f.high:,.4g}, {f.runs} runs)"
