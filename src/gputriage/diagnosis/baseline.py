@@ -9,8 +9,8 @@ relative to A's median, and never under 1% (three runs agreeing to 0.01% do not 
 real); with a single run on each side the noise is unknown, and nothing is called. A regression is a
 called change the wrong way on a figure with a direction (throughput, SM activity, tensor pipes,
 useful share: higher is better). The environment's fingerprint sits beside: GPU model and count,
-driver, CUDA driver, power limit, PCIe link, the environment variables that change a GPU job, the
-command.
+driver, CUDA driver, torch, maximum SM clock, ECC, power limit, PCIe link, the environment variables
+that change a GPU job, the command.
 """
 
 from __future__ import annotations
@@ -59,9 +59,15 @@ def fingerprint(r: RunReport) -> dict[str, str]:
     gpus = list(m.gpus.values())
     out = {"gpus": f"{len(gpus)} x {', '.join(sorted({g.name or '?' for g in gpus}))}" if gpus else "none",
            "command": " ".join(r.command)}
-    for key in ("driver", "cuda_driver"):
+    for key in ("driver", "cuda_driver", "torch"):
         if key in m.system:
             out[key] = str(m.system[key])
+    clocks = sorted({g.sm_max_mhz for g in gpus if g.sm_max_mhz})
+    if clocks:
+        out["sm_clock_max_mhz"] = ", ".join(str(x) for x in clocks)
+    ecc = sorted({"on" if g.ecc else "off" for g in gpus if g.ecc is not None})
+    if ecc:
+        out["ecc"] = ", ".join(ecc)
     limits = sorted({g.power_limit_mw for g in gpus if g.power_limit_mw})
     if limits:
         out["power_limit_w"] = ", ".join(f"{x / 1000:.0f}" for x in limits)
@@ -110,7 +116,7 @@ def diff(a: Baseline, b: Baseline, a_label: str, b_label: str) -> Diff:
                 if c.called and not c.better:
                     out.regressions.append(key)
         out.changes.append(c)
-    for key in sorted(set(a.fingerprint) | set(b.fingerprint)):
+    for key in sorted(set(a.fingerprint) & set(b.fingerprint)):  # a key one side never recorded is unknown there
         if a.fingerprint.get(key) != b.fingerprint.get(key):
             out.environment.append(EnvChange(key=key, a=a.fingerprint.get(key), b=b.fingerprint.get(key)))
     return out

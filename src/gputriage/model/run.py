@@ -29,6 +29,7 @@ class GpuStatic(msgspec.Struct, kw_only=True, omit_defaults=True):
     pcie_gen_max: Optional[int] = None
     pcie_width_max: Optional[int] = None
     gpm: Optional[bool] = None  # whether this GPU gives GPM metrics (SM activity, tensor pipes, DRAM)
+    ecc: Optional[bool] = None  # ECC mode now
 
 
 class RunMeta(msgspec.Struct, kw_only=True):

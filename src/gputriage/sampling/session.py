@@ -46,8 +46,17 @@ def gpu_static(nvml: NvmlBackend) -> tuple[list[int], dict[int, GpuStatic], dict
             sm_max_mhz=_value(nvml.call("nvmlDeviceGetMaxClockInfo", i, 1)),
             pcie_gen_max=_value(nvml.call("nvmlDeviceGetMaxPcieLinkGeneration", i)),
             pcie_width_max=_value(nvml.call("nvmlDeviceGetMaxPcieLinkWidth", i)))
+        ecc = _value(nvml.call("nvmlDeviceGetEccMode", i))
+        if isinstance(ecc, (list, tuple)) and ecc:
+            info[i].ecc = bool(ecc[0])
     system = {"driver": _value(nvml.call("nvmlSystemGetDriverVersion")),
               "cuda_driver": _value(nvml.call("nvmlSystemGetCudaDriverVersion_v2"))}
+    try:  # the torch of this environment (a Python workload started here imports it), read without importing it
+        from importlib.metadata import version
+
+        system["torch"] = version("torch")
+    except Exception:  # not installed, or unreadable metadata: no torch to name
+        pass
     return list(range(count)), info, system
 
 
