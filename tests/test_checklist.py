@@ -89,3 +89,29 @@ def test_the_command_prints_json_and_fails_on_a_failed_item(tmp_path):
     assert r.returncode == 1 and "FAIL 5." in r.stdout  # no baseline kept: the gate fails
     r = subprocess.run(GT + ["checklist", "gaming"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "no checklist 'gaming'" in r.stderr
+
+
+def test_inference_items_decided_by_a_stored_load_test(tmp_path):
+    """A load test against `transformers serve` (recorded on the dev machine's CPU), kept in a store:
+    its SLO was met up to concurrency 8, no request failed; it sampled no GPU, so VRAM stays unknown."""
+    import msgspec
+
+    from gputriage.api.checklist import checklist
+    from gputriage.model.checklist import Status
+    from gputriage.model.load import LoadReport
+    from gputriage.sampling.store import Store
+
+    cpu = Path(__file__).parent / "fixtures" / "cpu"
+    db = Store(tmp_path / "s.sqlite")
+    ids = [db.add_report("load", ["http://x"], msgspec.json.decode((cpu / f).read_bytes(), type=LoadReport))
+           for f in ("load_transformers_serve.json", "load_capped_kv.json")]
+    db.close()
+    items = {i.text.split(":")[0]: i for i in checklist("inference", store=tmp_path / "s.sqlite", load_id=ids[0]).items}
+    tail = items["Tail metrics watched (p95/p99) and correlated with VRAM and sequence length"]
+    assert tail.status == Status.passed and tail.evidence["knee"] == 8 and tail.decided_by.startswith("gputriage load")
+    assert items["No OOM and no restart under load"].status == Status.passed
+    assert items["A VRAM budget with headroom for peaks"].status == Status.unknown
+    capped = {i.text.split(":")[0]: i for i in checklist("inference", store=tmp_path / "s.sqlite",
+                                                         load_id=ids[1]).items}
+    assert capped["Tail metrics watched (p95/p99) and correlated with VRAM and sequence length"].status == \
+        Status.unknown  # no SLO was given to that load test

@@ -10,7 +10,7 @@ from gputriage.model.checklist import ChecklistReport
 
 
 def checklist(kind: str, run_id: int | None = None, store: str | Path | None = None,
-              snapshot: str | Path | None = None) -> ChecklistReport:
+              snapshot: str | Path | None = None, load_id: int | None = None) -> ChecklistReport:
     """`kind`: box (decided by `check` on this machine, or on a recorded snapshot), training or inference (by the
     stored run `run_id`, and whether the store keeps a baseline)."""
     from gputriage.api.baseline import _report
@@ -34,4 +34,9 @@ def checklist(kind: str, run_id: int | None = None, store: str | Path | None = N
             baselines = db.has_baselines()
         finally:
             db.close()
-    return evaluate(kind, run=run, baselines=baselines)
+    load = None
+    if load_id is not None:
+        from gputriage.api.load import show_load
+
+        load = show_load(load_id, store)
+    return evaluate(kind, run=run, baselines=baselines, load=load)

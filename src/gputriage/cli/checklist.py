@@ -17,6 +17,8 @@ def checklist(
                                                                            "training and inference items."),
     source: Optional[Path] = typer.Option(None, "--from", metavar="SNAPSHOT", help="Decide the box items from a "
                                                                                   "recorded snapshot."),
+    load_id: Optional[int] = typer.Option(None, "--load", metavar="ID", help="The stored load test (`gputriage "
+                                                                            "load`) that decides inference items."),
     store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Run store (SQLite)."),
     as_json: bool = typer.Option(False, "--json", help="Print the checklist as JSON."),
     fail_on_fail: bool = typer.Option(False, "--fail-on-fail", help=f"Exit {exits.FINDINGS} when an item fails."),
@@ -27,7 +29,7 @@ def checklist(
     from gputriage.model.checklist import Status
 
     try:
-        report = api.checklist(kind, run_id, store_path, source)
+        report = api.checklist(kind, run_id, store_path, source, load_id)
     except api.GputriageError as exc:
         fail(str(exc), exits.USAGE if str(exc).startswith("no checklist") else exits.BAD_INPUT)
     if as_json:
