@@ -176,3 +176,23 @@ def test_the_servers_metrics_are_read_from_a_real_exporter():
     assert s.kv_cache_usage_max_pct is not None and 95 <= s.kv_cache_usage_max_pct <= 100
     assert s.running_max == 8 and s.waiting_max is not None and s.waiting_max >= 25
     assert s.preemptions is not None and 6 <= s.preemptions <= 8  # one every 0.5 s over 4 s
+
+
+def test_a_real_vllm_is_read_through_its_metrics_and_its_admission_cap_is_named():
+    """Recorded against vLLM's CPU build on the dev machine: its /metrics give the running and waiting requests
+    each step (running = the concurrency while nothing waits); with `--max-num-seqs 2`, running holds at 2 while
+    6 wait at concurrency 8, and gputriage names the cap from those counters."""
+    import msgspec
+
+    from gputriage.diagnosis.load_findings import findings
+    from gputriage.model.load import LoadReport
+
+    fixtures = __import__("pathlib").Path(__file__).parent / "fixtures" / "cpu"
+    free = msgspec.json.decode((fixtures / "load_vllm_cpu.json").read_bytes(), type=LoadReport)
+    for s in free.steps:
+        assert s.server is not None and s.server.source == "vllm" and s.server.running_max == s.concurrency
+        assert s.server.waiting_max == 0 and s.server.preemptions == 0 and s.output_tokens_mean == 32  # --ignore-eos
+    assert "load.queueing" not in {f.id for f in findings(free.steps)}
+    capped = msgspec.json.decode((fixtures / "load_vllm_cpu_max_num_seqs_2.json").read_bytes(), type=LoadReport)
+    f = next(f for f in findings(capped.steps) if f.id == "load.queueing")
+    assert f.evidence["running_max"] == 2 and f.evidence["waiting_max"] >= 4 and "runs 2 at most" in f.symptom
