@@ -42,6 +42,9 @@ def main() -> None:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     with torch.device(device):
         model = LlamaForCausalLM(cfg).to(torch.bfloat16)
+    # no end-of-sequence: every request streams the max_tokens it asks for (as vLLM's ignore_eos would); random
+    # weights would otherwise end some at random, and a load test's figures would mix request lengths
+    model.generation_config.eos_token_id = None
     model.save_pretrained(args.out)
     n = sum(p.numel() for p in model.parameters())
     print(f"{args.out}: {n / 1e9:.2f} B parameters, {2 * n / 1e9:.2f} GB of bf16 weights")

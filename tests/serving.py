@@ -11,30 +11,13 @@ import time
 import urllib.request
 from pathlib import Path
 
-MAKE_MODEL = r"""
-import sys, torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-out = sys.argv[1]
-import gputriage.api.load as load
-words = sorted(set(load.WORDS))
-vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{w: i + 3 for i, w in enumerate(words)}}
-tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-tok.decoder = decoders.WordPiece(prefix="##")
-fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
-fast.chat_template = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
-fast.save_pretrained(out)
-cfg = LlamaConfig(vocab_size=len(vocab), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=2048, bos_token_id=1,
-                  eos_token_id=2)
-torch.manual_seed(0)
-LlamaForCausalLM(cfg).save_pretrained(out)
-"""
-
 
 def make_model(folder: Path) -> Path:
-    subprocess.run([sys.executable, "-c", MAKE_MODEL, str(folder)], check=True, capture_output=True, timeout=300)
+    """The benchmarks' model builder at its smallest: 2 layers of 64, a word-level tokenizer."""
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "serving_model.py"
+    subprocess.run([sys.executable, str(script), str(folder), "--hidden", "64", "--layers", "2", "--heads", "4",
+                    "--kv-heads", "4", "--vocab", "256", "--context", "2048"], check=True, capture_output=True,
+                   timeout=300)
     return folder
 
 

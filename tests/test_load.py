@@ -63,7 +63,7 @@ def test_a_sweep_against_a_real_server_gives_each_step_its_latencies_and_through
     assert [s["concurrency"] for s in rep["steps"]] == [1, 2, 4]
     for s in rep["steps"]:
         assert s["requests"] == 12 and s["ok"] == 12 and not s.get("errors")
-        assert s.get("tokens_from", "usage") == "usage" and 0 < s["output_tokens_mean"] <= 12
+        assert s.get("tokens_from", "usage") == "usage" and s["output_tokens_mean"] == 12  # the model never stops early
         # the warm-up measured tokens per word on the server: the prompts are the size asked
         assert 18 <= s["input_tokens_mean"] <= 30
         for m in ("ttft", "itl", "tpot", "e2e"):
