@@ -144,6 +144,8 @@ def test_every_command_s_json_validates(tmp_path):
     runs = json.loads((FIXTURES / "run_samples.json.gz").read_bytes() and gzip.decompress(
         (FIXTURES / "run_samples.json.gz").read_bytes()))
     _valid("run", msgspec.to_builtins(judged(from_untyped(runs["item_sync"]["samples"]))))
+    for recorded in sorted((FIXTURES.parent / "cpu").glob("load_*.json")):  # what `load --json` printed
+        _valid("load", json.loads(recorded.read_text()))
 
 
 def test_the_library_api_is_the_cli():

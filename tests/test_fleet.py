@@ -67,6 +67,9 @@ def test_fleet_bench_names_the_off_nodes_the_drift_and_the_failed_one(cluster, t
     assert r.returncode == 1, r.stderr[-3000:]  # an outlier and a failed node
     rep = json.loads(r.stdout)
     assert rep["schema"] == "gputriage.fleet" and rep["bench"] is True
+    import jsonschema
+
+    jsonschema.validate(rep, json.loads((Path(__file__).parent.parent / "schemas" / "fleet.schema.json").read_text()))
     nodes = rep["nodes"]
     assert len(nodes) == 5  # the GPU nodes; the head has none
     failed = [n for n in nodes if not n["ok"]]
