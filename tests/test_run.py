@@ -43,11 +43,15 @@ def test_signal_death_uses_the_shell_convention(tmp_path):
 
 def test_sigint_to_gputriage_reaches_the_workload_and_the_run_is_kept(tmp_path):
     store = tmp_path / "s.sqlite"
-    code = ("import time\ntry:\n    time.sleep(30)\nexcept KeyboardInterrupt:\n    print('child got SIGINT')\n"
-            "    raise SystemExit(5)")
+    ready = tmp_path / "ready"
+    code = (f"import pathlib, time\ntry:\n    pathlib.Path({str(ready)!r}).touch()\n    time.sleep(30)\n"
+            "except KeyboardInterrupt:\n    print('child got SIGINT')\n    raise SystemExit(5)")
     p = subprocess.Popen(GT + ["run", "--store", str(store), "--", sys.executable, "-c", code],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(2.0)
+    deadline = time.monotonic() + 20  # until the workload runs its loop (a loaded machine starts slower)
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=30)
     assert "child got SIGINT" in out and p.returncode == 5
