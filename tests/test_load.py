@@ -196,3 +196,20 @@ def test_a_real_vllm_is_read_through_its_metrics_and_its_admission_cap_is_named(
     capped = msgspec.json.decode((fixtures / "load_vllm_cpu_max_num_seqs_2.json").read_bytes(), type=LoadReport)
     f = next(f for f in findings(capped.steps) if f.id == "load.queueing")
     assert f.evidence["running_max"] == 2 and f.evidence["waiting_max"] >= 4 and "runs 2 at most" in f.symptom
+
+
+def test_long_prompts_stalling_decode_are_named_and_their_control_is_not():
+    """Recorded against `transformers serve` on the CPU: 15% of prompts 160 times longer (3,840 tokens) make the
+    other requests' tokens come 2.26x slower while they are prefilled; the same requests at one length, 1.43x."""
+    import msgspec
+
+    from gputriage.diagnosis.load_findings import findings
+    from gputriage.model.load import LoadReport
+
+    fixtures = __import__("pathlib").Path(__file__).parent / "fixtures" / "cpu"
+    long = msgspec.json.decode((fixtures / "load_long_prompts.json").read_bytes(), type=LoadReport)
+    f = next(f for f in findings(long.steps) if f.id == "load.prefill_interference")
+    assert f.evidence["itl_long_prompt_ratio"] >= 2.0 and long.meta.long_prompt_factor == 160
+    control = msgspec.json.decode((fixtures / "load_long_prompts_control.json").read_bytes(), type=LoadReport)
+    assert "load.prefill_interference" not in {f.id for f in findings(control.steps)}
+    assert control.steps[0].itl_long_prompt_ratio is not None and control.steps[0].itl_long_prompt_ratio < 2.0

@@ -19,7 +19,7 @@ UNDERFILLED_ACTIVE = Threshold("sm_active_pct", 40.0, "%", "SM activity (GPU-Uti
                                "load under which the GPU has room for a bigger batch", "judgement")
 SCALING = Threshold("throughput_scaling", 1.6, "x", "output tokens/s gained by doubling the load: near 2, each "
                     "request in flight adds work the GPU had room for", "judgement")
-PREFILL_ITL = Threshold("itl_long_prompt_ratio", 2.0, "x", "median ITL while a long prompt's prefill runs against "
+PREFILL_ITL = Threshold("itl_long_prompt_ratio", 2.0, "x", "mean ITL while a long prompt's prefill runs against "
                         "the rest of the time", "judgement")
 SERVER_THREAD = Threshold("top_thread_pct", 90.0, "% of a core", "the server's busiest thread", "judgement")
 VRAM_FULL = Threshold("vram_used_share", 0.95, "of total", "VRAM in use at the peak of the load", "judgement")
@@ -65,7 +65,7 @@ PREFILL_INTERFERENCE = FindingSpec(
     cause="A long prompt's prefill runs in the same batch steps as the decoding sequences, which wait for it",
     decision="Enable chunked prefill (vLLM --enable-chunked-prefill, a smaller --max-num-batched-tokens), cap prompt "
              "length, or separate prefill and decode (disaggregated serving)",
-    condition="median ITL while a long prompt is in prefill >= the threshold x the median ITL otherwise")
+    condition="mean ITL while a long prompt is in prefill >= the threshold x the mean ITL otherwise")
 SERVER_CPU_BOUND = FindingSpec(
     id="load.server_cpu_bound", step=2, severity=Severity.warn, commands=LOAD, needs=("local server",),
     thresholds=(SERVER_THREAD,),

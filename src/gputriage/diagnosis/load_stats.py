@@ -73,8 +73,9 @@ def _step_meets(step: LoadStep, slo: Slo) -> bool:
 
 
 def _long_prompt_ratio(ok: list[RequestRecord]) -> Optional[float]:
-    """Median ITL of the other requests while a long prompt was in prefill (sent, first token), against the
-    median ITL the rest of the time: above 1, long prompts' prefill stalls the decoding ones."""
+    """Mean ITL of the other requests while a long prompt was in prefill (sent, first token), against the
+    mean ITL the rest of the time: above 1, long prompts' prefill stalls the decoding ones. Means, not
+    medians: a stall lengthens a few intervals a lot, which a median does not see."""
     windows = [(r.sent_s, r.first_s) for r in ok if r.long_prompt and r.first_s is not None]
     if not windows:
         return None
@@ -83,9 +84,9 @@ def _long_prompt_ratio(ok: list[RequestRecord]) -> Optional[float]:
     for r in ok:
         for a, b in zip(r.chunk_s, r.chunk_s[1:]):
             (inside if any(w0 < b and a < w1 for w0, w1 in windows) else outside).append(b - a)
-    if len(inside) < MIN_ITL_SAMPLES or len(outside) < MIN_ITL_SAMPLES or median(outside) <= 0:
+    if len(inside) < MIN_ITL_SAMPLES or len(outside) < MIN_ITL_SAMPLES or sum(outside) <= 0:
         return None
-    return round(median(inside) / median(outside), 2)
+    return round((sum(inside) / len(inside)) / (sum(outside) / len(outside)), 2)
 
 
 def _gpus(samples: list[Sample], t0_unix: float, t1_unix: float, totals: dict[int, int]) -> list[GpuDuring]:
