@@ -1,4 +1,4 @@
-"""The seeds' checklists: items decided by `check` on a machine (the recorded H200, with faults
+"""The playbook's checklists: items decided by `check` on a machine (the recorded H200, with faults
 planted) and by stored runs (H200 recordings), the rest asked; an item needing a run it was not given
 is unknown, never passed."""
 

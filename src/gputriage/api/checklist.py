@@ -1,4 +1,4 @@
-"""`checklist`: the seeds' checklists for a sane GPU box, stable inference and reliable training,
+"""`checklist`: the playbook's checklists for a sane GPU box, stable inference and reliable training,
 decided by `check` and by a stored run where a measurement decides an item."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ def checklist(
     as_json: bool = typer.Option(False, "--json", help="Print the checklist as JSON."),
     fail_on_fail: bool = typer.Option(False, "--fail-on-fail", help=f"Exit {exits.FINDINGS} when an item fails."),
 ) -> None:
-    """The seeds' checklists: a sane GPU box, stable inference, reliable training. Each item is decided by a
+    """The playbook's checklists: a sane GPU box, stable inference, reliable training. Each item is decided by a
     measurement where one decides it (pass / fail / unknown, with its evidence and the command), else asked."""
     from gputriage import api
     from gputriage.model.checklist import Status

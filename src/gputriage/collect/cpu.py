@@ -1,4 +1,4 @@
-"""CPU: per-core utilization over a short window, load average, PSI, cgroup limit (seed task 6).
+"""CPU: per-core utilization over a short window, load average, PSI, cgroup limit (playbook task 6).
 
 gputriage's own helper processes (the link load, the framework probe) may run during the window:
 their threads' CPU time is subtracted from the core each ran on, so they never look like the

@@ -1,4 +1,4 @@
-"""Driver loaded, GPUs enumerated: names, UUIDs, bus ids, memory, versions (seed task 1, 2)."""
+"""Driver loaded, GPUs enumerated: names, UUIDs, bus ids, memory, versions (playbook task 1, 2)."""
 
 from __future__ import annotations
 

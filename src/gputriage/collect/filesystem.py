@@ -1,4 +1,4 @@
-"""The filesystem under the working directory: device, type, free space (seed task 7's context)."""
+"""The filesystem under the working directory: device, type, free space (playbook task 7's context)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Network: per-interface errors and drops (seed task 17)."""
+"""Network: per-interface errors and drops (playbook task 17)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The GPU's NUMA node and CPU affinity vs this process's (seed task 16)."""
+"""The GPU's NUMA node and CPU affinity vs this process's (playbook task 16)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PCIe link generation and width, current vs max (seed task 3).
+"""PCIe link generation and width, current vs max (playbook task 3).
 
 Links downshift at idle to save power, so the reading that counts is the one taken while the GPU
 works: `collect_loaded` is called during a brief load; without one the facts say so.

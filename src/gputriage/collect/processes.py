@@ -1,4 +1,4 @@
-"""VRAM per process, with names and users (seed task 5).
+"""VRAM per process, with names and users (playbook task 5).
 
 A PID NVML reports that this PID namespace cannot see (inside a container) is reported as such.
 """

@@ -1,4 +1,4 @@
-"""The seeds' three checklists, automated where a measurement decides an item.
+"""The playbook's three checklists, automated where a measurement decides an item.
 
 - box (a sane GPU machine): from `check`'s findings and facts — the power supply (hardware slowdown,
   a GPU fallen off the bus), cooling (thermal slowdown or violation time), storage (a slow filesystem),

@@ -1,4 +1,4 @@
-"""A checklist: the seeds' steps for a sane GPU box, stable inference and reliable training, each
+"""A checklist: the playbook's steps for a sane GPU box, stable inference and reliable training, each
 decided by a measurement where one decides it (pass / fail / unknown, with its evidence and the
 command that decided it), else asked of the person."""
 

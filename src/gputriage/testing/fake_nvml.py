@@ -1,4 +1,4 @@
-"""A fake NVML that replays a recorded machine, with switches for the faults the seeds describe."""
+"""A fake NVML that replays a recorded machine, with switches for the faults the playbook describes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Thermal slowdown active (seed task 14)."""
+"""Thermal slowdown active (playbook task 14)."""
 
 from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.model.clock_events import THERMAL_REASONS

@@ -1,4 +1,4 @@
-"""Inside a container without the GPU device nodes (seed task 10)."""
+"""Inside a container without the GPU device nodes (playbook task 10)."""
 
 from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.model.finding import Finding, Severity

@@ -1,4 +1,4 @@
-"""A small /dev/shm in a container: DataLoader workers crash or crawl (seed mistake 5)."""
+"""A small /dev/shm in a container: DataLoader workers crash or crawl (playbook mistake 5)."""
 
 from gputriage.diagnosis.rules.base import Evidence, Rule, gib
 from gputriage.model.finding import Finding, Severity, Threshold

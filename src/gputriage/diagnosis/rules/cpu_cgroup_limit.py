@@ -1,4 +1,4 @@
-"""A cgroup CPU quota far below the machine's cores (containers: seed mistake 5)."""
+"""A cgroup CPU quota far below the machine's cores (containers: playbook mistake 5)."""
 
 from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.model.finding import Finding, Severity, Threshold

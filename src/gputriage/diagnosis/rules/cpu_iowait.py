@@ -1,4 +1,4 @@
-"""CPU time waiting on I/O: storage is slowing the pipeline (seed step 4)."""
+"""CPU time waiting on I/O: storage is slowing the pipeline (triage step 4)."""
 
 from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.diagnosis.thresholds import IOWAIT

@@ -1,4 +1,4 @@
-"""One core saturated while the rest idle: a single-threaded input pipeline (seed task 6)."""
+"""One core saturated while the rest idle: a single-threaded input pipeline (playbook task 6)."""
 
 from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.model.finding import Finding, Severity, Threshold

@@ -1,4 +1,4 @@
-"""No NVIDIA driver or no GPU: nothing GPU-side can work (seed task 1)."""
+"""No NVIDIA driver or no GPU: nothing GPU-side can work (playbook task 1)."""
 
 from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.model.finding import Finding, Severity

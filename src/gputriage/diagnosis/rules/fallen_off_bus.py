@@ -1,4 +1,4 @@
-"""'GPU has fallen off the bus' (seed task 12, mistake 4)."""
+"""'GPU has fallen off the bus' (playbook task 12, mistake 4)."""
 
 from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.model.finding import Finding, Severity

@@ -1,4 +1,4 @@
-"""Working directory on overlayfs or a network filesystem (seed mistakes 5 and 7)."""
+"""Working directory on overlayfs or a network filesystem (playbook mistakes 5 and 7)."""
 
 from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.model.finding import Finding, Severity

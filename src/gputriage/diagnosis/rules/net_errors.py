@@ -1,4 +1,4 @@
-"""Interface errors and drops (seed task 17)."""
+"""Interface errors and drops (playbook task 17)."""
 
 from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.model.finding import Finding, Severity, Threshold

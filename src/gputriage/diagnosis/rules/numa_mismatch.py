@@ -1,4 +1,4 @@
-"""This process may run on CPUs far from the GPU (seed task 16)."""
+"""This process may run on CPUs far from the GPU (playbook task 16)."""
 
 from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.model.finding import Finding, Severity

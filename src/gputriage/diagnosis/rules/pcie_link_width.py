@@ -1,4 +1,4 @@
-"""PCIe link narrower than it can train (seed task 3)."""
+"""PCIe link narrower than it can train (playbook task 3)."""
 
 from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.model.finding import Finding, Severity

@@ -1,4 +1,4 @@
-"""Enforced power limit below the default (seed task 13)."""
+"""Enforced power limit below the default (playbook task 13)."""
 
 from gputriage.diagnosis.rules.base import Evidence, Rule, pct
 from gputriage.diagnosis.thresholds import POWER_LIMIT_LOWERED

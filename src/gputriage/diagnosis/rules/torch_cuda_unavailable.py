@@ -1,4 +1,4 @@
-"""torch is installed but cannot use CUDA on a machine with GPUs (seed task 11)."""
+"""torch is installed but cannot use CUDA on a machine with GPUs (playbook task 11)."""
 
 from gputriage.diagnosis.rules.base import CHECK, Evidence, Rule
 from gputriage.model.finding import Finding, FindingSpec, Severity

@@ -1,4 +1,4 @@
-"""Processes hold the GPU, yet it does nothing (seed triage step 1)."""
+"""Processes hold the GPU, yet it does nothing (triage step 1)."""
 
 from gputriage.diagnosis.rules.base import Evidence, Rule
 from gputriage.diagnosis.thresholds import IDLE_UTIL

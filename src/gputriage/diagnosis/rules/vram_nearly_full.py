@@ -1,4 +1,4 @@
-"""VRAM 90-95% used: 'dangerously full' (seed inference checklist)."""
+"""VRAM 90-95% used: 'dangerously full' (playbook's inference checklist)."""
 
 from gputriage.diagnosis.rules.base import Evidence, Rule, gib, pct
 from gputriage.diagnosis.thresholds import VRAM_NEARLY_FULL, VRAM_PRESSURE

@@ -1,4 +1,4 @@
-"""Several processes hold memory on one GPU (seed task 5)."""
+"""Several processes hold memory on one GPU (playbook task 5)."""
 
 from gputriage.diagnosis.rules.base import Evidence, Rule, gib
 from gputriage.model.finding import Finding, Severity

@@ -1,4 +1,4 @@
-"""Xid events in the kernel log: the hardware/software blame separator (seed task 12)."""
+"""Xid events in the kernel log: the hardware/software blame separator (playbook task 12)."""
 
 from collections import Counter
 
