@@ -88,6 +88,11 @@ def test_fleet_bench_names_the_off_nodes_the_drift_and_the_failed_one(cluster, t
     runs = json.loads(subprocess.run(GT + ["runs", "--store", str(tmp_path / "s.sqlite"), "--json"],
                                      capture_output=True, text=True).stdout)["runs"]
     assert runs[0]["kind"] == "fleet"
+    page = tmp_path / "fleet.html"
+    r = subprocess.run(GT + ["report", str(runs[0]["id"]), "--store", str(tmp_path / "s.sqlite"), "-o", str(page)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "Below the fleet" in page.read_text()  # the kept fleet check, as a page
 
 
 def test_fleet_check_in_the_terminal_and_a_bad_address(cluster):

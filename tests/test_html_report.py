@@ -73,6 +73,8 @@ def kinds(tmp_path: Path) -> dict[str, Path]:
         "checklist": write(tmp_path, checklist("box", snapshot=FIXTURES / "snapshot_busy.json"), "checklist"),
         # `gputriage load --json` against `transformers serve` (a tiny model on the dev machine's CPU)
         "load": write(tmp_path, load_report([str(FIXTURES.parent / "cpu" / "load_transformers_serve.json")]), "load"),
+        # `gputriage fleet bench --json` on a local Ray cluster replaying recorded H200 snapshots and benches
+        "fleet": write(tmp_path, load_report([str(FIXTURES.parent / "cpu" / "fleet_replayed_h200.json")]), "fleet"),
     }
 
 
@@ -180,6 +182,9 @@ def test_every_kind_opens_in_headless_chromium_with_its_charts_drawn(tmp_path):
                 if kind in ("run", "trace"):
                     assert placeholders >= 1 and page.locator("[data-bottleneck]").count() >= 1, kind
                     assert page.locator(".finding").count() >= 1, kind
+                if kind == "fleet":
+                    assert page.locator("[data-figure='pcie_width']").count() == 4
+                    assert page.get_by_text("Below the fleet").count() == 1
                 if kind == "load":
                     assert placeholders == 2 and page.locator("[data-knee]").count() == 1
                 if kind in ("bench", "diff"):

@@ -37,15 +37,16 @@ def _decode(path: Path, kind: str) -> Reportable:
     from gputriage.model.bench import BenchReport
     from gputriage.model.check import CheckReport
     from gputriage.model.checklist import ChecklistReport
+    from gputriage.model.fleet import FleetReport
     from gputriage.model.load import LoadReport
     from gputriage.model.run import RunReport
     from gputriage.model.trace import TraceReport
 
     types: dict[str, type] = {"run": RunReport, "trace": TraceReport, "bench": BenchReport, "check": CheckReport,
-                              "checklist": ChecklistReport, "diff": Diff, "load": LoadReport}
+                              "checklist": ChecklistReport, "diff": Diff, "load": LoadReport, "fleet": FleetReport}
     if kind not in types:
         raise GputriageError(f"{path}: a gputriage {kind} file has no HTML report (run, trace, bench, check, "
-                             "checklist, diff, load and snapshot files do)")
+                             "checklist, diff, load, fleet and snapshot files do)")
     data = path.read_bytes()
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
@@ -69,7 +70,10 @@ def load_report(targets: Sequence[str], store: str | Path | None = None) -> Repo
     if len(targets) == 1 and first.isdigit():
         from gputriage.api.load import show_load, stored_kind
 
-        return show_load(int(first), store) if stored_kind(int(first), store) == "load" else show(int(first), store)
+        kind = stored_kind(int(first), store)
+        if kind == "fleet":
+            return _stored_fleet(int(first), store)
+        return show_load(int(first), store) if kind == "load" else show(int(first), store)
     if len(targets) == 1 and first == "check" and not Path(first).exists():
         return check()
     paths = [Path(t) for t in targets]
@@ -113,3 +117,16 @@ def write_html(report: Reportable, output: str | Path) -> Path:
 def report(targets: Sequence[str], output: str | Path, store: str | Path | None = None) -> Path:
     """`gputriage report TARGET... -o FILE`: the page written to FILE."""
     return write_html(load_report(targets, store), output)
+
+
+def _stored_fleet(record_id: int, store: str | Path | None) -> Reportable:
+    import msgspec
+
+    from gputriage.api._common import stored_row
+    from gputriage.model.fleet import FleetReport
+
+    row = stored_row(record_id, store)
+    try:
+        return msgspec.json.decode((row or {}).get("report") or b"", type=FleetReport)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise GputriageError(f"fleet check {record_id}: its report is damaged ({exc})") from None

@@ -8,19 +8,20 @@ from gputriage.model.baseline import Diff
 from gputriage.model.bench import BenchReport
 from gputriage.model.check import CheckReport
 from gputriage.model.checklist import ChecklistReport
+from gputriage.model.fleet import FleetReport
 from gputriage.model.load import LoadReport
 from gputriage.model.run import RunReport
 from gputriage.model.trace import TraceReport
 
-Reportable = Union[RunReport, TraceReport, BenchReport, CheckReport, ChecklistReport, Diff, LoadReport]
+Reportable = Union[RunReport, TraceReport, BenchReport, CheckReport, ChecklistReport, Diff, LoadReport, FleetReport]
 
 
 def render_html(report: Reportable) -> str:
-    from gputriage.report import html_bench, html_check, html_diff, html_load, html_run, html_trace
+    from gputriage.report import html_bench, html_check, html_diff, html_fleet, html_load, html_run, html_trace
 
     pages = {RunReport: html_run.run_page, TraceReport: html_trace.trace_page, BenchReport: html_bench.bench_page,
              CheckReport: html_check.check_page, ChecklistReport: html_check.checklist_page, Diff: html_diff.diff_page,
-             LoadReport: html_load.load_page}
+             LoadReport: html_load.load_page, FleetReport: html_fleet.fleet_page}
     page = pages.get(type(report))
     if page is None:
         raise TypeError(f"no HTML page for {type(report).__name__}")
