@@ -9,7 +9,7 @@ import collections
 import socket
 import threading
 import time
-from typing import Any, Optional
+from typing import Any
 
 from gputriage.api._common import GputriageError
 from gputriage.model.exporter import ExporterState
@@ -146,9 +146,3 @@ class Exporter:
                              findings=list(checked.get("findings", [])), checked_s=checked.get("t"),
                              xid_last=checked.get("xid", {}), pcie_replays=checked.get("replays", {}))
 
-
-def exporter(*, listen: str = "127.0.0.1", port: int = DEFAULT_PORT, period_s: float = 0.5,
-             check_every_s: float = 60.0, window_s: float = 60.0) -> Optional[Exporter]:
-    """A started exporter (stop it with `.stop()`)."""
-    return Exporter(listen=listen, port=port, period_s=period_s, check_every_s=check_every_s,
-                    window_s=window_s).start()

@@ -13,6 +13,7 @@ from typing import Callable, Optional, Sequence
 from urllib.parse import urlparse
 
 from gputriage.api._common import GputriageError, UsageError, keep_report, open_store, stored_row
+from gputriage.backends.openai_stream import RequestRecord
 from gputriage.model.load import LoadMeta, LoadReport, Slo
 
 # common English words: about one token each for most tokenizers; the warm-up measures it on the server
@@ -64,6 +65,8 @@ class Prompts:
         self.input_tokens, self.output_tokens, self.spread = input_tokens, output_tokens, spread
         self.long_share, self.long_factor = long_share, long_factor
         self.tokens_per_word = 1.0
+        self.words_sent = 0  # words in the prompts made before `calibrate` (the warm-up's)
+        self.calibrated = False
         self.rng = random.Random(seed)
         self.rows: list[tuple[str, int]] = []
         self.next_row = 0
@@ -80,11 +83,17 @@ class Prompts:
         if long:
             tokens *= self.long_factor
         words = max(1, round(tokens / self.tokens_per_word))
+        if not self.calibrated:
+            self.words_sent += words
         return " ".join(self.rng.choice(WORDS) for _ in range(words)), self.output_tokens, long
 
-    def calibrate(self, sent_words: int, counted_tokens: int) -> None:
-        if sent_words > 0 and counted_tokens > 0:
-            self.tokens_per_word = counted_tokens / sent_words
+    def calibrate(self, records: list[RequestRecord]) -> None:
+        """The server's count of the prompts made so far (every one of them answered with its usage) sets
+        tokens per word for the ones after."""
+        counted = [r.input_tokens for r in records]
+        if not self.rows and self.words_sent and counted and all(counted):
+            self.tokens_per_word = sum(c for c in counted if c) / self.words_sent
+        self.calibrated = True
 
 
 def _read_prompts(file: Path, output_tokens: int) -> list[tuple[str, int]]:
@@ -181,27 +190,10 @@ def load(url: str, *, concurrency: Sequence[int] = (), max_concurrency: int = 32
         meta.gpu_names = sampler[1]
     watch = ServerWatch(_metrics_url(base, report) if metrics else None, pid)
     watch.start()
-
-    def calibrate(records: list) -> None:
-        counted = [r.input_tokens for r in records if r.input_tokens]
-        if counted and not prompts.rows:
-            sent = sum(len(p.split()) for p in warm_words)
-            prompts.calibrate(sent, sum(counted))
-
-    warm_words: list[str] = []
-    original = prompts.__call__
-
-    def tracked() -> tuple[str, int, bool]:
-        p = original()
-        if len(warm_words) < warmup:
-            warm_words.append(p[0])
-        return p
-
-    plan.prompts = tracked
     unix_offset = time.time() - time.perf_counter()
     load_t0 = time.perf_counter()
     try:
-        raw = drive(plan, progress, calibrate)
+        raw = drive(plan, progress, prompts.calibrate)
     finally:
         watch.stop()
         samples = list(sampler[0].recent) if sampler is not None else []
@@ -264,7 +256,7 @@ def _bandwidth_gbs(store: str | Path | bool | None, gpu_names: list[str]) -> Opt
         db = None
     if db is not None:
         try:
-            bench = db.last_bench_any()
+            bench = db.last_bench()
         except sqlite3.Error:
             bench = None
         finally:

@@ -135,7 +135,7 @@ def _against_bench(db: Store, report: RunReport) -> None:
     if t is None or t.achieved_tflops is None or static is None or not static.uuid:
         return
     try:
-        bench = db.last_bench_of_gpu(static.uuid)
+        bench = db.last_bench(gpu_uuid=static.uuid)
     except sqlite3.Error:
         return
     rate = next((r.get("value") for r in (bench or {}).get("results", []) if r.get("name") == "matmul.bf16"), None)

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import FAIL_ON_HELP, err, exit_for, fail, out, parse_fail_on, print_json
+from gputriage.cli.common import FAIL_ON_HELP, exit_for, fail, out, parse_fail_on, print_json, spinner
 
 
 def _specs(as_json: bool) -> None:
@@ -51,17 +51,13 @@ def bench(
     if specs:
         _specs(as_json)
         return
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
     from gputriage import api
 
     threshold = parse_fail_on(fail_on)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
-                  transient=True, disable=not err.is_terminal) as progress:
-        task = progress.add_task("starting", total=None)
+    with spinner() as say:
         try:
             report = api.bench(quick=quick, disk=False if no_disk else disk, gpu=not no_gpu, store=store_path,
-                               progress=lambda what: progress.update(task, description=what))
+                               progress=say)
         except api.GputriageError as exc:
             fail(str(exc), exits.BAD_INPUT)
     if as_json:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from typing import Any, NoReturn
+from typing import Any, Callable, Iterator, NoReturn
 
 import msgspec
 import typer
@@ -58,3 +59,14 @@ def exit_for(findings: list[Finding], fail_on: Severity | None) -> int:
 
 
 FAIL_ON_HELP = "Exit 1 when a finding is at or above this severity: info, warn, critical, or never."
+
+
+@contextlib.contextmanager
+def spinner(first: str = "starting") -> Iterator[Callable[[str], None]]:
+    """A one-line progress display on stderr (on a terminal only); yields what to call with what runs now."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
+                  transient=True, disable=not err.is_terminal) as progress:
+        task = progress.add_task(first, total=None)
+        yield lambda what: progress.update(task, description=what)

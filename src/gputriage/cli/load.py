@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import FAIL_ON_HELP, err, exit_for, fail, out, parse_fail_on, print_json
+from gputriage.cli.common import FAIL_ON_HELP, exit_for, fail, out, parse_fail_on, print_json, spinner
 
 
 def _numbers(text: Optional[str], kind: type, what: str) -> list:
@@ -64,8 +64,6 @@ def load(
     and the knee; the GPUs here and the server's /metrics (vLLM, SGLang, TGI) meanwhile; and why latency
     rises — KV cache full, queueing at the cap, prefill stalling decode, a CPU-bound server, no VRAM headroom —
     or that the generator itself was the bottleneck."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
     from gputriage import api
     from gputriage.api._common import UsageError
     from gputriage.api.load import load as run_load
@@ -78,9 +76,7 @@ def load(
         else:
             if url is None:
                 fail("give the server's URL (or --show ID)", exits.USAGE)
-            with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
-                          transient=True, disable=not err.is_terminal) as progress:
-                task = progress.add_task("starting", total=None)
+            with spinner() as say:
                 report = run_load(
                     url, concurrency=_numbers(concurrency, int, "--concurrency"), max_concurrency=max_concurrency,
                     rates=_numbers(rate, float, "--rate"), burstiness=burstiness, requests_per_step=requests,
@@ -91,7 +87,7 @@ def load(
                     metrics=not no_metrics, sample_gpus=not no_gpus,
                     weight_bytes=weights_gb * 1e9 if weights_gb else None,
                     store=False if no_store else store_path,
-                    progress=lambda what: progress.update(task, description=what))
+                    progress=say)
     except UsageError as exc:
         fail(str(exc), exits.USAGE)
     except api.GputriageError as exc:

@@ -44,7 +44,7 @@ class Facts:
 WIDE = 110  # a terminal this wide gets one table row per GPU; narrower ones a block per GPU
 
 
-def _gpu_cells(snap: Facts, i: int) -> dict[str, str]:
+def gpu_cells(snap: Facts, i: int) -> dict[str, str]:
     def g(k: str) -> Any:
         return snap.get(f"gpu.{i}.{k}")
 
@@ -79,7 +79,7 @@ def _gpu_table(snap: Facts, width: int) -> Table | None:
         t.add_column(no_wrap=True)
         t.add_column(overflow="fold")
         for i in range(count):
-            c = _gpu_cells(snap, i)
+            c = gpu_cells(snap, i)
             t.add_row(Text(f"GPU {i}", style="bold"), Text(f"{c['name']}  VRAM {c['vram']}  {c['power']}  {c['temp']}  "
                                                            f"SM {c['clock']} MHz  PCIe {c['pcie']}"))
             t.add_row("", f"util {c['util']}  SM act {c['sm']}  occup {c['occup']}  tensor {c['tensor']}  "
@@ -91,7 +91,7 @@ def _gpu_table(snap: Facts, width: int) -> Table | None:
     for col in cols:
         t.add_column(col, justify="left" if col == "name" else "right", no_wrap=True)
     for i in range(count):
-        c = _gpu_cells(snap, i)
+        c = gpu_cells(snap, i)
         t.add_row(str(i), *(c[k] for k in list(cols.values())[1:] if k))
     return t
 

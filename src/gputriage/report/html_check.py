@@ -7,7 +7,7 @@ from gputriage.model.check import CheckReport
 from gputriage.model.checklist import ChecklistReport
 from gputriage.model.finding import STEPS, Severity
 from gputriage.model.reading import Unavailable
-from gputriage.report.check_terminal import Facts, _gpu_cells
+from gputriage.report.check_terminal import Facts, gpu_cells
 from gputriage.report.html_page import Page, Raw, badge, findings_html, kv, table, when
 
 GPU_COLUMNS = (("name", "name"), ("VRAM used", "vram"), ("util", "util"), ("SM act", "sm"), ("occup", "occup"),
@@ -33,7 +33,7 @@ def check_page(report: CheckReport, verbose: bool = False) -> Page:
     count = snap.get("gpu.count")
     gpus = ""
     if isinstance(count, int) and count:
-        rows = [[str(i), *(_gpu_cells(snap, i)[k] for _, k in GPU_COLUMNS)] for i in range(count)]
+        rows = [[str(i), *(gpu_cells(snap, i)[k] for _, k in GPU_COLUMNS)] for i in range(count)]
         gpus = table(["GPU", *(h for h, _ in GPU_COLUMNS)], rows, numeric=tuple(range(2, 12)))
     page.section("The machine", head + gpus)
     shown = report.findings if verbose else [f for f in report.findings if f.severity >= Severity.info]

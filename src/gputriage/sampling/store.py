@@ -192,19 +192,12 @@ class Store:
                               (time.time(), machine, json.dumps(results, default=str)))
         return int(cur.lastrowid or 0)
 
-    def last_bench(self, machine: str) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT id, started, results FROM benches WHERE machine = ? ORDER BY id DESC LIMIT 1",
-                              (machine,)).fetchone()
-        return {"id": row[0], "started": row[1], "results": json.loads(row[2])} if row else None
-
-    def last_bench_of_gpu(self, uuid: str) -> dict[str, Any] | None:
-        """The newest bench of a machine holding the GPU of this UUID."""
-        row = self.db.execute("SELECT id, started, results FROM benches WHERE instr(machine, ?) > 0 "
-                              "ORDER BY id DESC LIMIT 1", (uuid,)).fetchone()
-        return {"id": row[0], "started": row[1], "results": json.loads(row[2])} if row else None
-
-    def last_bench_any(self) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT id, started, results FROM benches ORDER BY id DESC LIMIT 1").fetchone()
+    def last_bench(self, machine: str | None = None, gpu_uuid: str | None = None) -> dict[str, Any] | None:
+        """The newest bench of this machine, or of a machine holding this GPU, or of any machine."""
+        where, args = ("WHERE machine = ?", (machine,)) if machine is not None else \
+            ("WHERE instr(machine, ?) > 0", (gpu_uuid,)) if gpu_uuid is not None else ("", ())
+        row = self.db.execute(f"SELECT id, started, results FROM benches {where} ORDER BY id DESC LIMIT 1",
+                              args).fetchone()
         return {"id": row[0], "started": row[1], "results": json.loads(row[2])} if row else None
 
     def add_report(self, kind: str, command: list[str], report: Any) -> int:
