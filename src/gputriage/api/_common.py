@@ -113,3 +113,16 @@ def stored_row(record_id: int, store: str | Path | None = None) -> dict[str, Any
         raise GputriageError(f"{db.path}: the run store is damaged ({exc})") from None
     finally:
         db.close()
+
+
+def stored_report(record_id: int, kind: str, report_type: type, store: str | Path | None = None) -> Any:
+    """A report kept in the store by `keep_report` (a load test, a fleet check), decoded."""
+    import msgspec
+
+    row = stored_row(record_id, store)
+    if row is None or row["kind"] != kind:
+        raise GputriageError(f"no {kind} {record_id} in the store")
+    try:
+        return msgspec.json.decode(row["report"] or b"", type=report_type)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise GputriageError(f"{kind} {record_id}: its report is damaged ({exc})") from None

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 from urllib.parse import urlparse
 
-from gputriage.api._common import GputriageError, UsageError, keep_report, open_store, stored_row
+from gputriage.api._common import GputriageError, UsageError, keep_report, open_store, stored_report, stored_row
 from gputriage.backends.openai_stream import RequestRecord
 from gputriage.model.load import LoadMeta, LoadReport, Slo
 
@@ -270,15 +270,8 @@ def _bandwidth_gbs(store: str | Path | bool | None, gpu_names: list[str]) -> Opt
 
 def show_load(load_id: int, store: str | Path | None = None) -> LoadReport:
     """A load test kept in the store."""
-    import msgspec
-
-    row = stored_row(load_id, store)
-    if row is None or row["kind"] != "load":
-        raise GputriageError(f"no load test {load_id} in the store")
-    try:
-        return msgspec.json.decode(row["report"] or b"", type=LoadReport)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise GputriageError(f"load test {load_id}: its report is damaged ({exc})") from None
+    report: LoadReport = stored_report(load_id, "load", LoadReport, store)
+    return report
 
 
 def stored_kind(record_id: int, store: str | Path | None = None) -> Optional[str]:

@@ -72,7 +72,11 @@ def load_report(targets: Sequence[str], store: str | Path | None = None) -> Repo
 
         kind = stored_kind(int(first), store)
         if kind == "fleet":
-            return _stored_fleet(int(first), store)
+            from gputriage.api._common import stored_report
+            from gputriage.model.fleet import FleetReport
+
+            fleet: FleetReport = stored_report(int(first), "fleet", FleetReport, store)
+            return fleet
         return show_load(int(first), store) if kind == "load" else show(int(first), store)
     if len(targets) == 1 and first == "check" and not Path(first).exists():
         return check()
@@ -118,15 +122,3 @@ def report(targets: Sequence[str], output: str | Path, store: str | Path | None 
     """`gputriage report TARGET... -o FILE`: the page written to FILE."""
     return write_html(load_report(targets, store), output)
 
-
-def _stored_fleet(record_id: int, store: str | Path | None) -> Reportable:
-    import msgspec
-
-    from gputriage.api._common import stored_row
-    from gputriage.model.fleet import FleetReport
-
-    row = stored_row(record_id, store)
-    try:
-        return msgspec.json.decode((row or {}).get("report") or b"", type=FleetReport)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise GputriageError(f"fleet check {record_id}: its report is damaged ({exc})") from None
