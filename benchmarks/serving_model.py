@@ -23,18 +23,22 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=16)
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--kv-heads", type=int, default=8)
-    ap.add_argument("--vocab", type=int, default=32000, help="embedding rows (the tokenizer uses the first few)")
+    ap.add_argument("--vocab", type=int, default=32000,
+                    help="vocabulary: the load's words, then filler words up to this size")
     ap.add_argument("--context", type=int, default=8192)
     args = ap.parse_args()
     words = sorted(set(WORDS))
     vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{w: i + 3 for i, w in enumerate(words)}}
+    # every embedding row a word: random weights pick any id, and an id the tokenizer lacks decodes to nothing
+    # (a stream with no text, its tokens invisible to a client that times chunks)
+    vocab.update({f"w{i}": i for i in range(len(vocab), args.vocab)})
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok.decoder = decoders.WordPiece(prefix="##")
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
     fast.chat_template = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
     fast.save_pretrained(args.out)
-    cfg = LlamaConfig(vocab_size=max(args.vocab, len(vocab)), hidden_size=args.hidden,
+    cfg = LlamaConfig(vocab_size=len(vocab), hidden_size=args.hidden,
                       intermediate_size=int(args.hidden * 2.75) // 64 * 64, num_hidden_layers=args.layers,
                       num_attention_heads=args.heads, num_key_value_heads=args.kv_heads,
                       max_position_embeddings=args.context, bos_token_id=1, eos_token_id=2, torch_dtype="bfloat16")

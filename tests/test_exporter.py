@@ -146,3 +146,25 @@ def test_a_real_prometheus_scrapes_it(exporter, tmp_path):
     finally:
         p.terminate()
         p.wait(timeout=20)
+
+
+def test_a_real_h200_scrape_under_load_has_dcgm_exporters_names_and_units():
+    """Scraped from `gputriage exporter` on an H200 while `transformers serve` answered a load test: every
+    counter the issue lists under dcgm-exporter's name, in its unit (MiB, W, MHz, ratios for the PROF fields),
+    the memory adding up to the GPU's 143,771 MiB that nvidia-smi reported, the server's process and VRAM."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = (FIXTURES / "exporter_metrics_under_load.txt").read_text()
+    values = {s.name: s for f in text_string_to_metric_families(text) for s in f.samples}
+    for name in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY",
+                 "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_DEV_FB_USED",
+                 "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_XID_ERRORS"):
+        assert values[name].labels["modelName"] == "NVIDIA H200", name
+    assert values["DCGM_FI_DEV_FB_USED"].value + values["DCGM_FI_DEV_FB_FREE"].value == 143771  # MiB
+    assert all(0 <= values[n].value <= 1 for n in ("DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE"))
+    assert 60 < values["DCGM_FI_DEV_POWER_USAGE"].value < 700 and values["DCGM_FI_DEV_SM_CLOCK"].value == 1980
+    proc = values["gputriage_gpu_process_memory_bytes"]
+    assert proc.value / 2**20 <= values["DCGM_FI_DEV_FB_USED"].value  # the server's share of what is used
+    shares = [s.value for f in text_string_to_metric_families(text) if f.name == "gputriage_bottleneck_share"
+              for s in f.samples]
+    assert sum(shares) == pytest.approx(1.0, abs=0.01)

@@ -89,6 +89,26 @@ def test_a_sweep_against_a_real_server_gives_each_step_its_latencies_and_through
 
 
 @needs_server
+def test_a_long_prompt_mix_runs_each_step_again_as_its_control(server):
+    """The mix, then the same step with every prompt at the normal length: the control is flagged, its long
+    requests are no longer long, and it is neither a step of the curve nor the knee."""
+    r = load(server.url, "--concurrency", "2", "--requests", "20", "--seconds", "60", "--input-tokens", "16",
+             "--output-tokens", "8", "--long-prompts", "0.3", "--long-factor", "12", "--no-store", "--json")
+    assert r.returncode == 0, r.stderr[-3000:]
+    mix, control = json.loads(r.stdout)["steps"]
+    assert not mix.get("control") and control["control"] is True and mix["concurrency"] == control["concurrency"]
+    assert mix["requests"] == control["requests"] == 20
+    assert mix["input_tokens_mean"] > 1.5 * control["input_tokens_mean"]  # ~30% of prompts 12x longer
+    assert 12 <= control["input_tokens_mean"] <= 20
+    text = load(server.url, "--concurrency", "2", "--requests", "4", "--input-tokens", "16", "--output-tokens", "4",
+                "--long-prompts", "0.5", "--no-store")
+    assert text.returncode == 0 and "2 ctl" in text.stdout and "ctl: the step again" in text.stdout
+    none = load(server.url, "--concurrency", "2", "--requests", "4", "--input-tokens", "16", "--output-tokens", "4",
+                "--long-prompts", "0.5", "--no-control", "--no-store", "--json")
+    assert [s.get("control", False) for s in json.loads(none.stdout)["steps"]] == [False]
+
+
+@needs_server
 def test_request_rate_runs_send_poisson_arrivals(server):
     r = load(server.url, "--rate", "4", "--requests", "10", "--seconds", "60", "--input-tokens", "16",
              "--output-tokens", "8", "--no-store", "--json", "--warmup", "1")

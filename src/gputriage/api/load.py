@@ -73,7 +73,7 @@ class Prompts:
         if file is not None:
             self.rows = _read_prompts(file, output_tokens)
 
-    def __call__(self) -> tuple[str, int, bool]:
+    def __call__(self, long_factor: Optional[float] = None) -> tuple[str, int, bool]:
         if self.rows:
             text, out = self.rows[self.next_row % len(self.rows)]
             self.next_row += 1
@@ -81,11 +81,15 @@ class Prompts:
         long = self.rng.random() < self.long_share
         tokens = max(1.0, self.rng.gauss(self.input_tokens, self.spread * self.input_tokens))
         if long:
-            tokens *= self.long_factor
+            tokens *= self.long_factor if long_factor is None else long_factor
         words = max(1, round(tokens / self.tokens_per_word))
         if not self.calibrated:
             self.words_sent += words
         return " ".join(self.rng.choice(WORDS) for _ in range(words)), self.output_tokens, long
+
+    def control(self) -> tuple[str, int, bool]:
+        """A prompt of the same mix with the long ones at the normal length (still flagged long)."""
+        return self(long_factor=1.0)
 
     def calibrate(self, records: list[RequestRecord]) -> None:
         """The server's count of the prompts made so far (every one of them answered with its usage) sets
@@ -144,14 +148,16 @@ def _local_pid(base: str) -> Optional[int]:
 def load(url: str, *, concurrency: Sequence[int] = (), max_concurrency: int = 32, rates: Sequence[float] = (),
          burstiness: float = 1.0, requests_per_step: int = 64, seconds_per_step: float = 60.0, warmup: int = 2,
          input_tokens: int = 256, output_tokens: int = 128, spread: float = 0.0, long_prompt_share: float = 0.0,
-         long_prompt_factor: float = 8.0, prompts_file: str | Path | None = None, chat: bool = False,
-         model: str | None = None, slo: Slo | None = None, timeout_s: float = 120.0, ignore_eos: bool = False,
-         metrics: bool = True, sample_gpus: bool = True, weight_bytes: float | None = None,
+         long_prompt_factor: float = 8.0, long_prompt_control: bool = True, prompts_file: str | Path | None = None,
+         chat: bool = False, model: str | None = None, slo: Slo | None = None, timeout_s: float = 120.0,
+         ignore_eos: bool = False, metrics: bool = True, sample_gpus: bool = True, weight_bytes: float | None = None,
          store: str | Path | bool | None = None, progress: Callable[[str], None] = lambda _s: None) -> LoadReport:
     """Load an OpenAI-compatible server step by step and judge it. `concurrency` (default 1, 2, 4, ... up to
     `max_concurrency`) or `rates` (requests/s, gamma-distributed gaps: `burstiness` 1 is Poisson, lower is
     burstier); every step bounded by `requests_per_step` and `seconds_per_step`; `warmup` requests first, not
-    counted. Token counts are the server's `usage`. The GPUs here are sampled, the server's /metrics scraped."""
+    counted. Token counts are the server's `usage`. The GPUs here are sampled, the server's /metrics scraped.
+    With long prompts in the mix, each step runs again with every prompt at the normal length (its control,
+    unless `long_prompt_control` is off): what the long prompts cost the others is measured side by side."""
     from gputriage.diagnosis.load_findings import findings
     from gputriage.diagnosis.load_stats import knee, summarize
     from gputriage.model.version import __version__
@@ -175,7 +181,9 @@ def load(url: str, *, concurrency: Sequence[int] = (), max_concurrency: int = 32
     steps_c = [] if rates else (list(concurrency) or sweep(max_concurrency))
     plan = LoadPlan(url=base + endpoint, model=served, endpoint=endpoint, prompts=prompts, concurrencies=steps_c,
                     rates=list(rates), burstiness=burstiness, requests_per_step=requests_per_step,
-                    seconds_per_step=seconds_per_step, warmup=warmup, timeout_s=timeout_s, ignore_eos=ignore_eos)
+                    seconds_per_step=seconds_per_step, warmup=warmup, timeout_s=timeout_s, ignore_eos=ignore_eos,
+                    control=prompts.control if long_prompt_control and long_prompt_share and long_prompt_factor != 1
+                    and not prompts.rows else None)
     pid = _local_pid(base)
     meta = LoadMeta(url=base, endpoint=endpoint, model=served, shape="rate" if rates else "sweep",
                     burstiness=burstiness if rates else None, input_tokens=None if prompts.rows else input_tokens,

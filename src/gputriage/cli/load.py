@@ -40,6 +40,8 @@ def load(
     long_prompts: float = typer.Option(0.0, "--long-prompts", metavar="SHARE", help="A mix: this share of prompts "
                                                                                      "is --long-factor times longer."),
     long_factor: float = typer.Option(8.0, "--long-factor", metavar="X"),
+    control: bool = typer.Option(True, "--control/--no-control", help="With --long-prompts: run each step again "
+                                 "with every prompt at the normal length, to measure what the long ones cost."),
     prompts: Optional[Path] = typer.Option(None, "--prompts", metavar="FILE.jsonl",
                                            help='Prompts to send in turn: {"prompt": ..., "max_tokens": ...} a line.'),
     chat: bool = typer.Option(False, "--chat", help="Use /v1/chat/completions."),
@@ -82,6 +84,7 @@ def load(
                     rates=_numbers(rate, float, "--rate"), burstiness=burstiness, requests_per_step=requests,
                     seconds_per_step=seconds, warmup=warmup, input_tokens=input_tokens, output_tokens=output_tokens,
                     spread=spread, long_prompt_share=long_prompts, long_prompt_factor=long_factor,
+                    long_prompt_control=control,
                     prompts_file=prompts, chat=chat, model=model,
                     slo=parse_slo(slo, slo_percentile) if slo else None, timeout_s=timeout, ignore_eos=ignore_eos,
                     metrics=not no_metrics, sample_gpus=not no_gpus,

@@ -21,6 +21,8 @@ SCALING = Threshold("throughput_scaling", 1.6, "x", "output tokens/s gained by d
                     "request in flight adds work the GPU had room for", "judgement")
 PREFILL_ITL = Threshold("itl_long_prompt_ratio", 2.0, "x", "mean ITL while a long prompt's prefill runs against "
                         "the rest of the time", "judgement")
+LONG_COST = Threshold("tpot_control_ratio", 1.5, "x", "TPOT p50 with the long prompts against the same step "
+                      "with every prompt at the normal length (its control)", "judgement")
 SERVER_THREAD = Threshold("top_thread_pct", 90.0, "% of a core", "the server's busiest thread", "judgement")
 VRAM_FULL = Threshold("vram_used_share", 0.95, "of total", "VRAM in use at the peak of the load", "judgement")
 CLIENT_CPU = Threshold("client_cpu_pct", 90.0, "% of a core", "the generator's event loop: above it, it cannot "
@@ -46,9 +48,9 @@ QUEUEING = FindingSpec(
           "requests wait in its queue, so TTFT grows while decoding speed and throughput stay flat",
     decision="Raise the cap (vLLM --max-num-seqs, TGI --max-concurrent-requests) when the KV cache and VRAM have "
              "headroom; else add replicas behind a load balancer, and set client timeouts at the SLO",
-    condition="the server reports requests waiting while running holds at a ceiling; or, from one step to the next, "
-              "TTFT grows >= the threshold, at least twice as fast as TPOT and by at least half a request's decode "
-              "time, while output tokens/s grow by under half the load's growth")
+    condition="the server reports requests waiting while running holds at a ceiling; or, from one step to the next "
+              "(or from the lightest), TTFT grows >= the threshold, at least twice as fast as TPOT and by at least "
+              "half a request's decode time, while output tokens/s grow by under half the load's growth")
 GPU_UNDERFILLED = FindingSpec(
     id="load.gpu_underfilled", step=1, severity=Severity.info, commands=LOAD, needs=("gpu",),
     thresholds=(UNDERFILLED_ACTIVE, SCALING),
@@ -66,6 +68,18 @@ PREFILL_INTERFERENCE = FindingSpec(
     decision="Enable chunked prefill (vLLM --enable-chunked-prefill, a smaller --max-num-batched-tokens), cap prompt "
              "length, or separate prefill and decode (disaggregated serving)",
     condition="mean ITL while a long prompt is in prefill >= the threshold x the mean ITL otherwise")
+LONG_PROMPT_COST = FindingSpec(
+    id="load.long_prompts_slow_decode", step=2, severity=Severity.warn, commands=LOAD, thresholds=(LONG_COST,),
+    symptom="Long prompts make every request's tokens slower",
+    cause="The long prompts' prefill and their long KV caches share the batch steps with the short requests: "
+          "every step does more work, so every request's tokens wait; an attention kernel that pads the batch to "
+          "its longest sequence pays for one long prompt on every sequence (the ITL while a long prompt is "
+          "prefilled, against the rest, says how much is the prefill)",
+    decision="Enable chunked prefill (vLLM --enable-chunked-prefill, a smaller --max-num-batched-tokens), route "
+             "long prompts to replicas of their own, cap the context (--max-model-len), and set the SLO by the "
+             "prompt mix you serve",
+    condition="TPOT p50 of a step with the long prompts >= the threshold x its control's (the same step, every "
+              "prompt at the normal length)")
 SERVER_CPU_BOUND = FindingSpec(
     id="load.server_cpu_bound", step=2, severity=Severity.warn, commands=LOAD, needs=("local server",),
     thresholds=(SERVER_THREAD,),
@@ -108,8 +122,8 @@ DECODE_MEMORY_BOUND = FindingSpec(
     decision="Batch more sequences per step, quantize the weights (fewer bytes per token), or use speculative "
              "decoding; a faster GPU helps only by its bandwidth",
     condition="1000 / TPOT p50 at the lightest load >= the threshold x (bandwidth / weight bytes)")
-SPECS = (KV_CACHE_FULL, QUEUEING, GPU_UNDERFILLED, PREFILL_INTERFERENCE, SERVER_CPU_BOUND, VRAM_HEADROOM,
-         CLIENT_BOUND, ERRORS, DECODE_MEMORY_BOUND)
+SPECS = (KV_CACHE_FULL, QUEUEING, GPU_UNDERFILLED, PREFILL_INTERFERENCE, LONG_PROMPT_COST, SERVER_CPU_BOUND,
+         VRAM_HEADROOM, CLIENT_BOUND, ERRORS, DECODE_MEMORY_BOUND)
 
 
 def _load(s: LoadStep) -> str:
@@ -140,7 +154,10 @@ def _kv(steps: list[LoadStep]) -> list[Finding]:
 
 
 def _queueing(steps: list[LoadStep]) -> list[Finding]:
-    for prev, s in zip(steps, steps[1:]):
+    # each step against the one before it, and against the lightest: a server that stalls at one step (a KV
+    # cache that thrashes) and queues beyond shows it only against the unloaded figures
+    pairs = [(steps[j], steps[i]) for i in range(1, len(steps)) for j in sorted({i - 1, 0}, reverse=True)]
+    for prev, s in pairs:
         sv, pv = s.server, prev.server
         capped = (sv is not None and (sv.waiting_max or 0) > 0 and sv.running_max is not None and pv is not None
                   and pv.running_max is not None and sv.running_max <= pv.running_max * 1.05)
@@ -149,7 +166,8 @@ def _queueing(steps: list[LoadStep]) -> list[Finding]:
         decode_ms = (d1 or 0) * (s.output_tokens_mean or 0)
         inferred = bool(t0 and t1 and d0 and d1 and t1 >= QUEUE_TTFT.value * t0 and t1 / t0 >= 2 * d1 / d0
                         and t1 - t0 >= decode_ms / 2
-                        and s.output_tokens_per_s < (1 + 0.5 * (grew - 1)) * prev.output_tokens_per_s)
+                        and s.output_tokens_per_s < (1 + 0.5 * (grew - 1)) * prev.output_tokens_per_s
+                        and not (sv is not None and sv.waiting_max == 0))  # the server says nothing waited
         if capped or inferred:
             ev: dict[str, Any] = {"from": _load(prev), "to": _load(s), "ttft_p50_ms": [t0, t1], "tpot_p50_ms": [d0, d1],
                                   "output_tokens_per_s": [prev.output_tokens_per_s, s.output_tokens_per_s]}
@@ -183,6 +201,24 @@ def _prefill(steps: list[LoadStep]) -> list[Finding]:
     s = max(hit, key=lambda x: x.itl_long_prompt_ratio or 0)
     return [PREFILL_INTERFERENCE.finding({"at": _load(s), "itl_long_prompt_ratio": s.itl_long_prompt_ratio,
                                           "itl_p50_ms": s.itl.p50_ms, "itl_p99_ms": s.itl.p99_ms})]
+
+
+def _long_prompt_cost(steps: list[LoadStep]) -> list[Finding]:
+    worst: Optional[tuple[float, LoadStep, LoadStep]] = None
+    for mix, control in zip(steps, steps[1:]):
+        a, b = mix.tpot.p50_ms, control.tpot.p50_ms
+        if control.control and not mix.control and a and b and (worst is None or a / b > worst[0]):
+            worst = (a / b, mix, control)
+    if worst is None or worst[0] < LONG_COST.value:
+        return []
+    ratio, mix, control = worst
+    ev = {"at": _load(mix), "tpot_p50_ms": [mix.tpot.p50_ms, control.tpot.p50_ms], "tpot_control_ratio":
+          round(ratio, 2), "output_tokens_per_s": [mix.output_tokens_per_s, control.output_tokens_per_s],
+          "itl_long_prompt_ratio": mix.itl_long_prompt_ratio}
+    return [LONG_PROMPT_COST.finding(ev, symptom=f"Long prompts make every request's tokens {ratio:.1f}x slower "
+                                                 f"at {_load(mix)}: TPOT {control.tpot.p50_ms:,.1f} → "
+                                                 f"{mix.tpot.p50_ms:,.1f} ms against the same requests at one "
+                                                 f"length")]
 
 
 def _server_cpu(steps: list[LoadStep]) -> list[Finding]:
@@ -219,9 +255,22 @@ def _errors(steps: list[LoadStep]) -> list[Finding]:
         return []
     s = bad[0]
     share = sum(s.errors.values()) / s.requests
+    kinds = sorted(s.errors, key=lambda k: -s.errors[k])
+    cause = " ".join(dict.fromkeys(ERROR_CAUSES.get(k.split("_")[0], ERROR_CAUSES["http"]) for k in kinds))
     return [ERRORS.finding({"from": _load(s), "errors": s.errors, "requests": s.requests},
                            severity=Severity.critical if share >= 0.25 else Severity.warn,
-                           symptom=f"{share:.0%} of requests failed at {_load(s)}")]
+                           symptom=f"{share:.0%} of requests failed at {_load(s)}", cause=cause)]
+
+
+ERROR_CAUSES = {  # what each kind of failure says, first the most frequent
+    "http": "The server refused (HTTP 429/503: a cap or an overload) or failed (HTTP 500: often out of memory).",
+    "timeout": "Requests did not finish within the client's timeout.",
+    "connect": "Connections were refused or reset (the server down, restarting, or out of sockets).",
+    "stream": "Streams broke or carried events that are not JSON.",
+    "empty": "Requests answered 200 but streamed no text: the model emitted only tokens that decode to nothing "
+             "(special or unknown ids: a tokenizer smaller than the model's vocabulary) or the server does not "
+             "stream.",
+}
 
 
 def _decode(steps: list[LoadStep], bandwidth_gbs: Optional[float], weight_bytes: Optional[float]) -> list[Finding]:
@@ -238,7 +287,11 @@ def _decode(steps: list[LoadStep], bandwidth_gbs: Optional[float], weight_bytes:
 
 def findings(steps: list[LoadStep], bandwidth_gbs: Optional[float] = None,
              weight_bytes: Optional[float] = None) -> list[Finding]:
-    """The sweep's findings; steps in the order they ran (a sweep's is lightest first)."""
-    out = (_client(steps) + _errors(steps) + _kv(steps) + _queueing(steps) + _prefill(steps) + _server_cpu(steps)
-           + _vram(steps) + _underfilled(steps) + _decode(steps, bandwidth_gbs, weight_bytes))
+    """The sweep's findings; steps in the order they ran (a sweep's is lightest first), a control step after the
+    step it repeats."""
+    controls = steps
+    steps = [s for s in steps if not s.control]
+    out = (_client(steps) + _errors(steps) + _kv(steps) + _queueing(steps) + _prefill(steps)
+           + _long_prompt_cost(controls) + _server_cpu(steps) + _vram(steps) + _underfilled(steps)
+           + _decode(steps, bandwidth_gbs, weight_bytes))
     return sorted(out, key=lambda f: (-f.severity.rank, f.step))

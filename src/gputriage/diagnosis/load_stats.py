@@ -161,8 +161,9 @@ def summarize(raw: StepRecord, *, load_t0: float, unix_offset: float, slo: Optio
     duration = max(raw.t1_s - raw.t0_s, 1e-9)
     out_tokens = sum(_out_tokens(r) for r in ok)
     in_tokens = [r.input_tokens for r in ok if r.input_tokens is not None]
-    step = LoadStep(concurrency=raw.concurrency, rate_per_s=raw.rate_per_s, started_s=round(raw.t0_s - load_t0, 2),
-                    duration_s=round(duration, 2), requests=len(raw.records), ok=len(ok), errors=errors,
+    step = LoadStep(concurrency=raw.concurrency, rate_per_s=raw.rate_per_s, control=raw.control,
+                    started_s=round(raw.t0_s - load_t0, 2), duration_s=round(duration, 2), requests=len(raw.records),
+                    ok=len(ok), errors=errors,
                     ttft=percentiles([r.first_s - r.sent_s for r in ok if r.first_s is not None]),
                     itl=percentiles([b - a for r in ok for a, b in zip(r.chunk_s, r.chunk_s[1:])]),
                     tpot=percentiles([t for t in (_tpot_s(r) for r in ok) if t is not None]),
@@ -191,8 +192,8 @@ def _load(s: LoadStep) -> float:
 
 def knee(steps: list[LoadStep], slo: Optional[Slo]) -> Optional[Knee]:
     """With SLOs: the highest load that meets them. Without: where output tokens/s stop rising (under 10%
-    more for the next step)."""
-    ordered = sorted((s for s in steps if s.ok), key=_load)
+    more for the next step). Control steps do not count."""
+    ordered = sorted((s for s in steps if s.ok and not s.control), key=_load)
     if not ordered:
         return None
 

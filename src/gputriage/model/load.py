@@ -58,6 +58,7 @@ class ServerProcess(msgspec.Struct, kw_only=True, omit_defaults=True):
 class LoadStep(msgspec.Struct, kw_only=True, omit_defaults=True):
     concurrency: Optional[int] = None  # the sweep's step; or
     rate_per_s: Optional[float] = None  # a request-rate run's target
+    control: bool = False  # the step before, again, with every prompt at the normal length (a mix's control)
     started_s: float = 0.0  # seconds since the load started
     duration_s: float = 0.0
     requests: int = 0  # completed (errors included), warm-up excluded

@@ -26,6 +26,7 @@ class StepRecord:
     t1_s: float
     records: list[RequestRecord]
     client_cpu_s: float  # the event loop thread's CPU time over the step
+    control: bool = False
 
 
 @dataclass
@@ -43,13 +44,14 @@ class LoadPlan:
     timeout_s: float = 120.0
     ignore_eos: bool = False
     seed: int = 0
+    control: Optional[Callable[[], Prompt]] = None  # each step again with these prompts (the mix's control)
 
 
 def _payload(plan: LoadPlan, p: Prompt) -> dict[str, Any]:
     return http.body(plan.endpoint, plan.model, p[0], p[1], plan.ignore_eos)
 
 
-async def _concurrency(sess: Any, plan: LoadPlan, c: int) -> list[RequestRecord]:
+async def _concurrency(sess: Any, plan: LoadPlan, c: int, prompts: Callable[[], Prompt]) -> list[RequestRecord]:
     deadline = time.perf_counter() + plan.seconds_per_step
     issued = 0
     out: list[RequestRecord] = []
@@ -58,14 +60,15 @@ async def _concurrency(sess: Any, plan: LoadPlan, c: int) -> list[RequestRecord]
         nonlocal issued
         while issued < plan.requests_per_step and time.perf_counter() < deadline:
             issued += 1
-            p = plan.prompts()
+            p = prompts()
             out.append(await http.stream(sess, plan.url, _payload(plan, p), plan.timeout_s, p[2]))
 
     await asyncio.gather(*(worker() for _ in range(c)))
     return out
 
 
-async def _rate(sess: Any, plan: LoadPlan, rate: float, rng: random.Random) -> list[RequestRecord]:
+async def _rate(sess: Any, plan: LoadPlan, rate: float, rng: random.Random, prompts: Callable[[], Prompt]
+                ) -> list[RequestRecord]:
     start = t = time.perf_counter()
     deadline = start + plan.seconds_per_step
     tasks = []
@@ -75,7 +78,7 @@ async def _rate(sess: Any, plan: LoadPlan, rate: float, rng: random.Random) -> l
         if t > deadline:
             break
         await asyncio.sleep(max(0.0, t - time.perf_counter()))
-        p = plan.prompts()
+        p = prompts()
         tasks.append(asyncio.create_task(http.stream(sess, plan.url, _payload(plan, p), plan.timeout_s, p[2])))
     return list(await asyncio.gather(*tasks))
 
@@ -91,16 +94,16 @@ async def _drive(plan: LoadPlan, on_step: Callable[[str], None], calibrate: Call
                     (plan.prompts() for _ in range(plan.warmup))]
             calibrate(warm)
         steps: list[StepRecord] = []
-        for c in plan.concurrencies:
-            on_step(f"concurrency {c}")
+        runs: list[tuple[Optional[int], Optional[float], Callable[[], Prompt]]]
+        runs = [(c, None, p) for c in plan.concurrencies for p in (plan.prompts, plan.control) if p is not None]
+        runs += [(None, r, p) for r in plan.rates for p in (plan.prompts, plan.control) if p is not None]
+        for c, rate, prompts in runs:
+            control = prompts is plan.control
+            on_step((f"concurrency {c}" if c is not None else f"{rate:g} requests/s") + (" (control)" * control))
             cpu0, t0 = time.thread_time(), time.perf_counter()
-            records = await _concurrency(sess, plan, c)
-            steps.append(StepRecord(c, None, t0, time.perf_counter(), records, time.thread_time() - cpu0))
-        for rate in plan.rates:
-            on_step(f"{rate:g} requests/s")
-            cpu0, t0 = time.thread_time(), time.perf_counter()
-            records = await _rate(sess, plan, rate, rng)
-            steps.append(StepRecord(None, rate, t0, time.perf_counter(), records, time.thread_time() - cpu0))
+            records = await (_concurrency(sess, plan, c, prompts) if c is not None
+                             else _rate(sess, plan, rate or 0.0, rng, prompts))
+            steps.append(StepRecord(c, rate, t0, time.perf_counter(), records, time.thread_time() - cpu0, control))
         return steps
 
 

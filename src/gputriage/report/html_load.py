@@ -21,7 +21,7 @@ def load_page(r: LoadReport) -> Page:
                 " · ".join(x for x in (f"{m.url}{m.endpoint}", ", ".join(m.gpu_names), when(r.started_s)) if x))
     if r.notes:
         page.section("Notes", "".join(f"<p>{esc(n)}</p>" for n in r.notes))
-    steps = sorted(r.steps, key=_x)
+    steps = sorted((s for s in r.steps if not s.control), key=_x)
     by = "concurrency" if m.shape == "sweep" else "requests/s asked"
     knee = r.knee
     knee_x = (knee.concurrency if knee and knee.concurrency is not None else knee.rate_per_s if knee else None)
@@ -50,12 +50,12 @@ def load_page(r: LoadReport) -> Page:
     page.section("Latency against throughput", verdict + charts, "verdict")
     page.section("Findings", findings_html(r.findings))
     rows = []
-    for s in steps:
+    for s in r.steps:
         g = max(s.gpus, key=lambda q: q.sm_active_pct or q.util_pct or 0) if s.gpus else None
         sv = s.server
-        rows.append((f"{_x(s):g}", s.ok, sum(s.errors.values()) or "", f"{s.requests_per_s:,.2f}",
-                     f"{s.output_tokens_per_s:,.0f}", _ms(s.ttft.p50_ms), _ms(s.ttft.p99_ms), _ms(s.itl.p50_ms),
-                     _ms(s.itl.p99_ms), _ms(s.tpot.p50_ms), _ms(s.e2e.p99_ms),
+        rows.append((f"{_x(s):g}" + (" (control)" * s.control), s.ok, sum(s.errors.values()) or "",
+                     f"{s.requests_per_s:,.2f}", f"{s.output_tokens_per_s:,.0f}", _ms(s.ttft.p50_ms),
+                     _ms(s.ttft.p99_ms), _ms(s.itl.p50_ms), _ms(s.itl.p99_ms), _ms(s.tpot.p50_ms), _ms(s.e2e.p99_ms),
                      "" if s.meets_slo is None else "yes" if s.meets_slo else "no",
                      f"{g.sm_active_pct if g.sm_active_pct is not None else g.util_pct or 0:.0f}%" if g else "-",
                      f"{100 * g.used_max_bytes / g.total_bytes:.0f}%" if g and g.used_max_bytes and g.total_bytes

@@ -20,7 +20,8 @@ def _ms(v: float | None) -> str:
 
 
 def _load(s: LoadStep) -> str:
-    return str(s.concurrency) if s.concurrency is not None else f"{s.rate_per_s:g}/s"
+    load = str(s.concurrency) if s.concurrency is not None else f"{s.rate_per_s:g}/s"
+    return f"{load} ctl" if s.control else load
 
 
 def _gpu(s: LoadStep) -> str:
@@ -106,8 +107,10 @@ def render(r: LoadReport, console: Console) -> None:
     for s in r.steps:
         t.add_row(*(f(s) for f in cols.values()))
     console.print(t)
-    console.print(Text("latencies in ms (p50, p99); TPOT p50; tok/s: output tokens", style="dim"))
-    lines = curve(r.steps)
+    console.print(Text("latencies in ms (p50, p99); TPOT p50; tok/s: output tokens"
+                       + ("; ctl: the step again, every prompt at the normal length" * any(s.control for s in r.steps)),
+                       style="dim"))
+    lines = curve([s for s in r.steps if not s.control])
     if lines:
         console.print(Text("\nTTFT p90 against output tokens/s (each step marked by its load)", style="bold"))
         for line in lines:
