@@ -30,13 +30,18 @@ def free_port() -> int:
 class Server:
     """`transformers serve MODEL` on 127.0.0.1, until `stop()`."""
 
+    # a KV cache of fixed size (4,096 tokens): sized by default from the memory free at start, one server
+    # takes half the machine's RAM and two test workers' servers end in the OOM killer
+    CACHE = ("--cb-num-blocks", "256", "--cb-block-size", "16")
+
     def __init__(self, model: Path, *extra: str, log: Path) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         script = Path(sys.executable).parent / "transformers"
         self.log = log.open("w")
         self.proc = subprocess.Popen([str(script), "serve", str(model), "--host", "127.0.0.1", "--port", str(self.port),
-                                      "--device", "cpu", "--continuous-batching", *extra],
+                                      "--device", "cpu", "--continuous-batching",
+                                      *(extra or self.CACHE)],
                                      stdout=self.log, stderr=subprocess.STDOUT,
                                      env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
         deadline = time.monotonic() + 180
