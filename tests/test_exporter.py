@@ -168,3 +168,50 @@ def test_a_real_h200_scrape_under_load_has_dcgm_exporters_names_and_units():
     shares = [s.value for f in text_string_to_metric_families(text) if f.name == "gputriage_bottleneck_share"
               for s in f.samples]
     assert sum(shares) == pytest.approx(1.0, abs=0.01)
+
+
+def test_a_python_bound_server_is_told_from_a_starved_input_by_its_processes_cpu():
+    """The H200 readings of `transformers serve` at concurrency 1 (GPU-Util 14%, SM activity 3.1%) with and
+    without the CPU of the process on the GPU (100% of a core, one thread at 97%, nothing read): without it
+    the exporter could only guess the input; with it, the host cannot issue work fast enough."""
+    from gputriage.diagnosis.classify import label
+    from gputriage.model.bottleneck import Bottleneck as B
+    from gputriage.model.run import GpuStatic
+    from gputriage.model.window import WindowMetrics
+
+    step = json.loads((FIXTURES / "load_transformers_serve_sweep.json").read_text())["steps"][0]
+    g, p = step["gpus"][0], step["server_process"]
+    gpu = GpuStatic(memory_total_bytes=int(g["total_bytes"]))
+    bare = WindowMetrics(t0_s=0.0, t1_s=1.0, util_pct=g["util_pct"], sm_active_pct=g["sm_active_pct"],
+                         used_bytes=g["used_max_bytes"])
+    assert label(bare, gpu)[0] == B.input_starved
+    told = msgspec_replace(bare, workload_cpu_pct=p["cpu_pct"], top_thread_pct=p["top_thread_pct"],
+                           read_mb_per_s=0.0, job_gpu_processes=1)
+    verdict, others = label(told, gpu)
+    assert verdict == B.launch_bound and B.input_starved in others
+
+
+def msgspec_replace(m, **kw):
+    import msgspec
+
+    return msgspec.structs.replace(m, **kw)
+
+
+def test_the_cpu_of_the_processes_on_a_gpu_is_read_between_two_calls(tmp_path):
+    """A process spinning one thread and one asleep, read twice a second apart."""
+    from gputriage.backends.process_cpu import ProcessCpuReader
+
+    spin = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 30: pass"])
+    sleep = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        busy, idle = ProcessCpuReader(), ProcessCpuReader()
+        assert busy.read([spin.pid]) is None and idle.read([sleep.pid]) is None  # a baseline first
+        time.sleep(1.0)
+        b, i = busy.read([spin.pid]), idle.read([sleep.pid])
+        assert b is not None and i is not None and b.processes == i.processes == 1
+        assert b.cpu_pct > 30 and b.top_thread_pct > 30 and i.cpu_pct < 10
+        assert b.read_mb_per_s is not None and b.read_mb_per_s < 1
+        assert busy.read([999_999_999]) is None  # a pid that does not exist is left out
+    finally:
+        spin.kill()
+        sleep.kill()

@@ -89,3 +89,15 @@ def test_streams_without_text_are_errors_that_say_why():
     f = next(f for f in findings(r.steps) if f.id == "load.errors")
     assert set(f.evidence["errors"]) == {"empty"} and "streamed no text" in f.cause
     assert "HTTP 429" not in f.cause
+
+
+def test_the_curve_keeps_marks_that_fall_on_one_spot_apart():
+    """Concurrency 1 and 4 sit side by side at the bottom left of the H200 sweep's curve: both marks stay
+    readable (never merged into a "14")."""
+    from gputriage.report.load_terminal import curve
+
+    r = _report("load_transformers_serve_sweep.json")
+    words = " ".join(curve(r.steps)).replace("┤", " ").replace("┼", " ").replace("│", " ").split()
+    for mark in ("1", "4", "16", "64", "256"):
+        assert mark in words, mark
+    assert "14" not in words

@@ -85,19 +85,29 @@ class Exporter:
             t.join(timeout=5)
 
     def _judge(self) -> None:
-        """Each second, each GPU's verdict over that second; every 5 s, the processes on the GPUs."""
+        """Each second, each GPU's verdict over that second, with the CPU of the processes on it (what tells a
+        Python-bound server from a starved input pipeline); every 5 s, the processes on the GPUs."""
+        import msgspec
+
         from gputriage.backends.nvml import compute_processes
+        from gputriage.backends.process_cpu import ProcessCpuReader
         from gputriage.diagnosis.classify import label
         from gputriage.model.run import GpuStatic
         from gputriage.sampling.windows import metrics_of
 
+        readers = {i: ProcessCpuReader() for i in self.gpus}
         tick = 0
         while not self._stop.wait(1.0):
             recent = list(self.sampler.recent)
             if recent:
                 last = [s for s in recent if s.t_s >= recent[-1].t_s - 1.0]
                 for i in self.gpus:
-                    verdict = label(metrics_of(last, i), self.static.get(i, GpuStatic()))[0]
+                    m = metrics_of(last, i)
+                    cpu = readers[i].read([p.pid for p in self._processes if p.gpu == i])
+                    if cpu is not None:
+                        m = msgspec.structs.replace(m, workload_cpu_pct=cpu.cpu_pct, top_thread_pct=cpu.top_thread_pct,
+                                                    read_mb_per_s=cpu.read_mb_per_s, job_gpu_processes=cpu.processes)
+                    verdict = label(m, self.static.get(i, GpuStatic()))[0]
                     self._labels[i].append((recent[-1].t_s, verdict.value))
             if tick % 5 == 0 and self.gpus:
                 procs = compute_processes(self._nvml, self.gpus)

@@ -61,6 +61,9 @@ def curve(steps: list[LoadStep], width: int = 56, height: int = 12) -> list[str]
     for x, y, label in pts:
         col = min(width - len(label), int(x / xmax * (width - 1)))
         row = height - 1 - min(height - 1, int((y or 0) / ymax * (height - 1)))
+        # two marks on one spot: this one moves right past the other, with a space between (never merged)
+        while col + len(label) < width and any(c != " " for c in grid[row][max(0, col - 1):col + len(label) + 1]):
+            col += 1
         for i, ch in enumerate(label):
             grid[row][col + i] = ch
     lines = [f"{_ms(ymax):>7} ┤" + "".join(grid[0])]
