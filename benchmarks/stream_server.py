@@ -1,7 +1,8 @@
 """A fast OpenAI-compatible streaming server for measuring load generators, not models: each completion
-streams `max_tokens` one-word chunks, the first after `--ttft-ms`, then one every `--itl-ms`, with its
-`usage` at the end. It keeps what it actually sent (the time of each chunk's write): GET /sent returns
-the TTFT and inter-chunk gaps as the server emitted them, the truth a generator's figures are held to.
+streams `max_tokens` chunks of `--words-per-chunk` words, the first after `--ttft-ms`, then one every
+`--itl-ms`, with its `usage` at the end (unless `--no-usage`). It keeps what it actually sent (the time of
+each chunk's write): GET /sent returns the TTFT and inter-chunk gaps as the server emitted them, the truth a
+generator's figures are held to.
 
     python benchmarks/stream_server.py --port 8300 --ttft-ms 20 --itl-ms 5
 """
@@ -17,7 +18,7 @@ import time
 from aiohttp import web
 
 
-def app(ttft_s: float, itl_s: float) -> web.Application:
+def app(ttft_s: float, itl_s: float, usage: bool = True, words_per_chunk: int = 1) -> web.Application:
     sent_ttft: list[float] = []
     sent_gaps: list[float] = []
 
@@ -36,7 +37,8 @@ def app(ttft_s: float, itl_s: float) -> web.Application:
         for i in range(n):
             # paced against the request's own clock: a late write does not push the later ones back
             await asyncio.sleep(max(0.0, start + i * itl_s - time.perf_counter()))
-            chunk = {"id": "c", "object": "text_completion", "choices": [{"index": 0, "text": " w"}]}
+            text = " the" * words_per_chunk
+            chunk = {"id": "c", "object": "text_completion", "choices": [{"index": 0, "text": text}]}
             await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
             now = time.perf_counter()
             if last is None:
@@ -44,9 +46,11 @@ def app(ttft_s: float, itl_s: float) -> web.Application:
             else:
                 sent_gaps.append(now - last)
             last = now
-        usage = {"choices": [], "usage": {"prompt_tokens": words, "completion_tokens": n,
-                                          "total_tokens": words + n}}
-        await resp.write(b"data: " + json.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n")
+        if usage:
+            counts = {"prompt_tokens": words, "completion_tokens": n * words_per_chunk,
+                      "total_tokens": words + n * words_per_chunk}
+            await resp.write(b"data: " + json.dumps({"choices": [], "usage": counts}).encode() + b"\n\n")
+        await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp
 
@@ -72,9 +76,11 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=8300)
     ap.add_argument("--ttft-ms", type=float, default=20.0)
     ap.add_argument("--itl-ms", type=float, default=5.0)
+    ap.add_argument("--no-usage", action="store_true", help="send no usage (as some servers do)")
+    ap.add_argument("--words-per-chunk", type=int, default=1)
     args = ap.parse_args()
-    web.run_app(app(args.ttft_ms / 1000, args.itl_ms / 1000), host="127.0.0.1", port=args.port, print=None,
-                access_log=None)
+    web.run_app(app(args.ttft_ms / 1000, args.itl_ms / 1000, not args.no_usage, args.words_per_chunk),
+                host="127.0.0.1", port=args.port, print=None, access_log=None)
 
 
 if __name__ == "__main__":

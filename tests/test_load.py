@@ -109,6 +109,42 @@ def test_a_long_prompt_mix_runs_each_step_again_as_its_control(server):
 
 
 @needs_server
+def test_a_tokenizer_counts_the_tokens_a_server_without_usage_does_not_give(model, tmp_path):
+    """benchmarks/stream_server.py with no usage and three words a chunk: without a tokenizer each chunk counts
+    as one token (and the report says so); with the model's own tokenizer.json every word counts."""
+    from serving import free_port
+
+    script = __import__("pathlib").Path(__file__).resolve().parent.parent / "benchmarks" / "stream_server.py"
+    port = free_port()
+    srv = subprocess.Popen([sys.executable, str(script), "--port", str(port), "--ttft-ms", "5", "--itl-ms", "2",
+                            "--no-usage", "--words-per-chunk", "3"])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                __import__("urllib.request").request.urlopen(url + "/v1/models", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.1)
+        args = ["--concurrency", "2", "--requests", "6", "--input-tokens", "12", "--output-tokens", "5",
+                "--no-store", "--json"]
+        chunks = json.loads(load(url, *args).stdout)["steps"][0]
+        assert chunks["tokens_from"] == "chunks" and chunks["output_tokens_mean"] == 5
+        assert "input_tokens_mean" not in chunks  # nothing counted them
+        r = load(url, *args, "--tokenizer", str(model))
+        assert r.returncode == 0, r.stderr[-2000:]
+        counted = json.loads(r.stdout)["steps"][0]
+        assert counted["tokens_from"] == "tokenizer" and counted["output_tokens_mean"] == 15  # 5 chunks x 3 words
+        assert 10 <= counted["input_tokens_mean"] <= 14  # one token a word for this word-level tokenizer
+        assert counted["tpot"]["p50_ms"] < chunks["tpot"]["p50_ms"]  # the same time over 3x the tokens
+        bad = load(url, *args, "--tokenizer", str(tmp_path))
+        assert bad.returncode == 3 and "no tokenizer.json" in bad.stderr and bad.stderr.count("\n") == 1
+    finally:
+        srv.terminate()
+        srv.wait(timeout=10)
+
+
+@needs_server
 def test_request_rate_runs_send_poisson_arrivals(server):
     r = load(server.url, "--rate", "4", "--requests", "10", "--seconds", "60", "--input-tokens", "16",
              "--output-tokens", "8", "--no-store", "--json", "--warmup", "1")

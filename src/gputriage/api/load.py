@@ -150,12 +150,14 @@ def load(url: str, *, concurrency: Sequence[int] = (), max_concurrency: int = 32
          input_tokens: int = 256, output_tokens: int = 128, spread: float = 0.0, long_prompt_share: float = 0.0,
          long_prompt_factor: float = 8.0, long_prompt_control: bool = True, prompts_file: str | Path | None = None,
          chat: bool = False, model: str | None = None, slo: Slo | None = None, timeout_s: float = 120.0,
-         ignore_eos: bool = False, metrics: bool = True, sample_gpus: bool = True, weight_bytes: float | None = None,
+         ignore_eos: bool = False, tokenizer: str | Path | None = None, metrics: bool = True,
+         sample_gpus: bool = True, weight_bytes: float | None = None,
          store: str | Path | bool | None = None, progress: Callable[[str], None] = lambda _s: None) -> LoadReport:
     """Load an OpenAI-compatible server step by step and judge it. `concurrency` (default 1, 2, 4, ... up to
     `max_concurrency`) or `rates` (requests/s, gamma-distributed gaps: `burstiness` 1 is Poisson, lower is
     burstier); every step bounded by `requests_per_step` and `seconds_per_step`; `warmup` requests first, not
     counted. Token counts are the server's `usage`. The GPUs here are sampled, the server's /metrics scraped.
+    `tokenizer` (a local tokenizer.json or a folder holding one) counts the tokens a server's usage lacks.
     With long prompts in the mix, each step runs again with every prompt at the normal length (its control,
     unless `long_prompt_control` is off): what the long prompts cost the others is measured side by side."""
     from gputriage.diagnosis.load_findings import findings
@@ -173,6 +175,7 @@ def load(url: str, *, concurrency: Sequence[int] = (), max_concurrency: int = 32
         raise UsageError("concurrency, requests per step and seconds per step must be positive")
     if any(r <= 0 for r in rates) or burstiness <= 0:
         raise UsageError("request rates and burstiness must be positive")
+    count = _counter(tokenizer)
     base = _base(url)
     endpoint = "/v1/chat/completions" if chat else "/v1/completions"
     served = model or _model(base)
@@ -183,7 +186,7 @@ def load(url: str, *, concurrency: Sequence[int] = (), max_concurrency: int = 32
                     rates=list(rates), burstiness=burstiness, requests_per_step=requests_per_step,
                     seconds_per_step=seconds_per_step, warmup=warmup, timeout_s=timeout_s, ignore_eos=ignore_eos,
                     control=prompts.control if long_prompt_control and long_prompt_share and long_prompt_factor != 1
-                    and not prompts.rows else None)
+                    and not prompts.rows else None, keep_text=count is not None)
     pid = _local_pid(base)
     meta = LoadMeta(url=base, endpoint=endpoint, model=served, shape="rate" if rates else "sweep",
                     burstiness=burstiness if rates else None, input_tokens=None if prompts.rows else input_tokens,
@@ -201,7 +204,9 @@ def load(url: str, *, concurrency: Sequence[int] = (), max_concurrency: int = 32
     unix_offset = time.time() - time.perf_counter()
     load_t0 = time.perf_counter()
     try:
-        raw = drive(plan, progress, prompts.calibrate)
+        raw = drive(plan, progress, lambda warm: prompts.calibrate(_fill_counts(warm, count)))
+        for r in raw:
+            _fill_counts(r.records, count)
     finally:
         watch.stop()
         samples = list(sampler[0].recent) if sampler is not None else []
@@ -221,6 +226,28 @@ def load(url: str, *, concurrency: Sequence[int] = (), max_concurrency: int = 32
     report.ended_s = time.time()
     keep_report(report, "load", [base], store)
     return report
+
+
+def _counter(tokenizer: str | Path | None) -> Optional[Callable[[str], int]]:
+    from gputriage.backends.tokenizer import TokenizerError, token_counter
+
+    try:
+        return token_counter(tokenizer) if tokenizer else None
+    except TokenizerError as exc:
+        raise GputriageError(str(exc)) from None
+
+
+def _fill_counts(records: list[RequestRecord], count: Optional[Callable[[str], int]]) -> list[RequestRecord]:
+    """The token counts a server's usage lacked, from the user's tokenizer; the kept text is dropped."""
+    if count is None:
+        return records
+    for r in records:
+        if r.input_tokens is None and r.prompt:
+            r.input_tokens, r.tokens_from = count(r.prompt), "tokenizer"
+        if r.output_tokens is None and r.text:
+            r.output_tokens, r.tokens_from = count("".join(r.text)), "tokenizer"
+        r.text, r.prompt = [], ""
+    return records
 
 
 def _start_sampler(seconds: float) -> tuple[Optional[tuple], dict[int, int]]:

@@ -30,6 +30,9 @@ class RequestRecord:
     output_tokens: Optional[int] = None
     error: Optional[str] = None  # http_<status>, timeout, connect, stream, empty
     long_prompt: bool = False
+    text: list[str] = field(default_factory=list)  # the streamed text, kept only to count its tokens
+    prompt: str = ""  # likewise
+    tokens_from: str = "usage"  # or "tokenizer" when the server's usage lacked them
 
 
 def body(endpoint: str, model: str, prompt: str, max_tokens: int, ignore_eos: bool) -> dict[str, Any]:
@@ -44,15 +47,16 @@ def body(endpoint: str, model: str, prompt: str, max_tokens: int, ignore_eos: bo
     return out
 
 
-def _text(event: dict[str, Any]) -> bool:
+def _text(event: dict[str, Any]) -> str:
     for choice in event.get("choices") or ():
-        if choice.get("text") or (choice.get("delta") or {}).get("content"):
-            return True
-    return False
+        text = choice.get("text") or (choice.get("delta") or {}).get("content")
+        if text:
+            return str(text)
+    return ""
 
 
 async def stream(session: aiohttp.ClientSession, url: str, payload: dict[str, Any], timeout_s: float,
-                 long_prompt: bool = False) -> RequestRecord:
+                 long_prompt: bool = False, keep_text: bool = False) -> RequestRecord:
     rec = RequestRecord(sent_s=time.perf_counter(), long_prompt=long_prompt)
     rest = b""
     try:
@@ -76,10 +80,13 @@ async def stream(session: aiohttp.ClientSession, url: str, payload: dict[str, An
                     except msgspec.DecodeError:
                         rec.error = "stream"
                         continue
-                    if _text(event):
+                    text = _text(event)
+                    if text:
                         rec.chunk_s.append(now)
                         if rec.first_s is None:
                             rec.first_s = now
+                        if keep_text:
+                            rec.text.append(text)
                     usage = event.get("usage")
                     if usage:
                         rec.input_tokens = usage.get("prompt_tokens")

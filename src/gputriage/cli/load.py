@@ -51,6 +51,9 @@ def load(
     slo_percentile: int = typer.Option(90, "--slo-percentile", metavar="P", help="50, 90 or 99."),
     timeout: float = typer.Option(120.0, "--timeout", metavar="S", help="Per request."),
     ignore_eos: bool = typer.Option(False, "--ignore-eos", help="Ask for exactly --output-tokens (vLLM, SGLang)."),
+    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", metavar="PATH", help="Count the tokens the "
+                                            "server's usage lacks with this tokenizer (a local tokenizer.json or "
+                                            "the model's folder; nothing is downloaded). Else one per chunk."),
     no_metrics: bool = typer.Option(False, "--no-metrics", help="Do not scrape the server's /metrics."),
     no_gpus: bool = typer.Option(False, "--no-gpus", help="Do not sample this machine's GPUs."),
     weights_gb: Optional[float] = typer.Option(None, "--weights-gb", metavar="GB", help="The model's weights in GB: "
@@ -84,7 +87,7 @@ def load(
                     rates=_numbers(rate, float, "--rate"), burstiness=burstiness, requests_per_step=requests,
                     seconds_per_step=seconds, warmup=warmup, input_tokens=input_tokens, output_tokens=output_tokens,
                     spread=spread, long_prompt_share=long_prompts, long_prompt_factor=long_factor,
-                    long_prompt_control=control,
+                    long_prompt_control=control, tokenizer=tokenizer,
                     prompts_file=prompts, chat=chat, model=model,
                     slo=parse_slo(slo, slo_percentile) if slo else None, timeout_s=timeout, ignore_eos=ignore_eos,
                     metrics=not no_metrics, sample_gpus=not no_gpus,

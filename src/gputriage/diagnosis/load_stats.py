@@ -46,6 +46,14 @@ def _out_tokens(r: RequestRecord) -> int:
     return r.output_tokens if r.output_tokens is not None else len(r.chunk_s)
 
 
+def _tokens_from(ok: list[RequestRecord]) -> str:
+    """Where the step's output token counts come from: the server's usage, the user's tokenizer, or (when any
+    request has neither) one token per streamed chunk."""
+    if not ok or any(r.output_tokens is None for r in ok):
+        return "chunks"
+    return "tokenizer" if any(r.tokens_from == "tokenizer" for r in ok) else "usage"
+
+
 def _tpot_s(r: RequestRecord) -> Optional[float]:
     n = _out_tokens(r)
     return (r.end_s - r.first_s) / (n - 1) if r.first_s is not None and n > 1 else None
@@ -173,7 +181,7 @@ def summarize(raw: StepRecord, *, load_t0: float, unix_offset: float, slo: Optio
                     total_tokens_per_s=round((out_tokens + sum(in_tokens)) / duration, 1),
                     input_tokens_mean=round(sum(in_tokens) / len(in_tokens), 1) if in_tokens else None,
                     output_tokens_mean=round(out_tokens / len(ok), 1) if ok else None,
-                    tokens_from="usage" if ok and all(r.output_tokens is not None for r in ok) else "chunks",
+                    tokens_from=_tokens_from(ok),
                     itl_long_prompt_ratio=_long_prompt_ratio(ok),
                     client_cpu_pct=round(100 * raw.client_cpu_s / duration, 1),
                     client_cpu_ms_per_1k_tokens=round(raw.client_cpu_s * 1e6 / out_tokens, 2) if out_tokens else None)

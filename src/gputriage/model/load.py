@@ -73,7 +73,7 @@ class LoadStep(msgspec.Struct, kw_only=True, omit_defaults=True):
     total_tokens_per_s: float = 0.0
     input_tokens_mean: Optional[float] = None
     output_tokens_mean: Optional[float] = None
-    tokens_from: str = "usage"  # the server's `usage`, or "chunks" (one token per streamed chunk)
+    tokens_from: str = "usage"  # the server's `usage`, the user's "tokenizer", or "chunks" (one per streamed chunk)
     goodput_per_s: Optional[float] = None  # requests meeting every SLO, per second
     meets_slo: Optional[bool] = None
     itl_long_prompt_ratio: Optional[float] = None  # ITL while a long prompt's prefill ran / ITL otherwise

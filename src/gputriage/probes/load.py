@@ -45,10 +45,18 @@ class LoadPlan:
     ignore_eos: bool = False
     seed: int = 0
     control: Optional[Callable[[], Prompt]] = None  # each step again with these prompts (the mix's control)
+    keep_text: bool = False  # keep each request's prompt and streamed text (to count their tokens)
 
 
 def _payload(plan: LoadPlan, p: Prompt) -> dict[str, Any]:
     return http.body(plan.endpoint, plan.model, p[0], p[1], plan.ignore_eos)
+
+
+async def _one(sess: Any, plan: LoadPlan, p: Prompt) -> RequestRecord:
+    rec = await http.stream(sess, plan.url, _payload(plan, p), plan.timeout_s, p[2], plan.keep_text)
+    if plan.keep_text:
+        rec.prompt = p[0]
+    return rec
 
 
 async def _concurrency(sess: Any, plan: LoadPlan, c: int, prompts: Callable[[], Prompt]) -> list[RequestRecord]:
@@ -60,8 +68,7 @@ async def _concurrency(sess: Any, plan: LoadPlan, c: int, prompts: Callable[[], 
         nonlocal issued
         while issued < plan.requests_per_step and time.perf_counter() < deadline:
             issued += 1
-            p = prompts()
-            out.append(await http.stream(sess, plan.url, _payload(plan, p), plan.timeout_s, p[2]))
+            out.append(await _one(sess, plan, prompts()))
 
     await asyncio.gather(*(worker() for _ in range(c)))
     return out
@@ -78,8 +85,7 @@ async def _rate(sess: Any, plan: LoadPlan, rate: float, rng: random.Random, prom
         if t > deadline:
             break
         await asyncio.sleep(max(0.0, t - time.perf_counter()))
-        p = prompts()
-        tasks.append(asyncio.create_task(http.stream(sess, plan.url, _payload(plan, p), plan.timeout_s, p[2])))
+        tasks.append(asyncio.create_task(_one(sess, plan, prompts())))
     return list(await asyncio.gather(*tasks))
 
 
@@ -90,8 +96,7 @@ async def _drive(plan: LoadPlan, on_step: Callable[[str], None], calibrate: Call
     async with http.session(most) as sess:
         if plan.warmup:
             on_step(f"warm-up: {plan.warmup} requests")
-            warm = [await http.stream(sess, plan.url, _payload(plan, p), plan.timeout_s) for p in
-                    (plan.prompts() for _ in range(plan.warmup))]
+            warm = [await _one(sess, plan, plan.prompts()) for _ in range(plan.warmup)]
             calibrate(warm)
         steps: list[StepRecord] = []
         runs: list[tuple[Optional[int], Optional[float], Callable[[], Prompt]]]
