@@ -198,18 +198,21 @@ def msgspec_replace(m, **kw):
 
 
 def test_the_cpu_of_the_processes_on_a_gpu_is_read_between_two_calls(tmp_path):
-    """A process spinning one thread and one asleep, read twice a second apart."""
+    """A process spinning one thread and one asleep, read twice 1.5 s apart (on a loaded machine the spinner
+    gets what the scheduler leaves it: the test asks for a clear difference, not a full core)."""
     from gputriage.backends.process_cpu import ProcessCpuReader
 
-    spin = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 30: pass"])
+    spin = subprocess.Popen([sys.executable, "-c", "import time\nprint('go', flush=True)\nt = time.time()\n"
+                             "while time.time() - t < 30: pass"], stdout=subprocess.PIPE, text=True)
     sleep = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
+        assert spin.stdout is not None and spin.stdout.readline().strip() == "go"  # spinning from here
         busy, idle = ProcessCpuReader(), ProcessCpuReader()
         assert busy.read([spin.pid]) is None and idle.read([sleep.pid]) is None  # a baseline first
-        time.sleep(1.0)
+        time.sleep(1.5)
         b, i = busy.read([spin.pid]), idle.read([sleep.pid])
         assert b is not None and i is not None and b.processes == i.processes == 1
-        assert b.cpu_pct > 30 and b.top_thread_pct > 30 and i.cpu_pct < 10
+        assert b.cpu_pct > 10 and i.cpu_pct < 5 and b.top_thread_pct >= 0.8 * b.cpu_pct  # one thread does it
         assert b.read_mb_per_s is not None and b.read_mb_per_s < 1
         assert busy.read([999_999_999]) is None  # a pid that does not exist is left out
     finally:
