@@ -269,3 +269,45 @@ def test_long_prompts_stalling_decode_are_named_and_their_control_is_not():
     control = msgspec.json.decode((fixtures / "load_long_prompts_control.json").read_bytes(), type=LoadReport)
     assert "load.prefill_interference" not in {f.id for f in findings(control.steps)}
     assert control.steps[0].itl_long_prompt_ratio is not None and control.steps[0].itl_long_prompt_ratio < 2.0
+
+
+def test_a_server_that_died_is_not_blamed_on_the_client():
+    """Recorded against vLLM's CPU build whose engine died on its first batch (an attention configuration its
+    CPU kernels lack): HTTP 500s, then refused connections. That is the server failing; the generator, at 40%
+    of a core while requests were answered, was not the bottleneck. Connections this machine cannot open (its
+    own limits) are."""
+    import msgspec
+
+    from gputriage.diagnosis.load_findings import findings
+    from gputriage.model.load import LoadReport
+
+    fixtures = __import__("pathlib").Path(__file__).parent / "fixtures" / "cpu"
+    died = msgspec.json.decode((fixtures / "load_vllm_engine_died.json").read_bytes(), type=LoadReport)
+    assert any("connect" in s.errors for s in died.steps)
+    assert max(s.client_cpu_pct or 0 for s in died.steps) > 90  # 16 refusals in a few ms: a busy loop, briefly
+    fs = {f.id: f for f in findings(died.steps)}
+    assert "load.client_bound" not in fs and "failed (HTTP 500" in fs["load.errors"].cause
+    starved = msgspec.structs.replace(died.steps[1], errors={"client_sockets": 5})
+    f = next(f for f in findings([starved]) if f.id == "load.client_bound")
+    assert f.evidence["client_socket_errors"] == 5
+
+
+def test_a_kv_cache_that_fills_is_read_from_vllms_own_counters():
+    """Recorded against vLLM's CPU build with a KV cache of 288 tokens (`--num-gpu-blocks-override 9
+    --block-size 32`), 96-token requests: at concurrency 4 the cache is full, 4 sequences were preempted, and
+    from there 3 run while the rest wait (TTFT 213 → 938 ms, TPOT flat)."""
+    import msgspec
+
+    from gputriage.diagnosis.load_findings import findings
+    from gputriage.model.load import LoadReport
+
+    fixtures = __import__("pathlib").Path(__file__).parent / "fixtures" / "cpu"
+    r = msgspec.json.decode((fixtures / "load_vllm_cpu_kv_cache_full.json").read_bytes(), type=LoadReport)
+    usage = [s.server.kv_cache_usage_max_pct for s in r.steps if s.server]
+    assert usage == sorted(usage) and usage[0] < 50 and usage[-1] == 100
+    fs = {f.id: f for f in findings(r.steps)}
+    kv = fs["load.kv_cache_full"].evidence
+    assert kv["at"] == "concurrency 4" and kv["preemptions"] > 0 and kv["server"] == "vllm"
+    q = fs["load.queueing"].evidence
+    assert q["running_max"] == 3 and q["waiting_max"] >= 4
+    assert "load.client_bound" not in fs and "load.errors" not in fs

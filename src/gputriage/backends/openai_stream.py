@@ -4,6 +4,7 @@ of text came, what the server's `usage` counted, or what went wrong."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -16,6 +17,8 @@ except ImportError:  # pragma: no cover - said by the command
     aiohttp = None  # type: ignore[assignment]
 
 _decode = msgspec.json.Decoder().decode
+# connections this machine could not open (its own file or port limits), not ones the server refused
+_CLIENT_SIDE = {errno.EMFILE, errno.ENFILE, errno.EADDRNOTAVAIL, errno.ENOBUFS}
 
 
 @dataclass
@@ -28,7 +31,7 @@ class RequestRecord:
     chunk_s: list[float] = field(default_factory=list)  # each chunk that carried text
     input_tokens: Optional[int] = None  # the server's usage
     output_tokens: Optional[int] = None
-    error: Optional[str] = None  # http_<status>, timeout, connect, stream, empty
+    error: Optional[str] = None  # http_<status>, timeout, connect, client_sockets, stream, empty
     long_prompt: bool = False
     text: list[str] = field(default_factory=list)  # the streamed text, kept only to count its tokens
     prompt: str = ""  # likewise
@@ -93,8 +96,9 @@ async def stream(session: aiohttp.ClientSession, url: str, payload: dict[str, An
                         rec.output_tokens = usage.get("completion_tokens")
     except asyncio.TimeoutError:
         rec.error = "timeout"
-    except aiohttp.ClientConnectorError:
-        rec.error = "connect"
+    except aiohttp.ClientConnectorError as exc:
+        os_error = getattr(exc, "os_error", None)
+        rec.error = "client_sockets" if getattr(os_error, "errno", None) in _CLIENT_SIDE else "connect"
     except aiohttp.ClientError:
         rec.error = "stream"
     rec.end_s = time.perf_counter()

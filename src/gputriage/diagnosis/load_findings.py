@@ -104,7 +104,7 @@ CLIENT_BOUND = FindingSpec(
           "figures understate what the server can do",
     decision="Run the load from another machine or with fewer streamed chunks (larger stream intervals); read "
              "this step's latency as a lower bound on load",
-    condition="the generator's event loop >= the threshold of a core, or connection errors")
+    condition="the generator's event loop >= the threshold of a core, or connections this machine could not open")
 ERRORS = FindingSpec(
     id="load.errors", step=5, severity=Severity.warn, commands=LOAD, thresholds=(ERROR_SHARE,),
     symptom="Requests failed under load",
@@ -243,9 +243,11 @@ def _vram(steps: list[LoadStep]) -> list[Finding]:
 
 def _client(steps: list[LoadStep]) -> list[Finding]:
     for s in steps:
-        if (s.client_cpu_pct or 0) >= CLIENT_CPU.value or s.errors.get("connect"):
+        # a step whose requests all failed at once spins the loop through them: its CPU says nothing
+        busy = s.ok > 0 and (s.client_cpu_pct or 0) >= CLIENT_CPU.value
+        if busy or s.errors.get("client_sockets"):
             return [CLIENT_BOUND.finding({"at": _load(s), "client_cpu_pct": s.client_cpu_pct,
-                                          "connect_errors": s.errors.get("connect", 0)})]
+                                          "client_socket_errors": s.errors.get("client_sockets", 0)})]
     return []
 
 
@@ -265,7 +267,8 @@ def _errors(steps: list[LoadStep]) -> list[Finding]:
 ERROR_CAUSES = {  # what each kind of failure says, first the most frequent
     "http": "The server refused (HTTP 429/503: a cap or an overload) or failed (HTTP 500: often out of memory).",
     "timeout": "Requests did not finish within the client's timeout.",
-    "connect": "Connections were refused or reset (the server down, restarting, or out of sockets).",
+    "connect": "Connections were refused or reset: the server was down or restarting.",
+    "client": "This machine could not open more connections (its file or port limits).",
     "stream": "Streams broke or carried events that are not JSON.",
     "empty": "Requests answered 200 but streamed no text: the model emitted only tokens that decode to nothing "
              "(special or unknown ids: a tokenizer smaller than the model's vocabulary) or the server does not "
