@@ -311,3 +311,35 @@ def test_a_kv_cache_that_fills_is_read_from_vllms_own_counters():
     q = fs["load.queueing"].evidence
     assert q["running_max"] == 3 and q["waiting_max"] >= 4
     assert "load.client_bound" not in fs and "load.errors" not in fs
+
+
+def test_the_generators_inter_token_latency_is_what_the_server_sent():
+    """Against benchmarks/stream_server.py, which keeps the time of every chunk it wrote: the mean gap between
+    chunks as `gputriage load` saw them is the mean gap the server produced (delivery jitter only moves the
+    ends of each request), and TTFT is never below the server's."""
+    pytest.importorskip("aiohttp")
+    from serving import free_port
+
+    script = __import__("pathlib").Path(__file__).resolve().parent.parent / "benchmarks" / "stream_server.py"
+    port = free_port()
+    srv = subprocess.Popen([sys.executable, str(script), "--port", str(port), "--ttft-ms", "10", "--itl-ms", "4"])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                __import__("urllib.request").request.urlopen(url + "/v1/models", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.1)
+        r = load(url, "--concurrency", "2", "--requests", "8", "--input-tokens", "8", "--output-tokens", "40",
+                 "--warmup", "0", "--no-gpus", "--no-store", "--json")
+        assert r.returncode == 0, r.stderr[-2000:]
+        step = json.loads(r.stdout)["steps"][0]
+        with __import__("urllib.request").request.urlopen(url + "/sent", timeout=5) as resp:
+            sent = json.loads(resp.read())
+        assert sent["requests"] == 8 and step["ok"] == 8
+        assert step["itl"]["mean_ms"] == pytest.approx(sent["itl_mean_ms"], rel=0.05)
+        assert step["ttft"]["p50_ms"] >= sent["ttft_p50_ms"]
+    finally:
+        srv.terminate()
+        srv.wait(timeout=10)
