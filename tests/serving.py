@@ -63,3 +63,30 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
         self.log.close()
+
+
+class StreamServer:
+    """benchmarks/stream_server.py on 127.0.0.1 (a paced server that keeps what it sent), as a context."""
+
+    def __init__(self, *flags: str) -> None:
+        script = Path(__file__).resolve().parent.parent / "benchmarks" / "stream_server.py"
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.proc = subprocess.Popen([sys.executable, str(script), "--port", str(port), *flags])
+
+    def __enter__(self) -> StreamServer:
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(self.url + "/v1/models", timeout=2):
+                    return self
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("benchmarks/stream_server.py did not answer in 10 s")
+
+    def sent(self) -> dict:
+        with urllib.request.urlopen(self.url + "/sent", timeout=5) as r:
+            return dict(__import__("json").loads(r.read()))
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)

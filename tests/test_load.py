@@ -112,20 +112,10 @@ def test_a_long_prompt_mix_runs_each_step_again_as_its_control(server):
 def test_a_tokenizer_counts_the_tokens_a_server_without_usage_does_not_give(model, tmp_path):
     """benchmarks/stream_server.py with no usage and three words a chunk: without a tokenizer each chunk counts
     as one token (and the report says so); with the model's own tokenizer.json every word counts."""
-    from serving import free_port
+    from serving import StreamServer
 
-    script = __import__("pathlib").Path(__file__).resolve().parent.parent / "benchmarks" / "stream_server.py"
-    port = free_port()
-    srv = subprocess.Popen([sys.executable, str(script), "--port", str(port), "--ttft-ms", "5", "--itl-ms", "2",
-                            "--no-usage", "--words-per-chunk", "3"])
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                __import__("urllib.request").request.urlopen(url + "/v1/models", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with StreamServer("--ttft-ms", "5", "--itl-ms", "2", "--no-usage", "--words-per-chunk", "3") as srv:
+        url = srv.url
         args = ["--concurrency", "2", "--requests", "6", "--input-tokens", "12", "--output-tokens", "5",
                 "--no-store", "--json"]
         chunks = json.loads(load(url, *args).stdout)["steps"][0]
@@ -139,9 +129,6 @@ def test_a_tokenizer_counts_the_tokens_a_server_without_usage_does_not_give(mode
         assert counted["tpot"]["p50_ms"] < chunks["tpot"]["p50_ms"]  # the same time over 3x the tokens
         bad = load(url, *args, "--tokenizer", str(tmp_path))
         assert bad.returncode == 3 and "no tokenizer.json" in bad.stderr and bad.stderr.count("\n") == 1
-    finally:
-        srv.terminate()
-        srv.wait(timeout=10)
 
 
 @needs_server
@@ -318,28 +305,15 @@ def test_the_generators_inter_token_latency_is_what_the_server_sent():
     chunks as `gputriage load` saw them is the mean gap the server produced (delivery jitter only moves the
     ends of each request), and TTFT is never below the server's."""
     pytest.importorskip("aiohttp")
-    from serving import free_port
+    from serving import StreamServer
 
-    script = __import__("pathlib").Path(__file__).resolve().parent.parent / "benchmarks" / "stream_server.py"
-    port = free_port()
-    srv = subprocess.Popen([sys.executable, str(script), "--port", str(port), "--ttft-ms", "10", "--itl-ms", "4"])
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                __import__("urllib.request").request.urlopen(url + "/v1/models", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with StreamServer("--ttft-ms", "10", "--itl-ms", "4") as srv:
+        url = srv.url
         r = load(url, "--concurrency", "2", "--requests", "8", "--input-tokens", "8", "--output-tokens", "40",
                  "--warmup", "0", "--no-gpus", "--no-store", "--json")
         assert r.returncode == 0, r.stderr[-2000:]
         step = json.loads(r.stdout)["steps"][0]
-        with __import__("urllib.request").request.urlopen(url + "/sent", timeout=5) as resp:
-            sent = json.loads(resp.read())
+        sent = srv.sent()
         assert sent["requests"] == 8 and step["ok"] == 8
         assert step["itl"]["mean_ms"] == pytest.approx(sent["itl_mean_ms"], rel=0.05)
         assert step["ttft"]["p50_ms"] >= sent["ttft_p50_ms"]
-    finally:
-        srv.terminate()
-        srv.wait(timeout=10)
