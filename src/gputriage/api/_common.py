@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 if TYPE_CHECKING:
     from gputriage.diagnosis.budget import Budget
     from gputriage.sampling.store import Store
+
+T = TypeVar("T")
 
 
 class GputriageError(Exception):
@@ -101,18 +103,23 @@ def keep_report(report: Any, kind: str, command: list[str], store: str | Path | 
         db.close()
 
 
-def stored_row(record_id: int, store: str | Path | None = None) -> dict[str, Any] | None:
-    """A stored record's row (see `Store.run`), or None."""
+def read_store(store: str | Path | None, read: Callable[[Store], T]) -> T:
+    """`read(db)` on the store opened read-only, closed after; a damaged store is a one-line error."""
     import sqlite3
 
     db = open_store(store, readonly=True)
     assert db is not None
     try:
-        return db.run(record_id)
+        return read(db)
     except sqlite3.DatabaseError as exc:
         raise GputriageError(f"{db.path}: the run store is damaged ({exc})") from None
     finally:
         db.close()
+
+
+def stored_row(record_id: int, store: str | Path | None = None) -> dict[str, Any] | None:
+    """A stored record's row (see `Store.run`), or None."""
+    return read_store(store, lambda db: db.run(record_id))
 
 
 def stored_report(record_id: int, kind: str, report_type: type, store: str | Path | None = None) -> Any:

@@ -12,7 +12,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from gputriage.api._common import GputriageError, UsageError, WorkloadError, configured_price, open_budget, open_store
+from gputriage.api._common import (
+    GputriageError,
+    UsageError,
+    WorkloadError,
+    configured_price,
+    open_budget,
+    open_store,
+    read_store,
+)
 from gputriage.api.trace import analyze_trace
 from gputriage.model.run import GpuStatic, ProfileReport, RunReport
 
@@ -261,13 +269,6 @@ def _show(run_id: int, store: str | Path | None = None) -> RunReport:
 
 def runs(store: str | Path | None = None, limit: int = 50) -> list[dict[str, object]]:
     """The runs and watches kept in the store, newest first."""
-    db = open_store(store, readonly=True)
-    assert db is not None
-    try:
-        return db.runs(limit)
-    except sqlite3.DatabaseError as exc:
-        raise GputriageError(f"{db.path}: the run store is damaged ({exc})") from None
-    finally:
-        db.close()
+    return read_store(store, lambda db: db.runs(limit))
 
 

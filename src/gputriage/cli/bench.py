@@ -7,8 +7,7 @@ from typing import Optional
 
 import typer
 
-from gputriage.cli import exits
-from gputriage.cli.common import FAIL_ON_HELP, exit_for, fail, out, parse_fail_on, print_json, spinner
+from gputriage.cli.common import FAIL_ON_HELP, api_errors, exit_for, out, parse_fail_on, print_json, spinner
 
 
 def _specs(as_json: bool) -> None:
@@ -54,12 +53,9 @@ def bench(
     from gputriage import api
 
     threshold = parse_fail_on(fail_on)
-    with spinner() as say:
-        try:
-            report = api.bench(quick=quick, disk=False if no_disk else disk, gpu=not no_gpu, store=store_path,
-                               progress=say)
-        except api.GputriageError as exc:
-            fail(str(exc), exits.BAD_INPUT)
+    with spinner() as say, api_errors():
+        report = api.bench(quick=quick, disk=False if no_disk else disk, gpu=not no_gpu, store=store_path,
+                           progress=say)
     if as_json:
         print_json(report)
     else:

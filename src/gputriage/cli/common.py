@@ -58,6 +58,19 @@ def exit_for(findings: list[Finding], fail_on: Severity | None) -> int:
     return exits.OK
 
 
+@contextlib.contextmanager
+def api_errors() -> Iterator[None]:
+    """The library's refusals as one line and their exit code: a bad command line 2, anything else 3."""
+    from gputriage.api._common import GputriageError, UsageError
+
+    try:
+        yield
+    except UsageError as exc:
+        fail(str(exc), exits.USAGE)
+    except GputriageError as exc:
+        fail(str(exc), exits.BAD_INPUT)
+
+
 FAIL_ON_HELP = "Exit 1 when a finding is at or above this severity: info, warn, critical, or never."
 
 

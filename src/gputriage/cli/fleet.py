@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import err, fail, out, print_json
+from gputriage.cli.common import api_errors, err, fail, out, print_json
 
 fleet_app = typer.Typer(help="Check (and quick-bench) every GPU node of a Ray cluster; find the node that is off.",
                         no_args_is_help=True, rich_markup_mode=None)
@@ -18,23 +18,17 @@ def _run(address: str, bench: bool, timeout: float, all_nodes: bool, price: Opti
          store_path: Optional[Path], no_store: bool, as_json: bool) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from gputriage import api
-    from gputriage.api._common import UsageError
     from gputriage.api.fleet import fleet_check
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True, disable=not err.is_terminal) as progress:
         task = progress.add_task("joining the cluster", total=None)
-        try:
+        with api_errors():
             report = fleet_check(address, bench=bench, timeout_s=timeout, all_nodes=all_nodes,
                                  price_per_gpu_hour=price, currency=currency,
                                  store=False if no_store else store_path,
                                  progress=lambda done, total, what: progress.update(
                                      task, completed=done, total=total, description=f"nodes ({what})"))
-        except UsageError as exc:
-            fail(str(exc), exits.USAGE)
-        except api.GputriageError as exc:
-            fail(str(exc), exits.BAD_INPUT)
     if as_json:
         print_json(report)
     else:

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import FAIL_ON_HELP, exit_for, fail, out, parse_fail_on, print_json, spinner
+from gputriage.cli.common import FAIL_ON_HELP, api_errors, exit_for, fail, out, parse_fail_on, print_json, spinner
 
 
 def _numbers(text: Optional[str], kind: type, what: str) -> list:
@@ -69,13 +69,11 @@ def load(
     and the knee; the GPUs here and the server's /metrics (vLLM, SGLang, TGI) meanwhile; and why latency
     rises — KV cache full, queueing at the cap, prefill stalling decode, a CPU-bound server, no VRAM headroom —
     or that the generator itself was the bottleneck."""
-    from gputriage import api
-    from gputriage.api._common import UsageError
     from gputriage.api.load import load as run_load
     from gputriage.api.load import parse_slo, show_load
 
     threshold = parse_fail_on(fail_on)
-    try:
+    with api_errors():
         if show is not None:
             report = show_load(show, store_path)
         else:
@@ -94,10 +92,6 @@ def load(
                     weight_bytes=weights_gb * 1e9 if weights_gb else None,
                     store=False if no_store else store_path,
                     progress=say)
-    except UsageError as exc:
-        fail(str(exc), exits.USAGE)
-    except api.GputriageError as exc:
-        fail(str(exc), exits.BAD_INPUT)
     if as_json:
         print_json(report)
     else:

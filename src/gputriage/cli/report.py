@@ -8,8 +8,7 @@ from typing import Optional
 
 import typer
 
-from gputriage.cli import exits
-from gputriage.cli.common import err, fail
+from gputriage.cli.common import api_errors, err
 
 
 def report(
@@ -24,18 +23,11 @@ def report(
     timeline (GPU-Util, SM activity, tensor, DRAM, power, SM clock, CPU) with its phases shaded and profiled
     windows marked; a trace's time anatomy, steps and kernels; bench figures against the datasheet; a check's
     findings by triage step; a diff's before and after — each with the findings and their decisions."""
-    from gputriage import api
-    from gputriage.api._common import UsageError
     from gputriage.api.report import load_report, write_html
 
     status = err.status("reading…", spinner="dots") if err.is_terminal else contextlib.nullcontext()
-    try:
-        with status:
-            model = load_report(targets, store_path)
-            path = write_html(model, output)
-    except UsageError as exc:
-        fail(str(exc), exits.USAGE)
-    except api.GputriageError as exc:
-        fail(str(exc), exits.BAD_INPUT)
+    with api_errors(), status:
+        model = load_report(targets, store_path)
+        path = write_html(model, output)
     size = path.stat().st_size
     err.print(f"wrote {path} ({size / 1024:,.0f} kB)")

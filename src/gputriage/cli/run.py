@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import FAIL_ON_HELP, err, exit_for, fail, parse_fail_on, to_json
+from gputriage.cli.common import FAIL_ON_HELP, api_errors, err, exit_for, fail, parse_fail_on, to_json
 
 PERIOD_HELP = ("Seconds between two readings of the GPU counters (default: the driver's own refresh of GPU-Util, "
                "0.2 s on an H200). Host and process readings stay at 1 s.")
@@ -73,7 +73,6 @@ def run(
     """Run COMMAND (no shell), pass its input and output through, and name what holds it back.
     Exits with the command's exit code (128+N when signal N ended it)."""
     from gputriage import api
-    from gputriage.api._common import UsageError
 
     threshold = parse_fail_on(fail_on)
     mode: Optional[str] = "on" if profile else "off" if no_profile else None
@@ -83,19 +82,16 @@ def run(
             command = command[1:]
     if profile and no_profile:
         fail("--profile and --no-profile contradict each other", exits.USAGE)
-    try:
-        report = api.run(command, store=False if no_store else store_path, budget=budget, period_s=period,
-                         use_gpm=not no_gpm, profile=mode, profile_steps=profile_steps,
-                         profile_skip_s=profile_skip_s, keep_trace=keep_trace, die_with_parent=not keep_workload,
-                         stdout_to_stderr=as_json, flops_per_token=flops_per_token,
-                         flops_per_step=flops_per_step, price_per_gpu_hour=price, currency=currency,
-                         metric=metric, baseline=baseline)
-    except api.WorkloadError as exc:
-        fail(str(exc), exc.exit_code)
-    except UsageError as exc:
-        fail(str(exc), exits.USAGE)
-    except api.GputriageError as exc:
-        fail(str(exc), exits.BAD_INPUT)
+    with api_errors():
+        try:
+            report = api.run(command, store=False if no_store else store_path, budget=budget, period_s=period,
+                             use_gpm=not no_gpm, profile=mode, profile_steps=profile_steps,
+                             profile_skip_s=profile_skip_s, keep_trace=keep_trace, die_with_parent=not keep_workload,
+                             stdout_to_stderr=as_json, flops_per_token=flops_per_token,
+                             flops_per_step=flops_per_step, price_per_gpu_hour=price, currency=currency,
+                             metric=metric, baseline=baseline)
+        except api.WorkloadError as exc:
+            fail(str(exc), exc.exit_code)
     text = to_json(report)
     if output is not None:
         try:
