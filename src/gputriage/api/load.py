@@ -243,7 +243,7 @@ def _fill_counts(records: list[RequestRecord], count: Optional[Callable[[str], i
         return records
     for r in records:
         if r.input_tokens is None and r.prompt:
-            r.input_tokens, r.tokens_from = count(r.prompt), "tokenizer"
+            r.input_tokens = count(r.prompt)
         if r.output_tokens is None and r.text:
             r.output_tokens, r.tokens_from = count("".join(r.text)), "tokenizer"
         r.text, r.prompt = [], ""

@@ -35,7 +35,7 @@ class RequestRecord:
     long_prompt: bool = False
     text: list[str] = field(default_factory=list)  # the streamed text, kept only to count its tokens
     prompt: str = ""  # likewise
-    tokens_from: str = "usage"  # or "tokenizer" when the server's usage lacked them
+    tokens_from: str = "usage"  # of output_tokens: or "tokenizer" when the server's usage lacked them
 
 
 def body(endpoint: str, model: str, prompt: str, max_tokens: int, ignore_eos: bool) -> dict[str, Any]:

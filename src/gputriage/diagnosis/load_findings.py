@@ -292,9 +292,7 @@ def findings(steps: list[LoadStep], bandwidth_gbs: Optional[float] = None,
              weight_bytes: Optional[float] = None) -> list[Finding]:
     """The sweep's findings; steps in the order they ran (a sweep's is lightest first), a control step after the
     step it repeats."""
-    controls = steps
-    steps = [s for s in steps if not s.control]
-    out = (_client(steps) + _errors(steps) + _kv(steps) + _queueing(steps) + _prefill(steps)
-           + _long_prompt_cost(controls) + _server_cpu(steps) + _vram(steps) + _underfilled(steps)
-           + _decode(steps, bandwidth_gbs, weight_bytes))
+    mix = [s for s in steps if not s.control]  # every rule but the long prompts' cost judges the steps asked for
+    out = (_client(mix) + _errors(mix) + _kv(mix) + _queueing(mix) + _prefill(mix) + _long_prompt_cost(steps)
+           + _server_cpu(mix) + _vram(mix) + _underfilled(mix) + _decode(mix, bandwidth_gbs, weight_bytes))
     return sorted(out, key=lambda f: (-f.severity.rank, f.step))
