@@ -209,3 +209,41 @@ def test_auto_profiles_a_run_whose_windows_name_different_host_side_causes():
             asked = w.t1_s
             break
     assert asked is not None and "host_bound" in gate.reasons[0] and "sync_bound" in gate.reasons[0]
+
+
+@pytest.mark.parametrize("name, sampler, merged", [
+    ("job_shares_gpu", "contended", "contended"),
+    ("host_stats_rerun", "host_bound", "host_bound"),
+    # compute_bound with tensor cores out of sight: profiled, and the trace's elementwise kernels decide
+    ("gpt_loop", "compute_bound", "memory_bound"),
+])
+def test_runs_on_an_h200_without_gpm_replay_to_their_verdicts(name, sampler, merged):
+    # `benchmarks/diagnose.py --no-gpm` on an H200 (2026-12-01, after the profile gate's fix): each run with
+    # the profiler windows `--profile auto` asked for
+    from gputriage.diagnosis.run_judge import judge
+    from gputriage.model.run import ProfileReport
+
+    rec = NO_GPM[name]
+    samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
+    meta = msgspec.convert(rec["meta"], RunMeta)
+    assert all(g.gpm is False for g in meta.gpus.values()) and not any(g.sm_active_pct for s in samples for g in s.gpus)
+    profile = msgspec.convert(rec["profile"], ProfileReport)
+    report = judge(replay(samples, meta, command=rec["command"]), rec["exit_code"], profile=profile)
+    gpu = report.verdict.per_gpu["0"]
+    assert (gpu.bottleneck.value, report.verdict.bottleneck.value) == (sampler, merged)
+
+
+def test_warm_up_steps_before_the_first_reported_step_are_start_up():
+    # gpt_loop reports its steps (gputriage.step); its 3 warm-up steps ran 6 s with the GPU at 0% (DataLoader
+    # workers starting, kernels loading) after a first burst of GPU work: start-up, not a sync-bound regime
+    from gputriage.diagnosis.run_judge import judge
+    from gputriage.model.run import ProfileReport
+
+    rec = NO_GPM["gpt_loop"]
+    samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
+    report = judge(replay(samples, msgspec.convert(rec["meta"], RunMeta), command=rec["command"]), 0,
+                   profile=msgspec.convert(rec["profile"], ProfileReport))  # the profiler's holds left out
+    timeline = report.verdict.per_gpu["0"].timeline
+    first_step = next(s.t_s for s in samples if s.workload and (s.workload.steps_total or 0) > 0) - samples[0].t_s
+    assert timeline[0].regime == "start-up" and timeline[0].end_s >= first_step - 1.0
+    assert "sync_bound" not in {r.regime for r in timeline}

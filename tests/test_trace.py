@@ -420,3 +420,23 @@ def test_a_large_trace_read_on_several_cores_gives_the_columns_of_one_stream(tmp
     gzipped = tmp_path / "t.json.gz"
     gzipped.write_bytes(gz.compress(path.read_bytes(), 1))
     assert P.load(gzipped, gzipped.stat().st_size, 3) is None
+
+
+def test_top_level_ops_are_the_same_whether_a_file_lists_ops_in_order_or_not(tmp_path):
+    # a recorded H200 trace lists each thread's ops by start (one pass); shuffled, they are sorted first
+    import random
+
+    from gputriage.trace.thread_ops import thread_ops
+
+    data = json.loads(gzip.decompress((TRACES / "run_profile_host_stats.json.gz").read_bytes()))
+    in_order = thread_ops(load_json(tmp_path / "a.json", data))
+    random.Random(7).shuffle(data["traceEvents"])
+    shuffled = thread_ops(load_json(tmp_path / "b.json", data))
+    assert sum(len(t.starts) for t in in_order.values()) > 100
+    assert {k: (t.starts, t.ends) for k, t in in_order.items()} == \
+        {k: (t.starts, t.ends) for k, t in shuffled.items()}
+
+
+def load_json(path: Path, data: dict):
+    path.write_text(json.dumps(data))
+    return load(path)

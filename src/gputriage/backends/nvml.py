@@ -25,6 +25,8 @@ GPM_ANY_TENSOR_UTIL = 5
 GPM_DRAM_BW_UTIL = 10
 GPM_PCIE_TX_PER_SEC = 20
 GPM_PCIE_RX_PER_SEC = 21
+GPM_NVLINK_RX_PER_SEC = 60  # all links, MiB/s
+GPM_NVLINK_TX_PER_SEC = 61
 GPM_DEFAULT_METRICS = (GPM_GRAPHICS_UTIL, GPM_SM_UTIL, GPM_SM_OCCUPANCY, GPM_ANY_TENSOR_UTIL,
                        GPM_DRAM_BW_UTIL, GPM_PCIE_TX_PER_SEC, GPM_PCIE_RX_PER_SEC)
 
@@ -87,6 +89,10 @@ class NvmlBackend:
         """NVML's per-process utilization samples of a GPU newer than `since_us` (its timestamps, µs)."""
         return self.call("nvmlDeviceGetProcessUtilization", index, since_us)
 
+    def field_values(self, index: int, fields: Iterable[tuple[int, int]]) -> Reading:
+        """NVML field values of a GPU, {"field/scope": number}; the fields it does not give are absent."""
+        return self.call("nvmlDeviceGetFieldValues", index, *(field_key(f, s) for f, s in fields))
+
     def gpm_sample(self, index: int, into: Any = None) -> Reading:  # pragma: no cover - interface
         """A GPM sample; `into` is an earlier sample of this GPU whose buffer may be refilled."""
         raise NotImplementedError
@@ -97,6 +103,18 @@ class NvmlBackend:
 
     def gpm_free(self, sample: Any) -> None:  # pragma: no cover - interface
         pass
+
+
+# NVML field ids (nvml.h) and the scope that sums a counter over every link
+FI_NVLINK_SPEED_MBPS_COMMON = 90  # the active links' speed, MB/s each way
+FI_NVLINK_LINK_COUNT = 91
+FI_NVLINK_DATA_TX_KIB = 138  # cumulative NVLink payload, KiB (Ampere and newer)
+FI_NVLINK_DATA_RX_KIB = 139
+ALL_LINKS = 0xFFFFFFFF
+
+
+def field_key(field: int, scope: int) -> str:
+    return f"{field}/{scope}"
 
 
 NVML_VALUE_NOT_AVAILABLE_FLOOR = 1 << 62  # usedGpuMemory at or above this: NVML could not tell
@@ -146,6 +164,10 @@ def util_refresh_s(nvml: NvmlBackend, index: int) -> float | None:
     if len(gaps) < 3:
         return None
     return gaps[len(gaps) // 2] / 1e6  # microseconds
+
+
+# nvmlValueType_t -> the member of nvmlValue_t that holds it
+_FIELD_TYPES = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 
 
 def _plain(obj: Any) -> Any:
@@ -300,6 +322,28 @@ class PynvmlBackend(NvmlBackend):
             else:
                 row[key] = int(v)
         return row
+
+    def field_values(self, index: int, fields: Iterable[tuple[int, int]]) -> Reading:
+        import pynvml
+
+        asked = list(fields)
+        handle = self._handle(index)
+        if isinstance(handle, Unavailable):
+            return handle
+
+        def read() -> dict[str, float]:
+            values = pynvml.nvmlDeviceGetFieldValues(handle, asked)
+            out: dict[str, float] = {}
+            for (f, s), v in zip(asked, values):
+                if v.nvmlReturn == 0:
+                    out[field_key(f, s)] = float(getattr(v.value, _FIELD_TYPES.get(v.valueType, "ullVal")))
+            return out
+
+        result = self._bounded(read)
+        if self.record:
+            self.records[call_key("nvmlDeviceGetFieldValues", index, tuple(field_key(f, s) for f, s in asked))] = \
+                encode(result)
+        return result
 
     def gpm_sample(self, index: int, into: Any = None) -> Reading:
         import pynvml

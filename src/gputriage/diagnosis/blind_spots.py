@@ -7,7 +7,8 @@ From `classify.LABEL_NEEDS` (what each label rests on) against what the run had:
   the power drawn against the limit and nvidia-smi's memory util;
 - no sample of the workload's processes (`watch` without a process): the host-side causes
   (input_starved, launch_bound, sync_bound, host_bound) cannot be told apart;
-- without a trace, comm_bound (collectives that no computation overlaps) for a job on several GPUs.
+- comm_bound for a job on several GPUs: from NVLink traffic where the GPUs have NVLink (whether
+  computation overlaps it shows only in a trace); without NVLink (PCIe, the network), only in a trace.
 A trace merged into the run (`run --profile`) sees what the counters miss, and clears those.
 """
 
@@ -21,18 +22,22 @@ from gputriage.model.run import BlindSpot, GpuStatic
 WHY = {
     "gpm": "this GPU has no GPM metrics (NVIDIA Hopper and newer have them): tensor-core activity is not counted",
     "workload": "no sample of the workload's processes: a host-side cause cannot be told from another",
-    "trace": "communication shows only in a trace: which collectives no computation overlaps",
+    "nvlink": "these GPUs have no NVLink counters: collectives over PCIe or the network show only in a trace",
 }
 APPROXIMATE = {B.underfilled: "from the power drawn against the limit (no SM activity without GPM)",
                B.memory_bound: "from nvidia-smi's memory util (no DRAM bandwidth without GPM)"}
+COMM_APPROXIMATE = "from NVLink traffic: whether computation overlaps the collectives shows only in a trace"
 HOW = "`gputriage run --profile auto` profiles where the counters cannot decide"
 
 
 def blind_spots(gpus: dict[int, GpuStatic], workload_sampled: bool, traced: bool, multi_gpu: bool) -> list[BlindSpot]:
     """What this run could not see (`gpus`: the GPUs the workload used)."""
     have = {"gpu", "workload"} if workload_sampled else {"gpu"}
+    nvlink = bool(gpus) and all(g.nvlink_links for g in gpus.values())
+    if nvlink:
+        have.add("nvlink")
     if traced:
-        have |= {"trace", "gpm", "workload"}  # kernels, dtypes and the host's gaps, seen in the trace
+        have |= {"trace", "gpm", "workload", "nvlink"}  # kernels, dtypes, the host's gaps, collectives
     no_gpm = sorted(i for i, g in gpus.items() if not g.gpm)
     out = []
     for b, needs in LABEL_NEEDS.items():
@@ -45,5 +50,7 @@ def blind_spots(gpus: dict[int, GpuStatic], workload_sampled: bool, traced: bool
     if no_gpm and not traced:
         out += [BlindSpot(bottleneck=b, why=f"approximate: {why}", gpus=no_gpm, how=HOW)
                 for b, why in APPROXIMATE.items()]
+    if multi_gpu and nvlink and not traced:
+        out.append(BlindSpot(bottleneck=B.comm_bound, why=f"approximate: {COMM_APPROXIMATE}", gpus=[], how=HOW))
     order = list(B)
     return sorted(out, key=lambda s: (s.bottleneck not in HOST_BOUND, order.index(s.bottleneck)))

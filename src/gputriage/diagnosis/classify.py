@@ -13,6 +13,10 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
 - vram_pressure: memory used >= 95% of the GPU's total.
 - throttled: a thermal or hardware slowdown reason in >= 30% of the window's samples, or the
   power cap active at a limit lowered below 90% of the default.
+- comm_bound: NVLink carries >= 20% of the links' capacity (the busier direction) while the tensor
+  pipes are under 30% (or not counted): the GPUs exchange data (all-reduce, all-gather) more than they
+  compute. Whether computation overlaps it shows only in a trace. With the tensor pipes busy, the
+  verdict is compute_bound with comm_bound possible.
 - h2d_copy_bound: GPU mostly idle (SM < 30%) while PCIe RX >= 2000 MiB/s.
 - underfilled: GPU-Util >= 90% but SM activity < 50%: a kernel always runs, but it covers few SMs.
 - Without GPM (GPUs before Hopper, `--no-gpm`), how much of the chip works shows in the power it
@@ -112,6 +116,9 @@ HOST_PARALLEL_CPU = Threshold("host_compute_cpu_pct", 250.0, "% of a core per GP
                               "the workload's CPU per process holding a GPU context that says it computes on the "
                               "host in several threads", f"{H200_RECORDINGS}: a CPU AdamW 700%; launch-bound and "
                               "sync-bound loops 100%, a 2-rank DDP job 100% per rank")
+NVLINK_BUSY = Threshold("nvlink_busy_share", 0.2, "of the NVLinks' capacity, busier direction",
+                        "NVLink payload that says the GPUs spend the window exchanging data",
+                        f"{H200_RECORDINGS}: NVLINK_SOURCE")
 INPUT_READ = Threshold("input_read_mb_per_s", 20.0, "MB/s",
                        "the workload's reads (files, pipes, sockets) that say it loads input while the GPU waits",
                        f"{H200_RECORDINGS}: a file-fed loader 300+ MB/s, a sync-bound loop < 1 MB/s")
@@ -143,6 +150,11 @@ def label(m: WindowMetrics, gpu: GpuStatic) -> tuple[B, list[B]]:
     if (m.power_capped_share or 0.0) >= THROTTLED_SHARE.value and limit and default \
             and 100.0 * limit / default < POWER_LIMIT_LOWERED.value:
         return B.throttled, []
+    link = nvlink_share(m, gpu)
+    links_busy = link is not None and link >= NVLINK_BUSY.value
+    tensor, dram = m.tensor_active_pct, m.dram_active_pct
+    if links_busy and (tensor is None or tensor < TENSOR_BUSY.value):
+        return B.comm_bound, []
     if sm is None:
         return _without_gpm(m, busy_util, rx, power_share(m, gpu))
     if sm < SM_IDLE.value and rx >= PCIE_RX_BUSY.value:
@@ -151,14 +163,21 @@ def label(m: WindowMetrics, gpu: GpuStatic) -> tuple[B, list[B]]:
         return B.underfilled, []
     if busy_util < HOST_BOUND_UTIL.value:
         return _host_side(m, busy_util, small=sm < SMALL_KERNEL_SM_PER_UTIL.value * busy_util)
-    tensor, dram = m.tensor_active_pct, m.dram_active_pct
     if tensor is not None and tensor >= TENSOR_BUSY.value:
-        return B.compute_bound, []
+        return B.compute_bound, [B.comm_bound] if links_busy else []
     if dram is not None and dram >= DRAM_BUSY.value:
         return B.memory_bound, []
     if tensor is not None and tensor < TENSOR_IDLE.value and sm_v >= SM_BUSY.value:
         return B.tensor_cores_idle, []
     return B.compute_bound, []
+
+
+def nvlink_share(m: WindowMetrics, gpu: GpuStatic) -> float | None:
+    """NVLink payload in the busier direction as a share of the links' capacity (None: not counted)."""
+    rates = [r for r in (m.nvlink_tx_mib_per_s, m.nvlink_rx_mib_per_s) if r is not None]
+    if not rates or not gpu.nvlink_links or not gpu.nvlink_link_mb_per_s:
+        return None
+    return max(rates) * 1.048576 / (gpu.nvlink_links * gpu.nvlink_link_mb_per_s)
 
 
 def power_share(m: WindowMetrics, gpu: GpuStatic) -> float | None:
@@ -225,7 +244,7 @@ LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
     B.compute_bound: (SM_LOW, TENSOR_BUSY),
     B.memory_bound: (SM_LOW, DRAM_BUSY, MEM_UTIL_BUSY),
     B.tensor_cores_idle: (SM_BUSY, TENSOR_IDLE, DRAM_BUSY),
-    B.comm_bound: (),
+    B.comm_bound: (NVLINK_BUSY, TENSOR_BUSY),
 }
 # what a label needs to be seen at all
 LABEL_NEEDS: dict[B, tuple[str, ...]] = {
@@ -233,5 +252,5 @@ LABEL_NEEDS: dict[B, tuple[str, ...]] = {
     B.h2d_copy_bound: ("gpu",), B.underfilled: ("gpu",), B.input_starved: ("gpu", "workload"),
     B.launch_bound: ("gpu", "workload"), B.sync_bound: ("gpu", "workload"),
     B.host_bound: ("gpu", "workload"), B.compute_bound: ("gpu",),
-    B.memory_bound: ("gpu",), B.tensor_cores_idle: ("gpu", "gpm"), B.comm_bound: ("gpu", "trace"),
+    B.memory_bound: ("gpu",), B.tensor_cores_idle: ("gpu", "gpm"), B.comm_bound: ("gpu", "nvlink"),
 }

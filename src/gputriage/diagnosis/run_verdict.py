@@ -2,9 +2,10 @@
 form, and the dominant bottleneck of the steady state with its share, confidence and evidence.
 
 The steady state lies between the start-up (until the window in which the GPU first computes;
-for a run that never computes, until its memory first grows) and the shut-down (after the window
-in which it last computed): imports, model building and kernel loading before the work, saving and
-joining workers after it, are not the workload's bottleneck.
+for a run that never computes, until its memory first grows; for a workload that reports its steps
+through `gputriage.step()`, not before its first reported step) and the shut-down (after the window
+in which it last computed): imports, model building, warm-up steps and kernel loading before the
+work, saving and joining workers after it, are not the workload's bottleneck.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ def steady_bounds(ws: Sequence[WindowMetrics]) -> tuple[int | None, int | None]:
                       and w.workload_vram_max_bytes), None)
         return first, None
     last = next((i for i in range(len(ws) - 1, -1, -1) if computes(ws[i].util_max_pct, ws[i].sm_active_max_pct)), None)
+    # a workload that reports its steps starts its work with the first one: before it, warm-up
+    stepped = next((i for i, w in enumerate(ws) if (w.steps_total or 0) > 0), None)
+    if first is not None and stepped is not None and last is not None and first < stepped <= last:
+        first = stepped
     return first, last
 
 

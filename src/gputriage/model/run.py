@@ -29,6 +29,8 @@ class GpuStatic(msgspec.Struct, kw_only=True, omit_defaults=True):
     pcie_gen_max: Optional[int] = None
     pcie_width_max: Optional[int] = None
     gpm: Optional[bool] = None  # whether this GPU gives GPM metrics (SM activity, tensor pipes, DRAM)
+    nvlink_links: Optional[int] = None  # NVLinks present
+    nvlink_link_mb_per_s: Optional[float] = None  # the active links' speed, MB/s each way
     ecc: Optional[bool] = None  # ECC mode now
 
 

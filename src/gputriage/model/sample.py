@@ -1,7 +1,7 @@
 """One reading of the GPUs, the host and the workload at one instant (what the sampler produces).
 
 Values a source does not give are None (never zero-filled). Units are in the names: `_pct`,
-`_mw`, `_mhz`, `_c`, `_bytes`, `_per_s`; PCIe throughput is NVML GPM's MiB/s.
+`_mw`, `_mhz`, `_c`, `_bytes`, `_per_s`; PCIe and NVLink throughput are NVML GPM's MiB/s.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ class GpuSample(msgspec.Struct, kw_only=True, omit_defaults=True):
     dram_active_pct: Optional[float] = None
     pcie_tx_mib_per_s: Optional[float] = None
     pcie_rx_mib_per_s: Optional[float] = None
+    # NVLink payload, all links (GPM; before Hopper the NVLink counters, read with the slow fields)
+    nvlink_tx_mib_per_s: Optional[float] = None
+    nvlink_rx_mib_per_s: Optional[float] = None
 
 
 class HostSample(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -104,7 +107,8 @@ def decode(data: bytes | str) -> Sample:
 
 
 _GPM_KEYS = {"2": "sm_active_pct", "3": "sm_occupancy_pct", "5": "tensor_active_pct", "10": "dram_active_pct",
-             "20": "pcie_tx_mib_per_s", "21": "pcie_rx_mib_per_s"}
+             "20": "pcie_tx_mib_per_s", "21": "pcie_rx_mib_per_s",
+             "60": "nvlink_rx_mib_per_s", "61": "nvlink_tx_mib_per_s"}
 _GPU_KEYS = {"util": "util_pct", "memutil": "mem_util_pct", "power": "power_mw", "sm_clk": "sm_clock_mhz",
              "reasons": "clock_event_reasons", "used": "used_bytes", "temp": "temperature_c"}
 _HOST_KEYS = {"cpu": "cpu_busy_pct", "iowait": "iowait_pct", "mem_avail": "mem_available_bytes",

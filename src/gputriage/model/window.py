@@ -9,7 +9,8 @@ import msgspec
 
 # The per-GPU figures of a window: medians unless the name says max or share
 GPU_FIELDS = ("util_pct", "util_max_pct", "mem_util_pct", "sm_active_pct", "sm_active_max_pct", "sm_occupancy_pct",
-              "tensor_active_pct", "dram_active_pct", "pcie_rx_mib_per_s", "pcie_tx_mib_per_s", "power_w",
+              "tensor_active_pct", "dram_active_pct", "pcie_rx_mib_per_s", "pcie_tx_mib_per_s", "nvlink_tx_mib_per_s",
+              "nvlink_rx_mib_per_s", "power_w",
               "power_max_w", "sm_clock_mhz", "temperature_c", "temperature_max_c", "used_bytes", "used_max_bytes",
               "throttled_share", "power_capped_share", "neighbours", "job_computing")
 # The host's and the workload's figures of a window (the same for every GPU)
@@ -33,6 +34,8 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
     dram_active_pct: Optional[float] = None
     pcie_rx_mib_per_s: Optional[float] = None
     pcie_tx_mib_per_s: Optional[float] = None
+    nvlink_tx_mib_per_s: Optional[float] = None
+    nvlink_rx_mib_per_s: Optional[float] = None
     power_w: Optional[float] = None
     power_max_w: Optional[float] = None
     sm_clock_mhz: Optional[float] = None

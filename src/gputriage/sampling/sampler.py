@@ -24,14 +24,20 @@ import msgspec
 
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import (
+    ALL_LINKS,
+    FI_NVLINK_DATA_RX_KIB,
+    FI_NVLINK_DATA_TX_KIB,
     GPM_ANY_TENSOR_UTIL,
     GPM_DRAM_BW_UTIL,
+    GPM_NVLINK_RX_PER_SEC,
+    GPM_NVLINK_TX_PER_SEC,
     GPM_PCIE_RX_PER_SEC,
     GPM_PCIE_TX_PER_SEC,
     GPM_SM_OCCUPANCY,
     GPM_SM_UTIL,
     NvmlBackend,
     compute_processes,
+    field_key,
     process_sm_util,
     util_refresh_s,
 )
@@ -75,10 +81,12 @@ def _ok(reading: Any) -> bool:
 
 
 SAMPLED_GPM = (GPM_SM_UTIL, GPM_SM_OCCUPANCY, GPM_ANY_TENSOR_UTIL, GPM_DRAM_BW_UTIL, GPM_PCIE_TX_PER_SEC,
-               GPM_PCIE_RX_PER_SEC)
+               GPM_PCIE_RX_PER_SEC, GPM_NVLINK_TX_PER_SEC, GPM_NVLINK_RX_PER_SEC)
 GPM_FIELDS = {str(GPM_SM_UTIL): "sm_active_pct", str(GPM_SM_OCCUPANCY): "sm_occupancy_pct",
               str(GPM_ANY_TENSOR_UTIL): "tensor_active_pct", str(GPM_DRAM_BW_UTIL): "dram_active_pct",
-              str(GPM_PCIE_TX_PER_SEC): "pcie_tx_mib_per_s", str(GPM_PCIE_RX_PER_SEC): "pcie_rx_mib_per_s"}
+              str(GPM_PCIE_TX_PER_SEC): "pcie_tx_mib_per_s", str(GPM_PCIE_RX_PER_SEC): "pcie_rx_mib_per_s",
+              str(GPM_NVLINK_TX_PER_SEC): "nvlink_tx_mib_per_s", str(GPM_NVLINK_RX_PER_SEC): "nvlink_rx_mib_per_s"}
+NVLINK_COUNTERS = ((FI_NVLINK_DATA_TX_KIB, ALL_LINKS), (FI_NVLINK_DATA_RX_KIB, ALL_LINKS))
 COUNTER_FIELDS = {"util": "util_pct", "memutil": "mem_util_pct", "power": "power_mw", "sm_clk": "sm_clock_mhz",
                   "reasons": "clock_event_reasons"}
 
@@ -95,6 +103,8 @@ class GpuReader:
         self._gpm_spare: Any = None  # the buffer of the sample before last, refilled next time
         self._tick = 0
         self._slow: dict[str, Any] = {}
+        self._nvlink_prev: tuple[float, float, float] | None = None  # (tx KiB, rx KiB, monotonic s)
+        self._nvlink_ok = not self.gpm_ok
 
     def read(self) -> GpuSample:
         n, i = self.nvml, self.index
@@ -113,6 +123,8 @@ class GpuReader:
                     kib = n.call("nvmlDeviceGetPcieThroughput", i, counter)
                     if isinstance(kib, (int, float)):
                         self._slow[key] = round(kib / 1024.0, 1)
+                if self._nvlink_ok:
+                    self._read_nvlink()
         self._tick += 1
         fields.update(self._slow)
         if self.gpm_ok:
@@ -125,6 +137,20 @@ class GpuReader:
                         if k in GPM_FIELDS:
                             fields[GPM_FIELDS[k]] = round(v, 2)
         return GpuSample(index=i, **fields)
+
+    def _read_nvlink(self) -> None:
+        """NVLink payload rates from the cumulative counters (GPUs without GPM; asked until one fails)."""
+        got = self.nvml.field_values(self.index, NVLINK_COUNTERS)
+        keys = [field_key(f, s) for f, s in NVLINK_COUNTERS]
+        if not isinstance(got, dict) or not all(k in got for k in keys):
+            self._nvlink_ok = False
+            return
+        now = (got[keys[0]], got[keys[1]], time.monotonic())
+        prev, self._nvlink_prev = self._nvlink_prev, now
+        if prev is not None and now[2] > prev[2]:
+            dt = now[2] - prev[2]
+            self._slow["nvlink_tx_mib_per_s"] = round(max(0.0, now[0] - prev[0]) / 1024.0 / dt, 1)
+            self._slow["nvlink_rx_mib_per_s"] = round(max(0.0, now[1] - prev[1]) / 1024.0 / dt, 1)
 
     def close(self) -> None:
         if self.gpm_ok:

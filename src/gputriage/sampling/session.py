@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from gputriage.backends.host import Host
-from gputriage.backends.nvml import NvmlBackend
+from gputriage.backends.nvml import FI_NVLINK_LINK_COUNT, FI_NVLINK_SPEED_MBPS_COMMON, NvmlBackend, field_key
 from gputriage.model.reading import Unavailable
 from gputriage.model.run import GpuStatic, RunMeta, RunReport
 from gputriage.model.sample import Sample
@@ -46,6 +46,10 @@ def gpu_static(nvml: NvmlBackend) -> tuple[list[int], dict[int, GpuStatic], dict
             sm_max_mhz=_value(nvml.call("nvmlDeviceGetMaxClockInfo", i, 1)),
             pcie_gen_max=_value(nvml.call("nvmlDeviceGetMaxPcieLinkGeneration", i)),
             pcie_width_max=_value(nvml.call("nvmlDeviceGetMaxPcieLinkWidth", i)))
+        links = nvml.field_values(i, ((FI_NVLINK_LINK_COUNT, 0), (FI_NVLINK_SPEED_MBPS_COMMON, 0)))
+        if isinstance(links, dict) and links.get(field_key(FI_NVLINK_LINK_COUNT, 0)):
+            info[i].nvlink_links = int(links[field_key(FI_NVLINK_LINK_COUNT, 0)])
+            info[i].nvlink_link_mb_per_s = links.get(field_key(FI_NVLINK_SPEED_MBPS_COMMON, 0))
         ecc = _value(nvml.call("nvmlDeviceGetEccMode", i))
         if isinstance(ecc, (list, tuple)) and ecc:
             info[i].ecc = bool(ecc[0])

@@ -158,6 +158,8 @@ def gpu_values(bucket: list[Sample], gpu: int) -> dict[str, float]:
     put("dram_active_pct", (r.dram_active_pct for r in rows))
     put("pcie_rx_mib_per_s", (r.pcie_rx_mib_per_s for r in rows))
     put("pcie_tx_mib_per_s", (r.pcie_tx_mib_per_s for r in rows))
+    put("nvlink_tx_mib_per_s", (r.nvlink_tx_mib_per_s for r in rows))
+    put("nvlink_rx_mib_per_s", (r.nvlink_rx_mib_per_s for r in rows))
     put("power_w", (r.power_mw / 1000 for r in rows if r.power_mw is not None))
     put("power_max_w", (r.power_mw / 1000 for r in rows if r.power_mw is not None), _max)
     put("sm_clock_mhz", (r.sm_clock_mhz for r in rows))

@@ -22,13 +22,13 @@ LARGE_TENSOR_BYTES = 64 * 2**20  # elementwise ops over tensors this large strea
 
 def _elementwise_bytes(cols: Columns, kinds: list[str]) -> tuple[float, int]:
     """Median bytes per elementwise op, and how many distinct elementwise kernels run over large tensors."""
-    # the first op's bytes for each external id (reversed: a dict keeps the last value it is given)
-    ext_bytes = {ext: b for ext, b in zip(reversed(cols.o_ext), reversed(cols.o_bytes)) if ext >= 0 and b}
+    op_of_ext, o_bytes = cols.op_of_ext(), cols.o_bytes
     sizes, big_names = [], set()
     for e, k, name in zip(cols.g_ext, kinds, cols.g_name):
         if k == kk.ELEMENTWISE:
-            b = ext_bytes.get(e)
-            if b is not None:
+            op = op_of_ext.get(e)
+            b = o_bytes[op] if op is not None else 0.0
+            if b:
                 sizes.append(b)
                 if b >= LARGE_TENSOR_BYTES:
                     big_names.add(name)

@@ -62,14 +62,12 @@ READ_BACK = frozenset({kk.D2H_PAGEABLE, kk.D2H_PINNED})
 
 def gpu_kinds(cols: Columns) -> list[str]:
     """The kind of every GPU activity (kernel kinds use the launching op's dtype)."""
-    ext_dtype: dict[int, int] = {}
-    for ext, dtype in zip(cols.o_ext, cols.o_dtype):
-        if ext >= 0:
-            ext_dtype[ext] = dtype
+    op_of_ext, o_dtype = cols.op_of_ext(), cols.o_dtype
     cache: dict[tuple[int, int, int], str] = {}
     out = []
     for name, kind, ext in zip(cols.g_name, cols.g_kind, cols.g_ext):
-        dtype = ext_dtype.get(ext, -1)
+        op = op_of_ext.get(ext)
+        dtype = o_dtype[op] if op is not None else -1
         key = (name, kind, dtype)
         k = cache.get(key)
         if k is None:

@@ -32,10 +32,7 @@ def peak_dtype(kind: str, op_dtype: str) -> str:
 
 
 def table(cols: Columns, kinds: list[str], spec: GpuSpec | None, top: int = 15) -> list[KernelRow]:
-    # the first op with a cost for each external id (reversed: a dict keeps the last value it is given)
-    n = len(cols.o_ext)
-    op_by_ext = {ext: i for i, ext, f, b in zip(range(n - 1, -1, -1), reversed(cols.o_ext), reversed(cols.o_flops),
-                                                 reversed(cols.o_bytes)) if ext >= 0 and (f or b)}
+    op_by_ext, o_flops, o_bytes = cols.op_of_ext(), cols.o_flops, cols.o_bytes
     groups: dict[int, dict[str, Any]] = {}
     counted_ops: set[int] = set()
     for name, kind, dur, ext, gk in zip(cols.g_name, kinds, cols.g_dur, cols.g_ext, cols.g_kind):
@@ -46,10 +43,10 @@ def table(cols: Columns, kinds: list[str], spec: GpuSpec | None, top: int = 15) 
             g = groups[name] = {"durs": [], "kind": kind, "flops": 0.0, "bytes": 0.0, "timed_us": 0.0, "dtype": ""}
         g["durs"].append(dur)
         op = op_by_ext.get(ext)
-        if op is not None and op not in counted_ops:  # an op's cost goes to the first kernel it launched
-            counted_ops.add(op)
-            g["flops"] += cols.o_flops[op]
-            g["bytes"] += cols.o_bytes[op]
+        if op is not None and op not in counted_ops and (o_flops[op] or o_bytes[op]):
+            counted_ops.add(op)  # an op's cost goes to the first kernel it launched
+            g["flops"] += o_flops[op]
+            g["bytes"] += o_bytes[op]
             g["timed_us"] += dur
             g["dtype"] = cols.names[cols.o_dtype[op]]
     total = sum(sum(g["durs"]) for g in groups.values()) or 1.0

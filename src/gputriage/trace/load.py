@@ -120,10 +120,18 @@ class Columns:
     problems: list[str] = field(default_factory=list)
     truncated: bool = False  # the file ends inside its events: what follows the last one read is unknown
     _cost_cache: dict[tuple[int, bytes, bytes], tuple[float, float, int]] = field(default_factory=dict)
+    _op_of_ext: Optional[dict[int, int]] = None
     path: str = ""
     file_bytes: int = 0
     workers: int = 1  # processes that read it
     workers_memory_bytes: int = 0  # their memory (PSS) at their end, summed: beside this process's own
+
+    def op_of_ext(self) -> dict[int, int]:
+        """The framework op (its index) of each external id, the first where a trace repeats one; built once."""
+        if self._op_of_ext is None:
+            self._op_of_ext = dict(zip(reversed(self.o_ext), range(len(self.o_ext) - 1, -1, -1)))
+            self._op_of_ext.pop(-1, None)
+        return self._op_of_ext
 
     def intern(self, name: str) -> int:
         i = self._name_ids.get(name)

@@ -36,8 +36,30 @@ class ThreadOps:
 
 
 def thread_ops(cols: Columns) -> dict[int, ThreadOps]:
-    """Each host thread's top-level ops: sorted by thread, start and longest first (one sort of tuples),
-    an op starting inside the previous top-level one is nested in it."""
+    """Each host thread's top-level ops: an op starting inside the previous top-level one is nested in
+    it. Kineto writes each thread's ops by start, the longest first: one pass then; a file in any other
+    order is sorted first."""
+    out: dict[int, ThreadOps] = {}
+    last: dict[int, list[float]] = {}  # per thread: [start, duration, end of its current top-level op]
+    for tid, s, d, name in zip(cols.o_tid, cols.o_ts, cols.o_dur, cols.o_name):
+        st = last.get(tid)
+        if st is None:
+            st = last[tid] = [s, d, float("-inf")]
+            out[tid] = ThreadOps()
+        elif s < st[0] or (s == st[0] and d > st[1]):
+            return _sorted_thread_ops(cols)
+        st[0], st[1] = s, d
+        if s >= st[2]:
+            st[2] = s + d
+            t = out[tid]
+            t.starts.append(s)
+            t.ends.append(s + d)
+            t.names.append(name)
+    return out
+
+
+def _sorted_thread_ops(cols: Columns) -> dict[int, ThreadOps]:
+    """As `thread_ops`, for ops in any order: sorted by thread, start and longest first (one sort of tuples)."""
     order = sorted(zip(cols.o_tid, cols.o_ts, [-d for d in cols.o_dur], range(len(cols.o_ts))))
     names = cols.o_name
     out: dict[int, ThreadOps] = {}
