@@ -421,3 +421,69 @@ def test_ranks_of_a_ddp_job_each_on_one_core_are_not_host_computation():
     assert label(m, GpuStatic())[0] == B.sync_bound
     one = msgspec.structs.replace(m, job_gpu_processes=1.0)
     assert label(one, GpuStatic())[0] == B.host_bound
+
+
+def test_nvlink_payload_is_sampled_through_gpm_and_through_the_counters_before_hopper(make_host):
+    from gputriage.backends.nvml import ALL_LINKS, FI_NVLINK_DATA_RX_KIB, FI_NVLINK_DATA_TX_KIB, field_key
+    from gputriage.model.reading import Unavailable
+
+    class Hopper(StreamNvml):  # GPM's NVLink metrics, MiB/s over the interval
+        def gpm_metrics(self, index, first, second, metric_ids=()):
+            got = super().gpm_metrics(index, first, second, metric_ids)
+            got["metrics"].update({"60": 1200.0, "61": 90000.0})
+            return got
+
+    g = Sampler(Hopper(SCENARIOS["healthy_bf16"]["samples"]), make_host(), [0],
+                cadences=Cadences(gpu_s=0.1)).sample_once().gpus[0]
+    assert (g.nvlink_rx_mib_per_s, g.nvlink_tx_mib_per_s) == (1200.0, 90000.0)
+
+    keys = (field_key(FI_NVLINK_DATA_TX_KIB, ALL_LINKS), field_key(FI_NVLINK_DATA_RX_KIB, ALL_LINKS))
+    counters = {keys[0]: 1_000_000.0, keys[1]: 5_000.0}  # cumulative KiB
+
+    class Ampere(StreamNvml):
+        def gpm_sample(self, index, into=None):
+            return Unavailable("not_supported", "no GPM before Hopper")
+
+        def field_values(self, index, fields):
+            assert [field_key(f, s) for f, s in fields] == list(keys)
+            counters[keys[0]] += 2 * 2**20  # 2 GiB sent between two reads
+            return dict(counters)
+
+    sampler = Sampler(Ampere(SCENARIOS["healthy_bf16"]["samples"]), make_host(), [0],
+                      cadences=Cadences(gpu_s=0.1, gpu_slow_s=0.1))  # the slow fields every sample
+    first = sampler.sample_once().gpus[0]
+    assert first.nvlink_tx_mib_per_s is None  # one reading of a counter is no rate
+    import time
+
+    time.sleep(0.2)
+    g = sampler.sample_once().gpus[0]
+    assert 0 < g.nvlink_tx_mib_per_s <= 2048 / 0.2 and g.nvlink_rx_mib_per_s == 0.0
+
+
+@pytest.mark.parametrize("tensor, rx, expected, possible", [
+    (8.0, 150_000.0, B.comm_bound, []),  # links at 0.33 of NV18, the tensor pipes resting: the all-reduce leads
+    (60.0, 150_000.0, B.compute_bound, [B.comm_bound]),  # as busy, with the tensor cores at work: overlap possible
+    (8.0, 20_000.0, B.compute_bound, []),  # 0.04 of the links: the collectives are not what the GPU does
+    (None, 150_000.0, B.comm_bound, []),  # without GPM the links alone tell it
+])
+def test_busy_nvlinks_name_comm_bound_unless_the_tensor_cores_are_busy(tensor, rx, expected, possible):
+    from gputriage.diagnosis.classify import label
+    from gputriage.model.run import GpuStatic
+    from gputriage.model.window import WindowMetrics
+
+    h200 = GpuStatic(nvlink_links=18, nvlink_link_mb_per_s=26_562.0, power_limit_mw=700_000)
+    sm = 55.0 if tensor is not None else None
+    m = WindowMetrics(t0_s=0, t1_s=1, util_pct=100.0, sm_active_pct=sm, tensor_active_pct=tensor, dram_active_pct=20.0,
+                      nvlink_rx_mib_per_s=rx, nvlink_tx_mib_per_s=rx * 0.98, power_w=400.0)
+    assert label(m, h200) == (expected, possible)
+    assert label(m, GpuStatic(power_limit_mw=700_000))[0] != B.comm_bound  # links not counted: never from them
+
+
+def test_a_gpus_nvlinks_are_read_once_with_its_static_facts(h200):
+    from gputriage.sampling.session import gpu_static
+
+    h200.set("nvmlDeviceGetFieldValues", 0, {"91/0": 18.0, "90/0": 26562.0}, "91/0", "90/0")
+    _, static, _ = gpu_static(h200)
+    assert (static[0].nvlink_links, static[0].nvlink_link_mb_per_s) == (18, 26562.0)
+    _, static, _ = gpu_static(h200.set("nvmlDeviceGetFieldValues", 0, {}, "91/0", "90/0"))  # as a VM gives it
+    assert static[0].nvlink_links is None

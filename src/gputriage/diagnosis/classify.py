@@ -118,7 +118,8 @@ HOST_PARALLEL_CPU = Threshold("host_compute_cpu_pct", 250.0, "% of a core per GP
                               "sync-bound loops 100%, a 2-rank DDP job 100% per rank")
 NVLINK_BUSY = Threshold("nvlink_busy_share", 0.2, "of the NVLinks' capacity, busier direction",
                         "NVLink payload that says the GPUs spend the window exchanging data",
-                        f"{H200_RECORDINGS}: NVLINK_SOURCE")
+                        "judgement: an all-reduce of 1 GiB between two H200s moves 327 GB/s each way (`bench`), 0.7 "
+                        "of NV18's 450 GB/s; a step whose all-reduce runs a third of the time averages 0.2 or more")
 INPUT_READ = Threshold("input_read_mb_per_s", 20.0, "MB/s",
                        "the workload's reads (files, pipes, sockets) that say it loads input while the GPU waits",
                        f"{H200_RECORDINGS}: a file-fed loader 300+ MB/s, a sync-bound loop < 1 MB/s")

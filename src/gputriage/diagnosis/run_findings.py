@@ -22,7 +22,7 @@ IDLE_EDGES_MIN = Threshold("idle_edges_min_s", 30.0, "s", "start-up plus shut-do
 IDLE_EDGES_SHARE = Threshold("idle_edges_min_share", 0.25, "share of the run",
                              "start-up plus shut-down share of the run worth a finding", "judgement")
 
-SAMPLER_LABELS = [b for b in B if b != B.comm_bound]  # communication is seen in a trace, not in counters
+SAMPLER_LABELS = list(B)  # comm_bound from NVLink traffic; in a trace, from the collectives themselves
 VERDICT_SPECS: dict[B, FindingSpec] = {
     b: FindingSpec(id=f"run.{b.value}", step=MEANINGS[b].step, severity=severity_of(b), symptom=MEANINGS[b].symptom,
                    cause=MEANINGS[b].cause, decision=MEANINGS[b].decision, commands=RUN,
