@@ -317,3 +317,55 @@ def test_the_generators_inter_token_latency_is_what_the_server_sent():
         assert sent["requests"] == 8 and step["ok"] == 8
         assert step["itl"]["mean_ms"] == pytest.approx(sent["itl_mean_ms"], rel=0.05)
         assert step["ttft"]["p50_ms"] >= sent["ttft_p50_ms"]
+
+
+def test_the_generator_sends_nothing_anywhere_but_the_url_it_is_given():
+    # the server answers every request with a redirect to another server; a proxy is set in the environment:
+    # neither the other server nor the proxy may see a single request (the prompts stay where they were sent)
+    import http.server
+    import threading
+
+    hits: dict[str, list[str]] = {"url": [], "elsewhere": [], "proxy": []}
+
+    def serve(name: str, redirect_to: str | None = None) -> http.server.ThreadingHTTPServer:
+        class H(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                hits[name].append(f"{self.command} {self.path}")
+                if self.command == "POST":
+                    self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if redirect_to and self.path != "/v1/models":
+                    self.send_response(307)
+                    self.send_header("Location", redirect_to + self.path)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = b'{"data": [{"id": "m"}]}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, *args) -> None:
+                pass
+
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        return srv
+
+    other, proxy = serve("elsewhere"), serve("proxy")
+    url = serve("url", redirect_to=f"http://127.0.0.1:{other.server_port}")
+    env = dict(os.environ, http_proxy=f"http://127.0.0.1:{proxy.server_port}",
+               HTTP_PROXY=f"http://127.0.0.1:{proxy.server_port}", no_proxy="", NO_PROXY="")
+    r = subprocess.run(GT + ["load", f"http://127.0.0.1:{url.server_port}", "--concurrency", "2", "--requests", "4",
+                             "--seconds", "20", "--warmup", "0", "--no-gpus", "--no-store", "--json"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    for s in (url, other, proxy):
+        s.shutdown()
+    assert hits["url"] and "GET /v1/models" in hits["url"]
+    assert sum(h.startswith("POST") for h in hits["url"]) == 4
+    assert hits["elsewhere"] == [] and hits["proxy"] == []
+    (step,) = json.loads(r.stdout)["steps"]
+    assert step.get("ok", 0) == 0 and step["errors"] == {"http_307": 4}

@@ -63,7 +63,8 @@ async def stream(session: aiohttp.ClientSession, url: str, payload: dict[str, An
     rec = RequestRecord(sent_s=time.perf_counter(), long_prompt=long_prompt)
     rest = b""
     try:
-        async with session.post(url, json=payload, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+        async with session.post(url, json=payload, timeout=aiohttp.ClientTimeout(total=timeout_s),
+                                allow_redirects=False) as resp:
             if resp.status != 200:
                 await resp.read()
                 rec.error = f"http_{resp.status}"
@@ -108,7 +109,8 @@ async def stream(session: aiohttp.ClientSession, url: str, payload: dict[str, An
 
 
 def session(connections: int) -> aiohttp.ClientSession:
-    """A session with as many connections as requests in flight (aiohttp's default caps them at 100)."""
+    """A session with as many connections as requests in flight (aiohttp's default caps them at 100). It goes
+    to the URL it is given only: no proxy from the environment (trust_env off), no redirect followed."""
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=max(1, connections), force_close=False),
                                  timeout=aiohttp.ClientTimeout(total=None))
 
@@ -116,14 +118,23 @@ def session(connections: int) -> aiohttp.ClientSession:
 def get_json(url: str, timeout_s: float = 10.0) -> Any:
     """A small GET (the model list), with the standard library: it runs before the event loop."""
     import json
-    import urllib.request
 
-    with urllib.request.urlopen(url, timeout=timeout_s) as r:
+    with _opener().open(url, timeout=timeout_s) as r:
         return json.loads(r.read())
 
 
 def get_text(url: str, timeout_s: float = 2.0) -> str:
+    with _opener().open(url, timeout=timeout_s) as r:
+        return str(r.read().decode("utf-8", "replace"))
+
+
+def _opener() -> Any:
+    """urllib going to the URL it is given only: no proxy from the environment, no redirect followed (a 3xx
+    is an HTTPError)."""
     import urllib.request
 
-    with urllib.request.urlopen(url, timeout=timeout_s) as r:
-        return str(r.read().decode("utf-8", "replace"))
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect())
