@@ -132,7 +132,7 @@ def side_by_side(seconds: float, alone: bool = False, period_s: float | None = N
 def per_call_us(n: int = 300) -> list[tuple[str, float]]:
     """CPU microseconds per call of what the sampler asks NVML, on this thread."""
     from gputriage.backends.nvml import PynvmlBackend
-    from gputriage.sampling.sampler import SAMPLED_GPM
+    from gputriage.sampling.gpu_reader import SAMPLED_GPM
 
     nvml = PynvmlBackend(record=False, bounded=False)
     nvml.init()
@@ -165,7 +165,8 @@ def in_situ_us(seconds: float) -> list[tuple[str, float]]:
 
     from gputriage.backends.host import Host
     from gputriage.backends.nvml import PynvmlBackend
-    from gputriage.sampling.sampler import SAMPLED_GPM, GpuReader, HostReader, ProcessTreeReader
+    from gputriage.sampling.gpu_reader import SAMPLED_GPM, GpuReader
+    from gputriage.sampling.sampler import HostReader, ProcessTreeReader
 
     nvml = PynvmlBackend(record=False, bounded=False)
     nvml.init()

@@ -89,7 +89,7 @@ class Exporter:
         Python-bound server from a starved input pipeline); every 5 s, the processes on the GPUs."""
         import msgspec
 
-        from gputriage.backends.nvml import compute_processes
+        from gputriage.backends.nvml_queries import compute_processes
         from gputriage.backends.process_cpu import ProcessCpuReader
         from gputriage.diagnosis.classify import label
         from gputriage.model.run import GpuStatic

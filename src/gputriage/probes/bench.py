@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any, Callable, Collection
 
-from gputriage.backends.nvml import compute_processes
+from gputriage.backends.nvml_queries import compute_processes
 from gputriage.model.clock_events import decode_reasons
 from gputriage.model.numbers import median
 from gputriage.model.probe import ProbeResult
