@@ -487,3 +487,27 @@ def test_a_gpus_nvlinks_are_read_once_with_its_static_facts(h200):
     assert (static[0].nvlink_links, static[0].nvlink_link_mb_per_s) == (18, 26562.0)
     _, static, _ = gpu_static(h200.set("nvmlDeviceGetFieldValues", 0, {}, "91/0", "90/0"))  # as a VM gives it
     assert static[0].nvlink_links is None
+
+
+UNSEEN = json.loads(gzip.decompress((FIXTURES / "runs_unseen.json.gz").read_bytes()))
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("decode_gemv_gpm", "memory_bound"), ("decode_gemv_nogpm", "memory_bound"),  # batch-1 decode: 3.6 TB/s of weights
+    ("compiled_mlp_gpm", "compute_bound"), ("compiled_mlp_nogpm", "compute_bound"),  # after an 18 s compile
+    # numpy augmentation on the training thread at 100% while the GPU runs 0% of the time: nothing is read,
+    # and no sync holds a thread that busy with so little GPU work to wait for (it was called sync_bound)
+    ("cpu_augment_gpm", "input_starved"), ("cpu_augment_nogpm", "input_starved"),
+])
+def test_workloads_written_after_the_rules_get_their_cause_with_and_without_gpm(name, expected):
+    # examples/workloads/ under `gputriage run` and `run --no-gpm` on an H200 (2026-12-01)
+    from gputriage.diagnosis.run_judge import judge
+    from gputriage.model.run import ProfileReport, RunMeta
+    from gputriage.sampling.session import replay
+
+    rec = UNSEEN[name]
+    profile = msgspec.convert(rec["profile"], ProfileReport) if rec["profile"] else None
+    report = judge(replay([msgspec.convert(s, Sample) for s in rec["samples"]], msgspec.convert(rec["meta"], RunMeta),
+                          command=rec["command"]), rec["exit_code"], profile=profile)
+    assert report.verdict.per_gpu["0"].bottleneck.value == expected
+    assert report.verdict.bottleneck.value == expected  # and the trace, where `--profile auto` asked for one

@@ -38,7 +38,10 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
     busy launching them; an input pipeline or a sync remain possible.
   Otherwise (kernels that fill the GPU while they run, or no busy thread):
   - input_starved when the workload reads >= 20 MB/s (files, pipes, sockets: it loads input while
-    the GPU waits); without process data, when GPU-Util < 30%;
+    the GPU waits); without process data, when GPU-Util < 30%; with a workload thread >= 85% busy
+    while GPU-Util < 30%: a sync waits only as long as the GPU works, so a thread that busy with the
+    GPU mostly idle makes the batches itself (augmentation on the training thread); host_bound and
+    sync_bound stay possible;
   - sync_bound else: with nothing read, the host waits in synchronizations (or spins in one) and
     then works without the GPU.
   The last two look alike on every counter (a thread spinning in a sync is as busy as one decoding
@@ -226,6 +229,10 @@ def _host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, li
         return B.input_starved, [B.sync_bound, *launch]
     if reads is None and util < GPU_MOSTLY_IDLE_UTIL.value:  # no process data: the GPU mostly idle
         return B.input_starved, [*launch, B.sync_bound]
+    if hot and util < GPU_MOSTLY_IDLE_UTIL.value:
+        # a thread at full speed while the GPU has next to nothing to run is not waiting on it (a sync waits only
+        # as long as the GPU works): it makes the next batch itself (decoding, augmenting on the training thread)
+        return B.input_starved, [B.host_bound, B.sync_bound, *launch]
     # nothing read: a thread waiting in synchronizations (or spinning in one) before host work
     return B.sync_bound, [B.input_starved, *launch]
 
@@ -238,7 +245,7 @@ LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
     B.throttled: (THROTTLED_SHARE, POWER_LIMIT_LOWERED),
     B.h2d_copy_bound: (SM_IDLE, PCIE_RX_BUSY),
     B.underfilled: (UNDERFILLED_UTIL, UNDERFILLED_SM, LIGHT_POWER),
-    B.input_starved: (HOST_BOUND_UTIL, IOWAIT, INPUT_READ, GPU_MOSTLY_IDLE_UTIL),
+    B.input_starved: (HOST_BOUND_UTIL, IOWAIT, INPUT_READ, GPU_MOSTLY_IDLE_UTIL, HOT_THREAD),
     B.launch_bound: (HOST_BOUND_UTIL, HOT_THREAD, SMALL_KERNEL_SM_PER_UTIL, SMALL_KERNEL_POWER_PER_UTIL),
     B.sync_bound: (HOST_BOUND_UTIL, INPUT_READ),
     B.host_bound: (HOST_BOUND_UTIL, HOST_READS_BACK, HOST_PARALLEL_CPU, INPUT_READ),
