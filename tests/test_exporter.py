@@ -218,3 +218,15 @@ def test_the_cpu_of_the_processes_on_a_gpu_is_read_between_two_calls(tmp_path):
     finally:
         spin.kill()
         sleep.kill()
+
+
+def test_nvlink_traffic_is_exported_under_dcgm_exporters_names_in_bytes_per_second():
+    from gputriage.model.sample import GpuSample
+    from gputriage.report.prometheus import GAUGES
+
+    linked = {name: value(GpuSample(index=0, nvlink_tx_mib_per_s=1000.0, nvlink_rx_mib_per_s=500.0))
+              for name, _, value in GAUGES}
+    assert linked["DCGM_FI_PROF_NVLINK_TX_BYTES"] == 1000 * 2**20
+    assert linked["DCGM_FI_PROF_NVLINK_RX_BYTES"] == 500 * 2**20
+    alone = {name: value(GpuSample(index=0)) for name, _, value in GAUGES}
+    assert alone["DCGM_FI_PROF_NVLINK_TX_BYTES"] is None  # a GPU whose links are not counted: left out

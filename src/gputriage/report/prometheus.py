@@ -41,6 +41,10 @@ GAUGES: tuple[tuple[str, str, Callable[[GpuSample], Optional[float]]], ...] = (
     ("DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus - including both protocol headers "
      "and data payloads - in bytes per second.",
      lambda g: g.pcie_rx_mib_per_s * MIB if g.pcie_rx_mib_per_s is not None else None),
+    ("DCGM_FI_PROF_NVLINK_TX_BYTES", "The rate of data transmitted over NVLink, not including protocol headers, in "
+     "bytes per second.", lambda g: g.nvlink_tx_mib_per_s * MIB if g.nvlink_tx_mib_per_s is not None else None),
+    ("DCGM_FI_PROF_NVLINK_RX_BYTES", "The rate of data received over NVLink, not including protocol headers, in "
+     "bytes per second.", lambda g: g.nvlink_rx_mib_per_s * MIB if g.nvlink_rx_mib_per_s is not None else None),
 )
 
 
