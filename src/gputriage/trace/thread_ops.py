@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from gputriage.trace.load import Columns
 
@@ -39,15 +40,27 @@ def thread_ops(cols: Columns) -> dict[int, ThreadOps]:
     """Each host thread's top-level ops: an op starting inside the previous top-level one is nested in
     it. Kineto writes each thread's ops by start, the longest first: one pass then; a file in any other
     order is sorted first."""
+    ops = _top_level(cols.o_tid, cols.o_ts, cols.o_dur, cols.o_name)
+    if ops is None:
+        order = sorted(range(len(cols.o_ts)), key=lambda i: (cols.o_tid[i], cols.o_ts[i], -cols.o_dur[i]))
+        ops = _top_level(*([col[i] for i in order] for col in (cols.o_tid, cols.o_ts, cols.o_dur, cols.o_name)))
+        assert ops is not None  # sorted
+    return ops
+
+
+def _top_level(tids: Sequence[int], starts: Sequence[float], durations: Sequence[float],
+               names: Sequence[int]) -> dict[int, ThreadOps] | None:
+    """Each thread's top-level ops, from ops listed by start (the longest first) within each thread; None
+    where a thread's ops are not in that order."""
     out: dict[int, ThreadOps] = {}
     last: dict[int, list[float]] = {}  # per thread: [start, duration, end of its current top-level op]
-    for tid, s, d, name in zip(cols.o_tid, cols.o_ts, cols.o_dur, cols.o_name):
+    for tid, s, d, name in zip(tids, starts, durations, names):
         st = last.get(tid)
         if st is None:
             st = last[tid] = [s, d, float("-inf")]
             out[tid] = ThreadOps()
         elif s < st[0] or (s == st[0] and d > st[1]):
-            return _sorted_thread_ops(cols)
+            return None
         st[0], st[1] = s, d
         if s >= st[2]:
             st[2] = s + d
@@ -55,23 +68,4 @@ def thread_ops(cols: Columns) -> dict[int, ThreadOps]:
             t.starts.append(s)
             t.ends.append(s + d)
             t.names.append(name)
-    return out
-
-
-def _sorted_thread_ops(cols: Columns) -> dict[int, ThreadOps]:
-    """As `thread_ops`, for ops in any order: sorted by thread, start and longest first (one sort of tuples)."""
-    order = sorted(zip(cols.o_tid, cols.o_ts, [-d for d in cols.o_dur], range(len(cols.o_ts))))
-    names = cols.o_name
-    out: dict[int, ThreadOps] = {}
-    cur_tid, cur_end = None, float("-inf")
-    t = ThreadOps()
-    for tid, s, neg_dur, i in order:
-        if tid != cur_tid:
-            t = out[tid] = ThreadOps()
-            cur_tid, cur_end = tid, float("-inf")
-        if s >= cur_end:
-            cur_end = s - neg_dur
-            t.starts.append(s)
-            t.ends.append(cur_end)
-            t.names.append(names[i])
     return out
