@@ -30,6 +30,19 @@ GPM_NVLINK_TX_PER_SEC = 61
 GPM_DEFAULT_METRICS = (GPM_GRAPHICS_UTIL, GPM_SM_UTIL, GPM_SM_OCCUPANCY, GPM_ANY_TENSOR_UTIL,
                        GPM_DRAM_BW_UTIL, GPM_PCIE_TX_PER_SEC, GPM_PCIE_RX_PER_SEC)
 
+# NVML field ids (nvml.h) and the scope that sums a counter over every link
+FI_NVLINK_SPEED_MBPS_COMMON = 90  # the active links' speed, MB/s each way
+FI_NVLINK_LINK_COUNT = 91
+FI_NVLINK_DATA_TX_KIB = 138  # cumulative NVLink payload, KiB (Ampere and newer)
+FI_NVLINK_DATA_RX_KIB = 139
+ALL_LINKS = 0xFFFFFFFF
+FIELD_VALUES = "nvmlDeviceGetFieldValues"
+
+
+def field_key(field: int, scope: int) -> str:
+    return f"{field}/{scope}"
+
+
 # the per-sample counters: (row key, NVML function, extra arguments)
 COUNTER_CALLS = (("util", "nvmlDeviceGetUtilizationRates", ()), ("power", "nvmlDeviceGetPowerUsage", ()),
                  ("sm_clk", "nvmlDeviceGetClockInfo", (1,)),  # NVML_CLOCK_SM
@@ -91,7 +104,7 @@ class NvmlBackend:
 
     def field_values(self, index: int, fields: Iterable[tuple[int, int]]) -> Reading:
         """NVML field values of a GPU, {"field/scope": number}; the fields it does not give are absent."""
-        return self.call("nvmlDeviceGetFieldValues", index, *(field_key(f, s) for f, s in fields))
+        return self.call(FIELD_VALUES, index, *(field_key(f, s) for f, s in fields))
 
     def gpm_sample(self, index: int, into: Any = None) -> Reading:  # pragma: no cover - interface
         """A GPM sample; `into` is an earlier sample of this GPU whose buffer may be refilled."""
@@ -103,18 +116,6 @@ class NvmlBackend:
 
     def gpm_free(self, sample: Any) -> None:  # pragma: no cover - interface
         pass
-
-
-# NVML field ids (nvml.h) and the scope that sums a counter over every link
-FI_NVLINK_SPEED_MBPS_COMMON = 90  # the active links' speed, MB/s each way
-FI_NVLINK_LINK_COUNT = 91
-FI_NVLINK_DATA_TX_KIB = 138  # cumulative NVLink payload, KiB (Ampere and newer)
-FI_NVLINK_DATA_RX_KIB = 139
-ALL_LINKS = 0xFFFFFFFF
-
-
-def field_key(field: int, scope: int) -> str:
-    return f"{field}/{scope}"
 
 
 # nvmlValueType_t -> the member of nvmlValue_t that holds it
@@ -291,9 +292,8 @@ class PynvmlBackend(NvmlBackend):
             return out
 
         result = self._bounded(read)
-        if self.record:
-            self.records[call_key("nvmlDeviceGetFieldValues", index, tuple(field_key(f, s) for f, s in asked))] = \
-                encode(result)
+        if self.record:  # under the key the generic call gives it, so a replay answers through `call`
+            self.records[call_key(FIELD_VALUES, index, tuple(field_key(f, s) for f, s in asked))] = encode(result)
         return result
 
     def gpm_sample(self, index: int, into: Any = None) -> Reading:

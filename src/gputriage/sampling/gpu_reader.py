@@ -38,6 +38,7 @@ GPM_FIELDS = {str(GPM_SM_UTIL): "sm_active_pct", str(GPM_SM_OCCUPANCY): "sm_occu
               str(GPM_PCIE_TX_PER_SEC): "pcie_tx_mib_per_s", str(GPM_PCIE_RX_PER_SEC): "pcie_rx_mib_per_s",
               str(GPM_NVLINK_TX_PER_SEC): "nvlink_tx_mib_per_s", str(GPM_NVLINK_RX_PER_SEC): "nvlink_rx_mib_per_s"}
 NVLINK_COUNTERS = ((FI_NVLINK_DATA_TX_KIB, ALL_LINKS), (FI_NVLINK_DATA_RX_KIB, ALL_LINKS))
+NVLINK_TX, NVLINK_RX = (field_key(f, s) for f, s in NVLINK_COUNTERS)
 COUNTER_FIELDS = {"util": "util_pct", "memutil": "mem_util_pct", "power": "power_mw", "sm_clk": "sm_clock_mhz",
                   "reasons": "clock_event_reasons"}
 
@@ -92,11 +93,10 @@ class GpuReader:
     def _read_nvlink(self) -> None:
         """NVLink payload rates from the cumulative counters (GPUs without GPM; asked until one fails)."""
         got = self.nvml.field_values(self.index, NVLINK_COUNTERS)
-        keys = [field_key(f, s) for f, s in NVLINK_COUNTERS]
-        if not isinstance(got, dict) or not all(k in got for k in keys):
+        if not isinstance(got, dict) or NVLINK_TX not in got or NVLINK_RX not in got:
             self._nvlink_ok = False
             return
-        now = (got[keys[0]], got[keys[1]], time.monotonic())
+        now = (got[NVLINK_TX], got[NVLINK_RX], time.monotonic())
         prev, self._nvlink_prev = self._nvlink_prev, now
         if prev is not None and now[2] > prev[2]:
             dt = now[2] - prev[2]

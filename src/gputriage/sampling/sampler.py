@@ -23,9 +23,7 @@ from typing import Any, Callable
 import msgspec
 
 from gputriage.backends.host import Host
-from gputriage.backends.nvml import (
-    NvmlBackend,
-)
+from gputriage.backends.nvml import NvmlBackend
 from gputriage.backends.nvml_queries import compute_processes, process_sm_util, util_refresh_s
 from gputriage.backends.process_tree import ProcessDetail, ProcessTree
 from gputriage.backends.procfs import cpu_busy_pct, keyed_values, parse_diskstats, parse_net_dev, parse_proc_stat
