@@ -5,7 +5,7 @@ Processes that vanish or deny access are skipped, never raised."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 
 @dataclass(frozen=True)
@@ -16,6 +16,75 @@ class ProcessDetail:
     read_bytes: int  # from storage
     write_bytes: int
     read_chars: int  # returned by read() and friends: files (page cache included), pipes, sockets
+    io_readable: bool = True  # False where the I/O counters are denied (another user's process): 0 above
+
+
+@dataclass(frozen=True)
+class ProcessRates:
+    """What a set of processes did between two readings, per second."""
+
+    processes: int  # read at both ends
+    cpu_pct: float  # all their threads, % of one core
+    top_thread_pct: float  # the busiest thread of any of them
+    read_bytes_per_s: float  # from storage
+    write_bytes_per_s: float
+    rchar_bytes_per_s: float
+    io_complete: bool  # every process's I/O counters were read
+
+
+def rates(prev: dict[int, ProcessDetail], seen: dict[int, ProcessDetail], dt_s: float) -> ProcessRates:
+    """The processes read in both `prev` and `seen`, `dt_s` apart (a process that ended or started in between
+    is left out)."""
+    both = [(prev[pid], d) for pid, d in seen.items() if pid in prev]
+    top = 0.0
+    for a, b in both:
+        for tid, secs in b.threads_cpu_s.items():
+            if tid in a.threads_cpu_s:
+                top = max(top, (secs - a.threads_cpu_s[tid]) / dt_s * 100)
+
+    def per_s(field: str) -> float:
+        return sum(max(0.0, getattr(b, field) - getattr(a, field)) for a, b in both) / dt_s
+
+    return ProcessRates(processes=len(both), cpu_pct=100 * per_s("cpu_s"), top_thread_pct=top,
+                        read_bytes_per_s=per_s("read_bytes"), write_bytes_per_s=per_s("write_bytes"),
+                        rchar_bytes_per_s=per_s("read_chars"),
+                        io_complete=all(a.io_readable and b.io_readable for a, b in both))
+
+
+def read_details(processes: Iterable[Any]) -> dict[int, ProcessDetail]:
+    """Each psutil process's detail; those that vanish or deny access are skipped."""
+    import psutil
+
+    out = {}
+    for p in processes:
+        try:
+            with p.oneshot():
+                threads = {th.id: th.user_time + th.system_time for th in p.threads()}
+                t = p.cpu_times()
+                rss = p.memory_info().rss
+                try:
+                    io = p.io_counters()
+                    rd, wr, rc, ok = io.read_bytes, io.write_bytes, getattr(io, "read_chars", 0), True
+                except (psutil.AccessDenied, AttributeError):
+                    rd = wr = rc = 0
+                    ok = False
+        except psutil.Error:
+            continue
+        out[p.pid] = ProcessDetail(threads, t.user + t.system, rss, rd, wr, rc, ok)
+    return out
+
+
+def details_of(pids: Iterable[int]) -> dict[int, ProcessDetail]:
+    """The detail of processes named by pid (those holding a GPU context, say)."""
+    import psutil
+
+    processes: list[Any] = []
+    for pid in pids:
+        try:
+            processes.append(psutil.Process(pid))
+        except psutil.Error:
+            continue
+    return read_details(processes)
 
 
 class ProcessTree:
@@ -63,20 +132,4 @@ class ProcessTree:
         return out
 
     def details(self) -> dict[int, ProcessDetail]:
-        out = {}
-        for p in self._members:
-            try:
-                with p.oneshot():
-                    threads = {th.id: th.user_time + th.system_time for th in p.threads()}
-                    t = p.cpu_times()
-                    rss = p.memory_info().rss
-                    try:
-                        io = p.io_counters()
-                        rd, wr = io.read_bytes, io.write_bytes
-                        rc = getattr(io, "read_chars", 0)
-                    except (self._ps.AccessDenied, AttributeError):
-                        rd = wr = rc = 0
-            except self._ps.Error:
-                continue
-            out[p.pid] = ProcessDetail(threads, t.user + t.system, rss, rd, wr, rc)
-        return out
+        return read_details(self._members)

@@ -25,7 +25,7 @@ import msgspec
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import NvmlBackend
 from gputriage.backends.nvml_queries import compute_processes, process_sm_util, util_refresh_s
-from gputriage.backends.process_tree import ProcessDetail, ProcessTree
+from gputriage.backends.process_tree import ProcessDetail, ProcessTree, rates
 from gputriage.backends.procfs import cpu_busy_pct, keyed_values, parse_diskstats, parse_net_dev, parse_proc_stat
 from gputriage.model.sample import GpuProcess, HostSample, Sample, WorkloadSample
 from gputriage.sampling.gpu_reader import GpuReader
@@ -142,26 +142,14 @@ class ProcessTreeReader:
     def _read(self) -> WorkloadSample:
         now = time.monotonic()
         seen = self.tree.details()
-        dt = max(now - self._prev_t, 1e-6)
-        cpu = rd = wr = rchar = top_thread = 0.0
-        for pid, d in seen.items():
-            prev = self._prev.get(pid)
-            if prev is None:
-                continue
-            cpu += max(0.0, d.cpu_s - prev.cpu_s)
-            rd += max(0, d.read_bytes - prev.read_bytes)
-            wr += max(0, d.write_bytes - prev.write_bytes)
-            rchar += max(0, d.read_chars - prev.read_chars)
-            for tid, secs in d.threads_cpu_s.items():
-                if tid in prev.threads_cpu_s:
-                    top_thread = max(top_thread, (secs - prev.threads_cpu_s[tid]) / dt * 100)
         first = not self._prev
+        r = rates(self._prev, seen, max(now - self._prev_t, 1e-6))
         self._prev, self._prev_t = seen, now
         fields: dict[str, Any] = {"pids": len(seen), "rss_bytes": sum(d.rss_bytes for d in seen.values())}
         if not first:
-            fields.update(cpu_pct=round(cpu / dt * 100, 1), top_thread_pct=round(top_thread, 1),
-                          read_bytes_per_s=round(rd / dt), write_bytes_per_s=round(wr / dt),
-                          rchar_bytes_per_s=round(rchar / dt))
+            fields.update(cpu_pct=round(r.cpu_pct, 1), top_thread_pct=round(r.top_thread_pct, 1),
+                          read_bytes_per_s=round(r.read_bytes_per_s), write_bytes_per_s=round(r.write_bytes_per_s),
+                          rchar_bytes_per_s=round(r.rchar_bytes_per_s))
         listed = self._listed = compute_processes(self.nvml, self.gpus)
         if listed:
             fields["vram_bytes"] = sum(p["used_bytes"] or 0 for procs in listed.values() for p in procs
