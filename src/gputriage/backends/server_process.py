@@ -1,4 +1,4 @@
-"""The process serving a local endpoint: which one listens on the port, and its CPU time per thread."""
+"""The process serving a local endpoint: which one listens on the port, and its threads' names."""
 
 from __future__ import annotations
 
@@ -18,17 +18,6 @@ def listening_pid(port: int) -> Optional[int]:
         if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid:
             return int(c.pid)
     return None
-
-
-def process_cpu(pid: int) -> tuple[Optional[float], dict[int, float]]:
-    """All threads' CPU seconds, and each thread's."""
-    try:
-        p = psutil.Process(pid)
-        t = p.cpu_times()
-        threads = {th.id: th.user_time + th.system_time for th in p.threads()}
-        return t.user + t.system, threads
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return None, {}
 
 
 def thread_name(pid: int, tid: int) -> str:

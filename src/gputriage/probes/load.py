@@ -153,9 +153,11 @@ class ServerWatch:
             except (OSError, ValueError) as exc:
                 self.metrics_error = f"{self.metrics_url}: {exc}"
         if self.pid is not None:
-            from gputriage.backends.server_process import process_cpu, thread_name
+            from gputriage.backends.process_tree import details_of
+            from gputriage.backends.server_process import thread_name
 
-            s.process_cpu_s, s.threads_cpu_s = process_cpu(self.pid)
+            d = details_of([self.pid]).get(self.pid)
+            s.process_cpu_s, s.threads_cpu_s = (d.cpu_s, d.threads_cpu_s) if d else (None, {})
             last = next((x for x in reversed(self.samples) if x.threads_cpu_s), None)
             for tid, cpu in s.threads_cpu_s.items():
                 busy = last is not None and cpu - last.threads_cpu_s.get(tid, 0.0) > 0.5 * (s.t_s - last.t_s)
