@@ -511,3 +511,48 @@ def test_workloads_written_after_the_rules_get_their_cause_with_and_without_gpm(
                           command=rec["command"]), rec["exit_code"], profile=profile)
     assert report.verdict.per_gpu["0"].bottleneck.value == expected
     assert report.verdict.bottleneck.value == expected  # and the trace, where `--profile auto` asked for one
+
+
+
+DDP = json.loads(gzip.decompress((FIXTURES / "runs_typed_2gpu.json.gz").read_bytes()))
+
+
+def ddp_run(name: str):
+    from gputriage.model.run import RunMeta
+    from gputriage.sampling.session import replay
+
+    meta = msgspec.convert(DDP[name]["meta"], RunMeta)
+    return replay([msgspec.convert(s, Sample) for s in DDP[name]["samples"]], meta)
+
+
+def test_a_ddp_job_whose_links_are_not_counted_keeps_comm_bound_possible_where_the_tensor_cores_rest():
+    # two H200s recorded before NVLink was sampled: while the all-reduce dominates the SMs are half busy and the
+    # tensor pipes at 2%; the counters cannot tell a collective from CUDA-core math, and say so
+    from gputriage.diagnosis.run_judge import judge
+
+    for v in judge(ddp_run("ddp_allreduce"), 0).verdict.per_gpu.values():
+        assert v.bottleneck == B.compute_bound and v.undecided_between == [B.compute_bound, B.comm_bound]
+        assert v.evidence["tensor_active_pct"] < 5 and "not with tensor-core math" in v.decision
+    for v in judge(ddp_run("ddp_allreduce_fixed"), 0).verdict.per_gpu.values():  # tensor pipes at 70%
+        assert v.bottleneck == B.compute_bound and v.undecided_between == []
+        assert v.decision.startswith("Healthy: the GPU computes on its tensor cores")
+
+
+@pytest.mark.parametrize("links, job_gpus, possible", [
+    (None, 2.0, [B.comm_bound]),  # links not counted, the job on two GPUs: a collective may be what runs
+    (None, 1.0, []),  # one GPU: no collective to miss
+    (18, 2.0, []),  # links counted and quiet: the collectives are not what the GPU does
+])
+def test_a_collective_is_possible_only_on_a_job_on_several_gpus_whose_links_are_not_counted(links, job_gpus,
+                                                                                             possible):
+    from gputriage.diagnosis.classify import label
+    from gputriage.model.run import GpuStatic
+
+    static = GpuStatic(nvlink_links=links, nvlink_link_mb_per_s=26_562.0 if links else None, power_limit_mw=700_000)
+    ws = list(ddp_run("ddp_allreduce").windows.series[0])
+    w = msgspec.structs.replace(ws[len(ws) // 2], job_gpus=job_gpus,  # a window while the all-reduce dominated
+                                nvlink_tx_mib_per_s=0.0 if links else None, nvlink_rx_mib_per_s=0.0 if links else None)
+    assert w.tensor_active_pct < 5 and 50 <= w.sm_active_pct < 60
+    assert label(w, static) == (B.compute_bound, possible)
+    assert label(msgspec.structs.replace(w, tensor_active_pct=70.0), static) == (B.compute_bound, [])
+    assert label(msgspec.structs.replace(w, sm_active_pct=30.0), static) == (B.underfilled, possible)  # NCCL alone

@@ -180,6 +180,24 @@ def test_a_ddp_job_without_a_trace_cannot_see_its_exposed_communication():
     assert [(b.bottleneck.value, b.why.split(":")[0]) for b in report.blind_spots] == [("comm_bound", "approximate")]
 
 
+@pytest.mark.parametrize("name, asks", [("ddp_allreduce", True), ("ddp_allreduce_fixed", False)])
+def test_auto_profiles_a_ddp_job_whose_links_are_not_counted_while_its_tensor_cores_rest(name, asks):
+    rec = json.loads(gzip.decompress((Path(__file__).parent / "fixtures" / "h200" /
+                                      "runs_typed_2gpu.json.gz").read_bytes()))[name]
+    meta = msgspec.convert(rec["meta"], RunMeta)
+    run = replay([msgspec.convert(s, Sample) for s in rec["samples"]], meta)
+    gate = ProfileGate("auto", {int(k): g for k, g in meta.gpus.items()})
+    reason = None
+    for w0, w1 in zip(run.windows.series[0], run.windows.series[1]):  # both ranks' windows as they close
+        gate.add(0, w0)
+        gate.add(1, w1)
+        reason = reason or gate.first(w1.t1_s)
+    if asks:  # the all-reduce dominates: SMs half busy, tensor pipes at 2%, links out of sight
+        assert reason is not None and "compute_bound or comm_bound" in reason
+    else:  # 16 micro-batches per all-reduce: the tensor cores lead, the sampler decides
+        assert reason is None and gate.asked == 0
+
+
 def test_the_profilers_own_start_is_no_steady_state_to_compare_a_window_with():
     # fp32 GEMMs at 100% on the H200; the profiler's start then held the workload 6 s at 0%, long enough for
     # a "steady state" of its own: the window (at 90%) is compared with the run the gate asked in, not with that

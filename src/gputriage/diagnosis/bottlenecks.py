@@ -91,6 +91,13 @@ MEANINGS: dict[B, Meaning] = {
 }
 
 DECISIONS = {b: m.decision for b, m in MEANINGS.items()}
+# compute_bound where the tensor pipes were counted and mostly idle, or not counted at all (no GPM)
+COMPUTE_OFF_TENSOR_CORES = (
+    "The SMs are busy, but not with tensor-core math: fp32 math without TF32, elementwise kernels or collectives. "
+    "`gputriage run --profile` names the kernels; GEMMs belong on tensor cores (bf16 autocast, TF32)")
+COMPUTE_TENSOR_UNCOUNTED = (
+    "The GPU is busy; it does not count tensor-core activity, so whether its GEMMs run on tensor cores shows only "
+    "in a trace (`gputriage run --profile auto`). If they do, gains come from less math or more GPUs")
 
 # how loudly a verdict calls for a change: compute_bound is health, idle and memory_bound are information
 VERDICT_SEVERITY = {B.compute_bound: Severity.ok, B.idle: Severity.info, B.memory_bound: Severity.info}

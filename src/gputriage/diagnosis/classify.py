@@ -16,7 +16,10 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
 - comm_bound: NVLink carries >= 20% of the links' capacity (the busier direction) while the tensor
   pipes are under 30% (or not counted): the GPUs exchange data (all-reduce, all-gather) more than they
   compute. Whether computation overlaps it shows only in a trace. With the tensor pipes busy, the
-  verdict is compute_bound with comm_bound possible.
+  verdict is compute_bound with comm_bound possible. On a job holding contexts on two GPUs or more
+  whose links are not counted (PCIe, the network, GPUs without NVLink counters), a collective is out
+  of sight: every label below that its kernels could make without tensor-core math (underfilled,
+  memory_bound, tensor_cores_idle, compute_bound on CUDA cores) keeps comm_bound possible.
 - h2d_copy_bound: GPU mostly idle (SM < 30%) while PCIe RX >= 2000 MiB/s.
 - underfilled: GPU-Util >= 90% but SM activity < 50%: a kernel always runs, but it covers few SMs.
 - Without GPM (GPUs before Hopper, `--no-gpm`), how much of the chip works shows in the power it
@@ -159,21 +162,23 @@ def label(m: WindowMetrics, gpu: GpuStatic) -> tuple[B, list[B]]:
     tensor, dram = m.tensor_active_pct, m.dram_active_pct
     if links_busy and (tensor is None or tensor < TENSOR_BUSY.value):
         return B.comm_bound, []
+    # a job on several GPUs whose links are not counted: what the SMs run may be its collectives
+    unseen = [B.comm_bound] if link is None and (m.job_gpus or 0.0) >= 2 else []
     if sm is None:
-        return _without_gpm(m, busy_util, rx, power_share(m, gpu))
+        return _without_gpm(m, busy_util, rx, power_share(m, gpu), unseen)
     if sm < SM_IDLE.value and rx >= PCIE_RX_BUSY.value:
         return B.h2d_copy_bound, []
     if sm < UNDERFILLED_SM.value and busy_util >= UNDERFILLED_UTIL.value:
-        return B.underfilled, []
+        return B.underfilled, unseen
     if busy_util < HOST_BOUND_UTIL.value:
         return _host_side(m, busy_util, small=sm < SMALL_KERNEL_SM_PER_UTIL.value * busy_util)
     if tensor is not None and tensor >= TENSOR_BUSY.value:
         return B.compute_bound, [B.comm_bound] if links_busy else []
     if dram is not None and dram >= DRAM_BUSY.value:
-        return B.memory_bound, []
+        return B.memory_bound, unseen
     if tensor is not None and tensor < TENSOR_IDLE.value and sm_v >= SM_BUSY.value:
-        return B.tensor_cores_idle, []
-    return B.compute_bound, []
+        return B.tensor_cores_idle, unseen
+    return B.compute_bound, unseen
 
 
 def nvlink_share(m: WindowMetrics, gpu: GpuStatic) -> float | None:
@@ -191,22 +196,24 @@ def power_share(m: WindowMetrics, gpu: GpuStatic) -> float | None:
     return 1000.0 * m.power_w / gpu.power_limit_mw
 
 
-def _without_gpm(m: WindowMetrics, util: float, rx: float, power: float | None) -> tuple[B, list[B]]:
+def _without_gpm(m: WindowMetrics, util: float, rx: float, power: float | None,
+                 unseen: list[B]) -> tuple[B, list[B]]:
     """Before Hopper (no GPM), how much of the chip works shows in the power it draws against its limit;
-    PCIe traffic comes from the PCIe counters; tensor cores cannot be told from CUDA cores."""
+    PCIe traffic comes from the PCIe counters; tensor cores cannot be told from CUDA cores. `unseen`:
+    [comm_bound] on a job on several GPUs whose links are not counted."""
     light = power is not None and power < LIGHT_POWER.value
     if rx >= PCIE_RX_BUSY.value and (light or util < GPU_MOSTLY_IDLE_UTIL.value):
         return B.h2d_copy_bound, []
     if util >= UNDERFILLED_UTIL.value and light:
-        return B.underfilled, []
+        return B.underfilled, unseen
     if util < HOST_BOUND_UTIL.value:
         small = None if power is None else power < SMALL_KERNEL_POWER_PER_UTIL.value * util / 100.0
         return _host_side(m, util, small)
     if (m.mem_util_pct or 0.0) >= MEM_UTIL_BUSY.value:
-        return B.memory_bound, []
+        return B.memory_bound, unseen
     if power is None:
-        return B.compute_bound, [B.memory_bound, B.tensor_cores_idle, B.underfilled]
-    return B.compute_bound, [B.tensor_cores_idle]
+        return B.compute_bound, [B.memory_bound, B.tensor_cores_idle, B.underfilled, *unseen]
+    return B.compute_bound, [B.tensor_cores_idle, *unseen]
 
 
 def _host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, list[B]]:

@@ -10,8 +10,9 @@ they arrive, say when to ask it for a window:
   MAX_WAIT_S of a GPU first computing, then (a run that keeps changing still gets its window).
 - `auto`: ask in a steady state only where the sampler cannot decide — its label leaves another
   cause possible (a host-side cause the counters cannot tell apart; tensor cores or small kernels
-  on a GPU without GPM), or its windows name different host-side causes. Otherwise never: the
-  sampler's verdict stands, at none of the profiler's cost.
+  on a GPU without GPM; a collective on GPUs whose links are not counted), or its windows name
+  different host-side causes. Otherwise never: the sampler's verdict stands, at none of the
+  profiler's cost.
 - Once a window is profiled, ask for another (MAX_WINDOWS in all) when the median GPU-Util inside
   it lies UNLIKE_UTIL_POINTS or more from that of the steady state the first window was asked in: a
   window unlike the rest of the run says nothing about it (a warm-up, a pause, an evaluation). The

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from gputriage.diagnosis.bottlenecks import DECISIONS
-from gputriage.diagnosis.classify import computes, label
+from gputriage.diagnosis.bottlenecks import COMPUTE_OFF_TENSOR_CORES, COMPUTE_TENSOR_UNCOUNTED, DECISIONS
+from gputriage.diagnosis.classify import TENSOR_BUSY, computes, label
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
@@ -86,6 +86,16 @@ def _mark_warmup(timeline: list[Regime], dominant: str) -> list[Regime]:
         return timeline
     warm = Regime(timeline[before[0]].start_s, timeline[before[-1]].end_s, "warm-up")
     return timeline[:before[0]] + [warm] + timeline[before[-1] + 1:]
+
+
+def decision_of(b: B, m: dict[str, float]) -> str:
+    """What to do; compute_bound says "tensor cores" only where their pipes were counted busy."""
+    if b != B.compute_bound:
+        return DECISIONS[b]
+    tensor = m.get("tensor_active_pct")
+    if tensor is None:
+        return COMPUTE_TENSOR_UNCOUNTED
+    return DECISIONS[b] if tensor >= TENSOR_BUSY.value else COMPUTE_OFF_TENSOR_CORES
 
 
 def describe(b: B, m: dict[str, float]) -> str:
@@ -204,7 +214,7 @@ def gpu_verdict(series: WindowSeries, gpu: GpuStatic, run_start_s: float, run_en
     verdict.share = round(share, 2)
     verdict.confidence = round(share * (0.6 if alternatives else 1.0), 2)
     verdict.summary = f"{describe(dominant, evidence)}: {dominant.value}"
-    verdict.decision = DECISIONS[dominant]
+    verdict.decision = decision_of(dominant, evidence)
     verdict.evidence = evidence
     verdict.undecided_between = [dominant, *alternatives] if alternatives else []
     verdict.steady_s = round(total, 1)

@@ -16,8 +16,8 @@ GPU_FIELDS = ("util_pct", "util_max_pct", "mem_util_pct", "sm_active_pct", "sm_a
 # The host's and the workload's figures of a window (the same for every GPU)
 HOST_FIELDS = ("max_core_pct", "iowait_pct", "swap_in_pages_per_s", "swap_in_max_pages_per_s", "workload_cpu_pct",
                "read_mb_per_s", "top_thread_pct", "workload_vram_max_bytes", "workload_rss_max_bytes",
-               "mem_available_min_bytes", "job_gpu_processes", "steps_total", "samples_total", "tokens_total",
-               "progress_dt_s")
+               "mem_available_min_bytes", "job_gpu_processes", "job_gpus", "steps_total", "samples_total",
+               "tokens_total", "progress_dt_s")
 
 
 class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -58,6 +58,7 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
     workload_rss_max_bytes: Optional[float] = None
     mem_available_min_bytes: Optional[float] = None  # the host's MemAvailable, lowest in the window
     job_gpu_processes: Optional[float] = None  # the workload's processes with a context on any sampled GPU (most seen)
+    job_gpus: Optional[float] = None  # the sampled GPUs on which the workload holds a context (most seen)
     steps_total: Optional[float] = None  # gputriage.step() counts at the window's end (cumulative)
     samples_total: Optional[float] = None
     tokens_total: Optional[float] = None

@@ -25,8 +25,8 @@ MAX_PROCESSES = 64  # processes tallied per run (a job forking CUDA processes wi
 CAPACITY = 1 << 17  # windows per GPU before pairs are merged: 36 h at 1 s
 FIELDS = GPU_FIELDS + HOST_FIELDS
 _MAX_FIELDS = {"util_max_pct", "sm_active_max_pct", "power_max_w", "temperature_max_c", "used_max_bytes", "neighbours",
-               "job_computing", "job_gpu_processes", "steps_total", "samples_total", "tokens_total", "progress_dt_s",
-               "swap_in_max_pages_per_s", "workload_vram_max_bytes", "workload_rss_max_bytes"}
+               "job_computing", "job_gpu_processes", "job_gpus", "steps_total", "samples_total", "tokens_total",
+               "progress_dt_s", "swap_in_max_pages_per_s", "workload_vram_max_bytes", "workload_rss_max_bytes"}
 _MIN_FIELDS = {"mem_available_min_bytes"}
 NAN = float("nan")
 
@@ -207,6 +207,7 @@ def host_values(bucket: list[Sample]) -> dict[str, float]:
                           if s.workload is not None and s.workload.steps_total is not None), _max)
     if any(s.job_processes for s in bucket):
         out["job_gpu_processes"] = float(max(len({p.pid for p in s.job_processes}) for s in bucket))
+        out["job_gpus"] = float(max(len({p.gpu for p in s.job_processes}) for s in bucket))
     return out
 
 
