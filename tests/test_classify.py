@@ -271,12 +271,21 @@ def test_short_kernels_behind_a_busy_thread_are_launch_bound_and_large_ones_are_
     v = verdict_of(run_samples("launch_bound"))
     e = v.evidence
     assert e["top_thread_pct"] >= 85 and e["sm_active_pct"] < 0.5 * e["util_pct"]
-    # the same stream with kernels that cover the SMs while they run: the host is busy with something else
-    filled = copy.deepcopy(run_samples("launch_bound"))
+    # the same stream with kernels that cover most SMs, each with few warps (occupancy 0.05 of GPU-Util, as
+    # the ensemble of small MLPs recorded on the H200): still short kernels
+    few_warps = copy.deepcopy(run_samples("launch_bound"))
+    for s in few_warps:
+        for g in s.gpus:
+            if g.sm_active_pct is not None and g.util_pct:
+                g.sm_active_pct = 0.6 * g.util_pct
+    assert verdict_of(few_warps).bottleneck == B.launch_bound
+    # kernels that fill the SMs with warps while they run (a sync-bound loop's 0.9 and 0.38): the host is busy
+    # with something else
+    filled = copy.deepcopy(few_warps)
     for s in filled:
         for g in s.gpus:
             if g.sm_active_pct is not None and g.util_pct:
-                g.sm_active_pct = 0.9 * g.util_pct
+                g.sm_active_pct, g.sm_occupancy_pct = 0.9 * g.util_pct, 0.38 * g.util_pct
     assert verdict_of(filled).bottleneck != B.launch_bound
 
 
@@ -458,6 +467,22 @@ def test_nvlink_payload_is_sampled_through_gpm_and_through_the_counters_before_h
     time.sleep(0.2)
     g = sampler.sample_once().gpus[0]
     assert 0 < g.nvlink_tx_mib_per_s <= 2048 / 0.2 and g.nvlink_rx_mib_per_s == 0.0
+
+
+def test_the_non_tensor_math_pipes_are_sampled_and_a_window_keeps_the_busiest(make_host):
+    from gputriage.sampling.windows import metrics_of
+
+    class Hopper(StreamNvml):  # GPM's FP64/FP32/FP16 pipe activity, % of the interval
+        def gpm_metrics(self, index, first, second, metric_ids=()):
+            got = super().gpm_metrics(index, first, second, metric_ids)
+            got["metrics"].update({"11": 0.5, "12": 76.7, "13": 3.0})
+            return got
+
+    nvml = Hopper(SCENARIOS["fp32_no_tc"]["samples"])
+    s = Sampler(nvml, make_host(), [0], cadences=Cadences(gpu_s=0.1)).sample_once()
+    g = s.gpus[0]
+    assert (g.fp64_active_pct, g.fp32_active_pct, g.fp16_active_pct) == (0.5, 76.7, 3.0)
+    assert metrics_of([s], 0).cuda_math_active_pct == 76.7
 
 
 @pytest.mark.parametrize("tensor, rx, expected, possible", [

@@ -189,6 +189,8 @@ class _GateKeeper:
                 self.judged += 1
                 if self.gate.again(profiled) is not None:
                     inject.open_gate(self.folder, self.gate.asked)
+            if self.gate.late() is not None:
+                inject.open_gate(self.folder, self.gate.asked)
 
     def stop(self) -> None:
         self.done.set()

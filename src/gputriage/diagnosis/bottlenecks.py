@@ -91,6 +91,11 @@ MEANINGS: dict[B, Meaning] = {
 }
 
 DECISIONS = {b: m.decision for b, m in MEANINGS.items()}
+# memory_bound where DRAM bandwidth is not the limit: busy SMs whose warps wait on scattered reads
+MEMORY_LATENCY = (
+    "The SMs wait on scattered memory reads (gathers, embedding lookups, indexing), not on bandwidth: read in "
+    "larger contiguous pieces — sort or deduplicate the indices, keep hot rows together, fuse the lookup with what "
+    "consumes it — or cache the hot part of the table")
 # compute_bound where the tensor pipes were counted and mostly idle, or not counted at all (no GPM)
 COMPUTE_OFF_TENSOR_CORES = (
     "The SMs are busy, but not with tensor-core math: fp32 math without TF32, elementwise kernels or collectives. "

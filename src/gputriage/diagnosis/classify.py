@@ -37,8 +37,9 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
     and numpy on CPU tensors use several threads; a launching or syncing thread is one).
     Possible: sync_bound (a read is a sync), input_starved (in-memory producers).
   - launch_bound: one workload thread >= 85% busy and, while a kernel runs, it covers under half
-    the SMs (SM activity < 0.5 x GPU-Util): kernels too short to cover their launch. The host is
-    busy launching them; an input pipeline or a sync remain possible.
+    the SMs (SM activity < 0.5 x GPU-Util) or holds few warps (SM occupancy < 0.08 x GPU-Util):
+    kernels too short to cover their launch. The host is busy launching them; an input pipeline or
+    a sync remain possible.
   Otherwise (kernels that fill the GPU while they run, or no busy thread):
   - input_starved when the workload reads >= 20 MB/s (files, pipes, sockets: it loads input while
     the GPU waits); without process data, when GPU-Util < 30%; with a workload thread >= 85% busy
@@ -51,7 +52,10 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
   data), so each names the other as possible; `run --profile` tells them apart.
 - compute_bound: SM activity >= 50% and tensor-pipe activity >= 30% (healthy on tensor cores).
 - memory_bound: SM activity >= 50% and DRAM bandwidth >= 60% of peak.
-- tensor_cores_idle: SM activity >= 60%, tensor pipes < 5%, DRAM < 60%: math on CUDA cores.
+- tensor_cores_idle: SM activity >= 60%, tensor pipes < 5%, DRAM < 60%: math on CUDA cores — unless
+  the non-tensor math pipes (FP64/FP32/FP16, GPM) are counted and under 20%: then the SMs hold warps
+  that compute on nothing, waiting on memory latency (scattered reads: gathers, embedding lookups),
+  memory_bound although DRAM bandwidth is not the limit.
 - compute_bound (CUDA cores): SM activity >= 50% otherwise.
 """
 
@@ -107,6 +111,16 @@ SMALL_KERNEL_SM_PER_UTIL = Threshold(
 LIGHT_POWER = Threshold("light_power_share", 0.35, "of the power limit",
                         "power under which a GPU busy by GPU-Util has most SMs idle (without GPM)",
                         f"{H200_RECORDINGS}: small-batch kernels at 100% GPU-Util draw 24%, the smallest full ones 52%")
+CUDA_MATH_BUSY = Threshold("cuda_math_busy_pct", 20.0, "%",
+                           "activity of the busiest non-tensor math pipe (FP64/FP32/FP16) under which busy SMs "
+                           "without tensor-core work wait on memory rather than compute on CUDA cores",
+                           f"{H200_RECORDINGS}: fp32 GEMMs 77%; embedding-bag lookups 1.4% (DRAM 25%), "
+                           "elementwise chains 4%, bf16 GEMMs 0%")
+SMALL_KERNEL_OCC_PER_UTIL = Threshold(
+    "small_kernel_occupancy_per_util", 0.08, "ratio",
+    "SM occupancy / GPU-Util under which the kernels that run hold few warps: few blocks of few threads",
+    f"{H200_RECORDINGS}: launch-bound loops 0.05, an ensemble of 64 small MLPs run one by one 0.04 (SM activity "
+    "0.6 of GPU-Util); GEMM loops 0.12-0.15, sync-bound and input-starved loops 0.38")
 SMALL_KERNEL_POWER_PER_UTIL = Threshold(
     "small_kernel_power_per_util", 0.6, "ratio",
     "power share / GPU-Util under which the kernels that run are small (without GPM)",
@@ -171,12 +185,18 @@ def label(m: WindowMetrics, gpu: GpuStatic) -> tuple[B, list[B]]:
     if sm < UNDERFILLED_SM.value and busy_util >= UNDERFILLED_UTIL.value:
         return B.underfilled, unseen
     if busy_util < HOST_BOUND_UTIL.value:
-        return _host_side(m, busy_util, small=sm < SMALL_KERNEL_SM_PER_UTIL.value * busy_util)
+        occupancy = m.sm_occupancy_pct
+        small = sm < SMALL_KERNEL_SM_PER_UTIL.value * busy_util or \
+            (occupancy is not None and occupancy < SMALL_KERNEL_OCC_PER_UTIL.value * busy_util)
+        return _host_side(m, busy_util, small=small)
     if tensor is not None and tensor >= TENSOR_BUSY.value:
         return B.compute_bound, [B.comm_bound] if links_busy else []
     if dram is not None and dram >= DRAM_BUSY.value:
         return B.memory_bound, unseen
     if tensor is not None and tensor < TENSOR_IDLE.value and sm_v >= SM_BUSY.value:
+        math = m.cuda_math_active_pct
+        if math is not None and math < CUDA_MATH_BUSY.value:  # warps that compute on nothing: memory latency
+            return B.memory_bound, unseen
         return B.tensor_cores_idle, unseen
     return B.compute_bound, unseen
 
@@ -253,12 +273,13 @@ LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
     B.h2d_copy_bound: (SM_IDLE, PCIE_RX_BUSY),
     B.underfilled: (UNDERFILLED_UTIL, UNDERFILLED_SM, LIGHT_POWER),
     B.input_starved: (HOST_BOUND_UTIL, IOWAIT, INPUT_READ, GPU_MOSTLY_IDLE_UTIL, HOT_THREAD),
-    B.launch_bound: (HOST_BOUND_UTIL, HOT_THREAD, SMALL_KERNEL_SM_PER_UTIL, SMALL_KERNEL_POWER_PER_UTIL),
+    B.launch_bound: (HOST_BOUND_UTIL, HOT_THREAD, SMALL_KERNEL_SM_PER_UTIL, SMALL_KERNEL_OCC_PER_UTIL,
+                     SMALL_KERNEL_POWER_PER_UTIL),
     B.sync_bound: (HOST_BOUND_UTIL, INPUT_READ),
     B.host_bound: (HOST_BOUND_UTIL, HOST_READS_BACK, HOST_PARALLEL_CPU, INPUT_READ),
     B.compute_bound: (SM_LOW, TENSOR_BUSY),
-    B.memory_bound: (SM_LOW, DRAM_BUSY, MEM_UTIL_BUSY),
-    B.tensor_cores_idle: (SM_BUSY, TENSOR_IDLE, DRAM_BUSY),
+    B.memory_bound: (SM_LOW, DRAM_BUSY, MEM_UTIL_BUSY, CUDA_MATH_BUSY),
+    B.tensor_cores_idle: (SM_BUSY, TENSOR_IDLE, DRAM_BUSY, CUDA_MATH_BUSY),
     B.comm_bound: (NVLINK_BUSY, TENSOR_BUSY),
 }
 # what a label needs to be seen at all

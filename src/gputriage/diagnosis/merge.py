@@ -7,7 +7,8 @@ otherwise the trace's verdict does, and where the sampler was undecided the trac
 unless the profiled window is not the run: a window whose GPU-Util is far from the rest of the
 steady run (the profiler starved the workload, or it caught a phase of its own), or a verdict the
 trace itself is unsure of (a short window, a truncated file), does not override a decided sampler
-verdict, whatever it says.
+verdict, whatever it says; a window that ended before the steady run began (a warm-up before the
+workload's first step) overrides no sampler verdict, decided or not.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ def merge(sampler: GpuVerdict | None, trace: TraceVerdict | None,
         return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
                              why=f"{s.value} is visible only to the sampler; the trace's view of the kernels is "
                                  f"{t.value}")
+    if effect is not None and effect.in_startup:
+        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
+                             why=f"the profiled window fell in the start-up, before the steady run (GPU-Util "
+                                 f"{effect.inside_pct:.0f}% while profiled, {effect.outside_pct:.0f}% in the steady "
+                                 f"run): its {t.value} does not describe the run")
     undecided = sampler.undecided_between if sampler else []
     drop = effect.outside_pct - effect.inside_pct if effect else 0.0
     decided = s is not None and not undecided

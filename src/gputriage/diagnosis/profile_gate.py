@@ -17,7 +17,9 @@ they arrive, say when to ask it for a window:
   it lies UNLIKE_UTIL_POINTS or more from that of the steady state the first window was asked in: a
   window unlike the rest of the run says nothing about it (a warm-up, a pause, an evaluation). The
   reference is fixed when the first window is asked for: the profiler starting holds the workload
-  for seconds, and that is no steady state to compare with.
+  for seconds, and that is no steady state to compare with. Likewise when a workload that reports
+  its steps (`gputriage.step()`) reports its first after every window profiled so far: those
+  windows were its warm-up (a steady state of loading, compiling or building plans), not its work.
 """
 
 from __future__ import annotations
@@ -70,9 +72,13 @@ class ProfileGate:
         self.gpus: dict[int, _Gpu] = {i: _Gpu() for i in static}
         self.asked = 0
         self.reasons: list[str] = []
+        self.profiled: list[tuple[float, float]] = []  # the windows profiled so far (unix s)
+        self.first_step_s: float | None = None  # start of the first window in which the workload reported a step
 
     def add(self, gpu: int, w: WindowMetrics) -> None:
         g = self.gpus.setdefault(gpu, _Gpu())
+        if self.first_step_s is None and (w.steps_total or 0.0) > 0:
+            self.first_step_s = w.t0_s
         if w.util_pct is not None:
             g.history.append((w.t0_s, w.t1_s, w.util_pct))
             del g.history[:-HISTORY]
@@ -127,6 +133,7 @@ class ProfileGate:
 
     def again(self, window_s: tuple[float, float]) -> str | None:
         """After a profiled window [t0, t1] (unix s): why to ask for another; None when it is like the run."""
+        self.profiled.append((window_s[0], window_s[1]))
         if not self.asked or self.asked >= MAX_WINDOWS:
             return None
         t0, t1 = window_s
@@ -143,3 +150,17 @@ class ProfileGate:
                 self.reasons.append(reason)
                 return reason
         return None
+
+    def late(self) -> str | None:
+        """Why to ask for another window now that the workload reported its first step after every window
+        profiled so far (they were its warm-up); None otherwise."""
+        first = self.first_step_s
+        if first is None or not self.profiled or self.asked >= MAX_WINDOWS or self.asked > len(self.profiled):
+            return None
+        if any(t1 > first for _, t1 in self.profiled):
+            return None
+        self.asked += 1
+        reason = (f"the profiled window ended {first - self.profiled[-1][1]:.0f} s before the workload's first "
+                  "reported step (its warm-up): profiled again")
+        self.reasons.append(reason)
+        return reason

@@ -56,6 +56,11 @@ def profiler_effect(rec: Recording, gpu: int, v: GpuVerdict, window_s: list[floa
         points = [(s.t_s, g.util_pct if (g := s.gpu(gpu)) else None) for s in rec.recent]
     else:  # the ring no longer holds the window: each window by its middle
         points = [((w.t0_s + w.t1_s) / 2, w.util_pct) for w in rec.windows.series[gpu]]
+    if t1 <= steady_from:  # profiled before the steady run began: a warm-up, whatever its GPU-Util
+        before = [u for t, u in points if u is not None and t0 <= t <= t1]
+        steady = [u for t, u in points if u is not None and steady_from <= t <= steady_to]
+        return ProfilerEffect(inside_pct=float(median(before)) if before else 0.0,
+                              outside_pct=float(median(steady)) if steady else 0.0, in_startup=True)
     inside, outside = [], []
     for t, util in points:
         if util is None or not steady_from <= t <= steady_to:

@@ -12,8 +12,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from gputriage.diagnosis.bottlenecks import COMPUTE_OFF_TENSOR_CORES, COMPUTE_TENSOR_UNCOUNTED, DECISIONS
-from gputriage.diagnosis.classify import TENSOR_BUSY, computes, label
+from gputriage.diagnosis.bottlenecks import (
+    COMPUTE_OFF_TENSOR_CORES,
+    COMPUTE_TENSOR_UNCOUNTED,
+    DECISIONS,
+    MEMORY_LATENCY,
+)
+from gputriage.diagnosis.classify import DRAM_BUSY, TENSOR_BUSY, computes, label
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
@@ -89,13 +94,22 @@ def _mark_warmup(timeline: list[Regime], dominant: str) -> list[Regime]:
 
 
 def decision_of(b: B, m: dict[str, float]) -> str:
-    """What to do; compute_bound says "tensor cores" only where their pipes were counted busy."""
+    """What to do; compute_bound says "tensor cores" only where their pipes were counted busy; memory_bound
+    below the DRAM's bandwidth is latency (scattered reads)."""
+    if b == B.memory_bound and _latency_bound(m):
+        return MEMORY_LATENCY
     if b != B.compute_bound:
         return DECISIONS[b]
     tensor = m.get("tensor_active_pct")
     if tensor is None:
         return COMPUTE_TENSOR_UNCOUNTED
     return DECISIONS[b] if tensor >= TENSOR_BUSY.value else COMPUTE_OFF_TENSOR_CORES
+
+
+def _latency_bound(m: dict[str, float]) -> bool:
+    """Busy SMs with their math pipes counted and DRAM under its busy share: warps wait on memory latency."""
+    dram = m.get("dram_active_pct")
+    return m.get("cuda_math_active_pct") is not None and dram is not None and dram < DRAM_BUSY.value
 
 
 def describe(b: B, m: dict[str, float]) -> str:
@@ -116,6 +130,10 @@ def describe(b: B, m: dict[str, float]) -> str:
         }
         if b in without:
             return without[b]
+    if b == B.memory_bound and _latency_bound(m):
+        return (f"SM activity {f('sm_active_pct')} with the math pipes idle (CUDA cores "
+                f"{f('cuda_math_active_pct')}, tensor {f('tensor_active_pct')}) and DRAM at {f('dram_active_pct')} "
+                "of peak: warps wait on memory latency")
     parts = {
         B.underfilled: f"GPU-Util {f('util_pct')} but SM activity {f('sm_active_pct')}, occupancy "
                        f"{f('sm_occupancy_pct')}",
@@ -124,7 +142,8 @@ def describe(b: B, m: dict[str, float]) -> str:
         B.memory_bound: f"DRAM bandwidth {f('dram_active_pct')} of peak, SM activity {f('sm_active_pct')}, "
                         f"tensor pipes {f('tensor_active_pct')}",
         B.tensor_cores_idle: f"SM activity {f('sm_active_pct')} but tensor pipes {f('tensor_active_pct')}, "
-                             f"DRAM {f('dram_active_pct')}",
+                             f"DRAM {f('dram_active_pct')}" + (f", CUDA-core math {f('cuda_math_active_pct')}"
+                                                               if "cuda_math_active_pct" in m else ""),
         B.input_starved: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')} while one workload thread "
                          f"runs at {f('top_thread_pct')}, the workload reads {f('read_mb_per_s', ' MB/s')} "
                          f"(iowait {f('iowait_pct')})",

@@ -87,10 +87,12 @@ class GpuVerdict(msgspec.Struct, kw_only=True):
 
 
 class ProfilerEffect(msgspec.Struct):
-    """Median GPU-Util while the profiler ran, and over the rest of the steady run."""
+    """Median GPU-Util while the profiler ran, and over the rest of the steady run; `in_startup`: the
+    profiled window ended before the steady run began (a warm-up before the workload's first step)."""
 
     inside_pct: float
     outside_pct: float
+    in_startup: bool = False
 
 
 class MergedVerdict(msgspec.Struct, kw_only=True, omit_defaults=True):

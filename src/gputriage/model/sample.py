@@ -25,6 +25,9 @@ class GpuSample(msgspec.Struct, kw_only=True, omit_defaults=True):
     sm_occupancy_pct: Optional[float] = None
     tensor_active_pct: Optional[float] = None
     dram_active_pct: Optional[float] = None
+    fp64_active_pct: Optional[float] = None  # non-tensor math pipes (CUDA cores)
+    fp32_active_pct: Optional[float] = None
+    fp16_active_pct: Optional[float] = None
     pcie_tx_mib_per_s: Optional[float] = None
     pcie_rx_mib_per_s: Optional[float] = None
     # NVLink payload, all links (GPM; before Hopper the NVLink counters, read with the slow fields)

@@ -9,10 +9,10 @@ import msgspec
 
 # The per-GPU figures of a window: medians unless the name says max or share
 GPU_FIELDS = ("util_pct", "util_max_pct", "mem_util_pct", "sm_active_pct", "sm_active_max_pct", "sm_occupancy_pct",
-              "tensor_active_pct", "dram_active_pct", "pcie_rx_mib_per_s", "pcie_tx_mib_per_s", "nvlink_tx_mib_per_s",
-              "nvlink_rx_mib_per_s", "power_w",
-              "power_max_w", "sm_clock_mhz", "temperature_c", "temperature_max_c", "used_bytes", "used_max_bytes",
-              "throttled_share", "power_capped_share", "neighbours", "job_computing")
+              "tensor_active_pct", "dram_active_pct", "cuda_math_active_pct", "pcie_rx_mib_per_s", "pcie_tx_mib_per_s",
+              "nvlink_tx_mib_per_s", "nvlink_rx_mib_per_s", "power_w", "power_max_w", "sm_clock_mhz", "temperature_c",
+              "temperature_max_c", "used_bytes", "used_max_bytes", "throttled_share", "power_capped_share",
+              "neighbours", "job_computing")
 # The host's and the workload's figures of a window (the same for every GPU)
 HOST_FIELDS = ("max_core_pct", "iowait_pct", "swap_in_pages_per_s", "swap_in_max_pages_per_s", "workload_cpu_pct",
                "read_mb_per_s", "top_thread_pct", "workload_vram_max_bytes", "workload_rss_max_bytes",
@@ -32,6 +32,7 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
     sm_occupancy_pct: Optional[float] = None
     tensor_active_pct: Optional[float] = None
     dram_active_pct: Optional[float] = None
+    cuda_math_active_pct: Optional[float] = None  # the busiest non-tensor math pipe (FP64, FP32, FP16): CUDA cores
     pcie_rx_mib_per_s: Optional[float] = None
     pcie_tx_mib_per_s: Optional[float] = None
     nvlink_tx_mib_per_s: Optional[float] = None

@@ -35,6 +35,12 @@ GAUGES: tuple[tuple[str, str, Callable[[GpuSample], Optional[float]]], ...] = (
      lambda g: g.tensor_active_pct / 100 if g.tensor_active_pct is not None else None),
     ("DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.",
      lambda g: g.dram_active_pct / 100 if g.dram_active_pct is not None else None),
+    ("DCGM_FI_PROF_PIPE_FP64_ACTIVE", "Ratio of cycles the fp64 pipes are active.",
+     lambda g: g.fp64_active_pct / 100 if g.fp64_active_pct is not None else None),
+    ("DCGM_FI_PROF_PIPE_FP32_ACTIVE", "Ratio of cycles the fp32 pipes are active.",
+     lambda g: g.fp32_active_pct / 100 if g.fp32_active_pct is not None else None),
+    ("DCGM_FI_PROF_PIPE_FP16_ACTIVE", "Ratio of cycles the fp16 pipes are active.",
+     lambda g: g.fp16_active_pct / 100 if g.fp16_active_pct is not None else None),
     ("DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted over the PCIe bus - including both protocol headers "
      "and data payloads - in bytes per second.",
      lambda g: g.pcie_tx_mib_per_s * MIB if g.pcie_tx_mib_per_s is not None else None),

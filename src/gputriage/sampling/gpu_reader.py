@@ -12,6 +12,9 @@ from gputriage.backends.nvml import (
     FI_NVLINK_DATA_TX_KIB,
     GPM_ANY_TENSOR_UTIL,
     GPM_DRAM_BW_UTIL,
+    GPM_FP16_UTIL,
+    GPM_FP32_UTIL,
+    GPM_FP64_UTIL,
     GPM_NVLINK_RX_PER_SEC,
     GPM_NVLINK_TX_PER_SEC,
     GPM_PCIE_RX_PER_SEC,
@@ -31,10 +34,12 @@ def _ok(reading: Any) -> bool:
     return not isinstance(reading, Unavailable)
 
 
-SAMPLED_GPM = (GPM_SM_UTIL, GPM_SM_OCCUPANCY, GPM_ANY_TENSOR_UTIL, GPM_DRAM_BW_UTIL, GPM_PCIE_TX_PER_SEC,
-               GPM_PCIE_RX_PER_SEC, GPM_NVLINK_TX_PER_SEC, GPM_NVLINK_RX_PER_SEC)
+SAMPLED_GPM = (GPM_SM_UTIL, GPM_SM_OCCUPANCY, GPM_ANY_TENSOR_UTIL, GPM_DRAM_BW_UTIL, GPM_FP64_UTIL, GPM_FP32_UTIL,
+               GPM_FP16_UTIL, GPM_PCIE_TX_PER_SEC, GPM_PCIE_RX_PER_SEC, GPM_NVLINK_TX_PER_SEC, GPM_NVLINK_RX_PER_SEC)
 GPM_FIELDS = {str(GPM_SM_UTIL): "sm_active_pct", str(GPM_SM_OCCUPANCY): "sm_occupancy_pct",
               str(GPM_ANY_TENSOR_UTIL): "tensor_active_pct", str(GPM_DRAM_BW_UTIL): "dram_active_pct",
+              str(GPM_FP64_UTIL): "fp64_active_pct", str(GPM_FP32_UTIL): "fp32_active_pct",
+              str(GPM_FP16_UTIL): "fp16_active_pct",
               str(GPM_PCIE_TX_PER_SEC): "pcie_tx_mib_per_s", str(GPM_PCIE_RX_PER_SEC): "pcie_rx_mib_per_s",
               str(GPM_NVLINK_TX_PER_SEC): "nvlink_tx_mib_per_s", str(GPM_NVLINK_RX_PER_SEC): "nvlink_rx_mib_per_s"}
 NVLINK_COUNTERS = ((FI_NVLINK_DATA_TX_KIB, ALL_LINKS), (FI_NVLINK_DATA_RX_KIB, ALL_LINKS))

@@ -156,6 +156,9 @@ def gpu_values(bucket: list[Sample], gpu: int) -> dict[str, float]:
     put("sm_occupancy_pct", (r.sm_occupancy_pct for r in rows))
     put("tensor_active_pct", (r.tensor_active_pct for r in rows))
     put("dram_active_pct", (r.dram_active_pct for r in rows))
+    put("cuda_math_active_pct", (max(pipes) for r in rows
+                                 if (pipes := [p for p in (r.fp64_active_pct, r.fp32_active_pct, r.fp16_active_pct)
+                                               if p is not None])))
     put("pcie_rx_mib_per_s", (r.pcie_rx_mib_per_s for r in rows))
     put("pcie_tx_mib_per_s", (r.pcie_tx_mib_per_s for r in rows))
     put("nvlink_tx_mib_per_s", (r.nvlink_tx_mib_per_s for r in rows))
