@@ -102,3 +102,16 @@ def test_a_window_profiled_in_the_warm_up_does_not_decide_and_the_gate_asks_agai
     again = PIPES["decode_small_kv_nogpm"]
     assert any("first reported step" in r for r in again["profile"]["asked"])
     assert judged(again).verdict.bottleneck == B.launch_bound
+
+
+def test_a_loop_that_saves_checkpoints_while_the_gpu_waits_is_told_to_save_less_often_or_off_the_loop():
+    from gputriage.diagnosis.bottlenecks import HOST_WRITES_DECISION
+    from gputriage.diagnosis.classify import HOST_WRITES
+
+    for name in ("checkpoint_often_gpm", "checkpoint_often_nogpm"):  # 1.6 GB torch.save every 10 steps
+        v = judged(UNSEEN[name]).verdict.per_gpu["0"]
+        assert v.bottleneck == B.host_bound and v.evidence["write_mb_per_s"] >= HOST_WRITES.value
+        assert "to storage" in v.summary and v.decision == HOST_WRITES_DECISION
+    numpy = judged(UNSEEN["cpu_postprocess_gpm"]).verdict.per_gpu["0"]  # host work on results, nothing written
+    assert numpy.bottleneck == B.host_bound and numpy.decision != HOST_WRITES_DECISION
+    assert numpy.evidence.get("write_mb_per_s", 0.0) < 1

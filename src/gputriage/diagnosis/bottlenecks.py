@@ -91,6 +91,10 @@ MEANINGS: dict[B, Meaning] = {
 }
 
 DECISIONS = {b: m.decision for b, m in MEANINGS.items()}
+# host_bound where the workload writes to storage while the GPU waits
+HOST_WRITES_DECISION = (
+    "Save less often, or off the training loop: copy the state to pinned host memory and write it from another "
+    "thread (torch.distributed.checkpoint.async_save), to local NVMe rather than a network filesystem")
 # memory_bound where DRAM bandwidth is not the limit: busy SMs whose warps wait on scattered reads
 MEMORY_LATENCY = (
     "The SMs wait on scattered memory reads (gathers, embedding lookups, indexing), not on bandwidth: read in "

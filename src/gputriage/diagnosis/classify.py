@@ -33,8 +33,9 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
   - input_starved, certain, when iowait >= 10%.
   - host_bound, when the workload reads under 20 MB/s: it computes on the host while the GPU
     waits. It reads >= 100 MiB/s back from the GPU (PCIe TX: activations or parameters copied to
-    the host each step), or runs on >= 2.5 cores per process holding a GPU context (framework ops
-    and numpy on CPU tensors use several threads; a launching or syncing thread is one).
+    the host each step), or writes >= 100 MB/s to storage (checkpoints saved from the loop), or runs
+    on >= 2.5 cores per process holding a GPU context (framework ops and numpy on CPU tensors use
+    several threads; a launching or syncing thread is one).
     Possible: sync_bound (a read is a sync), input_starved (in-memory producers).
   - launch_bound: one workload thread >= 85% busy and, while a kernel runs, it covers under half
     the SMs (SM activity < 0.5 x GPU-Util) or holds few warps (SM occupancy < 0.08 x GPU-Util):
@@ -132,6 +133,10 @@ HOST_READS_BACK = Threshold("host_reads_back_mib_per_s", 100.0, "MiB/s",
                             "device-to-host traffic (PCIe TX) that says the host copies results back to compute on "
                             "them", f"{H200_RECORDINGS}: numpy statistics on an activation 220-260 MiB/s, a CPU "
                             "optimizer 1,070 MiB/s; .item() syncs and launch-bound loops 5-18 MiB/s")
+HOST_WRITES = Threshold("host_writes_mb_per_s", 100.0, "MB/s",
+                        "the workload's writes to storage that say it saves (checkpoints, dumps) while the GPU waits",
+                        f"{H200_RECORDINGS}: a 1.6 GB checkpoint every 10 steps 300-800 MB/s; training and "
+                        "inference loops under 1 MB/s")
 HOST_PARALLEL_CPU = Threshold("host_compute_cpu_pct", 250.0, "% of a core per GPU process",
                               "the workload's CPU per process holding a GPU context that says it computes on the "
                               "host in several threads", f"{H200_RECORDINGS}: a CPU AdamW 700%; launch-bound and "
@@ -246,7 +251,7 @@ def _host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, li
     reads = m.read_mb_per_s
     if reads is None or reads < INPUT_READ.value:
         per_process = (m.workload_cpu_pct or 0.0) / max(1.0, m.job_gpu_processes or 1.0)
-        if (m.pcie_tx_mib_per_s or 0.0) >= HOST_READS_BACK.value:
+        if (m.pcie_tx_mib_per_s or 0.0) >= HOST_READS_BACK.value or (m.write_mb_per_s or 0.0) >= HOST_WRITES.value:
             return B.host_bound, [B.sync_bound, *launch]
         if per_process >= HOST_PARALLEL_CPU.value:
             return B.host_bound, [B.input_starved, *launch]
@@ -276,7 +281,7 @@ LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
     B.launch_bound: (HOST_BOUND_UTIL, HOT_THREAD, SMALL_KERNEL_SM_PER_UTIL, SMALL_KERNEL_OCC_PER_UTIL,
                      SMALL_KERNEL_POWER_PER_UTIL),
     B.sync_bound: (HOST_BOUND_UTIL, INPUT_READ),
-    B.host_bound: (HOST_BOUND_UTIL, HOST_READS_BACK, HOST_PARALLEL_CPU, INPUT_READ),
+    B.host_bound: (HOST_BOUND_UTIL, HOST_READS_BACK, HOST_WRITES, HOST_PARALLEL_CPU, INPUT_READ),
     B.compute_bound: (SM_LOW, TENSOR_BUSY),
     B.memory_bound: (SM_LOW, DRAM_BUSY, MEM_UTIL_BUSY, CUDA_MATH_BUSY),
     B.tensor_cores_idle: (SM_BUSY, TENSOR_IDLE, DRAM_BUSY, CUDA_MATH_BUSY),

@@ -16,9 +16,10 @@ from gputriage.diagnosis.bottlenecks import (
     COMPUTE_OFF_TENSOR_CORES,
     COMPUTE_TENSOR_UNCOUNTED,
     DECISIONS,
+    HOST_WRITES_DECISION,
     MEMORY_LATENCY,
 )
-from gputriage.diagnosis.classify import DRAM_BUSY, TENSOR_BUSY, computes, label
+from gputriage.diagnosis.classify import DRAM_BUSY, HOST_WRITES, TENSOR_BUSY, computes, label
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
@@ -98,6 +99,8 @@ def decision_of(b: B, m: dict[str, float]) -> str:
     below the DRAM's bandwidth is latency (scattered reads)."""
     if b == B.memory_bound and _latency_bound(m):
         return MEMORY_LATENCY
+    if b == B.host_bound and m.get("write_mb_per_s", 0.0) >= HOST_WRITES.value:
+        return HOST_WRITES_DECISION
     if b != B.compute_bound:
         return DECISIONS[b]
     tensor = m.get("tensor_active_pct")
@@ -153,7 +156,9 @@ def describe(b: B, m: dict[str, float]) -> str:
                       f"{f('top_thread_pct')}",
         B.host_bound: f"GPU-Util {f('util_pct')} while the workload computes on the host at "
                       f"{f('workload_cpu_pct', '% of a core')} and reads {f('pcie_tx_mib_per_s', ' MiB/s')} back "
-                      f"from the GPU (PCIe TX), {f('read_mb_per_s', ' MB/s')} from files",
+                      f"from the GPU (PCIe TX), {f('read_mb_per_s', ' MB/s')} from files"
+                      + (f", and writes {f('write_mb_per_s', ' MB/s')} to storage"
+                         if m.get("write_mb_per_s", 0.0) >= HOST_WRITES.value else ""),
         B.h2d_copy_bound: f"PCIe RX {f('pcie_rx_mib_per_s', ' MiB/s')} while SM activity is {f('sm_active_pct')}",
         B.throttled: f"slowdown reasons in {m.get('throttled_share') or 0:.0%} of samples, SM clock "
                      f"{f('sm_clock_mhz', ' MHz')}, {f('temperature_c', ' C')}",
