@@ -115,3 +115,62 @@ def test_a_loop_that_saves_checkpoints_while_the_gpu_waits_is_told_to_save_less_
     numpy = judged(UNSEEN["cpu_postprocess_gpm"]).verdict.per_gpu["0"]  # host work on results, nothing written
     assert numpy.bottleneck == B.host_bound and numpy.decision != HOST_WRITES_DECISION
     assert numpy.evidence.get("write_mb_per_s", 0.0) < 1
+
+
+HELPERS = json.loads(gzip.decompress((FIXTURES / "runs_helpers.json.gz").read_bytes()))
+
+
+def test_dataloader_workers_busy_while_the_gpu_waits_are_its_input_not_host_computation():
+    # 4 workers augmenting in-memory images: 340% of a core in the workers, 8% in the training process. By the
+    # whole tree's CPU it was host computation; by the processes holding the GPU context, the input
+    from gputriage.diagnosis.bottlenecks import INPUT_WORKERS_DECISION
+
+    for name in ("workers_augment_gpm", "workers_augment_nogpm"):
+        rec = HELPERS[name]
+        v = judged(rec).verdict.per_gpu["0"]
+        assert v.bottleneck == B.input_starved and v.decision == INPUT_WORKERS_DECISION
+        assert v.evidence["workload_cpu_pct"] - v.evidence["gpu_process_cpu_pct"] >= 250
+        assert "DataLoader workers" in v.summary and v.evidence["read_mb_per_s"] < 1
+        blind = [msgspec.convert(s, Sample) for s in rec["samples"]]  # as a container that hides host pids sees it
+        for s in blind:
+            if s.workload is not None:
+                s.workload.gpu_process_cpu_pct = None
+        old = judge(replay(blind, msgspec.convert(rec["meta"], RunMeta)), 0).verdict.per_gpu["0"]
+        assert old.bottleneck == B.host_bound
+    # the CPU of the process on the GPU itself still says host computation, and idle workers say nothing
+    expected = {"cpu_optimizer": B.host_bound, "host_stats": B.host_bound, "gpt_loop": B.compute_bound,
+                "input_starved": B.input_starved}
+    for name, b in expected.items():
+        v = judged(HELPERS[name]).verdict.per_gpu["0"]
+        assert v.bottleneck == b and v.decision != INPUT_WORKERS_DECISION, name
+    assert judged(HELPERS["cpu_optimizer"]).verdict.per_gpu["0"].evidence["gpu_process_cpu_pct"] >= 250
+
+
+def test_the_sampler_reads_the_cpu_of_the_processes_on_the_gpu_apart_from_their_helpers():
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from gputriage.sampling.sampler import ProcessTreeReader
+    from gputriage.testing.stream_nvml import StreamNvml
+
+    scenarios = json.loads((FIXTURES / "scenario_samples.json").read_text())
+
+    class OnGpu(StreamNvml):  # this process holds the GPU context; its child does not
+        def call(self, fn, index=None, *args):
+            if fn == "nvmlDeviceGetComputeRunningProcesses":
+                return [{"pid": os.getpid(), "usedGpuMemory": 1 << 30}]
+            return super().call(fn, index, *args)
+
+    child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        reader = ProcessTreeReader(os.getpid(), OnGpu(scenarios["healthy_bf16"]["samples"]), [0], every=1)
+        reader.read()
+        time.sleep(1.0)
+        w = reader.read()
+    finally:
+        child.kill()
+        child.wait()
+    assert w.gpu_process_cpu_pct is not None and w.gpu_process_cpu_pct < 30  # the test process sleeps
+    assert w.cpu_pct - w.gpu_process_cpu_pct >= 30  # its child spins (on a shared core, at least a third of it)

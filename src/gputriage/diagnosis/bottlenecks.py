@@ -91,6 +91,10 @@ MEANINGS: dict[B, Meaning] = {
 }
 
 DECISIONS = {b: m.decision for b, m in MEANINGS.items()}
+# input_starved where the workload's processes without a GPU context (its DataLoader workers) are busy
+INPUT_WORKERS_DECISION = (
+    "The input workers are the bottleneck: add workers up to the free cores, make each sample cheaper (decode "
+    "and augment on the GPU — torchvision.transforms.v2 on CUDA tensors, DALI), or store data pre-processed")
 # host_bound where the workload writes to storage while the GPU waits
 HOST_WRITES_DECISION = (
     "Save less often, or off the training loop: copy the state to pinned host memory and write it from another "

@@ -33,15 +33,18 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
   - input_starved, certain, when iowait >= 10%.
   - host_bound, when the workload reads under 20 MB/s: it computes on the host while the GPU
     waits. It reads >= 100 MiB/s back from the GPU (PCIe TX: activations or parameters copied to
-    the host each step), or writes >= 100 MB/s to storage (checkpoints saved from the loop), or runs
-    on >= 2.5 cores per process holding a GPU context (framework ops and numpy on CPU tensors use
-    several threads; a launching or syncing thread is one).
+    the host each step), or writes >= 100 MB/s to storage (checkpoints saved from the loop), or its
+    processes holding a GPU context run on >= 2.5 cores each (framework ops and numpy on CPU tensors
+    use several threads; a launching or syncing thread is one; without per-process figures, the
+    whole tree's CPU per such process).
     Possible: sync_bound (a read is a sync), input_starved (in-memory producers).
   - launch_bound: one workload thread >= 85% busy and, while a kernel runs, it covers under half
     the SMs (SM activity < 0.5 x GPU-Util) or holds few warps (SM occupancy < 0.08 x GPU-Util):
     kernels too short to cover their launch. The host is busy launching them; an input pipeline or
     a sync remain possible.
   Otherwise (kernels that fill the GPU while they run, or no busy thread):
+  - input_starved when its processes without a GPU context (DataLoader workers, preprocessing
+    helpers) run on a core or more: they make the input the GPU waits for (sync_bound possible);
   - input_starved when the workload reads >= 20 MB/s (files, pipes, sockets: it loads input while
     the GPU waits); without process data, when GPU-Util < 30%; with a workload thread >= 85% busy
     while GPU-Util < 30%: a sync waits only as long as the GPU works, so a thread that busy with the
@@ -137,6 +140,11 @@ HOST_WRITES = Threshold("host_writes_mb_per_s", 100.0, "MB/s",
                         "the workload's writes to storage that say it saves (checkpoints, dumps) while the GPU waits",
                         f"{H200_RECORDINGS}: a 1.6 GB checkpoint every 10 steps 300-800 MB/s; training and "
                         "inference loops under 1 MB/s")
+INPUT_HELPERS_CPU = Threshold("input_helpers_cpu_pct", 100.0, "% of a core",
+                              "the CPU of the workload's processes without a GPU context (DataLoader workers) that "
+                              "says they make the input the GPU waits for",
+                              f"judgement, a worker busy all the time; {H200_RECORDINGS}: 4 workers augmenting "
+                              "in-memory images 340% (the training process 8%), an idle loader's workers 5%")
 HOST_PARALLEL_CPU = Threshold("host_compute_cpu_pct", 250.0, "% of a core per GPU process",
                               "the workload's CPU per process holding a GPU context that says it computes on the "
                               "host in several threads", f"{H200_RECORDINGS}: a CPU AdamW 700%; launch-bound and "
@@ -250,13 +258,18 @@ def _host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, li
     launch = [B.launch_bound] if hot and small is None else []
     reads = m.read_mb_per_s
     if reads is None or reads < INPUT_READ.value:
-        per_process = (m.workload_cpu_pct or 0.0) / max(1.0, m.job_gpu_processes or 1.0)
+        on_gpu = m.gpu_process_cpu_pct if m.gpu_process_cpu_pct is not None else m.workload_cpu_pct
+        per_process = (on_gpu or 0.0) / max(1.0, m.job_gpu_processes or 1.0)
         if (m.pcie_tx_mib_per_s or 0.0) >= HOST_READS_BACK.value or (m.write_mb_per_s or 0.0) >= HOST_WRITES.value:
             return B.host_bound, [B.sync_bound, *launch]
         if per_process >= HOST_PARALLEL_CPU.value:
             return B.host_bound, [B.input_starved, *launch]
     if hot and small:
         return B.launch_bound, [B.input_starved, B.sync_bound]
+    helpers = None if m.gpu_process_cpu_pct is None or m.workload_cpu_pct is None else \
+        m.workload_cpu_pct - m.gpu_process_cpu_pct
+    if helpers is not None and helpers >= INPUT_HELPERS_CPU.value:
+        return B.input_starved, [B.sync_bound, *launch]
     if reads is not None and reads >= INPUT_READ.value:
         return B.input_starved, [B.sync_bound, *launch]
     if reads is None and util < GPU_MOSTLY_IDLE_UTIL.value:  # no process data: the GPU mostly idle
@@ -277,7 +290,7 @@ LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
     B.throttled: (THROTTLED_SHARE, POWER_LIMIT_LOWERED),
     B.h2d_copy_bound: (SM_IDLE, PCIE_RX_BUSY),
     B.underfilled: (UNDERFILLED_UTIL, UNDERFILLED_SM, LIGHT_POWER),
-    B.input_starved: (HOST_BOUND_UTIL, IOWAIT, INPUT_READ, GPU_MOSTLY_IDLE_UTIL, HOT_THREAD),
+    B.input_starved: (HOST_BOUND_UTIL, IOWAIT, INPUT_READ, INPUT_HELPERS_CPU, GPU_MOSTLY_IDLE_UTIL, HOT_THREAD),
     B.launch_bound: (HOST_BOUND_UTIL, HOT_THREAD, SMALL_KERNEL_SM_PER_UTIL, SMALL_KERNEL_OCC_PER_UTIL,
                      SMALL_KERNEL_POWER_PER_UTIL),
     B.sync_bound: (HOST_BOUND_UTIL, INPUT_READ),

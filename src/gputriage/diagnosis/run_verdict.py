@@ -17,9 +17,10 @@ from gputriage.diagnosis.bottlenecks import (
     COMPUTE_TENSOR_UNCOUNTED,
     DECISIONS,
     HOST_WRITES_DECISION,
+    INPUT_WORKERS_DECISION,
     MEMORY_LATENCY,
 )
-from gputriage.diagnosis.classify import DRAM_BUSY, HOST_WRITES, TENSOR_BUSY, computes, label
+from gputriage.diagnosis.classify import DRAM_BUSY, HOST_WRITES, INPUT_HELPERS_CPU, TENSOR_BUSY, computes, label
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
@@ -101,12 +102,21 @@ def decision_of(b: B, m: dict[str, float]) -> str:
         return MEMORY_LATENCY
     if b == B.host_bound and m.get("write_mb_per_s", 0.0) >= HOST_WRITES.value:
         return HOST_WRITES_DECISION
+    if b == B.input_starved and _helpers_cpu(m) >= INPUT_HELPERS_CPU.value:
+        return INPUT_WORKERS_DECISION
     if b != B.compute_bound:
         return DECISIONS[b]
     tensor = m.get("tensor_active_pct")
     if tensor is None:
         return COMPUTE_TENSOR_UNCOUNTED
     return DECISIONS[b] if tensor >= TENSOR_BUSY.value else COMPUTE_OFF_TENSOR_CORES
+
+
+def _helpers_cpu(m: dict[str, float]) -> float:
+    """The CPU of the workload's processes without a GPU context (DataLoader workers); 0 when not known."""
+    if "gpu_process_cpu_pct" not in m or "workload_cpu_pct" not in m:
+        return 0.0
+    return m["workload_cpu_pct"] - m["gpu_process_cpu_pct"]
 
 
 def _latency_bound(m: dict[str, float]) -> bool:
@@ -133,6 +143,10 @@ def describe(b: B, m: dict[str, float]) -> str:
         }
         if b in without:
             return without[b]
+    helpers = _helpers_cpu(m)
+    if b == B.input_starved and helpers >= INPUT_HELPERS_CPU.value:
+        return (f"GPU-Util {f('util_pct')} while the workload's processes without a GPU context (DataLoader workers) "
+                f"run on {helpers:.0f}% of a core and it reads {f('read_mb_per_s', ' MB/s')} from files")
     if b == B.memory_bound and _latency_bound(m):
         return (f"SM activity {f('sm_active_pct')} with the math pipes idle (CUDA cores "
                 f"{f('cuda_math_active_pct')}, tensor {f('tensor_active_pct')}) and DRAM at {f('dram_active_pct')} "

@@ -53,6 +53,7 @@ class WorkloadSample(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     pids: Optional[int] = None
     cpu_pct: Optional[float] = None  # all its processes, % of one core
+    gpu_process_cpu_pct: Optional[float] = None  # those of its processes that hold a context on a sampled GPU
     top_thread_pct: Optional[float] = None  # its busiest thread, % of one core
     rss_bytes: Optional[int] = None
     read_bytes_per_s: Optional[float] = None  # from storage

@@ -15,9 +15,9 @@ GPU_FIELDS = ("util_pct", "util_max_pct", "mem_util_pct", "sm_active_pct", "sm_a
               "neighbours", "job_computing")
 # The host's and the workload's figures of a window (the same for every GPU)
 HOST_FIELDS = ("max_core_pct", "iowait_pct", "swap_in_pages_per_s", "swap_in_max_pages_per_s", "workload_cpu_pct",
-               "read_mb_per_s", "write_mb_per_s", "top_thread_pct", "workload_vram_max_bytes", "workload_rss_max_bytes",
-               "mem_available_min_bytes", "job_gpu_processes", "job_gpus", "steps_total", "samples_total",
-               "tokens_total", "progress_dt_s")
+               "gpu_process_cpu_pct", "read_mb_per_s", "write_mb_per_s", "top_thread_pct", "workload_vram_max_bytes",
+               "workload_rss_max_bytes", "mem_available_min_bytes", "job_gpu_processes", "job_gpus", "steps_total",
+               "samples_total", "tokens_total", "progress_dt_s")
 
 
 class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -53,6 +53,7 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
     swap_in_pages_per_s: Optional[float] = None
     swap_in_max_pages_per_s: Optional[float] = None
     workload_cpu_pct: Optional[float] = None
+    gpu_process_cpu_pct: Optional[float] = None  # the CPU of its processes holding a GPU context (not their helpers)
     read_mb_per_s: Optional[float] = None  # the workload's reads (rchar): files, pipes, sockets
     write_mb_per_s: Optional[float] = None  # the workload's writes to storage (write_bytes): checkpoints, dumps
     top_thread_pct: Optional[float] = None

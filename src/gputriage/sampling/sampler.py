@@ -143,7 +143,8 @@ class ProcessTreeReader:
         now = time.monotonic()
         seen = self.tree.details()
         first = not self._prev
-        r = rates(self._prev, seen, max(now - self._prev_t, 1e-6))
+        prev, dt = self._prev, max(now - self._prev_t, 1e-6)
+        r = rates(prev, seen, dt)
         self._prev, self._prev_t = seen, now
         fields: dict[str, Any] = {"pids": len(seen), "rss_bytes": sum(d.rss_bytes for d in seen.values())}
         if not first:
@@ -154,6 +155,10 @@ class ProcessTreeReader:
         if listed:
             fields["vram_bytes"] = sum(p["used_bytes"] or 0 for procs in listed.values() for p in procs
                                        if p["pid"] in seen)
+            on_gpu = {p["pid"] for procs in listed.values() for p in procs} & seen.keys() & prev.keys()
+            if on_gpu and not first:  # the CPU of the processes that drive the GPUs, apart from their helpers
+                g = rates({k: prev[k] for k in on_gpu}, {k: seen[k] for k in on_gpu}, dt)
+                fields["gpu_process_cpu_pct"] = round(g.cpu_pct, 1)
         return WorkloadSample(**fields)
 
     def gpu_processes(self) -> tuple[list[GpuProcess], list[GpuProcess]]:

@@ -197,6 +197,7 @@ def host_values(bucket: list[Sample]) -> dict[str, float]:
     put("swap_in_pages_per_s", (h.swap_in_pages_per_s for h in hosts))
     put("swap_in_max_pages_per_s", (h.swap_in_pages_per_s for h in hosts), _max)
     put("workload_cpu_pct", (w.cpu_pct for w in work))
+    put("gpu_process_cpu_pct", (w.gpu_process_cpu_pct for w in work))
     put("read_mb_per_s", (w.rchar_bytes_per_s / 1e6 if w.rchar_bytes_per_s is not None else None for w in work))
     put("write_mb_per_s", (w.write_bytes_per_s / 1e6 if w.write_bytes_per_s is not None else None for w in work))
     put("top_thread_pct", (w.top_thread_pct for w in work))
