@@ -174,3 +174,34 @@ def test_the_sampler_reads_the_cpu_of_the_processes_on_the_gpu_apart_from_their_
         child.wait()
     assert w.gpu_process_cpu_pct is not None and w.gpu_process_cpu_pct < 30  # the test process sleeps
     assert w.cpu_pct - w.gpu_process_cpu_pct >= 30  # its child spins (on a shared core, at least a third of it)
+
+
+UNSEEN3 = json.loads(gzip.decompress((FIXTURES / "runs_unseen3.json.gz").read_bytes()))
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("offload_layers_gpm", "h2d_copy_bound"), ("offload_layers_nogpm", "h2d_copy_bound"),  # pageable weights, 8 GB/s
+    ("d2h_features_gpm", "host_bound"),  # 268 MB of features read back per batch: the sampler's host-side view
+    ("d2h_features_nogpm", "h2d_copy_bound"),  # the trace's: 95% of the window in pageable device-to-host copies
+    ("resnet_batch1_gpm", "launch_bound"), ("resnet_batch1_nogpm", "launch_bound"),
+    ("tf32_training_gpm", "compute_bound"), ("tf32_training_nogpm", "compute_bound"),  # TF32 runs on tensor cores
+    ("sparse_requests_gpm", "idle"), ("sparse_requests_nogpm", "idle"),  # a request every 40 ms, 1 ms of work each
+])
+def test_workloads_written_last_get_their_cause(name, expected):
+    assert judged(UNSEEN3[name]).verdict.bottleneck.value == expected
+
+
+def test_copies_read_back_from_the_gpu_get_the_advice_for_reading_back_not_for_input():
+    from gputriage.api import analyze_trace
+    from gputriage.diagnosis.bottlenecks import D2H_COPY_DECISION
+    from gputriage.diagnosis.trace_findings import findings
+    from gputriage.diagnosis.trace_verdict import decide
+    from gputriage.model.trace import RankAnalysis
+
+    rank = msgspec.convert(UNSEEN3["d2h_features_nogpm"]["profile"]["trace"]["ranks"][0], RankAnalysis)
+    v = decide(rank.anatomy[0])
+    assert v.bottleneck == B.h2d_copy_bound and v.decision == D2H_COPY_DECISION
+    copies = [f for f in findings(rank, v) if f.id == "trace.h2d_copy_bound"]
+    assert copies and copies[0].decision == D2H_COPY_DECISION and copies[0].evidence["d2h_pct"] >= 90
+    h2d = analyze_trace([FIXTURES / "traces" / "run_profile_pageable_copy.json.gz"])  # input sent to the GPU
+    assert h2d.verdict.bottleneck == B.h2d_copy_bound and h2d.verdict.decision != D2H_COPY_DECISION

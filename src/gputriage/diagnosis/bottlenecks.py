@@ -95,6 +95,10 @@ DECISIONS = {b: m.decision for b, m in MEANINGS.items()}
 INPUT_WORKERS_DECISION = (
     "The input workers are the bottleneck: add workers up to the free cores, make each sample cheaper (decode "
     "and augment on the GPU — torchvision.transforms.v2 on CUDA tensors, DALI), or store data pre-processed")
+# h2d_copy_bound where most of the copying runs from the device to the host
+D2H_COPY_DECISION = (
+    "The copies run from the GPU to the host: read back fewer bytes (reduce or compress on the GPU, bf16/uint8), "
+    "less often (every N steps), into pinned buffers with non_blocking=True on a side stream so compute goes on")
 # host_bound where the workload writes to storage while the GPU waits
 HOST_WRITES_DECISION = (
     "Save less often, or off the training loop: copy the state to pinned host memory and write it from another "

@@ -3,8 +3,8 @@ of the trace that show it, the verdict's first."""
 
 from __future__ import annotations
 
-from gputriage.diagnosis.bottlenecks import MEANINGS
-from gputriage.diagnosis.trace_verdict import DECISION, UNDERFILLED_BUSY
+from gputriage.diagnosis.bottlenecks import D2H_COPY_DECISION, MEANINGS
+from gputriage.diagnosis.trace_verdict import DECISION, UNDERFILLED_BUSY, mostly_d2h
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
 from gputriage.model.specs import GpuSpec
@@ -115,11 +115,16 @@ def findings(r: RankAnalysis, verdict: TraceVerdict, spec: GpuSpec | None = None
     pageable = a.busy_of(kk.H2D_PAGEABLE) + a.busy_of(kk.D2H_PAGEABLE)
     copies = pageable + a.busy_of(kk.H2D_PINNED) + a.busy_of(kk.D2H_PINNED)
     if pct(pageable) >= PAGEABLE_MIN.value or pct(copies) >= FINDING_MIN.value:
-        add(B.h2d_copy_bound, Severity.warn if pct(pageable) >= PAGEABLE_MIN.value else Severity.info,
-            f"Host↔device copies take {pct(copies)}% of the window ({pct(pageable)}% from pageable memory)",
-            "Copies from pageable memory are staged through a driver buffer and run at a fraction of the link's "
-            "speed, and they block the host",
-            {"copies_pct": pct(copies), "pageable_pct": pct(pageable), "h2d_pinned_pct": pct(a.busy_of(kk.H2D_PINNED))})
+        d2h = a.busy_of(kk.D2H_PAGEABLE) + a.busy_of(kk.D2H_PINNED)
+        out.append(SPECS[B.h2d_copy_bound].finding(
+            {"copies_pct": pct(copies), "pageable_pct": pct(pageable), "h2d_pinned_pct": pct(a.busy_of(kk.H2D_PINNED)),
+             "d2h_pct": pct(d2h)}, subject=subject,
+            severity=Severity.warn if pct(pageable) >= PAGEABLE_MIN.value else Severity.info,
+            symptom=f"Host↔device copies take {pct(copies)}% of the window ({pct(pageable)}% from pageable memory, "
+                    f"{pct(d2h)}% device to host)",
+            cause="Copies from pageable memory are staged through a driver buffer and run at a fraction of the link's "
+                  "speed, and they block the host",
+            decision=D2H_COPY_DECISION if mostly_d2h(a) else None))
     gemm_other = a.busy_of(kk.GEMM_OTHER)
     if pct(gemm_other) >= FINDING_MIN.value:
         names = [k.name[:60] for k in r.kernels if k.kind == kk.GEMM_OTHER][:2]

@@ -7,16 +7,17 @@ input_starved, allocator → vram_pressure). Otherwise it is the largest busy ki
 tensor-core GEMMs and attention → compute_bound, GEMMs on CUDA cores → tensor_cores_idle,
 elementwise/reduction/GEMV → memory_bound (as are matrix kernels whose arithmetic intensity lies
 under the GPU's ridge point: a batch-1 decode's GEMMs, whatever their name), host↔device copies →
-h2d_copy_bound, communication that no computation overlaps → comm_bound — unless most busy time is in
-kernels whose blocks cover under half the SMs (communication aside: NCCL uses few blocks by design),
-which is underfilled. A window with no GPU work gets no verdict; a short one (fewer than 10
+h2d_copy_bound (with the advice for reading back when most of them run device to host),
+communication that no computation overlaps → comm_bound — unless most busy time is in kernels whose
+blocks cover under half the SMs (communication aside: NCCL uses few blocks by design), which is
+underfilled. A window with no GPU work gets no verdict; a short one (fewer than 10
 kernels and under 50 ms busy) or one cut short by a truncated file gets one with a confidence that
 says so.
 """
 
 from __future__ import annotations
 
-from gputriage.diagnosis.bottlenecks import DECISIONS
+from gputriage.diagnosis.bottlenecks import D2H_COPY_DECISION, DECISIONS
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
 from gputriage.model.trace import Anatomy, KernelRow, TraceVerdict
@@ -41,6 +42,12 @@ BUSY_TO = {kk.GEMM_TC: B.compute_bound, kk.ATTENTION: B.compute_bound, kk.GEMM_O
            kk.MEMSET: B.memory_bound}
 # the shared decisions, but for a window in which the GPU did nothing
 DECISION = DECISIONS | {B.idle: "The GPU did nothing in the profiled window: profile the steady state"}
+
+
+def mostly_d2h(a: Anatomy) -> bool:
+    """Most of the copy time runs from the device to the host (results read back, not input sent)."""
+    d2h = a.busy_of(kk.D2H_PAGEABLE) + a.busy_of(kk.D2H_PINNED)
+    return d2h > a.busy_of(kk.H2D_PAGEABLE) + a.busy_of(kk.H2D_PINNED)
 
 
 def too_little(a: Anatomy) -> bool:
@@ -102,6 +109,7 @@ def decide(a: Anatomy, complete: bool = True, memory_roof_us: dict[str, float] |
     confidence = sufficiency(a, idle_verdict) * (1.0 if complete else 0.5)
     return TraceVerdict(bottleneck=verdict, share_pct=round(share, 1), gpu_idle_pct=round(idle_pct, 1),
                         confidence=round(confidence, 2),
-                        decision=DECISION[verdict], device=a.device,
+                        decision=D2H_COPY_DECISION if verdict == B.h2d_copy_bound and mostly_d2h(a) else
+                        DECISION[verdict], device=a.device,
                         shares_pct={k.value: round(v, 1) for k, v in sorted(everything.items(), key=lambda kv: -kv[1])
                                     if v > 0})
