@@ -18,6 +18,16 @@ from gputriage.model.sample import GpuSample
 LABELS = ["gpu", "UUID", "device", "modelName", "Hostname", "pci_bus_id"]
 MIB = 1 << 20
 
+
+def _scaled(field: str, factor: float) -> Callable[[GpuSample], Optional[float]]:
+    """A sample's field in dcgm-exporter's unit (a percentage as a ratio, MiB/s as bytes/s); None where the
+    GPU does not give it."""
+    def read(g: GpuSample) -> Optional[float]:
+        value = getattr(g, field)
+        return value * factor if value is not None else None
+    return read
+
+
 # (name, help, value from a GpuSample); None values are left out (a GPU that does not give the counter)
 GAUGES: tuple[tuple[str, str, Callable[[GpuSample], Optional[float]]], ...] = (
     ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", lambda g: g.util_pct),
@@ -28,29 +38,29 @@ GAUGES: tuple[tuple[str, str, Callable[[GpuSample], Optional[float]]], ...] = (
     ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).",
      lambda g: round(g.used_bytes / MIB) if g.used_bytes is not None else None),
     ("DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.",
-     lambda g: g.sm_active_pct / 100 if g.sm_active_pct is not None else None),
+     _scaled("sm_active_pct", 0.01)),
     ("DCGM_FI_PROF_SM_OCCUPANCY", "The ratio of number of warps resident on an SM.",
-     lambda g: g.sm_occupancy_pct / 100 if g.sm_occupancy_pct is not None else None),
+     _scaled("sm_occupancy_pct", 0.01)),
     ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.",
-     lambda g: g.tensor_active_pct / 100 if g.tensor_active_pct is not None else None),
+     _scaled("tensor_active_pct", 0.01)),
     ("DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.",
-     lambda g: g.dram_active_pct / 100 if g.dram_active_pct is not None else None),
+     _scaled("dram_active_pct", 0.01)),
     ("DCGM_FI_PROF_PIPE_FP64_ACTIVE", "Ratio of cycles the fp64 pipes are active.",
-     lambda g: g.fp64_active_pct / 100 if g.fp64_active_pct is not None else None),
+     _scaled("fp64_active_pct", 0.01)),
     ("DCGM_FI_PROF_PIPE_FP32_ACTIVE", "Ratio of cycles the fp32 pipes are active.",
-     lambda g: g.fp32_active_pct / 100 if g.fp32_active_pct is not None else None),
+     _scaled("fp32_active_pct", 0.01)),
     ("DCGM_FI_PROF_PIPE_FP16_ACTIVE", "Ratio of cycles the fp16 pipes are active.",
-     lambda g: g.fp16_active_pct / 100 if g.fp16_active_pct is not None else None),
+     _scaled("fp16_active_pct", 0.01)),
     ("DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted over the PCIe bus - including both protocol headers "
      "and data payloads - in bytes per second.",
-     lambda g: g.pcie_tx_mib_per_s * MIB if g.pcie_tx_mib_per_s is not None else None),
+     _scaled("pcie_tx_mib_per_s", MIB)),
     ("DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus - including both protocol headers "
      "and data payloads - in bytes per second.",
-     lambda g: g.pcie_rx_mib_per_s * MIB if g.pcie_rx_mib_per_s is not None else None),
+     _scaled("pcie_rx_mib_per_s", MIB)),
     ("DCGM_FI_PROF_NVLINK_TX_BYTES", "The rate of data transmitted over NVLink, not including protocol headers, in "
-     "bytes per second.", lambda g: g.nvlink_tx_mib_per_s * MIB if g.nvlink_tx_mib_per_s is not None else None),
+     "bytes per second.", _scaled("nvlink_tx_mib_per_s", MIB)),
     ("DCGM_FI_PROF_NVLINK_RX_BYTES", "The rate of data received over NVLink, not including protocol headers, in "
-     "bytes per second.", lambda g: g.nvlink_rx_mib_per_s * MIB if g.nvlink_rx_mib_per_s is not None else None),
+     "bytes per second.", _scaled("nvlink_rx_mib_per_s", MIB)),
 )
 
 
