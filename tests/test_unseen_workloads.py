@@ -129,6 +129,7 @@ def test_dataloader_workers_busy_while_the_gpu_waits_are_its_input_not_host_comp
         rec = HELPERS[name]
         v = judged(rec).verdict.per_gpu["0"]
         assert v.bottleneck == B.input_starved and v.decision == INPUT_WORKERS_DECISION
+        assert v.undecided_between == []  # the training process sleeps (8%): it is not spinning in a sync
         assert v.evidence["workload_cpu_pct"] - v.evidence["gpu_process_cpu_pct"] >= 250
         assert "DataLoader workers" in v.summary and v.evidence["read_mb_per_s"] < 1
         blind = [msgspec.convert(s, Sample) for s in rec["samples"]]  # as a container that hides host pids sees it
@@ -144,6 +145,24 @@ def test_dataloader_workers_busy_while_the_gpu_waits_are_its_input_not_host_comp
         v = judged(HELPERS[name]).verdict.per_gpu["0"]
         assert v.bottleneck == b and v.decision != INPUT_WORKERS_DECISION, name
     assert judged(HELPERS["cpu_optimizer"]).verdict.per_gpu["0"].evidence["gpu_process_cpu_pct"] >= 250
+
+
+def test_the_report_says_how_much_cpu_the_processes_on_the_gpu_took_and_what_the_workload_wrote():
+    import io
+
+    from rich.console import Console
+
+    from gputriage.report import run_terminal
+    from gputriage.report.html import render_html
+
+    for rec, said in ((HELPERS["workers_augment_gpm"], "in the processes on the GPU"),
+                      (UNSEEN["checkpoint_often_gpm"], "writes")):
+        report = judged(rec)
+        console = Console(file=io.StringIO(), width=160)
+        run_terminal.render(report, console)
+        host = [line for line in console.file.getvalue().splitlines() if line.startswith("host:")][0]
+        assert said in host
+        assert said in render_html(report)
 
 
 def test_the_sampler_reads_the_cpu_of_the_processes_on_the_gpu_apart_from_their_helpers():

@@ -44,7 +44,8 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
     a sync remain possible.
   Otherwise (kernels that fill the GPU while they run, or no busy thread):
   - input_starved when its processes without a GPU context (DataLoader workers, preprocessing
-    helpers) run on a core or more: they make the input the GPU waits for (sync_bound possible);
+    helpers) run on a core or more: they make the input the GPU waits for (sync_bound possible only
+    when the processes on the GPU spin at 85% or more: a sync spins, a wait for the workers sleeps);
   - input_starved when the workload reads >= 20 MB/s (files, pipes, sockets: it loads input while
     the GPU waits); without process data, when GPU-Util < 30%; with a workload thread >= 85% busy
     while GPU-Util < 30%: a sync waits only as long as the GPU works, so a thread that busy with the
@@ -268,8 +269,9 @@ def _host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, li
         return B.launch_bound, [B.input_starved, B.sync_bound]
     helpers = None if m.gpu_process_cpu_pct is None or m.workload_cpu_pct is None else \
         m.workload_cpu_pct - m.gpu_process_cpu_pct
-    if helpers is not None and helpers >= INPUT_HELPERS_CPU.value:
-        return B.input_starved, [B.sync_bound, *launch]
+    if helpers is not None and helpers >= INPUT_HELPERS_CPU.value:  # a process spinning in a sync is at 100%
+        spinning = (m.gpu_process_cpu_pct or 0.0) >= HOT_THREAD.value
+        return B.input_starved, [B.sync_bound] if spinning else []
     if reads is not None and reads >= INPUT_READ.value:
         return B.input_starved, [B.sync_bound, *launch]
     if reads is None and util < GPU_MOSTLY_IDLE_UTIL.value:  # no process data: the GPU mostly idle

@@ -83,7 +83,9 @@ def host_summary(host: WindowSeries) -> HostSummary:
     rss = [x for x in host.column("workload_rss_max_bytes") if x is not None]
     avail = [x for x in host.column("mem_available_min_bytes") if x is not None]
     return HostSummary(workload_rss_max_bytes=max(rss) if rss else None, mem_available_min_bytes=min(avail) if avail
-                       else None, workload_cpu_pct=med("workload_cpu_pct"), top_thread_pct=med("top_thread_pct"),
+                       else None, workload_cpu_pct=med("workload_cpu_pct"),
+                       gpu_process_cpu_pct=med("gpu_process_cpu_pct"), write_mb_per_s=med("write_mb_per_s"),
+                       top_thread_pct=med("top_thread_pct"),
                        max_core_pct=med("max_core_pct"), iowait_pct=med("iowait_pct"),
                        read_mb_per_s=med("read_mb_per_s"), swap_in_max_pages_per_s=max(swap) if swap else None)
 

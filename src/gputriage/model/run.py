@@ -133,6 +133,8 @@ class HostSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The host and the workload over the run: medians of its windows unless the name says max."""
 
     workload_cpu_pct: Optional[float] = None  # % of one core, all the workload's processes
+    gpu_process_cpu_pct: Optional[float] = None  # those holding a GPU context (not DataLoader workers, helpers)
+    write_mb_per_s: Optional[float] = None  # the workload's writes to storage
     top_thread_pct: Optional[float] = None
     max_core_pct: Optional[float] = None  # the host's busiest core
     iowait_pct: Optional[float] = None

@@ -146,10 +146,13 @@ def _host(r: RunReport) -> str:
     gib = 2 ** 30
     out = kv((("workload CPU (median)", f"{h.workload_cpu_pct:.0f}% of a core" if h.workload_cpu_pct is not None
                else None),
+              ("in the processes on the GPU", f"{h.gpu_process_cpu_pct:.0f}% of a core"
+               if h.gpu_process_cpu_pct is not None else None),
               ("busiest thread", f"{h.top_thread_pct:.0f}%" if h.top_thread_pct is not None else None),
               ("busiest host core", f"{h.max_core_pct:.0f}%" if h.max_core_pct is not None else None),
               ("iowait", f"{h.iowait_pct:.0f}%" if h.iowait_pct is not None else None),
               ("reads", f"{h.read_mb_per_s:,.0f} MB/s" if h.read_mb_per_s is not None else None),
+              ("writes", f"{h.write_mb_per_s:,.0f} MB/s" if h.write_mb_per_s else None),
               ("workload memory, most", f"{h.workload_rss_max_bytes / gib:,.1f} GiB"
                if h.workload_rss_max_bytes is not None else None),
               ("host memory available, least", f"{h.mem_available_min_bytes / gib:,.1f} GiB"

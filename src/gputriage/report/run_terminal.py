@@ -121,7 +121,9 @@ def _host(r: RunReport, console: Console) -> None:
     h = r.host
     parts = []
     if h.workload_cpu_pct is not None:
-        parts.append(f"workload CPU {h.workload_cpu_pct:.0f}% of a core")
+        parts.append(f"workload CPU {h.workload_cpu_pct:.0f}% of a core" + (
+            f" ({h.gpu_process_cpu_pct:.0f}% in the processes on the GPU)" if h.gpu_process_cpu_pct is not None
+            else ""))
     if h.top_thread_pct is not None:
         parts.append(f"busiest thread {h.top_thread_pct:.0f}%")
     if h.max_core_pct is not None:
@@ -130,6 +132,8 @@ def _host(r: RunReport, console: Console) -> None:
         parts.append(f"iowait {h.iowait_pct:.0f}%")
     if h.read_mb_per_s is not None:
         parts.append(f"reads {h.read_mb_per_s:.0f} MB/s")
+    if h.write_mb_per_s:
+        parts.append(f"writes {h.write_mb_per_s:.0f} MB/s")
     peaks = []
     if h.workload_rss_max_bytes is not None:
         peaks.append(f"workload memory {h.workload_rss_max_bytes / 2**30:.1f} GiB at most")
