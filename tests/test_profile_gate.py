@@ -198,6 +198,28 @@ def test_auto_profiles_a_ddp_job_whose_links_are_not_counted_while_its_tensor_co
         assert reason is None and gate.asked == 0
 
 
+@pytest.mark.parametrize("name", ["ddp_allreduce", "ddp_allreduce_fixed"])
+def test_without_gpm_a_ddp_job_is_profiled_under_auto_with_its_collectives_among_the_causes(name):
+    # the two-H200 recordings as a GPU without GPM sees them (the --no-gpm cell of the gallery, replayed)
+    rec = json.loads(gzip.decompress((Path(__file__).parent / "fixtures" / "h200" /
+                                      "runs_typed_2gpu.json.gz").read_bytes()))[name]
+    samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
+    for s in samples:
+        s.gpus = [msgspec.structs.replace(g, sm_active_pct=None, sm_occupancy_pct=None, tensor_active_pct=None,
+                                          dram_active_pct=None) for g in s.gpus]
+    meta = msgspec.convert(rec["meta"], RunMeta)
+    for g in meta.gpus.values():
+        g.gpm = False
+    run = replay(samples, meta)
+    gate = ProfileGate("auto", {int(k): g for k, g in meta.gpus.items()})
+    reason = None
+    for w0, w1 in zip(run.windows.series[0], run.windows.series[1]):
+        gate.add(0, w0)
+        gate.add(1, w1)
+        reason = reason or gate.first(w1.t1_s)
+    assert reason is not None and "comm_bound" in reason and "tensor_cores_idle" in reason
+
+
 def test_the_profilers_own_start_is_no_steady_state_to_compare_a_window_with():
     # fp32 GEMMs at 100% on the H200; the profiler's start then held the workload 6 s at 0%, long enough for
     # a "steady state" of its own: the window (at 90%) is compared with the run the gate asked in, not with that
