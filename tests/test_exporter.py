@@ -230,3 +230,15 @@ def test_nvlink_traffic_is_exported_under_dcgm_exporters_names_in_bytes_per_seco
     assert linked["DCGM_FI_PROF_NVLINK_RX_BYTES"] == 500 * 2**20
     alone = {name: value(GpuSample(index=0)) for name, _, value in GAUGES}
     assert alone["DCGM_FI_PROF_NVLINK_TX_BYTES"] is None  # a GPU whose links are not counted: left out
+
+
+def test_the_non_tensor_math_pipes_are_published_as_dcgm_exporters_ratios():
+    from gputriage.model.sample import GpuSample
+    from gputriage.report.prometheus import GAUGES
+
+    g = GpuSample(index=0, fp64_active_pct=0.5, fp32_active_pct=76.7, sm_active_pct=96.8, pcie_tx_mib_per_s=2.0)
+    got = {name: read(g) for name, _, read in GAUGES}
+    assert got["DCGM_FI_PROF_PIPE_FP32_ACTIVE"] == pytest.approx(0.767)
+    assert got["DCGM_FI_PROF_PIPE_FP64_ACTIVE"] == pytest.approx(0.005)
+    assert got["DCGM_FI_PROF_PIPE_FP16_ACTIVE"] is None  # not given: left out of the scrape
+    assert got["DCGM_FI_PROF_PCIE_TX_BYTES"] == 2 * 2**20
