@@ -159,6 +159,25 @@ INPUT_READ = Threshold("input_read_mb_per_s", 20.0, "MB/s",
                        f"{H200_RECORDINGS}: a file-fed loader 300+ MB/s, a sync-bound loop < 1 MB/s")
 
 
+def helpers_cpu(workload_cpu_pct: float | None, gpu_process_cpu_pct: float | None) -> float | None:
+    """The CPU of the workload's processes without a GPU context (DataLoader workers, helpers); None when the
+    processes on the GPU were not read apart."""
+    if workload_cpu_pct is None or gpu_process_cpu_pct is None:
+        return None
+    return workload_cpu_pct - gpu_process_cpu_pct
+
+
+def waits_on_latency(dram_active_pct: float | None, cuda_math_active_pct: float | None) -> bool:
+    """Busy SMs that compute on no pipe while DRAM is under its busy share: warps wait on scattered reads."""
+    return dram_active_pct is not None and dram_active_pct < DRAM_BUSY.value and \
+        cuda_math_active_pct is not None and cuda_math_active_pct < CUDA_MATH_BUSY.value
+
+
+def saves_to_storage(write_mb_per_s: float | None) -> bool:
+    """The workload writes enough to storage that saving (checkpoints, dumps) is what the GPU waits on."""
+    return (write_mb_per_s or 0.0) >= HOST_WRITES.value
+
+
 def computes(util_pct: float | None, sm_active_pct: float | None) -> bool:
     """The GPU ran work (GPU-Util or SM activity above idle)."""
     return (util_pct or 0.0) >= IDLE_UTIL.value or (sm_active_pct or 0.0) >= IDLE_SM.value
@@ -208,8 +227,7 @@ def label(m: WindowMetrics, gpu: GpuStatic) -> tuple[B, list[B]]:
     if dram is not None and dram >= DRAM_BUSY.value:
         return B.memory_bound, unseen
     if tensor is not None and tensor < TENSOR_IDLE.value and sm_v >= SM_BUSY.value:
-        math = m.cuda_math_active_pct
-        if math is not None and math < CUDA_MATH_BUSY.value:  # warps that compute on nothing: memory latency
+        if waits_on_latency(dram, m.cuda_math_active_pct):  # warps that compute on nothing
             return B.memory_bound, unseen
         return B.tensor_cores_idle, unseen
     return B.compute_bound, unseen
@@ -261,14 +279,13 @@ def _host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, li
     if reads is None or reads < INPUT_READ.value:
         on_gpu = m.gpu_process_cpu_pct if m.gpu_process_cpu_pct is not None else m.workload_cpu_pct
         per_process = (on_gpu or 0.0) / max(1.0, m.job_gpu_processes or 1.0)
-        if (m.pcie_tx_mib_per_s or 0.0) >= HOST_READS_BACK.value or (m.write_mb_per_s or 0.0) >= HOST_WRITES.value:
+        if (m.pcie_tx_mib_per_s or 0.0) >= HOST_READS_BACK.value or saves_to_storage(m.write_mb_per_s):
             return B.host_bound, [B.sync_bound, *launch]
         if per_process >= HOST_PARALLEL_CPU.value:
             return B.host_bound, [B.input_starved, *launch]
     if hot and small:
         return B.launch_bound, [B.input_starved, B.sync_bound]
-    helpers = None if m.gpu_process_cpu_pct is None or m.workload_cpu_pct is None else \
-        m.workload_cpu_pct - m.gpu_process_cpu_pct
+    helpers = helpers_cpu(m.workload_cpu_pct, m.gpu_process_cpu_pct)
     if helpers is not None and helpers >= INPUT_HELPERS_CPU.value:  # a process spinning in a sync is at 100%
         spinning = (m.gpu_process_cpu_pct or 0.0) >= HOT_THREAD.value
         return B.input_starved, [B.sync_bound] if spinning else []

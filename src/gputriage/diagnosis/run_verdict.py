@@ -20,7 +20,15 @@ from gputriage.diagnosis.bottlenecks import (
     INPUT_WORKERS_DECISION,
     MEMORY_LATENCY,
 )
-from gputriage.diagnosis.classify import DRAM_BUSY, HOST_WRITES, INPUT_HELPERS_CPU, TENSOR_BUSY, computes, label
+from gputriage.diagnosis.classify import (
+    INPUT_HELPERS_CPU,
+    TENSOR_BUSY,
+    computes,
+    helpers_cpu,
+    label,
+    saves_to_storage,
+    waits_on_latency,
+)
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
@@ -98,11 +106,12 @@ def _mark_warmup(timeline: list[Regime], dominant: str) -> list[Regime]:
 def decision_of(b: B, m: dict[str, float]) -> str:
     """What to do; compute_bound says "tensor cores" only where their pipes were counted busy; memory_bound
     below the DRAM's bandwidth is latency (scattered reads)."""
-    if b == B.memory_bound and _latency_bound(m):
+    if b == B.memory_bound and waits_on_latency(m.get("dram_active_pct"), m.get("cuda_math_active_pct")):
         return MEMORY_LATENCY
-    if b == B.host_bound and m.get("write_mb_per_s", 0.0) >= HOST_WRITES.value:
+    if b == B.host_bound and saves_to_storage(m.get("write_mb_per_s")):
         return HOST_WRITES_DECISION
-    if b == B.input_starved and _helpers_cpu(m) >= INPUT_HELPERS_CPU.value:
+    if b == B.input_starved and (helpers_cpu(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")) or 0.0) \
+            >= INPUT_HELPERS_CPU.value:
         return INPUT_WORKERS_DECISION
     if b != B.compute_bound:
         return DECISIONS[b]
@@ -110,19 +119,6 @@ def decision_of(b: B, m: dict[str, float]) -> str:
     if tensor is None:
         return COMPUTE_TENSOR_UNCOUNTED
     return DECISIONS[b] if tensor >= TENSOR_BUSY.value else COMPUTE_OFF_TENSOR_CORES
-
-
-def _helpers_cpu(m: dict[str, float]) -> float:
-    """The CPU of the workload's processes without a GPU context (DataLoader workers); 0 when not known."""
-    if "gpu_process_cpu_pct" not in m or "workload_cpu_pct" not in m:
-        return 0.0
-    return m["workload_cpu_pct"] - m["gpu_process_cpu_pct"]
-
-
-def _latency_bound(m: dict[str, float]) -> bool:
-    """Busy SMs with their math pipes counted and DRAM under its busy share: warps wait on memory latency."""
-    dram = m.get("dram_active_pct")
-    return m.get("cuda_math_active_pct") is not None and dram is not None and dram < DRAM_BUSY.value
 
 
 def describe(b: B, m: dict[str, float]) -> str:
@@ -143,11 +139,11 @@ def describe(b: B, m: dict[str, float]) -> str:
         }
         if b in without:
             return without[b]
-    helpers = _helpers_cpu(m)
+    helpers = helpers_cpu(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")) or 0.0
     if b == B.input_starved and helpers >= INPUT_HELPERS_CPU.value:
         return (f"GPU-Util {f('util_pct')} while the workload's processes without a GPU context (DataLoader workers) "
                 f"run on {helpers:.0f}% of a core and it reads {f('read_mb_per_s', ' MB/s')} from files")
-    if b == B.memory_bound and _latency_bound(m):
+    if b == B.memory_bound and waits_on_latency(m.get("dram_active_pct"), m.get("cuda_math_active_pct")):
         return (f"SM activity {f('sm_active_pct')} with the math pipes idle (CUDA cores "
                 f"{f('cuda_math_active_pct')}, tensor {f('tensor_active_pct')}) and DRAM at {f('dram_active_pct')} "
                 "of peak: warps wait on memory latency")
@@ -172,7 +168,7 @@ def describe(b: B, m: dict[str, float]) -> str:
                       f"{f('workload_cpu_pct', '% of a core')} and reads {f('pcie_tx_mib_per_s', ' MiB/s')} back "
                       f"from the GPU (PCIe TX), {f('read_mb_per_s', ' MB/s')} from files"
                       + (f", and writes {f('write_mb_per_s', ' MB/s')} to storage"
-                         if m.get("write_mb_per_s", 0.0) >= HOST_WRITES.value else ""),
+                         if saves_to_storage(m.get("write_mb_per_s")) else ""),
         B.h2d_copy_bound: f"PCIe RX {f('pcie_rx_mib_per_s', ' MiB/s')} while SM activity is {f('sm_active_pct')}",
         B.throttled: f"slowdown reasons in {m.get('throttled_share') or 0:.0%} of samples, SM clock "
                      f"{f('sm_clock_mhz', ' MHz')}, {f('temperature_c', ' C')}",
