@@ -131,7 +131,7 @@ def test_a_gated_hook_waits_for_gputriage_to_ask(tmp_path):
     assert not again.is_alive()
 
 
-def test_auto_without_a_gpu_runs_unprofiled_and_says_why_not(tmp_path):
+def test_auto_is_the_default_and_without_a_gpu_runs_unprofiled_and_says_why_not(tmp_path):
     pytest.importorskip("torch")
     script = tmp_path / "w.py"
     script.write_text("import torch, time\nt = time.time()\nwhile time.time() - t < 2: torch.randn(64, 64) @ "
@@ -143,6 +143,12 @@ def test_auto_without_a_gpu_runs_unprofiled_and_says_why_not(tmp_path):
     report = json.loads(r.stdout)
     assert report["profile"]["mode"] == "auto" and not report["profile"].get("asked")
     assert "error" not in report["profile"] and "trace" not in report["profile"]
+    r = subprocess.run(GT + ["run", "--no-store", "--json", "--", sys.executable, str(script)],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert json.loads(r.stdout)["profile"]["mode"] == "auto"  # the default for a Python command, GPM or not
+    r = subprocess.run(GT + ["run", "--no-store", "--json", "--", "sleep", "0.1"], capture_output=True, text=True,
+                       timeout=60)
+    assert json.loads(r.stdout)["profile"] is None  # not Python: nothing to inject
     r = subprocess.run(GT + ["run", "--no-store", "--profile", "--no-profile", "--", sys.executable, str(script)],
                        capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 2 and "contradict" in r.stderr

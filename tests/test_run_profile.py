@@ -205,6 +205,34 @@ def test_the_hook_sees_a_window_without_gpu_work_and_arms_only_from_its_variable
     assert env == {}  # popped: the workload's child processes are not profiled
 
 
+def test_the_armed_hooks_break_no_graph_compiled_meanwhile(tmp_path):
+    """A workload that compiles while the profiler's hooks are armed (a new shape, a late compile) gets the
+    graphs it would get without them: the hooks are no-ops while torch.compile traces them."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    from gputriage.trace.profiler_hook import Profiler
+
+    torch._dynamo.reset()
+    counters.clear()
+    p = Profiler(str(tmp_path / "t.json"), cuda=False)
+    assert p.setup()
+    try:
+        model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16))
+        compiled = torch.compile(model, backend="aot_eager", dynamic=False)
+        with pytest.warns(UserWarning, match="global hooks"):
+            for rows in (2, 3, 4):  # three shapes, three graphs
+                compiled(torch.randn(rows, 16))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        opt.step()
+    finally:
+        p.finish()
+    assert not counters["graph_break"], list(counters["graph_break"])
+    assert counters["stats"]["unique_graphs"] == 3
+    assert p.first_forward and p.steps_seen == 1  # the hooks still fire where the workload runs eagerly
+    torch._dynamo.reset()
+
+
 def test_a_failing_start_is_logged_and_ends_the_profiling(tmp_path):
     from gputriage.trace.profiler_hook import Profiler
 

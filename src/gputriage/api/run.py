@@ -42,7 +42,7 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
     """Run a command (no shell, stdio passed through), sample the GPUs, the host and its process tree,
     and judge it. `profile`: a Python command profiles itself with torch.profiler, when the sampler sees
     the steady state ("on", True) or only where the sampler cannot decide ("auto"), and the trace's verdict
-    is merged; None (the default): "auto" on a GPU without GPM, else "off". What the workload reports through
+    is merged; None (the default): "auto" for a Python command, else "off". What the workload reports through
     `gputriage.step()` is its throughput; with `flops_per_token` (or `flops_per_step`), its MFU. Its cost is in
     GPU-hours, and in money at `price_per_gpu_hour` (default: the config file's `[cost]`; none is assumed).
     `metric`: a regular expression whose first group reads a rate in the workload's output lines
@@ -81,9 +81,8 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
     db = open_store(store)
     session = Session(PynvmlBackend(record=False, bounded=False), Host(), db, "run", list(command), period_s=period_s,
                       use_gpm=use_gpm)
-    if mode is None:  # most GPUs have no GPM: where the counters cannot decide, the profiler does
-        no_gpm = any(not g.gpm for g in session.meta.gpus.values())
-        mode = "auto" if no_gpm and inject.is_python(argv) else "off"
+    if mode is None:  # where the counters cannot decide (more often without GPM), the profiler does
+        mode = "auto" if inject.is_python(argv) else "off"
     session.meta.flops_per_token, session.meta.flops_per_step = flops_per_token, flops_per_step
     session.meta.price_per_gpu_hour, session.meta.currency = price, unit
     progress = Path(tempfile.mkdtemp(prefix="gputriage-progress-"))  # gputriage.step() writes its counts here

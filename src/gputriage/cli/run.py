@@ -35,9 +35,9 @@ def run(
                                                           "the sampler sees its steady state, and merge the "
                                                           "trace's verdict (Python commands only). `--profile "
                                                           "auto`: only where the sampler cannot decide (the "
-                                                          "default on GPUs without GPM)."),
-    no_profile: bool = typer.Option(False, "--no-profile", help="Never profile (not even `auto` on a GPU without "
-                                                                "GPM)."),
+                                                          "default for Python commands)."),
+    no_profile: bool = typer.Option(False, "--no-profile", help="Never profile (not even where the sampler "
+                                                                "cannot decide)."),
     profile_steps: int = typer.Option(10, "--profile-steps", metavar="N", min=1, help="Optimizer steps to profile at "
                                                                                       "least."),
     profile_skip_s: float = typer.Option(2.0, "--profile-skip", metavar="SECONDS", min=0.0, help="Seconds after CUDA "

@@ -65,6 +65,7 @@ class Profiler:
         self.started = 0.0
         self.begin = 0.0
         self.hooks: list[Any] = []
+        self.compiling: Callable[[], bool] = lambda: False  # torch.compiler.is_compiling once set up
         self.seen_step = False
         self.acting = False
         self.first_forward = 0.0
@@ -134,6 +135,8 @@ class Profiler:
             self.finish()
 
     def on_step(self, *_a: Any, **_k: Any) -> None:
+        if self.compiling():  # traced by torch.compile: a constant False branch, no graph break in its graph
+            return
         self.seen_step, self.last_hook = True, self.clock()
         self.steps_seen += 1
         if self.prof:
@@ -146,6 +149,8 @@ class Profiler:
             self.act("optimizer step %d" % self.steps_seen)
 
     def on_forward(self, *_a: Any, **_k: Any) -> None:
+        if self.compiling():  # see on_step: the hook would break every graph compiled while it is armed
+            return
         now = self.last_hook = self.clock()
         if not self.first_forward:
             self.first_forward = now
@@ -179,10 +184,13 @@ class Profiler:
         """Import what the profiler needs here, off the main thread, so starting it later imports little
         (nothing heavy such as torch._dynamo: that would hold the GIL for seconds); hook the loop."""
         try:
+            import torch
             from torch.nn.modules.module import register_module_forward_pre_hook
             from torch.optim.optimizer import register_optimizer_step_post_hook
             from torch.profiler import ProfilerActivity, profile
 
+            compiler = getattr(torch, "compiler", None)
+            self.compiling = getattr(compiler, "is_compiling", None) or self.compiling
             acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
             self.make = lambda: profile(activities=acts, record_shapes=True)
             if not self.hooks:
