@@ -487,7 +487,8 @@ def test_the_non_tensor_math_pipes_are_sampled_and_a_window_keeps_the_busiest(ma
 
 @pytest.mark.parametrize("tensor, rx, expected, possible", [
     (8.0, 150_000.0, B.comm_bound, []),  # links at 0.33 of NV18, the tensor pipes resting: the all-reduce leads
-    (60.0, 150_000.0, B.compute_bound, [B.comm_bound]),  # as busy, with the tensor cores at work: overlap possible
+    # as busy, with the tensor cores at work: overlap possible (and SMs at 55% of GPU-Util: gaps or small kernels)
+    (60.0, 150_000.0, B.compute_bound, [B.underfilled, B.comm_bound]),
     (8.0, 20_000.0, B.compute_bound, []),  # 0.04 of the links: the collectives are not what the GPU does
     (None, 150_000.0, B.comm_bound, []),  # without GPM the links alone tell it
 ])
@@ -579,5 +580,6 @@ def test_a_collective_is_possible_only_on_a_job_on_several_gpus_whose_links_are_
                                 nvlink_tx_mib_per_s=0.0 if links else None, nvlink_rx_mib_per_s=0.0 if links else None)
     assert w.tensor_active_pct < 5 and 50 <= w.sm_active_pct < 60
     assert label(w, static) == (B.compute_bound, possible)
-    assert label(msgspec.structs.replace(w, tensor_active_pct=70.0), static) == (B.compute_bound, [])
+    busy = msgspec.structs.replace(w, tensor_active_pct=70.0)  # tensor cores at work: no collective in question,
+    assert label(busy, static) == (B.compute_bound, [B.underfilled])  # but SMs busy half the time GPU-Util says
     assert label(msgspec.structs.replace(w, sm_active_pct=30.0), static) == (B.underfilled, possible)  # NCCL alone

@@ -224,3 +224,74 @@ def test_copies_read_back_from_the_gpu_get_the_advice_for_reading_back_not_for_i
     assert copies and copies[0].decision == D2H_COPY_DECISION and copies[0].evidence["d2h_pct"] >= 90
     h2d = analyze_trace([FIXTURES / "traces" / "run_profile_pageable_copy.json.gz"])  # input sent to the GPU
     assert h2d.verdict.bottleneck == B.h2d_copy_bound and h2d.verdict.decision != D2H_COPY_DECISION
+
+
+UNSEEN4 = json.loads(gzip.decompress((FIXTURES / "runs_unseen4.json.gz").read_bytes()))
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("prefetch_pinned_gpm", "compute_bound"), ("prefetch_pinned_nogpm", "compute_bound"),  # 1.7 GB/s pinned, hidden
+    ("fp8_gemm_gpm", "compute_bound"), ("fp8_gemm_nogpm", "compute_bound"),  # _scaled_mm, tensor pipes 92%
+    ("scatter_messages_gpm", "memory_bound"), ("scatter_messages_nogpm", "memory_bound"),  # gathers, index_add_
+    ("kv_decode_batch_gpm", "memory_bound"), ("kv_decode_batch_nogpm", "memory_bound"),  # KV cache at 4.4 TB/s
+    ("empty_cache_loop_gpm", "vram_pressure"),  # profiled: the GPU idle 23% of the window after cudaFree/cudaMalloc
+    ("empty_cache_keep_gpm", "compute_bound"),  # the same loop without empty_cache(): 1.24x faster
+    ("recompile_shapes_long_gpm", "host_bound"), ("recompile_shapes_nogpm", "host_bound"),  # the trace: compiling
+    ("healthy_gpm", "compute_bound"), ("small_batch_fixed_gpm", "compute_bound"),
+])
+def test_workloads_written_after_every_rule_get_their_cause(name, expected):
+    assert judged(UNSEEN4[name]).verdict.bottleneck.value == expected
+
+
+def test_a_command_that_fails_before_a_steady_state_gets_no_verdict():
+    # the first fp8_gemm.py and scatter_messages.py died after 3-4 s (a TypeError in the script): the sampler had
+    # called them idle and input_starved, with advice for a job that never ran
+    from gputriage.diagnosis.run_judge import FAILED_EARLY_S
+
+    for name in ("fp8_crashed_gpm", "scatter_crashed_nogpm"):
+        rec = UNSEEN4[name]
+        report = judged(rec)
+        assert rec["exit_code"] == 1 and report.verdict.bottleneck is None
+        v = report.verdict.per_gpu["0"]
+        assert v.summary.startswith("no verdict: the command failed (exit 1) after") and not v.decision
+        assert not [f for f in report.findings if f.id.startswith("run.") and f.id != "run.job_shares_gpu"]
+        assert judge(recorded(rec), 0).verdict.bottleneck is not None  # the same samples, exit 0: judged
+        assert judge(recorded(rec), 130).verdict.bottleneck is not None  # stopped by Ctrl-C: judged
+    long = UNSEEN4["healthy_gpm"]  # a failure after a steady run (an OOM an hour in) keeps its verdict
+    assert recorded(long).ended_s - recorded(long).started_s >= FAILED_EARLY_S
+    assert judge(recorded(long), 1).verdict.bottleneck == B.compute_bound
+
+
+def test_busy_tensor_cores_with_sms_idle_a_fifth_of_the_time_leave_the_gaps_to_a_trace():
+    # empty_cache() after every step: GPU-Util 99% but SM activity 74%; decided compute_bound, it hid 19% of the
+    # step time (456 against 566 TFLOP/s without it, side by side); the trace sees the GPU wait on the allocator
+    from gputriage.diagnosis.classify import SM_GAPS_PER_UTIL
+
+    unprofiled = judged(UNSEEN4["empty_cache_loop_unprofiled_gpm"]).verdict.per_gpu["0"]
+    e = unprofiled.evidence
+    assert unprofiled.bottleneck == B.compute_bound and B.underfilled in unprofiled.undecided_between
+    assert e["sm_active_pct"] < SM_GAPS_PER_UTIL.value * e["util_pct"] and e["tensor_active_pct"] >= 30
+    profiled = judged(UNSEEN4["empty_cache_loop_gpm"])
+    assert "underfilled" in profiled.profile.asked[0]
+    assert profiled.verdict.bottleneck == B.vram_pressure and profiled.verdict.merged.trace == B.vram_pressure
+    alloc = [f for f in profiled.findings if f.id == "trace.vram_pressure"]
+    assert alloc and "cudaMalloc/cudaFree" in alloc[0].symptom
+    for name in ("empty_cache_keep_gpm", "healthy_gpm", "prefetch_pinned_gpm", "fp8_gemm_gpm"):  # SMs >= 0.9
+        v = judged(UNSEEN4[name]).verdict.per_gpu["0"]
+        assert v.bottleneck == B.compute_bound and v.undecided_between == [], name
+        assert v.evidence["sm_active_pct"] >= SM_GAPS_PER_UTIL.value * v.evidence["util_pct"]
+
+
+def test_a_loop_that_reports_steps_while_the_gpu_barely_computes_is_steady_from_its_first_step():
+    # recompile_shapes: a new sequence length compiled at every step, GPU-Util 1%. The steady state began at the
+    # first reported step (+15 s), not when the GPU first reached 5% (+24 s): the window profiled at +23 s is in
+    # the steady run, and its trace (host_bound: the host compiles) decides
+    # (live, both runs said input_starved: their windows counted as start-up)
+    for name, first_step_s in (("recompile_shapes_long_gpm", 15.2), ("recompile_shapes_cold_gpm", 19.2)):
+        rec = UNSEEN4[name]
+        report = judged(rec)
+        v = report.verdict.per_gpu["0"]
+        effect = report.verdict.profiler_effect  # None when no 1 s window has its middle inside the profiled 0.9 s
+        assert v.startup_s == first_step_s and (effect is None or not effect.in_startup)
+        assert report.verdict.bottleneck == B.host_bound and report.verdict.merged.trace == B.host_bound
+        assert rec["verdict"] == "input_starved" and v.evidence["util_pct"] <= 1

@@ -1,6 +1,7 @@
 """A training loop that calls `torch.cuda.empty_cache()` after every step "to avoid out-of-memory",
 with VRAM far from full (an 8-layer bf16 MLP of width 4096, batch 8192, a few GiB in use): the
-caching allocator gives its blocks back to the driver and allocates them again at the next step."""
+caching allocator gives its blocks back to the driver and allocates them again at the next step.
+`--keep-cache` runs the same loop without it, to measure what it costs."""
 
 import argparse
 import time
@@ -12,7 +13,7 @@ from gputriage import step
 LAYERS, D, BATCH = 8, 4096, 8192
 
 
-def main(seconds: float = 10.0) -> None:
+def main(seconds: float = 10.0, keep_cache: bool = False) -> None:
     model = torch.nn.Sequential(*[m for _ in range(LAYERS) for m in (torch.nn.Linear(D, D), torch.nn.GELU())])
     model = model.cuda().to(torch.bfloat16)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
@@ -24,7 +25,8 @@ def main(seconds: float = 10.0) -> None:
         opt.step()
         opt.zero_grad(set_to_none=True)
         del x, loss
-        torch.cuda.empty_cache()
+        if not keep_cache:
+            torch.cuda.empty_cache()
 
     for _ in range(3):
         train()
@@ -42,4 +44,6 @@ def main(seconds: float = 10.0) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=10.0)
-    main(parser.parse_args().seconds)
+    parser.add_argument("--keep-cache", action="store_true", help="no empty_cache() (the fix)")
+    args = parser.parse_args()
+    main(args.seconds, args.keep_cache)

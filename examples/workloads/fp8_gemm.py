@@ -27,7 +27,7 @@ def main(seconds: float = 10.0) -> None:
         for _ in range(20):
             mm()
         n += 20
-        step(gemms=20)
+        step(steps=20)
     torch.cuda.synchronize()
     print(f"throughput: {2 * N**3 * n / (time.perf_counter() - t0) / 1e12:.0f} TFLOP/s")
 

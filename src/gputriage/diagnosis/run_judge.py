@@ -23,6 +23,7 @@ from gputriage.sampling.session import Recording
 from gputriage.sampling.windows import WindowSeries
 
 MIN_EFFECT_POINTS = 3
+FAILED_EARLY_S = 10.0  # a command that fails this soon, before reporting a step, ran no more than its start-up
 
 
 def workload_gpus(rec: Recording) -> list[int]:
@@ -100,6 +101,17 @@ def dominant(verdicts: dict[int, GpuVerdict]) -> GpuVerdict | None:
     return next(v for v in named if v.bottleneck == top)
 
 
+def failed_early(rec: Recording, exit_code: int | None) -> float | None:
+    """The seconds a command ran when it failed (exit 1-127, not a signal) within FAILED_EARLY_S and before
+    reporting a step through `gputriage.step()`: its windows hold a start-up, no steady state. Else None."""
+    ran_s = (rec.ended_s or 0.0) - (rec.started_s or 0.0)
+    if rec.kind != "run" or exit_code is None or not 0 < exit_code < 128 or ran_s >= FAILED_EARLY_S:
+        return None
+    if any((w.steps_total or 0.0) > 0 for w in rec.windows.host):
+        return None
+    return ran_s
+
+
 def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileReport | None = None,
           budget: Budget | None = None, complete: bool = True,
           metric: tuple[str, list[tuple[float, float]]] | None = None) -> RunReport:
@@ -112,6 +124,11 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
     verdicts = {i: gpu_verdict(rec.windows.series[i], static.get(i, GpuStatic()), started, ended,
                                exclude_s=held)
                 for i in workload_gpus(rec)}
+    early = failed_early(rec, exit_code)
+    for v in verdicts.values() if early is not None else ():  # what ran is a start-up: no cause to name
+        v.bottleneck, v.undecided_between, v.decision, v.share, v.confidence = None, [], "", 0.0, 0.0
+        v.summary = (f"no verdict: the command failed (exit {exit_code}) after {early:.1f} s, before a steady "
+                     "state (its output says why)")
     first = dominant(verdicts)
     verdict = RunVerdict(bottleneck=first.bottleneck if first else None, source="sampler",
                          per_gpu={str(k): v for k, v in verdicts.items()})
@@ -120,7 +137,7 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
         f = verdict_finding(v, static.get(i, GpuStatic()))
         if f is not None:
             findings.append(f)
-        if workload:
+        if workload and early is None:
             edges = idle_edges(v, ended - started)
             if edges is not None:
                 findings.append(edges)
@@ -129,7 +146,7 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
     if workload:
         findings += job_process_findings(processes)
     trace = profile.trace if profile else None
-    if profile is not None and trace is not None:
+    if profile is not None and trace is not None and early is None:
         lead = next(iter(verdicts.values()), None)
         effect = profiler_effect(rec, lead.gpu, lead, profile.window_s, held) if lead else None
         merged = merge(lead, trace.verdict, effect)

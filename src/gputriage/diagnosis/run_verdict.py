@@ -42,7 +42,8 @@ EDGES = ("start-up", "shut-down")
 
 def steady_bounds(ws: Sequence[WindowMetrics]) -> tuple[int | None, int | None]:
     """(index of the window in which the GPU first computed — or, if it never did, in which its memory
-    first grew with the workload's —, index of the last window in which it computed); None when none."""
+    first grew with the workload's; for a workload that reports its steps, of its first step —, index of
+    the last window in which it computed); None when none."""
     first = next((i for i, w in enumerate(ws) if computes(w.util_max_pct, w.sm_active_max_pct)), None)
     if first is None and ws:
         base = ws[0].used_bytes or 0.0
@@ -50,9 +51,10 @@ def steady_bounds(ws: Sequence[WindowMetrics]) -> tuple[int | None, int | None]:
                       and w.workload_vram_max_bytes), None)
         return first, None
     last = next((i for i in range(len(ws) - 1, -1, -1) if computes(ws[i].util_max_pct, ws[i].sm_active_max_pct)), None)
-    # a workload that reports its steps starts its work with the first one: before it, warm-up
+    # a workload that reports its steps starts its work with the first one: before it, warm-up; after it, work
+    # even while the GPU barely computes (a loop that recompiles at every step)
     stepped = next((i for i, w in enumerate(ws) if (w.steps_total or 0) > 0), None)
-    if first is not None and stepped is not None and last is not None and first < stepped <= last:
+    if first is not None and stepped is not None and last is not None and stepped <= last:
         first = stepped
     return first, last
 
