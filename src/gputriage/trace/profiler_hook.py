@@ -16,7 +16,9 @@ interpreter shutdown, so a crash at exit cannot lose it. A window that saw no GP
 compiling or loading) is profiled again, a few times at most. What happened is logged next to
 the trace (`OUT.log`), with the times the profiler held the workload. The variables that arm it
 are removed at start, so child processes (data loader workers) are not profiled — except in a
-distributed launcher (torchrun), whose ranks each profile themselves into `trace.rankN.json`.
+distributed launcher (torchrun), whose ranks each profile themselves into `trace.rankN.json`. The hooks
+return at once while `torch.compile` traces them: a graph compiled while they are armed is the graph
+compiled without them.
 
 Gated (`GPUTRIAGE_PROFILE_GATE`), a window starts only once gputriage has asked for it: its sampler
 writes into the gate file how many windows it wants (the first at the steady state, another when the
@@ -65,7 +67,7 @@ class Profiler:
         self.started = 0.0
         self.begin = 0.0
         self.hooks: list[Any] = []
-        self.compiling: Callable[[], bool] = lambda: False  # torch.compiler.is_compiling once set up
+        self.compiling: Callable[[], bool] = lambda: False  # torch.compiler.is_compiling once set up (a flag read)
         self.seen_step = False
         self.acting = False
         self.first_forward = 0.0
@@ -135,7 +137,7 @@ class Profiler:
             self.finish()
 
     def on_step(self, *_a: Any, **_k: Any) -> None:
-        if self.compiling():  # traced by torch.compile: a constant False branch, no graph break in its graph
+        if self.compiling():  # traced by torch.compile, which sees a constant here and returns: no graph break
             return
         self.seen_step, self.last_hook = True, self.clock()
         self.steps_seen += 1
