@@ -37,6 +37,17 @@ def test_step_does_nothing_when_nothing_listens(tmp_path):
     assert r.stdout.split() == ["True", "None"], r.stderr
 
 
+@pytest.mark.parametrize("listening", [False, True])
+def test_a_wrong_keyword_names_gputriage_step_whether_or_not_run_listens(tmp_path, listening):
+    r = _python("""
+        import gputriage
+        gputriage.step(samples=8)
+        gputriage.step(images=8)
+    """, {"GPUTRIAGE_PROGRESS_DIR": str(tmp_path) if listening else ""})
+    assert r.returncode == 1
+    assert "TypeError: gputriage.step() got an unexpected keyword argument 'images'" in r.stderr
+
+
 def test_every_process_counts_in_a_file_of_its_own_and_the_reader_sums_them(tmp_path):
     r = _python("""
         import os, gputriage
