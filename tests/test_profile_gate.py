@@ -154,6 +154,21 @@ def test_auto_is_the_default_and_without_a_gpu_runs_unprofiled_and_says_why_not(
     assert r.returncode == 2 and "contradict" in r.stderr
 
 
+def test_a_script_run_by_path_keeps_the_interpreter_its_shebang_names(tmp_path):
+    # `gputriage run -- ./train.py` with auto the default: the script runs as the user gave it (its shebang's
+    # interpreter, e.g. the project's venv), not under gputriage's own Python
+    interpreter = tmp_path / "project-python"
+    interpreter.symlink_to(sys.executable)
+    script = tmp_path / "train.py"
+    script.write_text(f"#!{interpreter}\nimport sys\nprint('interpreter', sys.executable)\n")
+    script.chmod(0o755)
+    r = subprocess.run(GT + ["run", "--no-store", "--json", "--", str(script)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"interpreter {interpreter}" in r.stderr  # the command's output goes to stderr under --json
+    assert json.loads(r.stdout)["profile"]["mode"] == "auto"  # and the injected hook still rides along
+
+
 def _judged(name: str, gpm: bool):
     from gputriage.diagnosis.run_judge import judge
 

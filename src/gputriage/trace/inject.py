@@ -48,8 +48,6 @@ def prepare(argv: list[str], env: dict[str, str], steps: int, skip_s: float,
     window starts only when `open_gate` asks for it."""
     if not is_python(argv):
         raise ValueError(f"--profile needs a Python command (python script.py ..., torchrun ...), not {argv[0]!r}")
-    if argv[0].endswith(".py"):
-        argv = [sys.executable] + argv
     folder = Path(tempfile.mkdtemp(prefix="gputriage-profile-"))
     site = folder / "site"
     site.mkdir()
