@@ -69,6 +69,22 @@ def test_profile_injection_writes_a_trace(tmp_path, mode):
     assert h0 <= t0 < t1 <= h1 and t1 - t0 < 30
 
 
+def test_a_workload_with_its_own_sigusr2_handler_never_gets_the_profilers_signal(tmp_path):
+    # a scheduler's requeue helper (submitit-style) that checkpoints and exits on SIGUSR2: plain tensor code, where
+    # only the signal could start the profiler; it must not reach the workload's handler
+    script = tmp_path / "w.py"
+    script.write_text("import signal, sys, time, torch\n"
+                      "signal.signal(signal.SIGUSR2, lambda *a: (print('requeued'), sys.exit(3)))\n"
+                      "a, t = torch.randn(128, 128), time.time()\n"
+                      "while time.time() - t < 4.0:\n    a = torch.tanh(a @ a)\nprint('workload done')\n")
+    env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
+    r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.3", "--",
+                             sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0 and "workload done" in r.stderr and "requeued" not in r.stderr, r.stderr[-2000:]
+    log = json.loads(r.stdout)["profile"]["log"]
+    assert any("handles SIGUSR2 itself" in line for line in log), log
+
+
 def test_profile_kept_when_the_workload_ends_inside_the_window(tmp_path):
     script = tmp_path / "w.py"
     script.write_text(WORKLOAD)

@@ -3,22 +3,23 @@
 The workload loads this file at interpreter start through a `sitecustomize` that gputriage puts
 first on its PYTHONPATH (`trace.inject`); it uses the standard library only, since it runs in the
 workload's own interpreter, whatever is installed there. A background thread waits until the
-workload has initialized CUDA, then `skip_s` seconds more (warm-up), imports what the profiler
-needs (off the main thread) and asks for a start. The main thread starts torch.profiler at its
-next optimizer step (a training loop, from its third step on: the first steps load kernels and
-autotune), at a module forward when forwards have run for a second without a step (inference),
-or — for plain tensor code where neither hook fires, or once no hook has fired for 3 s — in a
-SIGUSR2 handler, deferred while the workload is importing. The profile covers at least `steps`
-optimizer steps and `window_s` seconds, at most `max_s` seconds (or, without an optimizer, a time
-window counted from when the profiler runs: on a GPU its start waits seconds for CUPTI and the
+workload has initialized CUDA, then `skip_s` seconds more (warm-up), imports what the profiler needs
+(off the main thread) and asks for a start. The main thread starts torch.profiler at its next
+optimizer step (a training loop, from its third step on: the first steps load kernels and autotune),
+at a module forward when forwards have run for a second without a step (inference), or — for plain
+tensor code where neither hook fires, or once no hook has fired for 3 s — in a SIGUSR2 handler,
+deferred while the workload is importing (never where the workload installed a SIGUSR2 handler of
+its own, as schedulers' requeue helpers do: the signal would be theirs). The profile covers at least
+`steps` optimizer steps and `window_s` seconds, at most `max_s` seconds (or, without an optimizer, a
+time window counted from when the profiler runs: on a GPU its start waits seconds for CUPTI and the
 queued work); it is stopped the same way, or at exit, and the Kineto trace written before
 interpreter shutdown, so a crash at exit cannot lose it. A window that saw no GPU work (still
-compiling or loading) is profiled again, a few times at most. What happened is logged next to
-the trace (`OUT.log`), with the times the profiler held the workload. The variables that arm it
-are removed at start, so child processes (data loader workers) are not profiled — except in a
-distributed launcher (torchrun), whose ranks each profile themselves into `trace.rankN.json`. The hooks
-return at once while `torch.compile` traces them: a graph compiled while they are armed is the graph
-compiled without them.
+compiling or loading) is profiled again, a few times at most. What happened is logged next to the
+trace (`OUT.log`), with the times the profiler held the workload. The variables that arm it are
+removed at start, so child processes (data loader workers) are not profiled — except in a
+distributed launcher (torchrun), whose ranks each profile themselves into `trace.rankN.json`. The
+hooks return at once while `torch.compile` traces them: a graph compiled while they are armed is the
+graph compiled without them.
 
 Gated (`GPUTRIAGE_PROFILE_GATE`), a window starts only once gputriage has asked for it: its sampler
 writes into the gate file how many windows it wants (the first at the steady state, another when the
@@ -69,6 +70,7 @@ class Profiler:
         self.hooks: list[Any] = []
         self.compiling: Callable[[], bool] = lambda: False  # torch.compiler.is_compiling once set up (a flag read)
         self.seen_step = False
+        self.signal_taken = False  # the workload replaced the SIGUSR2 handler
         self.acting = False
         self.first_forward = 0.0
         self.last_hook = 0.0
@@ -167,6 +169,10 @@ class Profiler:
             return  # a training loop: its optimizer step starts the profiler, past the first steps
         if self.want and not importing():
             self.act("signal")  # else the worker signals again a little later
+
+    def owns_signal(self) -> bool:
+        """SIGUSR2 still reaches this profiler: the workload has not installed a handler of its own."""
+        return signal.getsignal(signal.SIGUSR2) == self.on_signal
 
     def on_exit(self) -> None:
         """The workload ended inside the window: keep what was profiled."""
@@ -287,6 +293,11 @@ class Profiler:
                 fire = time.time() - max(t0, self.last_hook) > (QUIET_BEFORE_SIGNAL_S if hooks_fire else 0.5)
             else:
                 fire = time.time() - t0 > (QUIET_BEFORE_SIGNAL_S if hooks_fire else 0.0)
+            if fire and not self.owns_signal():  # the workload's own handler (a scheduler's requeue): never
+                if not self.signal_taken:
+                    self.signal_taken = True
+                    self.note("the workload handles SIGUSR2 itself: the profiler waits for a step or a forward")
+                fire = False
             if fire:
                 os.kill(os.getpid(), signal.SIGUSR2)
                 time.sleep(0.2)
@@ -360,6 +371,7 @@ def main() -> Optional[Profiler]:
     if p is None:
         return None
     atexit.register(p.on_exit)
-    signal.signal(signal.SIGUSR2, p.on_signal)
+    if signal.getsignal(signal.SIGUSR2) == signal.SIG_DFL:  # never take a handler the interpreter already has
+        signal.signal(signal.SIGUSR2, p.on_signal)
     threading.Thread(target=p.worker, name="gputriage-profiler", daemon=True).start()
     return p
