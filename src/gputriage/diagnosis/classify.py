@@ -176,6 +176,12 @@ def helpers_cpu(workload_cpu_pct: float | None, gpu_process_cpu_pct: float | Non
     return workload_cpu_pct - gpu_process_cpu_pct
 
 
+def helpers_busy(workload_cpu_pct: float | None, gpu_process_cpu_pct: float | None) -> bool:
+    """The processes without a GPU context run on a core or more: they make the input the GPU waits for."""
+    helpers = helpers_cpu(workload_cpu_pct, gpu_process_cpu_pct)
+    return helpers is not None and helpers >= INPUT_HELPERS_CPU.value
+
+
 def waits_on_latency(dram_active_pct: float | None, cuda_math_active_pct: float | None) -> bool:
     """Busy SMs that compute on no pipe while DRAM is under its busy share: warps wait on scattered reads."""
     return dram_active_pct is not None and dram_active_pct < DRAM_BUSY.value and \
@@ -295,8 +301,7 @@ def _host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, li
             return B.host_bound, [B.input_starved, *launch]
     if hot and small:
         return B.launch_bound, [B.input_starved, B.sync_bound]
-    helpers = helpers_cpu(m.workload_cpu_pct, m.gpu_process_cpu_pct)
-    if helpers is not None and helpers >= INPUT_HELPERS_CPU.value:  # a process spinning in a sync is at 100%
+    if helpers_busy(m.workload_cpu_pct, m.gpu_process_cpu_pct):  # a process spinning in a sync is at 100%
         spinning = (m.gpu_process_cpu_pct or 0.0) >= HOT_THREAD.value
         return B.input_starved, [B.sync_bound] if spinning else []
     if reads is not None and reads >= INPUT_READ.value:

@@ -21,9 +21,9 @@ from gputriage.diagnosis.bottlenecks import (
     MEMORY_LATENCY,
 )
 from gputriage.diagnosis.classify import (
-    INPUT_HELPERS_CPU,
     TENSOR_BUSY,
     computes,
+    helpers_busy,
     helpers_cpu,
     label,
     saves_to_storage,
@@ -112,8 +112,7 @@ def decision_of(b: B, m: dict[str, float]) -> str:
         return MEMORY_LATENCY
     if b == B.host_bound and saves_to_storage(m.get("write_mb_per_s")):
         return HOST_WRITES_DECISION
-    if b == B.input_starved and (helpers_cpu(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")) or 0.0) \
-            >= INPUT_HELPERS_CPU.value:
+    if b == B.input_starved and helpers_busy(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")):
         return INPUT_WORKERS_DECISION
     if b != B.compute_bound:
         return DECISIONS[b]
@@ -141,8 +140,8 @@ def describe(b: B, m: dict[str, float]) -> str:
         }
         if b in without:
             return without[b]
-    helpers = helpers_cpu(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")) or 0.0
-    if b == B.input_starved and helpers >= INPUT_HELPERS_CPU.value:
+    if b == B.input_starved and helpers_busy(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")):
+        helpers = helpers_cpu(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")) or 0.0
         return (f"GPU-Util {f('util_pct')} while the workload's processes without a GPU context (DataLoader workers) "
                 f"run on {helpers:.0f}% of a core and it reads {f('read_mb_per_s', ' MB/s')} from files")
     if b == B.memory_bound and waits_on_latency(m.get("dram_active_pct"), m.get("cuda_math_active_pct")):

@@ -4,7 +4,7 @@ of the trace that show it, the verdict's first."""
 from __future__ import annotations
 
 from gputriage.diagnosis.bottlenecks import D2H_COPY_DECISION, MEANINGS
-from gputriage.diagnosis.trace_verdict import DECISION, UNDERFILLED_BUSY, mostly_d2h
+from gputriage.diagnosis.trace_verdict import DECISION, UNDERFILLED_BUSY, d2h_us, mostly_d2h
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
 from gputriage.model.specs import GpuSpec
@@ -115,7 +115,7 @@ def findings(r: RankAnalysis, verdict: TraceVerdict, spec: GpuSpec | None = None
     pageable = a.busy_of(kk.H2D_PAGEABLE) + a.busy_of(kk.D2H_PAGEABLE)
     copies = pageable + a.busy_of(kk.H2D_PINNED) + a.busy_of(kk.D2H_PINNED)
     if pct(pageable) >= PAGEABLE_MIN.value or pct(copies) >= FINDING_MIN.value:
-        d2h = a.busy_of(kk.D2H_PAGEABLE) + a.busy_of(kk.D2H_PINNED)
+        d2h = d2h_us(a)
         out.append(SPECS[B.h2d_copy_bound].finding(
             {"copies_pct": pct(copies), "pageable_pct": pct(pageable), "h2d_pinned_pct": pct(a.busy_of(kk.H2D_PINNED)),
              "d2h_pct": pct(d2h)}, subject=subject,

@@ -44,10 +44,14 @@ BUSY_TO = {kk.GEMM_TC: B.compute_bound, kk.ATTENTION: B.compute_bound, kk.GEMM_O
 DECISION = DECISIONS | {B.idle: "The GPU did nothing in the profiled window: profile the steady state"}
 
 
+def d2h_us(a: Anatomy) -> float:
+    """GPU time in copies from the device to the host, pageable and pinned."""
+    return a.busy_of(kk.D2H_PAGEABLE) + a.busy_of(kk.D2H_PINNED)
+
+
 def mostly_d2h(a: Anatomy) -> bool:
     """Most of the copy time runs from the device to the host (results read back, not input sent)."""
-    d2h = a.busy_of(kk.D2H_PAGEABLE) + a.busy_of(kk.D2H_PINNED)
-    return d2h > a.busy_of(kk.H2D_PAGEABLE) + a.busy_of(kk.H2D_PINNED)
+    return d2h_us(a) > a.busy_of(kk.H2D_PAGEABLE) + a.busy_of(kk.H2D_PINNED)
 
 
 def too_little(a: Anatomy) -> bool:
