@@ -64,7 +64,16 @@ SLOW_GEMMS = FindingSpec(
              "which sees both); compare with `gputriage bench`",
     condition="a tensor-core GEMM of >= 100 µs taking >= 20% of kernel time reaches < 50% of the datasheet rate",
     thresholds=(SLOW_GEMM, SLOW_GEMM_MIN_US, SLOW_GEMM_SHARE))
-ALL_SPECS = (*SPECS.values(), SLOW_GEMMS)
+FP64_GEMMS = FindingSpec(
+    id="trace.fp64_gemms", step=2, severity=Severity.info, commands=TRACE, needs=("trace",),
+    symptom="Double-precision GEMMs take much of the window",
+    cause="fp64 matrix products run at the GPU's fp64 rate: on A100, H100, H200 and B200 its fp64 tensor cores "
+          "(about a fifteenth of bf16's rate), on GeForce, RTX and L4/L40 parts CUDA cores at 1/64 of fp32",
+    decision="Keep fp64 where the computation needs it (solvers, ill-conditioned systems); where it does not, TF32 "
+             "(torch.backends.cuda.matmul.allow_tf32 = True on fp32) or bf16 run an order of magnitude faster, and "
+             "mixed-precision refinement keeps fp64 accuracy for linear solves",
+    condition="fp64 GEMMs >= 10% of the window", thresholds=(FINDING_MIN,))
+ALL_SPECS = (*SPECS.values(), SLOW_GEMMS, FP64_GEMMS)
 
 
 def findings(r: RankAnalysis, verdict: TraceVerdict, spec: GpuSpec | None = None) -> list[Finding]:
@@ -132,6 +141,13 @@ def findings(r: RankAnalysis, verdict: TraceVerdict, spec: GpuSpec | None = None
             "Full-precision fp32 math without TF32 runs on CUDA cores at a fraction of the tensor-core rate: " +
             ", ".join(names),
             {"gemm_cuda_cores_pct": pct(gemm_other), "gemm_tensor_cores_pct": pct(a.busy_of(kk.GEMM_TC))})
+    fp64 = a.busy_of(kk.GEMM_FP64)
+    if pct(fp64) >= FINDING_MIN.value:
+        rates = [k.achieved_tflops for k in r.kernels if k.kind == kk.GEMM_FP64 and k.achieved_tflops]
+        out.append(FP64_GEMMS.finding(
+            {"gemm_fp64_pct": pct(fp64), "achieved_tflops": max(rates) if rates else None}, subject=subject,
+            symptom=f"fp64 GEMMs take {pct(fp64)}% of the window"
+                    + (f" (up to {max(rates):.1f} TFLOP/s)" if rates else "")))
     elem = a.busy_of(kk.ELEMENTWISE)
     if pct(elem) >= FINDING_MIN.value:
         size = r.elementwise_median_bytes

@@ -4,7 +4,9 @@ A GPU that idles is not the limit, so idle time is judged first: when the GPU id
 the window, the verdict is the largest idle cause (launch → launch_bound, sync → sync_bound, host
 computation in framework ops or after reading a result back → host_bound, other host work →
 input_starved, allocator → vram_pressure). Otherwise it is the largest busy kind:
-tensor-core GEMMs and attention → compute_bound, GEMMs on CUDA cores → tensor_cores_idle,
+tensor-core GEMMs and attention → compute_bound, GEMMs on CUDA cores → tensor_cores_idle, fp64
+GEMMs → compute_bound (the precision the code asks for; on A100, H100, H200 and B200 they run on
+the fp64 tensor cores, `trace.fp64_gemms` says what lower precision would give),
 elementwise/reduction/GEMV → memory_bound (as are matrix kernels whose arithmetic intensity lies
 under the GPU's ridge point: a batch-1 decode's GEMMs, whatever their name), host↔device copies →
 h2d_copy_bound (with the advice for reading back when most of them run device to host),
@@ -36,6 +38,7 @@ MIN_BUSY = Threshold("min_busy_us", 50_000.0, "µs", "busy time that makes a win
 IDLE_TO = {"launch": B.launch_bound, "sync": B.sync_bound, "host_outside_ops": B.input_starved,
            "host_in_ops": B.host_bound, "host_after_read": B.host_bound, "allocator": B.vram_pressure}
 BUSY_TO = {kk.GEMM_TC: B.compute_bound, kk.ATTENTION: B.compute_bound, kk.GEMM_OTHER: B.tensor_cores_idle,
+           kk.GEMM_FP64: B.compute_bound,  # the precision the code asked for, at the rate the GPU has for it
            kk.GEMV: B.memory_bound, kk.ELEMENTWISE: B.memory_bound, kk.COMM: B.comm_bound,
            kk.H2D_PAGEABLE: B.h2d_copy_bound, kk.H2D_PINNED: B.h2d_copy_bound, kk.D2H_PAGEABLE: B.h2d_copy_bound,
            kk.D2H_PINNED: B.h2d_copy_bound, kk.D2D: B.memory_bound, kk.MEMCPY_OTHER: B.h2d_copy_bound,
@@ -77,7 +80,7 @@ def under_memory_roof(kernels: list[KernelRow]) -> dict[str, float]:
     memory, whatever their name says."""
     out: dict[str, float] = {}
     for k in kernels:
-        if k.kind in (kk.GEMM_TC, kk.GEMM_OTHER, kk.ATTENTION) and k.roof == "memory":
+        if k.kind in (kk.GEMM_TC, kk.GEMM_OTHER, kk.GEMM_FP64, kk.ATTENTION) and k.roof == "memory":
             out[k.kind] = out.get(k.kind, 0.0) + k.total_us
     return out
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-SHORT_KIND = {"gemm_tensor_core": "gemm·TC", "gemm_other": "gemm·32", "gemv": "gemv", "attention": "attn",
+SHORT_KIND = {"gemm_tensor_core": "gemm·TC", "gemm_other": "gemm·32", "gemm_fp64": "gemm·64", "gemv": "gemv",
+              "attention": "attn",
               "elementwise_reduction": "elem", "communication": "comm"}
 _WORD = re.compile(r"([A-Za-z_]\w*)\s*(?:<|\(|,|>|$)")
 _SKIP = {"at", "native", "void", "int", "float", "char", "std", "array", "unsigned", "long", "const", "bool", "c10",
