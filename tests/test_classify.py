@@ -332,7 +332,7 @@ def test_runs_recorded_by_the_typed_sampler_replay_to_the_verdict_given_on_the_h
 NO_GPM = {"launch_bound": "launch_bound", "pageable_copy": "h2d_copy_bound", "pageable_copy_fixed": "h2d_copy_bound",
           "small_batch": "underfilled", "fp32_no_tensor_cores": "compute_bound", "input_starved": "input_starved",
           "item_sync": "sync_bound", "unfused_elementwise": "memory_bound", "contended": "contended",
-          "vram_churn": "vram_pressure", "healthy": "compute_bound", "unfused_elementwise_fixed": "memory_bound",
+          "healthy": "compute_bound", "unfused_elementwise_fixed": "memory_bound",
           "job_shares_gpu": "contended", "host_stats": "host_bound", "cpu_optimizer": "host_bound"}
 
 
@@ -354,6 +354,8 @@ def test_without_gpm_power_and_pcie_tell_what_sm_activity_would(name):
     assert v.bottleneck == NO_GPM.get(name, "compute_bound"), v.summary
     if name == "fp32_no_tensor_cores":  # tensor cores cannot be told from CUDA cores: said, and left to --profile
         assert B.tensor_cores_idle in v.undecided_between
+    if name == "vram_churn":  # full VRAM at GPU-Util 96%, no allocator report: GPU-Util cannot see cudaFree's gaps
+        assert B.vram_pressure in v.undecided_between
     if name.endswith("_fixed") and name != "pageable_copy_fixed":
         assert not [f.id for f in report.findings if f.severity >= Severity.warn]
 

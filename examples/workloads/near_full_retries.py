@@ -1,5 +1,5 @@
 """Training with the GPU's memory nearly full and a batch shape that changes every step (unpadded text:
-16k to 64k tokens a batch): another buffer leaves the loop about 8 GiB, the activations of each new size do
+8k to 48k tokens a batch): another buffer leaves the loop about 10 GiB, the activations of each new size do
 not fit the blocks the caching allocator holds, so it gives its cache back to the driver (a synchronizing
 cudaFree) and calls cudaMalloc again — `num_alloc_retries` climbs. A 4-layer bf16 MLP of width 4096."""
 
@@ -11,7 +11,7 @@ import torch
 
 from gputriage import step
 
-LAYERS, D, LEFT_GIB = 4, 4096, 8
+LAYERS, D, LEFT_GIB = 4, 4096, 10
 
 
 def main(seconds: float = 10.0) -> None:
@@ -23,7 +23,7 @@ def main(seconds: float = 10.0) -> None:
     rnd = random.Random(0)
 
     def train() -> int:
-        tokens = rnd.randrange(16_384, 65_536, 8)
+        tokens = rnd.randrange(8_192, 49_152, 8)
         x = torch.randn(tokens, D, device="cuda", dtype=torch.bfloat16)
         loss = model(x).float().pow(2).mean()
         loss.backward()

@@ -10,7 +10,15 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
   process data: GPU-Util < 1%).
 - contended: another process has memory on the same GPU while it is busy, or two of the workload's
   own processes run kernels on it (NVML per-process utilization).
-- vram_pressure: memory used >= 95% of the GPU's total.
+- vram_pressure: the GPU waits on PyTorch's caching allocator. Where the workload reports its
+  allocator (`gputriage.allocator_counters`: Python workloads under `run`'s profiler hook), it gives
+  memory back to the driver >= 1 cudaFree a second (`empty_cache()` in the loop, allocations retried
+  near out-of-memory), whatever VRAM holds; a full GPU whose allocator stays still (a KV-cache pool
+  taken at start) is no pressure. Where it does not report, memory used >= 95% of the GPU's total.
+  Either way not while GPM sees the GPU saturated (GPU-Util >= 90%, SM activity >= 0.8 x GPU-Util):
+  memory that churns without leaving the SMs idle costs nothing worth naming first. Without GPM, a
+  full GPU at GPU-Util >= 90% with no allocator report is judged by the rules below with vram_pressure
+  left possible (GPU-Util cannot see the gaps a cudaFree leaves).
 - throttled: a thermal or hardware slowdown reason in >= 30% of the window's samples, or the
   power cap active at a limit lowered below 90% of the default.
 - comm_bound: NVLink carries >= 20% of the links' capacity (the busier direction) while the tensor
@@ -38,7 +46,9 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
     use several threads; a launching or syncing thread is one; without per-process figures, the
     whole tree's CPU per such process).
     Possible: sync_bound (a read is a sync), input_starved (in-memory producers).
-  - launch_bound: one workload thread >= 85% busy and, while a kernel runs, it covers under half
+  - launch_bound: one workload thread >= 85% busy (or each process on the GPU at >= 85% of a core,
+    split between threads: a training loop launches its backward from autograd's own thread) and,
+    while a kernel runs, it covers under half
     the SMs (SM activity < 0.5 x GPU-Util) or holds few warps (SM occupancy < 0.08 x GPU-Util):
     kernels too short to cover their launch. The host is busy launching them; an input pipeline or
     a sync remain possible.
@@ -163,6 +173,11 @@ SM_GAPS_PER_UTIL = Threshold(
     "gaps finer than GPU-Util sees, or kernels that cover part of the SMs",
     f"{H200_RECORDINGS}: compute-bound loops 0.85-0.97; empty_cache() after every step 0.74 (21% slower than "
     "without; the trace: the GPU idle 14% of the time after cudaFree/cudaMalloc), a small batch 0.68")
+ALLOC_CHURN = Threshold("allocator_frees_per_s", 1.0, "cudaFree calls/s",
+                        "memory the caching allocator gives back to the driver that says it churns (each cudaFree "
+                        "synchronizes the GPU); a steady loop gives none back after its first steps",
+                        "PyTorch CUDA semantics (memory management: empty_cache, allocation retries); judgement for "
+                        "the figure")
 INPUT_READ = Threshold("input_read_mb_per_s", 20.0, "MB/s",
                        "the workload's reads (files, pipes, sockets) that say it loads input while the GPU waits",
                        f"{H200_RECORDINGS}: a file-fed loader 300+ MB/s, a sync-bound loop < 1 MB/s")
@@ -210,9 +225,35 @@ def label(m: WindowMetrics, gpu: GpuStatic) -> tuple[B, list[B]]:
         return B.idle, []
     if (m.neighbours or (m.job_computing or 0) >= 2) and busy_util >= IDLE_UTIL.value:
         return B.contended, []
-    total = gpu.memory_total_bytes
-    if total and m.used_bytes and 100.0 * m.used_bytes / total >= VRAM_PRESSURE.value:
+    pressure = allocator_pressure(m, gpu, busy_util)
+    if pressure is True:
         return B.vram_pressure, []
+    b, possible = _after_vram(m, gpu, busy_util)
+    return b, [*possible, B.vram_pressure] if pressure is None else possible
+
+
+def allocator_pressure(m: WindowMetrics, gpu: GpuStatic, util: float) -> bool | None:
+    """True: the GPU waits on the allocator (see the module doc); None: it may (a full GPU, no allocator report,
+    no GPM to see gaps); False: no sign of it."""
+    total = gpu.memory_total_bytes
+    full = bool(total and m.used_bytes and 100.0 * m.used_bytes / total >= VRAM_PRESSURE.value)
+    known = m.cuda_frees_per_s is not None
+    churn = known and (m.cuda_frees_per_s or 0.0) >= ALLOC_CHURN.value
+    if not churn and not (full and not known):
+        return False
+    sm = m.sm_active_pct
+    if util >= UNDERFILLED_UTIL.value and sm is not None and sm >= SM_GAPS_PER_UTIL.value * util:
+        return False  # GPM sees no gaps: the SMs do not wait on it
+    if churn or sm is not None or util < UNDERFILLED_UTIL.value:
+        return True
+    return None
+
+
+def _after_vram(m: WindowMetrics, gpu: GpuStatic, busy_util: float) -> tuple[B, list[B]]:
+    """The rules after vram_pressure, in order (see the module doc)."""
+    sm = m.sm_active_pct
+    sm_v = sm if sm is not None else busy_util
+    rx = m.pcie_rx_mib_per_s or 0.0
     if (m.throttled_share or 0.0) >= THROTTLED_SHARE.value:
         return B.throttled, []
     limit, default = gpu.power_limit_mw, gpu.power_default_mw
@@ -299,7 +340,9 @@ def _host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, li
             return B.host_bound, [B.sync_bound, *launch]
         if per_process >= HOST_PARALLEL_CPU.value:
             return B.host_bound, [B.input_starved, *launch]
-    if hot and small:
+    # a training loop launches its backward from autograd's own thread: one core's launching split between two
+    launching = hot or (m.gpu_process_cpu_pct or 0.0) / max(1.0, m.job_gpu_processes or 1.0) >= HOT_THREAD.value
+    if launching and small:
         return B.launch_bound, [B.input_starved, B.sync_bound]
     if helpers_busy(m.workload_cpu_pct, m.gpu_process_cpu_pct):  # a process spinning in a sync is at 100%
         spinning = (m.gpu_process_cpu_pct or 0.0) >= HOT_THREAD.value
@@ -320,7 +363,7 @@ def _host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, li
 LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
     B.idle: (IDLE_UTIL, IDLE_SM, IDLE_WORKLOAD_CPU),
     B.contended: (IDLE_UTIL,),
-    B.vram_pressure: (VRAM_PRESSURE,),
+    B.vram_pressure: (ALLOC_CHURN, VRAM_PRESSURE, UNDERFILLED_UTIL, SM_GAPS_PER_UTIL),
     B.throttled: (THROTTLED_SHARE, POWER_LIMIT_LOWERED),
     B.h2d_copy_bound: (SM_IDLE, PCIE_RX_BUSY),
     B.underfilled: (UNDERFILLED_UTIL, UNDERFILLED_SM, LIGHT_POWER),

@@ -1,5 +1,6 @@
 """The findings of a monitored run (`run`, `watch`, `monitor()`): each GPU's verdict, a GPU held
-idle around the work, and host trouble (swapping, I/O wait) seen over the run."""
+idle around the work, host trouble (swapping, I/O wait) seen over the run, and the workload's own
+processes (several on one GPU, an idle context, an out-of-memory error)."""
 
 from __future__ import annotations
 
@@ -73,7 +74,18 @@ IDLE_CONTEXT = FindingSpec(
              "process; set CUDA_VISIBLE_DEVICES='' for children that need no GPU",
     condition="a workload process on a GPU whose kernels ran in < 25% of the samples, while another process of the "
               "job computes there", thresholds=(JOB_COMPUTING,))
-SPECS = (*VERDICT_SPECS.values(), IDLE_EDGES, HOST_SWAPPING, HOST_IOWAIT, JOB_SHARES_GPU, IDLE_CONTEXT)
+OUT_OF_MEMORY = FindingSpec(
+    id="run.out_of_memory", step=3, severity=Severity.critical, commands=("run",), needs=("workload",),
+    symptom="The workload ran out of GPU memory",
+    cause="An allocation did not fit: the peak of weights, optimizer state, activations and the allocator's cache "
+          "(blocks reserved but not in use: fragmentation) exceeded what the GPU had free; another process may hold "
+          "part of it",
+    decision="Lower the peak: a smaller batch or sequence, gradient checkpointing, bf16 weights and activations; "
+             "where much memory is reserved but unused, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; check what "
+             "else holds memory on the GPU (`gputriage check`)",
+    condition="PyTorch's caching allocator raised an out-of-memory error in the workload (its counters, reported "
+              "by Python workloads under `run`)")
+SPECS = (*VERDICT_SPECS.values(), IDLE_EDGES, HOST_SWAPPING, HOST_IOWAIT, JOB_SHARES_GPU, IDLE_CONTEXT, OUT_OF_MEMORY)
 
 
 def job_process_findings(processes: list[ProcessSummary]) -> list[Finding]:
@@ -150,3 +162,19 @@ def host_findings(series: WindowSeries | None) -> list[Finding]:
     if iowait and median(iowait) >= IOWAIT.value:
         out.append(HOST_IOWAIT.finding({"median_iowait_pct": round(median(iowait), 1)}, subject="host"))
     return out
+
+
+def out_of_memory(series: WindowSeries | None) -> Finding | None:
+    """The out-of-memory errors the workload's allocator raised, with the largest allocation that failed."""
+    if series is None or not len(series):
+        return None
+    ooms = [x for x in series.column("ooms_total") if x is not None]
+    if not ooms or max(ooms) < 1:
+        return None
+    asked = max((x for x in series.column("oom_requested_bytes") if x is not None), default=None)
+    reserved = [x for x in series.column("allocator_reserved_bytes") if x is not None]
+    evidence = {"ooms": max(ooms), "requested_mib": round(asked / 2**20, 1) if asked else None,
+                "allocator_reserved_max_gib": round(max(reserved) / 2**30, 2) if reserved else None}
+    said = f": an allocation of {asked / 2**20:,.0f} MiB did not fit" if asked else ""
+    return OUT_OF_MEMORY.finding({k: v for k, v in evidence.items() if v is not None}, subject="workload",
+                                 symptom=f"The workload ran out of GPU memory ({max(ooms):.0f} error(s)){said}")

@@ -11,7 +11,13 @@ from gputriage.diagnosis.budget import Budget, check_windows
 from gputriage.diagnosis.classify import computes
 from gputriage.diagnosis.cost import cost
 from gputriage.diagnosis.merge import merge
-from gputriage.diagnosis.run_findings import host_findings, idle_edges, job_process_findings, verdict_finding
+from gputriage.diagnosis.run_findings import (
+    host_findings,
+    idle_edges,
+    job_process_findings,
+    out_of_memory,
+    verdict_finding,
+)
 from gputriage.diagnosis.run_verdict import WORKLOAD_VRAM_BYTES, gpu_verdict
 from gputriage.diagnosis.throughput import throughput
 from gputriage.diagnosis.trace_findings import as_profiler_artefact
@@ -24,6 +30,7 @@ from gputriage.sampling.windows import WindowSeries
 
 MIN_EFFECT_POINTS = 3
 FAILED_EARLY_S = 10.0  # a command that fails this soon, before reporting a step, ran no more than its start-up
+MIN_STEADY_S = 3.0  # a failed command whose GPU computed less than this after its start-up had no steady state
 
 
 def workload_gpus(rec: Recording) -> list[int]:
@@ -101,15 +108,16 @@ def dominant(verdicts: dict[int, GpuVerdict]) -> GpuVerdict | None:
     return next(v for v in named if v.bottleneck == top)
 
 
-def failed_early(rec: Recording, exit_code: int | None) -> float | None:
-    """The seconds a command ran when it failed (exit 1-127, not a signal) within FAILED_EARLY_S and before
-    reporting a step through `gputriage.step()`: its windows hold a start-up, no steady state. Else None."""
+def failed_early(rec: Recording, exit_code: int | None, verdicts: dict[int, GpuVerdict]) -> float | None:
+    """The seconds a command ran when it failed (exit 1-127, not a signal) within FAILED_EARLY_S before
+    reporting a step through `gputriage.step()`, or less than MIN_STEADY_S after its start-up (a crash at
+    its first steps): its windows hold a start-up, no steady state. Else None."""
     ran_s = (rec.ended_s or 0.0) - (rec.started_s or 0.0)
-    if rec.kind != "run" or exit_code is None or not 0 < exit_code < 128 or ran_s >= FAILED_EARLY_S:
+    if rec.kind != "run" or exit_code is None or not 0 < exit_code < 128:
         return None
-    if any((w.steps_total or 0.0) > 0 for w in rec.windows.host):
-        return None
-    return ran_s
+    stepped = any((w.steps_total or 0.0) > 0 for w in rec.windows.host)
+    steady_s = max((ran_s - v.startup_s - v.shutdown_s for v in verdicts.values()), default=0.0)
+    return ran_s if (ran_s < FAILED_EARLY_S and not stepped) or steady_s < MIN_STEADY_S else None
 
 
 def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileReport | None = None,
@@ -124,11 +132,13 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
     verdicts = {i: gpu_verdict(rec.windows.series[i], static.get(i, GpuStatic()), started, ended,
                                exclude_s=held)
                 for i in workload_gpus(rec)}
-    early = failed_early(rec, exit_code)
+    early = failed_early(rec, exit_code, verdicts)
+    oom = out_of_memory(rec.windows.host) if workload else None
     for v in verdicts.values() if early is not None else ():  # what ran is a start-up: no cause to name
         v.bottleneck, v.undecided_between, v.decision, v.share, v.confidence = None, [], "", 0.0, 0.0
-        v.summary = (f"no verdict: the command failed (exit {exit_code}) after {early:.1f} s, before a steady "
-                     "state (its output says why)")
+        why = "out of GPU memory" if oom is not None else "its output says why"
+        v.summary = f"no verdict: the command failed (exit {exit_code}) after {early:.1f} s, before a steady state " \
+                    f"({why})"
     first = dominant(verdicts)
     verdict = RunVerdict(bottleneck=first.bottleneck if first else None, source="sampler",
                          per_gpu={str(k): v for k, v in verdicts.items()})
@@ -142,6 +152,8 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
             if edges is not None:
                 findings.append(edges)
     findings += host_findings(rec.windows.host)
+    if oom is not None:
+        findings.append(oom)
     processes = rec.windows.processes()
     if workload:
         findings += job_process_findings(processes)

@@ -173,7 +173,10 @@ def describe(b: B, m: dict[str, float]) -> str:
         B.h2d_copy_bound: f"PCIe RX {f('pcie_rx_mib_per_s', ' MiB/s')} while SM activity is {f('sm_active_pct')}",
         B.throttled: f"slowdown reasons in {m.get('throttled_share') or 0:.0%} of samples, SM clock "
                      f"{f('sm_clock_mhz', ' MHz')}, {f('temperature_c', ' C')}",
-        B.vram_pressure: f"{(m.get('used_bytes') or 0) / 2**30:.1f} GiB of VRAM used",
+        B.vram_pressure: (f"the allocator gives memory back {m['cuda_frees_per_s']:.0f} times a second (cudaFree), "
+                          f"{m.get('alloc_retries_per_s') or 0:.1f} allocations retried a second, "
+                          if m.get("cuda_frees_per_s") is not None else "")
+        + f"{(m.get('used_bytes') or 0) / 2**30:.1f} GiB of VRAM used",
         B.contended: (f"{m.get('job_computing', 0):.0f} processes of this job run kernels on the GPU at once"
                       if m.get("job_computing", 0) >= 2 else
                       f"{m.get('neighbours', 0):.0f} other process(es) on the GPU") + f", GPU-Util {f('util_pct')}",

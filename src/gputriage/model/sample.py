@@ -64,6 +64,14 @@ class WorkloadSample(msgspec.Struct, kw_only=True, omit_defaults=True):
     steps_total: Optional[float] = None
     samples_total: Optional[float] = None
     tokens_total: Optional[float] = None
+    # PyTorch's CUDA caching allocator in its processes, since each initialized CUDA (`allocator_counters`)
+    alloc_retries_total: Optional[float] = None  # allocations retried after the cache was given back
+    cuda_mallocs_total: Optional[float] = None
+    cuda_frees_total: Optional[float] = None
+    ooms_total: Optional[float] = None  # out-of-memory errors raised
+    allocator_reserved_bytes: Optional[float] = None
+    oom_requested_bytes: Optional[float] = None  # the largest allocation that failed
+    oom_free_bytes: Optional[float] = None  # what the GPU had free then
 
 
 class GpuProcess(msgspec.Struct, kw_only=True, omit_defaults=True):

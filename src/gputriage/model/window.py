@@ -17,7 +17,8 @@ GPU_FIELDS = ("util_pct", "util_max_pct", "mem_util_pct", "sm_active_pct", "sm_a
 HOST_FIELDS = ("max_core_pct", "iowait_pct", "swap_in_pages_per_s", "swap_in_max_pages_per_s", "workload_cpu_pct",
                "gpu_process_cpu_pct", "read_mb_per_s", "write_mb_per_s", "top_thread_pct", "workload_vram_max_bytes",
                "workload_rss_max_bytes", "mem_available_min_bytes", "job_gpu_processes", "job_gpus", "steps_total",
-               "samples_total", "tokens_total", "progress_dt_s")
+               "samples_total", "tokens_total", "progress_dt_s", "cuda_frees_per_s", "alloc_retries_per_s",
+               "ooms_total", "oom_requested_bytes", "allocator_reserved_bytes")
 
 
 class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -66,6 +67,12 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
     samples_total: Optional[float] = None
     tokens_total: Optional[float] = None
     progress_dt_s: Optional[float] = None  # when the totals were read: seconds after the window's start
+    # PyTorch's caching allocator in the workload (`allocator_counters`; None where nothing reported)
+    cuda_frees_per_s: Optional[float] = None  # memory given back to the driver (empty_cache, a retry)
+    alloc_retries_per_s: Optional[float] = None  # allocations that failed, freed the cache and tried again
+    ooms_total: Optional[float] = None  # out-of-memory errors raised so far
+    oom_requested_bytes: Optional[float] = None  # the largest allocation that failed
+    allocator_reserved_bytes: Optional[float] = None  # what the allocator holds from the driver
 
     @property
     def duration_s(self) -> float:

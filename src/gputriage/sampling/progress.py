@@ -1,6 +1,8 @@
-"""Read the progress a workload reports through `gputriage.step()`: the per-process counter files
-in the folder `run` gave it (`gputriage.progress`), summed. Files are mapped once and re-listed each
-read (a new rank, a forked worker); a process that ended leaves its counts, which stay counted."""
+"""Read what a workload reports from inside: the step counters of `gputriage.step()`
+(`gputriage.progress`) and the CUDA caching allocator's counters (`gputriage.allocator_counters`),
+per-process files in the folder `run` gave it, each summed over the processes. Files are mapped once
+and re-listed each read (a new rank, a forked worker); a process that ended leaves its counts, which
+stay counted."""
 
 from __future__ import annotations
 
@@ -9,31 +11,59 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gputriage.progress import FILE_BYTES, PREFIX
+from gputriage import allocator_counters, progress
+
+
+class _Mapped:
+    """The float64 views of every file of one kind (`prefix`) in the folder."""
+
+    def __init__(self, folder: str, prefix: str, nbytes: int) -> None:
+        self.folder, self.prefix, self.nbytes = folder, prefix, nbytes
+        self.views: dict[str, Any] = {}
+
+    def refresh(self, names: list[str]) -> list[Any]:
+        for n in names:
+            if n.startswith(self.prefix) and n not in self.views:
+                try:
+                    with open(os.path.join(self.folder, n), "rb") as fh:
+                        if os.fstat(fh.fileno()).st_size < self.nbytes:
+                            continue  # still being created
+                        self.views[n] = memoryview(mmap.mmap(fh.fileno(), self.nbytes,
+                                                             access=mmap.ACCESS_READ)).cast("d")
+                except (OSError, ValueError):
+                    continue
+        return list(self.views.values())
 
 
 class ProgressReader:
     def __init__(self, folder: str | Path) -> None:
         self.folder = str(folder)
-        self._views: dict[str, Any] = {}  # float64 views of each process's mapped file
+        self._steps = _Mapped(self.folder, progress.PREFIX, progress.FILE_BYTES)
+        self._allocator = _Mapped(self.folder, allocator_counters.PREFIX, allocator_counters.FILE_BYTES)
+        self._names: list[str] = []
+
+    def _list(self) -> list[str]:
+        try:
+            self._names = os.listdir(self.folder)
+        except OSError:
+            self._names = []
+        return self._names
 
     def totals(self) -> tuple[float, float, float] | None:
-        """Steps, samples and tokens reported so far by every process; None before the first step."""
-        try:
-            names = [n for n in os.listdir(self.folder) if n.startswith(PREFIX)]
-        except OSError:
+        """Steps, samples and tokens reported so far by every process; None before the first step.
+        Lists the folder (read `allocator` after it)."""
+        views = self._steps.refresh(self._list())
+        if not views:
             return None
-        for n in names:
-            if n not in self._views:
-                try:
-                    with open(os.path.join(self.folder, n), "rb") as fh:
-                        if os.fstat(fh.fileno()).st_size < FILE_BYTES:
-                            continue  # still being created
-                        self._views[n] = memoryview(mmap.mmap(fh.fileno(), FILE_BYTES,
-                                                              access=mmap.ACCESS_READ)).cast("d")
-                except (OSError, ValueError):
-                    continue
-        if not self._views:
-            return None
-        views = list(self._views.values())
         return sum(v[0] for v in views), sum(v[1] for v in views), sum(v[2] for v in views)
+
+    def allocator(self) -> dict[str, float] | None:
+        """The allocator's counters summed over the workload's processes (`allocator_counters.FIELDS`, the
+        out-of-memory sizes of the largest that failed); None where no process reported (not Python, no CUDA yet)."""
+        views = [v for v in self._allocator.refresh(self._names) if v[7] > 0]
+        if not views:
+            return None
+        out = {name: sum(v[i] for v in views) for i, name in enumerate(allocator_counters.FIELDS[:5])}
+        largest = max(views, key=lambda v: v[5])  # the largest allocation that failed, and what was free then
+        out["oom_requested_bytes"], out["oom_free_bytes"] = largest[5], largest[6]
+        return out

@@ -188,6 +188,16 @@ class ProcessTreeReader:
         return util
 
 
+def _allocator_fields(alloc: dict[str, float]) -> dict[str, float | None]:
+    """The allocator's counters as the workload sample's fields (an out-of-memory size only once one failed)."""
+    failed = alloc["oom_requested_bytes"] > 0
+    return {"alloc_retries_total": alloc["retries"], "cuda_mallocs_total": alloc["cuda_mallocs"],
+            "cuda_frees_total": alloc["cuda_frees"], "ooms_total": alloc["ooms"],
+            "allocator_reserved_bytes": alloc["reserved_bytes"],
+            "oom_requested_bytes": alloc["oom_requested_bytes"] if failed else None,
+            "oom_free_bytes": alloc["oom_free_bytes"] if failed else None}
+
+
 class Sampler:
     """Samples every `cadences.gpu_s` on a daemon thread; each sample goes to `sinks`, batches of them
     (about once a second) to `batch_sinks`."""
@@ -239,9 +249,10 @@ class Sampler:
         workload = self.tree.read() if self.tree is not None else None
         if workload is not None and self.progress is not None:
             done = self.progress.totals()
-            if done is not None:  # a copy: the tree's reading is shared by the samples until its next one
-                workload = msgspec.structs.replace(workload, steps_total=done[0], samples_total=done[1],
-                                                   tokens_total=done[2])
+            alloc = self.progress.allocator()
+            if done is not None or alloc is not None:  # a copy: the tree's reading is shared until its next one
+                steps = {"steps_total": done[0], "samples_total": done[1], "tokens_total": done[2]} if done else {}
+                workload = msgspec.structs.replace(workload, **steps, **(_allocator_fields(alloc) if alloc else {}))
         c3 = clock()
         cost["gpu"] += c1 - c0
         cost["host"] += c2 - c1

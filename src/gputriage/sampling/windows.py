@@ -26,6 +26,7 @@ CAPACITY = 1 << 17  # windows per GPU before pairs are merged: 36 h at 1 s
 FIELDS = GPU_FIELDS + HOST_FIELDS
 _MAX_FIELDS = {"util_max_pct", "sm_active_max_pct", "power_max_w", "temperature_max_c", "used_max_bytes", "neighbours",
                "job_computing", "job_gpu_processes", "job_gpus", "steps_total", "samples_total", "tokens_total",
+               "ooms_total", "oom_requested_bytes",
                "progress_dt_s", "swap_in_max_pages_per_s", "workload_vram_max_bytes", "workload_rss_max_bytes"}
 _MIN_FIELDS = {"mem_available_min_bytes"}
 NAN = float("nan")
@@ -181,8 +182,23 @@ def gpu_values(bucket: list[Sample], gpu: int) -> dict[str, float]:
     return out
 
 
-def host_values(bucket: list[Sample]) -> dict[str, float]:
-    """The host's and the workload's figures over one window's samples."""
+def _allocator_rates(bucket: list[Sample], before: Sample | None) -> dict[str, float]:
+    """cudaFree calls and retried allocations per second, from the workload's cumulative counters at the
+    previous window's last sample (when there is one) to this window's last."""
+    points = [s for s in ([before] if before is not None else []) + bucket
+              if s.workload is not None and s.workload.cuda_frees_total is not None]
+    if len(points) < 2 or points[-1].t_s <= points[0].t_s:
+        return {}
+    a, b = points[0].workload, points[-1].workload
+    assert a is not None and b is not None
+    dt = points[-1].t_s - points[0].t_s
+    return {"cuda_frees_per_s": ((b.cuda_frees_total or 0.0) - (a.cuda_frees_total or 0.0)) / dt,
+            "alloc_retries_per_s": ((b.alloc_retries_total or 0.0) - (a.alloc_retries_total or 0.0)) / dt}
+
+
+def host_values(bucket: list[Sample], before: Sample | None = None) -> dict[str, float]:
+    """The host's and the workload's figures over one window's samples; `before`, the previous window's
+    last sample, for the rates of cumulative counters."""
     out: dict[str, float] = {}
     hosts = [s.host for s in bucket if s.host is not None]
     work = [s.workload for s in bucket if s.workload is not None]
@@ -208,6 +224,10 @@ def host_values(bucket: list[Sample]) -> dict[str, float]:
     put("samples_total", (w.samples_total for w in work), _max)
     put("tokens_total", (w.tokens_total for w in work), _max)
     # float32 columns: a time as seconds after the window's start (unix seconds would lose minutes)
+    put("ooms_total", (w.ooms_total for w in work), _max)
+    put("oom_requested_bytes", (w.oom_requested_bytes for w in work), _max)
+    put("allocator_reserved_bytes", (w.allocator_reserved_bytes for w in work))
+    out.update(_allocator_rates(bucket, before))
     put("progress_dt_s", (s.t_s - bucket[0].t_s for s in bucket
                           if s.workload is not None and s.workload.steps_total is not None), _max)
     if any(s.job_processes for s in bucket):
@@ -234,6 +254,7 @@ class Windower:
         self.last_t: float | None = None
         self.count = 0
         self._bucket: list[Sample] = []
+        self._before: Sample | None = None  # the last sample of the window closed last
         self._edge = 0.0
         # (gpu, pid, job) -> [samples, samples with utilization, its sum, samples computing, most memory]
         self._processes: dict[tuple[int, int, bool], list[float]] = {}
@@ -280,8 +301,9 @@ class Windower:
 
     def _close(self, t1: float) -> None:
         bucket, self._bucket = self._bucket, []
-        self.store.append(bucket[0].t_s, t1, len(bucket), host_values(bucket),
+        self.store.append(bucket[0].t_s, t1, len(bucket), host_values(bucket, self._before),
                           {g: gpu_values(bucket, g) for g in self.series})
+        self._before = bucket[-1]
 
     def close(self) -> None:
         """The last, partial window counts when it covers at least half a window."""

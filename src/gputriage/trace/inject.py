@@ -1,9 +1,9 @@
 """`run --profile`: arm `trace.profiler_hook` inside a Python workload, then read back what it wrote.
 
 gputriage puts a folder first on the workload's PYTHONPATH whose `sitecustomize` loads the hook
-module by its path in this installation (the workload's interpreter needs nothing of gputriage's
-dependencies: the hook uses the standard library only) and chains to the `sitecustomize` the
-workload would otherwise have loaded.
+module and the allocator's counters (`gputriage.allocator_counters`) by their paths in this
+installation (the workload's interpreter needs nothing of gputriage's dependencies: both use the
+standard library only) and chains to the `sitecustomize` the workload would otherwise have loaded.
 """
 
 from __future__ import annotations
@@ -15,16 +15,19 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gputriage import allocator_counters
 from gputriage.trace import profiler_hook
 
 SITE = '''\
-# written by gputriage run --profile: load its profiler hook, then this interpreter's own sitecustomize
+# written by gputriage run --profile: load its profiler hook and allocator counters, then this interpreter's own
+# sitecustomize
 import importlib.util as _u, os as _os, sys as _s
-_spec = _u.spec_from_file_location("gputriage_profiler_hook", {hook!r})
-_m = _u.module_from_spec(_spec)
-_s.modules["gputriage_profiler_hook"] = _m
-_spec.loader.exec_module(_m)
-_m.main()
+for _name, _path in (("gputriage_profiler_hook", {hook!r}), ("gputriage_allocator_counters", {counters!r})):
+    _spec = _u.spec_from_file_location(_name, _path)
+    _m = _u.module_from_spec(_spec)
+    _s.modules[_name] = _m
+    _spec.loader.exec_module(_m)
+    _m.main()
 _here = _os.path.dirname(_os.path.abspath(__file__))
 _s.path[:] = [p for p in _s.path if _os.path.abspath(p or ".") != _here]
 _me = _s.modules.pop("sitecustomize", None)
@@ -51,7 +54,8 @@ def prepare(argv: list[str], env: dict[str, str], steps: int, skip_s: float,
     folder = Path(tempfile.mkdtemp(prefix="gputriage-profile-"))
     site = folder / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(SITE.format(hook=str(Path(profiler_hook.__file__).resolve())))
+    (site / "sitecustomize.py").write_text(SITE.format(hook=str(Path(profiler_hook.__file__).resolve()),
+                                                       counters=str(Path(allocator_counters.__file__).resolve())))
     env = dict(env)
     env["PYTHONPATH"] = str(site) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["GPUTRIAGE_TRACE_OUT"] = str(folder / "trace.json")

@@ -1,0 +1,121 @@
+"""What PyTorch's CUDA caching allocator did, reported by a Python workload under `gputriage run`.
+
+NVML sees how much memory a GPU holds, not whether the allocator fights for it: a server that takes
+96% of VRAM for its KV-cache pool at start and a loop that gives its cache back to the driver at every
+step look alike from outside. Loaded into the workload with the profiler's hook (`trace.inject`), a
+daemon thread waits until the workload has initialized CUDA, then twice a second copies the
+allocator's cumulative counters — cudaMalloc and cudaFree calls, allocations retried after freeing
+the cache, out-of-memory errors, bytes reserved — into a small file of its own in the folder `run`
+gave it (beside `gputriage.step()`'s, mapped in memory); an out-of-memory observer also records the
+size that failed and what was free. The sampler reads them with the step counters
+(`sampling.progress`). Standard library only, and torch as the workload imported it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import mmap
+import os
+import sys
+import threading
+import time
+from typing import Any, Optional
+
+DIR_ENV = "GPUTRIAGE_PROGRESS_DIR"
+PREFIX = "allocator."
+FIELDS = ("retries", "cuda_mallocs", "cuda_frees", "ooms", "reserved_bytes", "oom_requested_bytes",
+          "oom_free_bytes", "read_t_s")
+FILE_BYTES = 8 * len(FIELDS)
+PERIOD_S = 0.5  # two reads a second: about 0.1 ms of the GIL each per GPU used
+
+
+def _stats(torch: Any, device: int) -> dict[str, Any]:
+    return torch.cuda.memory.memory_stats_as_nested_dict(device)
+
+
+class Counters:
+    """This process's counters, written into its mapped file."""
+
+    def __init__(self, folder: str) -> None:
+        path = os.path.join(folder, PREFIX + str(os.getpid()))
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            os.ftruncate(fd, FILE_BYTES)
+            self._map = mmap.mmap(fd, FILE_BYTES)
+        finally:
+            os.close(fd)
+        self.view = memoryview(self._map).cast("d")
+
+    def read(self, torch: Any) -> None:
+        """Sum the counters over the GPUs this process holds a context on (none is created)."""
+        has_context = getattr(torch._C, "_cuda_hasPrimaryContext", None)
+        totals = [0.0] * 5
+        for i in range(torch.cuda.device_count()):
+            if has_context is not None and not has_context(i):
+                continue
+            s = _stats(torch, i)
+            if not s:
+                continue
+            totals[0] += s.get("num_alloc_retries", 0)
+            totals[1] += s.get("num_device_alloc", 0)
+            totals[2] += s.get("num_device_free", 0)
+            totals[3] += s.get("num_ooms", 0)
+            totals[4] += ((s.get("reserved_bytes") or {}).get("all") or {}).get("current", 0)
+        v = self.view
+        v[0], v[1], v[2], v[3], v[4] = totals
+        v[7] = time.time()
+
+    def on_oom(self, device: int, requested: int, device_allocated: int, device_free: int) -> None:
+        """PyTorch's out-of-memory observer: called before the error is raised."""
+        self.view[5], self.view[6] = float(requested), float(device_free)
+
+
+def cuda_ready() -> Any:
+    """The workload's torch once it has initialized CUDA; else None."""
+    torch = sys.modules.get("torch")
+    if torch is None or getattr(getattr(torch, "__spec__", None), "_initializing", True):
+        return None
+    try:
+        return torch if torch.cuda.is_initialized() else None
+    except Exception:
+        return None
+
+
+def watch(folder: str, period_s: float = PERIOD_S) -> None:
+    """The thread: wait for CUDA (for as long as the workload runs without it), then keep the file current."""
+    torch = cuda_ready()
+    while torch is None:
+        time.sleep(period_s)
+        torch = cuda_ready()
+    try:
+        counters = Counters(folder)
+        attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
+        if attach is not None:
+            attach(counters.on_oom)
+        counters.read(torch)
+    except Exception:
+        return  # an allocator this torch does not have, a folder gone: report nothing
+    atexit.register(_last_read, counters, torch)
+    while True:
+        time.sleep(period_s)
+        try:
+            counters.read(torch)
+        except Exception:
+            return
+
+
+def _last_read(counters: Counters, torch: Any) -> None:
+    try:
+        counters.read(torch)
+    except Exception:
+        pass
+
+
+def main() -> Optional[threading.Thread]:
+    """Start the thread in this interpreter (what the injected `sitecustomize` calls)."""
+    folder = os.environ.get(DIR_ENV)
+    if not folder:
+        return None
+    t = threading.Thread(target=watch, args=(folder,), name="gputriage-allocator", daemon=True)
+    t.start()
+    return t

@@ -1,0 +1,161 @@
+"""The caching allocator's counters a Python workload reports under `run` (`gputriage.allocator_counters`), what
+the sampler makes of them (cudaFree and retries per second, out-of-memory errors), and vram_pressure judged from
+them rather than from how full the GPU is."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+from gputriage import allocator_counters, progress
+from gputriage.diagnosis.classify import ALLOC_CHURN, label
+from gputriage.diagnosis.run_findings import out_of_memory
+from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.run import GpuStatic
+from gputriage.model.sample import GpuSample, Sample, WorkloadSample
+from gputriage.model.window import WindowMetrics
+from gputriage.sampling.progress import ProgressReader
+from gputriage.sampling.windows import Windower
+from gputriage.trace import inject
+
+# a torch that has initialized CUDA, as the workload's allocator thread finds it in sys.modules: each step gives
+# 40 blocks back to the driver and takes 40 again (empty_cache() in the loop); then an allocation of 1 GiB fails
+WORKLOAD = textwrap.dedent("""
+    import importlib.machinery, sys, time, types
+    stats = {"num_alloc_retries": 0, "num_device_alloc": 0, "num_device_free": 0, "num_ooms": 0,
+             "reserved_bytes": {"all": {"current": 3 << 30}}}
+    observers = []
+    torch = types.ModuleType("torch")
+    torch.__spec__ = importlib.machinery.ModuleSpec("torch", None)
+    torch.__spec__._initializing = False
+    torch.cuda = types.SimpleNamespace(is_initialized=lambda: True, device_count=lambda: 2,
+                                       memory=types.SimpleNamespace(memory_stats_as_nested_dict=lambda i: stats))
+    torch._C = types.SimpleNamespace(_cuda_hasPrimaryContext=lambda i: i == 0,  # a context on GPU 0 only
+                                     _cuda_attach_out_of_memory_observer=observers.append)
+    sys.modules["torch"] = torch
+    for _ in range(10):
+        time.sleep(0.1)
+        stats["num_device_free"] += 40
+        stats["num_device_alloc"] += 40
+    while not observers:
+        time.sleep(0.05)
+    stats["num_ooms"] += 1
+    observers[0](0, 1 << 30, 140 << 30, 256 << 20)
+""")
+
+
+def test_a_python_workload_reports_its_allocator_through_the_injected_hook(tmp_path):
+    script = tmp_path / "w.py"
+    script.write_text(WORKLOAD)
+    folder = tmp_path / "progress"
+    folder.mkdir()
+    argv, env, profile_dir = inject.prepare([sys.executable, str(script)], dict(os.environ), steps=10, skip_s=0.0,
+                                            gated=True)
+    env[progress.DIR_ENV] = str(folder)
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    files = [n for n in os.listdir(folder) if n.startswith(allocator_counters.PREFIX)]
+    assert len(files) == 1  # one process
+    got = ProgressReader(folder)
+    got.totals()  # lists the folder
+    alloc = got.allocator()
+    assert alloc is not None
+    # the last read at exit has every count; only GPU 0, where the process holds a context, is counted
+    assert alloc["cuda_frees"] == alloc["cuda_mallocs"] == 400
+    assert alloc["ooms"] == 1 and alloc["reserved_bytes"] == 3 << 30
+    assert alloc["oom_requested_bytes"] == 1 << 30 and alloc["oom_free_bytes"] == 256 << 20
+    inject.clean(profile_dir)
+
+
+def test_the_allocator_counters_share_run_s_progress_folder():
+    assert allocator_counters.DIR_ENV == progress.DIR_ENV
+    assert allocator_counters.PREFIX != progress.PREFIX
+
+
+def test_nothing_reported_is_none_not_zero(tmp_path):
+    reader = ProgressReader(tmp_path)
+    assert reader.totals() is None and reader.allocator() is None
+
+
+def _sample(t: float, frees: float | None, retries: float = 0.0, ooms: float = 0.0, util: float = 99.0,
+            sm: float | None = 70.0, used_gib: float = 40.0) -> Sample:
+    work = WorkloadSample(pids=1, cpu_pct=100.0, top_thread_pct=100.0)
+    if frees is not None:
+        work = WorkloadSample(pids=1, cpu_pct=100.0, top_thread_pct=100.0, cuda_frees_total=frees,
+                              cuda_mallocs_total=frees, alloc_retries_total=retries, ooms_total=ooms,
+                              allocator_reserved_bytes=float(30 << 30),
+                              oom_requested_bytes=float(780 << 20) if ooms else None)
+    gpu = GpuSample(index=0, util_pct=util, sm_active_pct=sm, tensor_active_pct=50.0 if sm else None,
+                    used_bytes=int(used_gib * 2**30))
+    return Sample(t_s=t, gpus=[gpu], workload=work)
+
+
+def test_cudafree_per_second_counts_from_the_previous_window_s_last_sample():
+    w = Windower([0])
+    for i in range(50):  # 5 Hz for 10 s, 60 frees a second, the counter read in steps (the hook writes at 2 Hz)
+        t = 1000.0 + 0.2 * i
+        w.add(_sample(t, frees=float(60 * (int(t * 2) / 2 - 1000.0))))
+    w.close()
+    rates = [x for x in w.host.column("cuda_frees_per_s") if x is not None]
+    assert len(rates) >= 8
+    assert 55 <= sorted(rates)[len(rates) // 2] <= 65  # no window loses the frees that fell between two windows
+    assert sum(rates) / len(rates) > 50
+
+
+H200 = GpuStatic(memory_total_bytes=141 << 30, gpm=True)
+
+
+def test_a_full_gpu_whose_allocator_stays_still_is_not_under_pressure():
+    # a KV-cache pool taken at start, 96% of VRAM, GEMMs at full speed (kv_prealloc_serving on the H200)
+    full = WindowMetrics(t0_s=0, t1_s=1, util_pct=100.0, sm_active_pct=97.0, tensor_active_pct=94.0,
+                         used_bytes=0.96 * (141 << 30), cuda_frees_per_s=0.0, alloc_retries_per_s=0.0)
+    assert label(full, H200) == (B.compute_bound, [])
+    # the same without an allocator report: GPM sees no gaps, so the allocator does not hold the SMs back
+    blind = WindowMetrics(t0_s=0, t1_s=1, util_pct=100.0, sm_active_pct=97.0, tensor_active_pct=94.0,
+                          used_bytes=0.96 * (141 << 30))
+    assert label(blind, H200)[0] == B.compute_bound
+    # without GPM nor report, GPU-Util cannot see a cudaFree's gaps: left possible
+    no_gpm = WindowMetrics(t0_s=0, t1_s=1, util_pct=100.0, used_bytes=0.96 * (141 << 30))
+    b, possible = label(no_gpm, GpuStatic(memory_total_bytes=141 << 30))
+    assert b == B.compute_bound and B.vram_pressure in possible
+
+
+def test_an_allocator_that_gives_memory_back_every_step_is_pressure_however_empty_the_gpu():
+    # empty_cache() after every step with VRAM far from full: SM activity 0.74 of GPU-Util (empty_cache_loop)
+    churn = WindowMetrics(t0_s=0, t1_s=1, util_pct=99.0, sm_active_pct=73.0, tensor_active_pct=53.0,
+                          used_bytes=float(20 << 30), cuda_frees_per_s=300.0)
+    assert label(churn, H200) == (B.vram_pressure, [])
+    no_gpm = WindowMetrics(t0_s=0, t1_s=1, util_pct=99.0, used_bytes=float(20 << 30), cuda_frees_per_s=300.0)
+    assert label(no_gpm, GpuStatic(memory_total_bytes=141 << 30))[0] == B.vram_pressure
+    # under the threshold, or with the SMs saturated, the frees do not hold the GPU back
+    rare = WindowMetrics(t0_s=0, t1_s=1, util_pct=99.0, sm_active_pct=73.0, tensor_active_pct=53.0,
+                         used_bytes=float(20 << 30), cuda_frees_per_s=ALLOC_CHURN.value / 2)
+    assert label(rare, H200)[0] == B.compute_bound
+    saturated = WindowMetrics(t0_s=0, t1_s=1, util_pct=99.0, sm_active_pct=95.0, tensor_active_pct=80.0,
+                              used_bytes=float(20 << 30), cuda_frees_per_s=300.0)
+    assert label(saturated, H200)[0] == B.compute_bound
+
+
+def test_a_full_gpu_with_gaps_and_no_allocator_report_is_still_pressure():
+    # vram_churn as recorded before the allocator was reported: 96% GPU-Util, SM activity 27%, VRAM full
+    m = WindowMetrics(t0_s=0, t1_s=1, util_pct=96.0, sm_active_pct=27.0, tensor_active_pct=26.0,
+                      used_bytes=0.97 * (141 << 30))
+    assert label(m, H200) == (B.vram_pressure, [])
+
+
+def test_an_out_of_memory_error_is_a_finding_with_the_size_that_failed():
+    w = Windower([0])
+    for i in range(10):
+        w.add(_sample(1000.0 + 0.2 * i, frees=0.0, ooms=1.0 if i >= 8 else 0.0))
+    w.close()
+    f = out_of_memory(w.host)
+    assert f is not None and f.id == "run.out_of_memory"
+    assert f.evidence["ooms"] == 1 and f.evidence["requested_mib"] == 780
+    assert "780 MiB" in f.symptom
+    quiet = Windower([0])
+    for i in range(10):
+        quiet.add(_sample(1000.0 + 0.2 * i, frees=0.0))
+    quiet.close()
+    assert out_of_memory(quiet.host) is None
