@@ -4,19 +4,27 @@ them rather than from how full the GPU is."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+
+import msgspec
 
 from gputriage import allocator_counters, progress
 from gputriage.diagnosis.classify import ALLOC_CHURN, label
 from gputriage.diagnosis.run_findings import out_of_memory
+from gputriage.diagnosis.run_judge import judge
 from gputriage.model.bottleneck import Bottleneck as B
-from gputriage.model.run import GpuStatic
+from gputriage.model.finding import Severity
+from gputriage.model.run import GpuStatic, ProfileReport, RunMeta, RunReport
 from gputriage.model.sample import GpuSample, Sample, WorkloadSample
 from gputriage.model.window import WindowMetrics
 from gputriage.sampling.progress import ProgressReader
+from gputriage.sampling.session import replay
 from gputriage.sampling.windows import Windower
 from gputriage.trace import inject
 
@@ -159,3 +167,82 @@ def test_an_out_of_memory_error_is_a_finding_with_the_size_that_failed():
         quiet.add(_sample(1000.0 + 0.2 * i, frees=0.0))
     quiet.close()
     assert out_of_memory(quiet.host) is None
+
+
+# --- recorded on an H200 (2026-12-02): workloads written after the rules, the expected cause committed first ---
+
+FIXTURES = Path(__file__).parent / "fixtures" / "h200"
+FIRST = json.loads(gzip.decompress((FIXTURES / "runs_unseen5.json.gz").read_bytes()))  # before the counters
+COUNTED = json.loads(gzip.decompress((FIXTURES / "runs_allocator.json.gz").read_bytes()))  # with them
+GALLERY = json.loads(gzip.decompress((FIXTURES / "runs_gallery_allocator.json.gz").read_bytes()))
+
+
+def judged(rec: dict) -> RunReport:
+    profile = msgspec.convert(rec["profile"], ProfileReport) if rec["profile"] else None
+    samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
+    return judge(replay(samples, msgspec.convert(rec["meta"], RunMeta), command=rec["command"]), rec["exit_code"],
+                 profile=profile)
+
+
+def test_a_kv_cache_pool_holding_96_percent_of_vram_is_compute_bound():
+    # called vram_pressure on the H200 from VRAM use alone (134.9 GiB of 140), at 751 TFLOP/s
+    assert FIRST["kv_prealloc_serving_gpm"]["verdict"] == "vram_pressure"
+    for rec in (FIRST["kv_prealloc_serving_gpm"], COUNTED["kv_prealloc_serving_gpm"]):
+        v = judged(rec).verdict.per_gpu["0"]
+        assert v.bottleneck == B.compute_bound and not v.undecided_between
+    counted = judged(COUNTED["kv_prealloc_serving_gpm"]).verdict.per_gpu["0"].evidence
+    assert counted["used_bytes"] >= 0.95 * 140 * 2**30 and counted["cuda_frees_per_s"] == 0
+    # without GPM the trace decided it (no allocator wait, GEMMs on tensor cores)
+    assert judged(COUNTED["kv_prealloc_serving_nogpm"]).verdict.bottleneck == B.compute_bound
+
+
+def test_empty_cache_every_step_is_named_by_the_sampler_from_the_allocator_s_frees():
+    # 1,656 cudaFree a second at 4 GiB of VRAM: vram_pressure live, no profile needed (it needed one before)
+    for name in ("empty_cache_loop_gpm", "empty_cache_loop_nogpm"):
+        report = judged(COUNTED[name])
+        v = report.verdict.per_gpu["0"]
+        assert v.bottleneck == B.vram_pressure and not report.profile.asked, name
+        assert v.evidence["cuda_frees_per_s"] > 1000 and "cudaFree" in v.summary
+    assert judged(COUNTED["vram_churn_gpm"]).verdict.bottleneck == B.vram_pressure
+    assert judged(COUNTED["vram_churn_fixed_gpm"]).verdict.bottleneck == B.compute_bound
+
+
+def test_a_near_full_loop_whose_allocator_retries_now_and_then_stays_compute_bound():
+    # 99% of VRAM in use, 5 retries in 10 s (a few frees every 4 s) while the SMs stay 97% busy: the old rule (VRAM
+    # >= 95%) said vram_pressure; the GPU did not wait
+    for name in ("near_full_retries_gpm", "near_full_retries_nogpm"):
+        v = judged(COUNTED[name]).verdict.per_gpu["0"]
+        assert v.bottleneck == B.compute_bound, name
+        assert v.evidence["used_bytes"] >= 0.95 * 140 * 2**30
+    frees = [s["workload"].get("alloc_retries_total") for s in COUNTED["near_full_retries_gpm"]["samples"]
+             if s.get("workload")]
+    assert max(f for f in frees if f is not None) == 5
+
+
+def test_a_crash_out_of_memory_gets_no_verdict_and_a_finding_with_the_allocation_that_failed():
+    # 8 GiB left and batches up to 64k tokens: out of memory at the warm-up after 7 s of start-up with the GPU idle,
+    # which the sampler had called input_starved
+    report = judged(GALLERY["oom_crash"])
+    v = report.verdict.per_gpu["0"]
+    assert report.exit_code == 1 and report.verdict.bottleneck is None
+    assert "out of GPU memory" in v.summary
+    oom = next(f for f in report.findings if f.id == "run.out_of_memory")
+    assert oom.evidence["requested_mib"] == 994 and oom.severity == Severity.critical
+    assert not [f for f in report.findings if f.id.startswith("run.") and f.id != "run.out_of_memory"]
+    # the first version's crash, recorded before the counters: one step, 0.8 s of steady state
+    first = judged(FIRST["near_full_retries_gpm"])
+    assert first.verdict.bottleneck is None and "before a steady state" in first.verdict.per_gpu["0"].summary
+
+
+def test_the_gallery_under_the_allocator_counters_keeps_every_verdict():
+    expected = {"input_starved": "input_starved", "pageable_copy": "h2d_copy_bound", "launch_bound": "launch_bound",
+                "item_sync": "sync_bound", "fp32_no_tensor_cores": "tensor_cores_idle",
+                "unfused_elementwise": "memory_bound", "small_batch": "underfilled", "vram_churn": "vram_pressure",
+                "contended": "contended", "healthy": "compute_bound", "job_shares_gpu": "contended",
+                "host_stats": "host_bound", "cpu_optimizer": "host_bound", "gpt_loop": "compute_bound"}
+    for name, cause in expected.items():
+        rec = GALLERY[name]
+        assert rec["merged"] == cause, name  # as given on the H200
+        assert judged(rec).verdict.bottleneck.value == cause, name
+    frees = judged(GALLERY["gpt_loop"]).verdict.per_gpu["0"].evidence["cuda_frees_per_s"]
+    assert frees == 0  # reported, and still: four DataLoader workers, fused AdamW

@@ -42,6 +42,7 @@ EXPECTED = {
     "run_profile_unfused_elementwise_fixed": "memory_bound",  # one fused kernel; its first 512 ms queued
     "run_profile_host_stats": "host_bound",  # numpy percentiles of an activation read back every step
     "run_profile_cpu_optimizer": "host_bound",  # AdamW on CPU copies of the parameters
+    "fp64_solver": "compute_bound",  # fp64 GEMMs of 8192x8192 on the fp64 tensor cores (`run --no-gpm --keep-trace`)
 }
 
 
@@ -440,3 +441,19 @@ def test_top_level_ops_are_the_same_whether_a_file_lists_ops_in_order_or_not(tmp
 def load_json(path: Path, data: dict):
     path.write_text(json.dumps(data))
     return load(path)
+
+
+def test_fp64_gemms_are_the_precision_asked_for_not_tensor_cores_left_idle():
+    # a solver's fp64 GEMMs at 56 TFLOP/s on an H200 (its fp64 tensor cores): called tensor_cores_idle, with the
+    # advice to move to bf16, before fp64 was a kind of its own
+    from gputriage.trace.kernel_kinds import GEMM_FP64, GEMM_OTHER, kind_of_kernel
+
+    rep, findings = report("fp64_solver")
+    kernels = rep["ranks"][0]["kernels"]
+    assert kernels[0]["kind"] == GEMM_FP64 and kernels[0]["dtype"] == "double"
+    assert kind_of_kernel(kernels[0]["name"]) == GEMM_FP64  # by its name alone: sm90_xmma_gemm_f64f64_...
+    assert kind_of_kernel("volta_sgemm_128x64_nn") == GEMM_OTHER  # fp32 on CUDA cores stays what it was
+    ids = [f.id for f in findings]
+    assert "trace.tensor_cores_idle" not in ids
+    fp64 = next(f for f in findings if f.id == "trace.fp64_gemms")
+    assert fp64.evidence["gemm_fp64_pct"] > 90 and 40 < fp64.evidence["achieved_tflops"] < 70

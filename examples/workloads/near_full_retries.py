@@ -14,16 +14,16 @@ from gputriage import step
 LAYERS, D, LEFT_GIB = 4, 4096, 10
 
 
-def main(seconds: float = 10.0) -> None:
+def main(seconds: float = 10.0, left_gib: float = LEFT_GIB, max_tokens: int = 49_152) -> None:
     model = torch.nn.Sequential(*[m for _ in range(LAYERS) for m in (torch.nn.Linear(D, D), torch.nn.GELU())])
     model = model.cuda().to(torch.bfloat16)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     free, _ = torch.cuda.mem_get_info()
-    other = torch.empty(max(0, free - LEFT_GIB * 2**30), dtype=torch.uint8, device="cuda")
+    other = torch.empty(max(0, free - int(left_gib * 2**30)), dtype=torch.uint8, device="cuda")
     rnd = random.Random(0)
 
     def train() -> int:
-        tokens = rnd.randrange(8_192, 49_152, 8)
+        tokens = rnd.randrange(8_192, max_tokens, 8)
         x = torch.randn(tokens, D, device="cuda", dtype=torch.bfloat16)
         loss = model(x).float().pow(2).mean()
         loss.backward()
@@ -51,4 +51,8 @@ def main(seconds: float = 10.0) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=10.0)
-    main(parser.parse_args().seconds)
+    parser.add_argument("--left-gib", type=float, default=LEFT_GIB, help="memory left to the loop")
+    parser.add_argument("--max-tokens", type=int, default=49_152, help="the longest batch (8 GiB and 65,536: the "
+                        "first version, out of memory at its second step)")
+    args = parser.parse_args()
+    main(args.seconds, args.left_gib, args.max_tokens)

@@ -8,7 +8,9 @@ From `classify.LABEL_NEEDS` (what each label rests on) against what the run had:
 - no sample of the workload's processes (`watch` without a process): the host-side causes
   (input_starved, launch_bound, sync_bound, host_bound) cannot be told apart;
 - comm_bound for a job on several GPUs: from NVLink traffic where the GPUs have NVLink (whether
-  computation overlaps it shows only in a trace); without NVLink (PCIe, the network), only in a trace.
+  computation overlaps it shows only in a trace); without NVLink (PCIe, the network), only in a trace;
+- vram_pressure where the workload did not report PyTorch's allocator (not Python, `--no-profile`,
+  `watch`): from VRAM use, which cannot tell a pool taken at start from an allocator that churns.
 A trace merged into the run (`run --profile`) sees what the counters miss, and clears those.
 """
 
@@ -27,11 +29,16 @@ WHY = {
 APPROXIMATE = {B.underfilled: "from the power drawn against the limit (no SM activity without GPM)",
                B.memory_bound: "from nvidia-smi's memory util (no DRAM bandwidth without GPM)"}
 COMM_APPROXIMATE = "from NVLink traffic: whether computation overlaps the collectives shows only in a trace"
+VRAM_APPROXIMATE = ("from VRAM use: the workload did not report its allocator (not Python, `--no-profile`, or "
+                    "`watch`), so a full GPU cannot be told from one whose allocator gives memory back")
+VRAM_HOW = "`gputriage run -- python ...` loads the hook that reports PyTorch's allocator"
 HOW = "`gputriage run --profile auto` profiles where the counters cannot decide"
 
 
-def blind_spots(gpus: dict[int, GpuStatic], workload_sampled: bool, traced: bool, multi_gpu: bool) -> list[BlindSpot]:
-    """What this run could not see (`gpus`: the GPUs the workload used)."""
+def blind_spots(gpus: dict[int, GpuStatic], workload_sampled: bool, traced: bool, multi_gpu: bool,
+                allocator_reported: bool = True) -> list[BlindSpot]:
+    """What this run could not see (`gpus`: the GPUs the workload used; `allocator_reported`: the workload
+    reported PyTorch's caching allocator)."""
     have = {"gpu", "workload"} if workload_sampled else {"gpu"}
     nvlink = bool(gpus) and all(g.nvlink_links for g in gpus.values())
     if nvlink:
@@ -50,6 +57,9 @@ def blind_spots(gpus: dict[int, GpuStatic], workload_sampled: bool, traced: bool
     if no_gpm and not traced:
         out += [BlindSpot(bottleneck=b, why=f"approximate: {why}", gpus=no_gpm, how=HOW)
                 for b, why in APPROXIMATE.items()]
+    if not allocator_reported and gpus:
+        out.append(BlindSpot(bottleneck=B.vram_pressure, why=f"approximate: {VRAM_APPROXIMATE}", gpus=[],
+                             how=VRAM_HOW))
     if multi_gpu and nvlink and not traced:
         out.append(BlindSpot(bottleneck=B.comm_bound, why=f"approximate: {COMM_APPROXIMATE}", gpus=[], how=HOW))
     order = list(B)

@@ -48,10 +48,9 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
     Possible: sync_bound (a read is a sync), input_starved (in-memory producers).
   - launch_bound: one workload thread >= 85% busy (or each process on the GPU at >= 85% of a core,
     split between threads: a training loop launches its backward from autograd's own thread) and,
-    while a kernel runs, it covers under half
-    the SMs (SM activity < 0.5 x GPU-Util) or holds few warps (SM occupancy < 0.08 x GPU-Util):
-    kernels too short to cover their launch. The host is busy launching them; an input pipeline or
-    a sync remain possible.
+    while a kernel runs, it covers under half the SMs (SM activity < 0.5 x GPU-Util) or holds few
+    warps (SM occupancy < 0.08 x GPU-Util): kernels too short to cover their launch. The host is busy
+    launching them; an input pipeline or a sync remain possible.
   Otherwise (kernels that fill the GPU while they run, or no busy thread):
   - input_starved when its processes without a GPU context (DataLoader workers, preprocessing
     helpers) run on a core or more: they make the input the GPU waits for (sync_bound possible only

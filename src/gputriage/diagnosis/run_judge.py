@@ -108,16 +108,20 @@ def dominant(verdicts: dict[int, GpuVerdict]) -> GpuVerdict | None:
     return next(v for v in named if v.bottleneck == top)
 
 
-def failed_early(rec: Recording, exit_code: int | None, verdicts: dict[int, GpuVerdict]) -> float | None:
+def failed_early(rec: Recording, exit_code: int | None, verdicts: dict[int, GpuVerdict],
+                 out_of_memory: bool = False) -> float | None:
     """The seconds a command ran when it failed (exit 1-127, not a signal) within FAILED_EARLY_S before
-    reporting a step through `gputriage.step()`, or less than MIN_STEADY_S after its start-up (a crash at
-    its first steps): its windows hold a start-up, no steady state. Else None."""
+    reporting a step through `gputriage.step()`, or out of GPU memory before reporting one, or less than
+    MIN_STEADY_S after its start-up (a crash at its first steps): its windows hold a start-up, no steady
+    state. Else None."""
     ran_s = (rec.ended_s or 0.0) - (rec.started_s or 0.0)
     if rec.kind != "run" or exit_code is None or not 0 < exit_code < 128:
         return None
     stepped = any((w.steps_total or 0.0) > 0 for w in rec.windows.host)
     steady_s = max((ran_s - v.startup_s - v.shutdown_s for v in verdicts.values()), default=0.0)
-    return ran_s if (ran_s < FAILED_EARLY_S and not stepped) or steady_s < MIN_STEADY_S else None
+    if not stepped and (ran_s < FAILED_EARLY_S or out_of_memory):
+        return ran_s
+    return ran_s if steady_s < MIN_STEADY_S else None
 
 
 def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileReport | None = None,
@@ -132,8 +136,8 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
     verdicts = {i: gpu_verdict(rec.windows.series[i], static.get(i, GpuStatic()), started, ended,
                                exclude_s=held)
                 for i in workload_gpus(rec)}
-    early = failed_early(rec, exit_code, verdicts)
     oom = out_of_memory(rec.windows.host) if workload else None
+    early = failed_early(rec, exit_code, verdicts, out_of_memory=oom is not None)
     for v in verdicts.values() if early is not None else ():  # what ran is a start-up: no cause to name
         v.bottleneck, v.undecided_between, v.decision, v.share, v.confidence = None, [], "", 0.0, 0.0
         why = "out of GPU memory" if oom is not None else "its output says why"
@@ -184,7 +188,9 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
     processes_seen = any(x is not None for x in rec.windows.host.column("workload_cpu_pct"))
     blind = blind_spots({i: static.get(i, GpuStatic()) for i in used}, processes_seen,
                         traced=trace is not None and trace.verdict is not None,
-                        multi_gpu=len(used) > 1 or len({p.gpu for p in processes if p.job}) > 1) if rec.gpus else []
+                        multi_gpu=len(used) > 1 or len({p.gpu for p in processes if p.job}) > 1,
+                        allocator_reported=any(x is not None for x in rec.windows.host.column("cuda_frees_per_s"))
+                        ) if rec.gpus else []
     return RunReport(id=rec.run_id, kind=rec.kind, command=rec.command, started_s=rec.started_s, ended_s=rec.ended_s,
                      exit_code=exit_code, complete=complete, samples=rec.windows.count, meta=rec.meta, verdict=verdict,
                      findings=triage_order(findings), host=host_summary(rec.windows.host), profile=profile,

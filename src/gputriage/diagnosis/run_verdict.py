@@ -40,10 +40,23 @@ SERIES_POINTS = 720  # at most this many points in a verdict's series
 EDGES = ("start-up", "shut-down")
 
 
-def steady_bounds(ws: Sequence[WindowMetrics]) -> tuple[int | None, int | None]:
+STEPS_STOPPED = 3.0  # a loop that reports no step for this many of its mean step intervals has stopped
+
+
+def last_step_s(ws: Sequence[WindowMetrics]) -> float | None:
+    """When a workload that reports its steps reported its last: the end of the window its count reached its
+    total in (None: it reports none)."""
+    done = max((w.steps_total or 0.0 for w in ws), default=0.0)
+    if done <= 0:
+        return None
+    return next(w.t1_s for w in ws if (w.steps_total or 0.0) >= done)
+
+
+def steady_bounds(ws: Sequence[WindowMetrics], last_step: float | None = None) -> tuple[int | None, int | None]:
     """(index of the window in which the GPU first computed — or, if it never did, in which its memory
     first grew with the workload's; for a workload that reports its steps, of its first step —, index of
-    the last window in which it computed); None when none."""
+    the last window in which it computed — for a workload that reports its steps, at most the last that
+    began before its last step (`last_step`, when windows were left out of `ws`)); None when none."""
     first = next((i for i, w in enumerate(ws) if computes(w.util_max_pct, w.sm_active_max_pct)), None)
     if first is None and ws:
         base = ws[0].used_bytes or 0.0
@@ -52,10 +65,18 @@ def steady_bounds(ws: Sequence[WindowMetrics]) -> tuple[int | None, int | None]:
         return first, None
     last = next((i for i in range(len(ws) - 1, -1, -1) if computes(ws[i].util_max_pct, ws[i].sm_active_max_pct)), None)
     # a workload that reports its steps starts its work with the first one: before it, warm-up; after it, work
-    # even while the GPU barely computes (a loop that recompiles at every step)
+    # even while the GPU barely computes (a loop that recompiles at every step); it ends with its last one:
+    # after it, the workload prints, saves and exits, whatever blip the GPU shows as its context goes
     stepped = next((i for i, w in enumerate(ws) if (w.steps_total or 0) > 0), None)
     if first is not None and stepped is not None and last is not None and stepped <= last:
         first = stepped
+        ended = last_step if last_step is not None else last_step_s(ws)
+        within = [i for i, w in enumerate(ws) if ended is not None and w.t0_s < ended]
+        # only a loop that stopped stepping: not one that reports a step an epoch, still at work after its last
+        steps = max(w.steps_total or 0.0 for w in ws) - (ws[stepped].steps_total or 0.0)
+        if within and ended is not None and steps >= 2 and \
+                ws[last].t1_s - ended > STEPS_STOPPED * (ended - ws[stepped].t0_s) / steps:
+            last = min(last, within[-1])
     return first, last
 
 
@@ -223,7 +244,7 @@ def gpu_verdict(series: WindowSeries, gpu: GpuStatic, run_start_s: float, run_en
     """The dominant bottleneck of one GPU's steady state. Windows that overlap `exclude_s` (the time a
     profiler held the workload) are left out."""
     ws = [w for w in series if all(w.t1_s < a or w.t0_s > b for a, b in exclude_s)]
-    start, end = steady_bounds(ws)
+    start, end = steady_bounds(ws, last_step_s(list(series)))
     labelled = [label(w, gpu) for w in ws]
     labels = [lab for lab, _ in labelled]
     startup_s = ws[start].t0_s - run_start_s if start is not None else 0.0
