@@ -15,12 +15,18 @@ import subprocess
 import sys
 import tempfile
 
+from gputriage import allocator_counters
+
 CHILD = r"""
 import os, sys, time, torch
 counters, loop, seconds = sys.argv[1] == "1", sys.argv[2], float(sys.argv[3])
-if counters:
-    from gputriage import allocator_counters
-    allocator_counters.main()
+if counters:  # loaded by its path, as the injected sitecustomize loads it, not through the gputriage package
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gputriage_allocator_counters", sys.argv[4])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gputriage_allocator_counters"] = module
+    spec.loader.exec_module(module)
+    module.main()
 if loop == "launch":
     x = torch.randn(64, 64, device="cuda"); w = torch.randn(64, 64, device="cuda")
     def step():
@@ -58,7 +64,8 @@ def rate(counters: bool, loop: str, seconds: float, folder: str) -> float:
     env.pop("GPUTRIAGE_PROGRESS_DIR", None)
     if counters:
         env["GPUTRIAGE_PROGRESS_DIR"] = folder
-    out = subprocess.run([sys.executable, "-c", CHILD, "1" if counters else "0", loop, str(seconds)], env=env,
+    out = subprocess.run([sys.executable, "-c", CHILD, "1" if counters else "0", loop, str(seconds),
+                          allocator_counters.__file__], env=env,
                          capture_output=True, text=True, check=True).stdout
     return float(out.strip().splitlines()[-1])
 
@@ -82,7 +89,8 @@ def main() -> None:
                 without.append(rate(False, loop, args.seconds, folder))
                 with_.append(rate(True, loop, args.seconds, folder))
             a, b = statistics.median(without), statistics.median(with_)
-            print(f"{loop:<8} {unit:<10} {a:>12,.1f} {b:>12,.1f} {b / a:>13.4f}")
+            print(f"{loop:<8} {unit:<10} {a:>12,.1f} {b:>12,.1f} {b / a:>13.4f}   runs without "
+                  f"{min(without):,.1f}-{max(without):,.1f}, with {min(with_):,.1f}-{max(with_):,.1f}")
 
 
 if __name__ == "__main__":

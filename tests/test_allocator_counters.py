@@ -77,6 +77,20 @@ def test_a_python_workload_reports_its_allocator_through_the_injected_hook(tmp_p
     inject.clean(profile_dir)
 
 
+def test_a_torch_that_counts_no_cudafree_reports_nothing_rather_than_zero(tmp_path):
+    import types
+
+    stats = {"num_alloc_retries": 0, "num_ooms": 0, "reserved_bytes": {"all": {"current": 1 << 30}}}
+    old_torch = types.SimpleNamespace(
+        cuda=types.SimpleNamespace(device_count=lambda: 1,
+                                   memory=types.SimpleNamespace(memory_stats_as_nested_dict=lambda i: stats)),
+        _C=types.SimpleNamespace())
+    allocator_counters.Counters(str(tmp_path)).read(old_torch)
+    reader = ProgressReader(tmp_path)
+    reader.totals()
+    assert reader.allocator() is None  # unknown, so vram_pressure falls back to VRAM use
+
+
 def test_the_allocator_counters_share_run_s_progress_folder():
     assert allocator_counters.DIR_ENV == progress.DIR_ENV
     assert allocator_counters.PREFIX != progress.PREFIX
@@ -246,3 +260,30 @@ def test_the_gallery_under_the_allocator_counters_keeps_every_verdict():
         assert judged(rec).verdict.bottleneck.value == cause, name
     frees = judged(GALLERY["gpt_loop"]).verdict.per_gpu["0"].evidence["cuda_frees_per_s"]
     assert frees == 0  # reported, and still: four DataLoader workers, fused AdamW
+
+
+MONITORED = WORKLOAD.split("for _ in range(10):")[0] + textwrap.dedent("""
+    import os, gputriage
+    with gputriage.monitor(period_s=0.05, isolated=ISOLATED) as m:
+        for _ in range(12):
+            time.sleep(0.1)
+            stats["num_device_free"] += 40
+    folder, thread = m._allocator_dir, m._allocator_thread
+    print("thread alive", thread.is_alive(), "folder left", os.path.exists(folder))
+    if not ISOLATED:
+        frees = [s.workload.cuda_frees_total for s in m.session.sampler.recent
+                 if s.workload is not None and s.workload.cuda_frees_total is not None]
+        print("frees", frees[0] < frees[-1], frees[-1] >= 400)
+""")
+
+
+def test_monitor_reports_the_allocator_of_the_block_it_samples(tmp_path):
+    # the caller's own torch (here a stand-in that has initialized CUDA) gives memory back 40 times a step
+    for isolated in (False, True):
+        script = tmp_path / f"m{isolated}.py"
+        script.write_text(MONITORED.replace("ISOLATED", str(isolated)))
+        r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert "thread alive False folder left False" in r.stdout  # stopped and cleaned with the block
+        if not isolated:
+            assert "frees True True" in r.stdout  # read by the sampler as they grow (480 at the block's end)

@@ -8,7 +8,8 @@ allocator's cumulative counters — cudaMalloc and cudaFree calls, allocations r
 the cache, out-of-memory errors, bytes reserved — into a small file of its own in the folder `run`
 gave it (beside `gputriage.step()`'s, mapped in memory); an out-of-memory observer also records the
 size that failed and what was free. The sampler reads them with the step counters
-(`sampling.progress`). Standard library only, and torch as the workload imported it.
+(`sampling.progress`); `gputriage.monitor()` starts the same thread around its block. Standard library only,
+and torch as the workload imported it.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ class Counters:
             s = _stats(torch, i)
             if not s:
                 continue
+            if "num_device_free" not in s:  # a torch before 2.1 counts no cudaFree: report nothing, not zero
+                return
             totals[0] += s.get("num_alloc_retries", 0)
             totals[1] += s.get("num_device_alloc", 0)
             totals[2] += s.get("num_device_free", 0)
@@ -81,11 +84,14 @@ def cuda_ready() -> Any:
         return None
 
 
-def watch(folder: str, period_s: float = PERIOD_S) -> None:
-    """The thread: wait for CUDA (for as long as the workload runs without it), then keep the file current."""
+def watch(folder: str, period_s: float = PERIOD_S, stop: Optional[threading.Event] = None) -> None:
+    """The thread: wait for CUDA (for as long as the workload runs without it, or until `stop`), then keep the
+    file current; a last read at exit, or when `stop` is set (`gputriage.monitor()` around a block)."""
+    until = stop or threading.Event()
     torch = cuda_ready()
     while torch is None:
-        time.sleep(period_s)
+        if until.wait(period_s):
+            return
         torch = cuda_ready()
     try:
         counters = Counters(folder)
@@ -95,13 +101,14 @@ def watch(folder: str, period_s: float = PERIOD_S) -> None:
         counters.read(torch)
     except Exception:
         return  # an allocator this torch does not have, a folder gone: report nothing
-    atexit.register(_last_read, counters, torch)
-    while True:
-        time.sleep(period_s)
+    if stop is None:
+        atexit.register(_last_read, counters, torch)
+    while not until.wait(period_s):
         try:
             counters.read(torch)
         except Exception:
             return
+    _last_read(counters, torch)
 
 
 def _last_read(counters: Counters, torch: Any) -> None:
@@ -111,11 +118,14 @@ def _last_read(counters: Counters, torch: Any) -> None:
         pass
 
 
+def start(folder: str, stop: Optional[threading.Event] = None) -> threading.Thread:
+    """The thread, started: reporting into `folder` until the process ends (or `stop` is set)."""
+    t = threading.Thread(target=watch, args=(folder,), kwargs={"stop": stop}, name="gputriage-allocator", daemon=True)
+    t.start()
+    return t
+
+
 def main() -> Optional[threading.Thread]:
     """Start the thread in this interpreter (what the injected `sitecustomize` calls)."""
     folder = os.environ.get(DIR_ENV)
-    if not folder:
-        return None
-    t = threading.Thread(target=watch, args=(folder,), name="gputriage-allocator", daemon=True)
-    t.start()
-    return t
+    return start(folder) if folder else None

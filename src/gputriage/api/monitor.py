@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,12 +24,16 @@ class Monitor:
 
     By default the sampler runs in a child process: a Python loop holding the GIL would otherwise
     starve a sampling thread (every read of /proc gives the GIL up and waits up to 5 ms for it back).
-    `isolated=False` samples on a thread of this process (`live()` then shows the last second)."""
+    `isolated=False` samples on a thread of this process (`live()` then shows the last second). Around its
+    block, a thread reports PyTorch's caching allocator as `run`'s hook does (`gputriage.allocator_counters`),
+    so vram_pressure rests on what the allocator did, not on how full the GPU is."""
 
     def __init__(self, *, store: str | Path | bool | None = False, budget: str | Path | None = None,
                  period_s: float | None = None, use_gpm: bool = True, kind: str = "monitor",
                  pid: int | None = -1, isolated: bool = True, price_per_gpu_hour: float | None = None,
-                 currency: str | None = None) -> None:
+                 currency: str | None = None, allocator_dir: str | None = None) -> None:
+        """`allocator_dir`: where this process's PyTorch allocator counters are reported (the sampler process
+        of an isolated monitor is given its caller's)."""
         self._store, self._budget_path, self._period_s, self._use_gpm = store, budget, period_s, use_gpm
         price, unit = configured_price()  # the config file's, unless given: what the GPU time costs
         self._price, self._currency = (price_per_gpu_hour, currency or unit) if price_per_gpu_hour is not None \
@@ -40,10 +45,43 @@ class Monitor:
         self.session: Session | None = None
         self._db: Store | None = None
         self._child: subprocess.Popen[str] | None = None
+        self._allocator_dir = allocator_dir
+        self._allocator_stop: threading.Event | None = None  # set: this monitor started the allocator's thread
+        self._allocator_thread: threading.Thread | None = None
+
+    def _report_allocator(self) -> None:
+        """Sampling this process: report PyTorch's caching allocator from it, as `run`'s hook does."""
+        import tempfile
+
+        from gputriage import allocator_counters
+
+        if self.pid == os.getpid() and self._allocator_dir is None:
+            self._allocator_dir = tempfile.mkdtemp(prefix="gputriage-monitor-")
+            self._allocator_stop = threading.Event()
+            self._allocator_thread = allocator_counters.start(self._allocator_dir, self._allocator_stop)
+
+    def _stop_allocator(self) -> None:
+        """The thread's last read, before the sampler's last sample."""
+        if self._allocator_stop is not None and self._allocator_thread is not None:
+            self._allocator_stop.set()
+            self._allocator_thread.join(5.0)
+
+    def _remove_allocator_dir(self) -> None:
+        import shutil
+
+        if self._allocator_stop is not None and self._allocator_dir is not None:
+            shutil.rmtree(self._allocator_dir, ignore_errors=True)
 
     def __enter__(self) -> Monitor:
-        if self.isolated:
-            return self._enter_child()
+        self._report_allocator()
+        try:
+            return self._enter_child() if self.isolated else self._enter_here()
+        except BaseException:
+            self._stop_allocator()
+            self._remove_allocator_dir()
+            raise
+
+    def _enter_here(self) -> Monitor:
         from gputriage.backends.host import Host
         from gputriage.backends.nvml import PynvmlBackend
         from gputriage.sampling.session import Session
@@ -53,6 +91,10 @@ class Monitor:
         self.session = s = Session(PynvmlBackend(record=False, bounded=False), Host(), self._db, self.kind,
                                    [self.kind], period_s=self._period_s, use_gpm=self._use_gpm)
         s.meta.price_per_gpu_hour, s.meta.currency = self._price, self._currency
+        if self._allocator_dir is not None:
+            from gputriage.sampling.progress import ProgressReader
+
+            s.sampler.progress = ProgressReader(self._allocator_dir)
         try:
             s.open()
         except StoreError as exc:
@@ -68,7 +110,8 @@ class Monitor:
 
         options = {"store": str(self._store) if isinstance(self._store, (str, Path)) else self._store,
                    "budget": str(self._budget_path) if self._budget_path else None, "period_s": self._period_s,
-                   "use_gpm": self._use_gpm, "kind": self.kind, "pid": self.pid}
+                   "use_gpm": self._use_gpm, "kind": self.kind, "pid": self.pid,
+                   "allocator_dir": self._allocator_dir}
         self._child = subprocess.Popen([sys.executable, "-c", "from gputriage.api.monitor import _monitor_child; "
                                                               "_monitor_child()",
                                         json.dumps(options)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -97,6 +140,13 @@ class Monitor:
                             for i in self.session.gpus}
 
     def __exit__(self, *exc: object) -> None:
+        self._stop_allocator()
+        try:
+            self._finish()
+        finally:
+            self._remove_allocator_dir()
+
+    def _finish(self) -> None:
         if self._child is not None:
             import msgspec
 

@@ -29,8 +29,9 @@ WHY = {
 APPROXIMATE = {B.underfilled: "from the power drawn against the limit (no SM activity without GPM)",
                B.memory_bound: "from nvidia-smi's memory util (no DRAM bandwidth without GPM)"}
 COMM_APPROXIMATE = "from NVLink traffic: whether computation overlaps the collectives shows only in a trace"
-VRAM_APPROXIMATE = ("from VRAM use: the workload did not report its allocator (not Python, `--no-profile`, or "
-                    "`watch`), so a full GPU cannot be told from one whose allocator gives memory back")
+VRAM_APPROXIMATE = ("from VRAM use: the workload did not report its allocator (it is not Python, or was sampled "
+                    "under `--no-profile` or by `watch`), so a full GPU cannot be told from one whose allocator "
+                    "gives memory back")
 VRAM_HOW = "`gputriage run -- python ...` loads the hook that reports PyTorch's allocator"
 HOW = "`gputriage run --profile auto` profiles where the counters cannot decide"
 
