@@ -66,9 +66,7 @@ def test_a_python_workload_reports_its_allocator_through_the_injected_hook(tmp_p
     assert r.returncode == 0, r.stderr[-2000:]
     files = [n for n in os.listdir(folder) if n.startswith(allocator_counters.PREFIX)]
     assert len(files) == 1  # one process
-    got = ProgressReader(folder)
-    got.totals()  # lists the folder
-    alloc = got.allocator()
+    alloc = ProgressReader(folder).allocator()
     assert alloc is not None
     # the last read at exit has every count; only GPU 0, where the process holds a context, is counted
     assert alloc["cuda_frees"] == alloc["cuda_mallocs"] == 400
@@ -86,9 +84,7 @@ def test_a_torch_that_counts_no_cudafree_reports_nothing_rather_than_zero(tmp_pa
                                    memory=types.SimpleNamespace(memory_stats_as_nested_dict=lambda i: stats)),
         _C=types.SimpleNamespace())
     allocator_counters.Counters(str(tmp_path)).read(old_torch)
-    reader = ProgressReader(tmp_path)
-    reader.totals()
-    assert reader.allocator() is None  # unknown, so vram_pressure falls back to VRAM use
+    assert ProgressReader(tmp_path).allocator() is None  # unknown, so vram_pressure falls back to VRAM use
 
 
 def test_the_allocator_counters_share_run_s_progress_folder():

@@ -40,18 +40,15 @@ class ProgressReader:
         self.folder = str(folder)
         self._steps = _Mapped(self.folder, progress.PREFIX, progress.FILE_BYTES)
         self._allocator = _Mapped(self.folder, allocator_counters.PREFIX, allocator_counters.FILE_BYTES)
-        self._names: list[str] = []
 
     def _list(self) -> list[str]:
         try:
-            self._names = os.listdir(self.folder)
+            return os.listdir(self.folder)
         except OSError:
-            self._names = []
-        return self._names
+            return []
 
     def totals(self) -> tuple[float, float, float] | None:
-        """Steps, samples and tokens reported so far by every process; None before the first step.
-        Lists the folder (read `allocator` after it)."""
+        """Steps, samples and tokens reported so far by every process; None before the first step."""
         views = self._steps.refresh(self._list())
         if not views:
             return None
@@ -60,7 +57,7 @@ class ProgressReader:
     def allocator(self) -> dict[str, float] | None:
         """The allocator's counters summed over the workload's processes (`allocator_counters.FIELDS`, the
         out-of-memory sizes of the largest that failed); None where no process reported (not Python, no CUDA yet)."""
-        views = [v for v in self._allocator.refresh(self._names) if v[7] > 0]
+        views = [v for v in self._allocator.refresh(self._list()) if v[7] > 0]
         if not views:
             return None
         out = {name: sum(v[i] for v in views) for i, name in enumerate(allocator_counters.FIELDS[:5])}

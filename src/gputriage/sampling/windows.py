@@ -223,11 +223,11 @@ def host_values(bucket: list[Sample], before: Sample | None = None) -> dict[str,
     put("steps_total", (w.steps_total for w in work), _max)
     put("samples_total", (w.samples_total for w in work), _max)
     put("tokens_total", (w.tokens_total for w in work), _max)
-    # float32 columns: a time as seconds after the window's start (unix seconds would lose minutes)
     put("ooms_total", (w.ooms_total for w in work), _max)
     put("oom_requested_bytes", (w.oom_requested_bytes for w in work), _max)
     put("allocator_reserved_bytes", (w.allocator_reserved_bytes for w in work))
     out.update(_allocator_rates(bucket, before))
+    # float32 columns: a time as seconds after the window's start (unix seconds would lose minutes)
     put("progress_dt_s", (s.t_s - bucket[0].t_s for s in bucket
                           if s.workload is not None and s.workload.steps_total is not None), _max)
     if any(s.job_processes for s in bucket):
