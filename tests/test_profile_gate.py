@@ -324,3 +324,28 @@ def test_warm_up_steps_before_the_first_reported_step_are_start_up():
     first_step = next(s.t_s for s in samples if s.workload and (s.workload.steps_total or 0) > 0) - samples[0].t_s
     assert timeline[0].regime == "start-up" and timeline[0].end_s >= first_step - 1.0
     assert "sync_bound" not in {r.regime for r in timeline}
+
+
+def test_auto_does_not_profile_a_steady_loop_for_the_one_window_that_caught_it_starting():
+    # the gallery's healthy GEMM loop (2026-12-02): its first steady window read GPU-Util 100% but SM activity 73%
+    # (the work began part-way through the second), which left underfilled open; auto profiled it, and the
+    # profiler held the loop 8 s (373 TFLOP/s measured against 664 unprofiled on the same day)
+    fixtures = Path(__file__).parent / "fixtures" / "h200"
+    healthy = json.loads(gzip.decompress((fixtures / "runs_gallery_allocator.json.gz").read_bytes()))["healthy"]
+    gaps = json.loads(gzip.decompress((fixtures / "runs_unseen4.json.gz").read_bytes()))[
+        "empty_cache_loop_unprofiled_gpm"]  # SM activity 0.74 of GPU-Util in every window
+    asked = {}
+    for name, rec in (("healthy", healthy), ("gaps", gaps)):
+        meta = msgspec.convert(rec["meta"], RunMeta)
+        run = replay([msgspec.convert(s, Sample) for s in rec["samples"]], meta)
+        gate = ProfileGate("auto", {0: meta.gpus["0"]})
+        held = (rec["profile"] or {}).get("held_s") or [0.0, 0.0]
+        reason = None
+        for w in run.windows.series[0]:
+            if w.t1_s >= held[0] and w.t0_s <= held[1]:
+                continue  # the profiler held the loop there (it would not have run)
+            gate.add(0, w)
+            reason = reason or gate.first(w.t1_s)
+        asked[name] = reason
+    assert healthy["profile"]["asked"] and asked["healthy"] is None  # asked on the H200; not any more
+    assert asked["gaps"] is not None and "underfilled" in asked["gaps"]

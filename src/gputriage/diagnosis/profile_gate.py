@@ -8,10 +8,12 @@ they arrive, say when to ask it for a window:
   one second and another in the next: the host's work is the steady state).
 - `on`: ask at the steady state; with no GPU sampled, at once; when no steady state shows within
   MAX_WAIT_S of a GPU first computing, then (a run that keeps changing still gets its window).
-- `auto`: ask in a steady state only where the sampler cannot decide — its label leaves another
-  cause possible (a host-side cause the counters cannot tell apart; tensor cores or small kernels
-  on a GPU without GPM; a collective on GPUs whose links are not counted), or its windows name
-  different host-side causes. Otherwise never: the sampler's verdict stands, at none of the
+- `auto`: ask in a steady state only where the sampler cannot decide — the labels of most of its
+  windows leave another cause possible (a host-side cause the counters cannot tell apart; tensor
+  cores or small kernels on a GPU without GPM; a collective on GPUs whose links are not counted),
+  or its windows name different host-side causes. One window is not enough: the first window of a
+  steady state often caught the work starting part-way through it (SM activity averaged over the
+  second, GPU-Util read at its end). Otherwise never: the sampler's verdict stands, at none of the
   profiler's cost.
 - Once a window is profiled, ask for another (MAX_WINDOWS in all) when the median GPU-Util inside
   it lies UNLIKE_UTIL_POINTS or more from that of the steady state the first window was asked in: a
@@ -123,8 +125,9 @@ class ProfileGate:
         said = ", ".join(f"GPU {i}: {g.labels[-1][0].value}" for i, g in sorted(steady.items()))
         if self.mode == "on":
             return f"steady state ({said})"
+        # most of the windows leave a cause open: not one window that caught the work starting part-way through
         undecided = {i: g for i, g in steady.items()
-                     if any(o for _, o in g.labels) or len({b for b, _ in g.labels}) > 1}
+                     if 2 * sum(1 for _, o in g.labels if o) > len(g.labels) or len({b for b, _ in g.labels}) > 1}
         if not undecided:
             return None
         i, g = min(undecided.items())
