@@ -224,9 +224,9 @@ def test_a_near_full_loop_whose_allocator_retries_now_and_then_stays_compute_bou
         v = judged(COUNTED[name]).verdict.per_gpu["0"]
         assert v.bottleneck == B.compute_bound, name
         assert v.evidence["used_bytes"] >= 0.95 * 140 * 2**30
-    frees = [s["workload"].get("alloc_retries_total") for s in COUNTED["near_full_retries_gpm"]["samples"]
-             if s.get("workload")]
-    assert max(f for f in frees if f is not None) == 5
+    retries = [s["workload"].get("alloc_retries_total") for s in COUNTED["near_full_retries_gpm"]["samples"]
+               if s.get("workload")]
+    assert max(r for r in retries if r is not None) == 5
 
 
 def test_a_crash_out_of_memory_gets_no_verdict_and_a_finding_with_the_allocation_that_failed():
