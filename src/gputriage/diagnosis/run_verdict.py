@@ -43,13 +43,13 @@ EDGES = ("start-up", "shut-down")
 STEPS_STOPPED = 3.0  # a loop that reports no step for this many of its mean step intervals has stopped
 
 
-def last_step_s(ws: Sequence[WindowMetrics]) -> float | None:
+def last_step_s(steps_total: Sequence[float | None], t1_s: Sequence[float]) -> float | None:
     """When a workload that reports its steps reported its last: the end of the window its count reached its
-    total in (None: it reports none)."""
-    done = max((w.steps_total or 0.0 for w in ws), default=0.0)
+    total in (None: it reports none). Columns of the windows: their step counts and ends."""
+    done = max((x or 0.0 for x in steps_total), default=0.0)
     if done <= 0:
         return None
-    return next(w.t1_s for w in ws if (w.steps_total or 0.0) >= done)
+    return next(t for x, t in zip(steps_total, t1_s) if (x or 0.0) >= done)
 
 
 def steady_bounds(ws: Sequence[WindowMetrics], last_step: float | None = None) -> tuple[int | None, int | None]:
@@ -70,13 +70,13 @@ def steady_bounds(ws: Sequence[WindowMetrics], last_step: float | None = None) -
     stepped = next((i for i, w in enumerate(ws) if (w.steps_total or 0) > 0), None)
     if first is not None and stepped is not None and last is not None and stepped <= last:
         first = stepped
-        ended = last_step if last_step is not None else last_step_s(ws)
-        within = [i for i, w in enumerate(ws) if ended is not None and w.t0_s < ended]
+        counts = [w.steps_total for w in ws]
+        ended = last_step if last_step is not None else last_step_s(counts, [w.t1_s for w in ws])
         # only a loop that stopped stepping: not one that reports a step an epoch, still at work after its last
-        steps = max(w.steps_total or 0.0 for w in ws) - (ws[stepped].steps_total or 0.0)
-        if within and ended is not None and steps >= 2 and \
+        steps = max(x or 0.0 for x in counts) - (counts[stepped] or 0.0)
+        if ended is not None and steps >= 2 and \
                 ws[last].t1_s - ended > STEPS_STOPPED * (ended - ws[stepped].t0_s) / steps:
-            last = min(last, within[-1])
+            last = min(last, max((i for i, w in enumerate(ws) if w.t0_s < ended), default=last))
     return first, last
 
 
@@ -244,7 +244,7 @@ def gpu_verdict(series: WindowSeries, gpu: GpuStatic, run_start_s: float, run_en
     """The dominant bottleneck of one GPU's steady state. Windows that overlap `exclude_s` (the time a
     profiler held the workload) are left out."""
     ws = [w for w in series if all(w.t1_s < a or w.t0_s > b for a, b in exclude_s)]
-    start, end = steady_bounds(ws, last_step_s(list(series)))
+    start, end = steady_bounds(ws, last_step_s(series.column("steps_total"), series.store.t1))
     labelled = [label(w, gpu) for w in ws]
     labels = [lab for lab, _ in labelled]
     startup_s = ws[start].t0_s - run_start_s if start is not None else 0.0

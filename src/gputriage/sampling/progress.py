@@ -41,23 +41,32 @@ class ProgressReader:
         self._steps = _Mapped(self.folder, progress.PREFIX, progress.FILE_BYTES)
         self._allocator = _Mapped(self.folder, allocator_counters.PREFIX, allocator_counters.FILE_BYTES)
 
-    def _list(self) -> list[str]:
+    def read(self) -> tuple[tuple[float, float, float] | None, dict[str, float] | None]:
+        """`totals()` and `allocator()` from one listing of the folder (what the sampler reads each sample)."""
         try:
-            return os.listdir(self.folder)
+            names = os.listdir(self.folder)
         except OSError:
-            return []
+            names = []
+        return self._totals(self._steps.refresh(names)), self._counters(self._allocator.refresh(names))
 
     def totals(self) -> tuple[float, float, float] | None:
         """Steps, samples and tokens reported so far by every process; None before the first step."""
-        views = self._steps.refresh(self._list())
-        if not views:
-            return None
-        return sum(v[0] for v in views), sum(v[1] for v in views), sum(v[2] for v in views)
+        return self.read()[0]
 
     def allocator(self) -> dict[str, float] | None:
         """The allocator's counters summed over the workload's processes (`allocator_counters.FIELDS`, the
         out-of-memory sizes of the largest that failed); None where no process reported (not Python, no CUDA yet)."""
-        views = [v for v in self._allocator.refresh(self._list()) if v[7] > 0]
+        return self.read()[1]
+
+    @staticmethod
+    def _totals(views: list[Any]) -> tuple[float, float, float] | None:
+        if not views:
+            return None
+        return sum(v[0] for v in views), sum(v[1] for v in views), sum(v[2] for v in views)
+
+    @staticmethod
+    def _counters(views: list[Any]) -> dict[str, float] | None:
+        views = [v for v in views if v[7] > 0]  # a process that has read its allocator at least once
         if not views:
             return None
         out = {name: sum(v[i] for v in views) for i, name in enumerate(allocator_counters.FIELDS[:5])}

@@ -248,8 +248,7 @@ class Sampler:
         c2 = clock()
         workload = self.tree.read() if self.tree is not None else None
         if workload is not None and self.progress is not None:
-            done = self.progress.totals()
-            alloc = self.progress.allocator()
+            done, alloc = self.progress.read()
             if done is not None or alloc is not None:  # a copy: the tree's reading is shared until its next one
                 steps = {"steps_total": done[0], "samples_total": done[1], "tokens_total": done[2]} if done else {}
                 workload = msgspec.structs.replace(workload, **steps, **(_allocator_fields(alloc) if alloc else {}))
