@@ -33,7 +33,7 @@ from gputriage.trace import inject
 WORKLOAD = textwrap.dedent("""
     import importlib.machinery, sys, time, types
     stats = {"num_alloc_retries": 0, "num_device_alloc": 0, "num_device_free": 0, "num_ooms": 0,
-             "reserved_bytes": {"all": {"current": 3 << 30}}}
+             "reserved_bytes": {"all": {"current": 3 << 30}}, "allocated_bytes": {"all": {"current": 2 << 30}}}
     observers = []
     torch = types.ModuleType("torch")
     torch.__spec__ = importlib.machinery.ModuleSpec("torch", None)
@@ -70,7 +70,7 @@ def test_a_python_workload_reports_its_allocator_through_the_injected_hook(tmp_p
     assert alloc is not None
     # the last read at exit has every count; only GPU 0, where the process holds a context, is counted
     assert alloc["cuda_frees"] == alloc["cuda_mallocs"] == 400
-    assert alloc["ooms"] == 1 and alloc["reserved_bytes"] == 3 << 30
+    assert alloc["ooms"] == 1 and alloc["reserved_bytes"] == 3 << 30 and alloc["allocated_bytes"] == 2 << 30
     assert alloc["oom_requested_bytes"] == 1 << 30 and alloc["oom_free_bytes"] == 256 << 20
     inject.clean(profile_dir)
 

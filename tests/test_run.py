@@ -168,3 +168,23 @@ def test_watch_runs_for_a_while_and_leaves_with_a_summary(tmp_path):
     runs = json.loads(subprocess.run(GT + ["runs", "--store", str(tmp_path / "w.sqlite"), "--json"],
                                      capture_output=True, text=True).stdout)["runs"]
     assert runs[0]["kind"] == "watch" and runs[0]["samples"] >= 5
+
+
+def test_a_busy_thread_beside_an_idle_main_thread_is_told_from_the_main_thread():
+    # the main thread waits while a second thread spins: the busiest thread is not the main one
+    from gputriage.backends.process_tree import details_of, rates
+
+    spin = ("import threading, time\n"
+            "def spin():\n    while True: pass\n"
+            "threading.Thread(target=spin, daemon=True).start()\ntime.sleep(30)")
+    p = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        time.sleep(0.5)
+        first, t0 = details_of([p.pid]), time.monotonic()
+        time.sleep(1.5)
+        r = rates(first, details_of([p.pid]), time.monotonic() - t0)
+    finally:
+        p.kill()
+        p.wait()
+    assert r.processes == 1 and r.top_thread_pct > 30  # less than a core when tests share it
+    assert r.main_thread_pct < 10 and r.main_thread_pct < r.top_thread_pct / 3

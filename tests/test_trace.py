@@ -43,6 +43,8 @@ EXPECTED = {
     "run_profile_host_stats": "host_bound",  # numpy percentiles of an activation read back every step
     "run_profile_cpu_optimizer": "host_bound",  # AdamW on CPU copies of the parameters
     "fp64_solver": "compute_bound",  # fp64 GEMMs of 8192x8192 on the fp64 tensor cores (`run --no-gpm --keep-trace`)
+    "pin_every_step": "h2d_copy_bound",  # pinned batches copied on the compute stream: 47.5% of the window, no overlap
+    "int8_gemm": "compute_bound",  # torch._int_mm of 8192x8192 int8 (`run --no-gpm --keep-trace`): was memory_bound
 }
 
 
@@ -457,3 +459,20 @@ def test_fp64_gemms_are_the_precision_asked_for_not_tensor_cores_left_idle():
     assert "trace.tensor_cores_idle" not in ids
     fp64 = next(f for f in findings if f.id == "trace.fp64_gemms")
     assert fp64.evidence["gemm_fp64_pct"] > 90 and 40 < fp64.evidence["achieved_tflops"] < 70
+
+
+def test_int8_gemms_are_costed_and_judged_against_the_int8_rate_and_an_older_kernel_is_named():
+    # torch._int_mm on the H200 runs CUTLASS's sm_80 WMMA kernel at 129 TOPS: before the op was costed the trace
+    # read 0 TFLOP/s, put the kernel under the memory roof and said memory_bound
+    from gputriage.trace.kernel_kinds import kernel_arch
+
+    rep, findings = report("int8_gemm")
+    k = rep["ranks"][0]["kernels"][0]
+    assert k["dtype"] == "signed char" and k["roof"] == "compute" and 100 < k["achieved_tflops"] < 160
+    slow = next(f for f in findings if f.id == "trace.slow_gemms")
+    assert slow.evidence["datasheet_tflops"] == 1978.9 and "TOPS" in slow.symptom
+    assert slow.evidence["built_for"].startswith("sm_80") and "older GPU generation" in slow.cause
+    assert kernel_arch(k["name"]) == 80 and kernel_arch("sm90_xmma_gemm_bf16bf16_bf16f32") == 90
+    assert kernel_arch("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTN") is None
+    _, healthy = report("healthy")  # bf16 GEMMs at full rate: no slow-GEMM finding at all
+    assert "trace.slow_gemms" not in [f.id for f in healthy]

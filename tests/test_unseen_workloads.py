@@ -106,7 +106,7 @@ def test_a_window_profiled_in_the_warm_up_does_not_decide_and_the_gate_asks_agai
 
 def test_a_loop_that_saves_checkpoints_while_the_gpu_waits_is_told_to_save_less_often_or_off_the_loop():
     from gputriage.diagnosis.bottlenecks import HOST_WRITES_DECISION
-    from gputriage.diagnosis.classify import HOST_WRITES
+    from gputriage.diagnosis.host_side import HOST_WRITES
 
     for name in ("checkpoint_often_gpm", "checkpoint_often_nogpm"):  # 1.6 GB torch.save every 10 steps
         v = judged(UNSEEN[name]).verdict.per_gpu["0"]

@@ -5,9 +5,9 @@ NVML sees how much memory a GPU holds, not whether the allocator fights for it: 
 step look alike from outside. Loaded into the workload with the profiler's hook (`trace.inject`), a
 daemon thread waits until the workload has initialized CUDA, then twice a second copies the
 allocator's cumulative counters — cudaMalloc and cudaFree calls, allocations retried after freeing
-the cache, out-of-memory errors, bytes reserved — into a small file of its own in the folder `run`
-gave it (beside `gputriage.step()`'s, mapped in memory); an out-of-memory observer also records the
-size that failed and what was free. The sampler reads them with the step counters
+the cache, out-of-memory errors, bytes reserved and bytes held by tensors — into a small file of its
+own in the folder `run` gave it (beside `gputriage.step()`'s, mapped in memory); an out-of-memory
+observer also records the size that failed and what was free. The sampler reads them with the step counters
 (`sampling.progress`); `gputriage.monitor()` starts the same thread around its block. Standard library only,
 and torch as the workload imported it.
 """
@@ -25,7 +25,7 @@ from typing import Any, Optional
 DIR_ENV = "GPUTRIAGE_PROGRESS_DIR"
 PREFIX = "allocator."
 FIELDS = ("retries", "cuda_mallocs", "cuda_frees", "ooms", "reserved_bytes", "oom_requested_bytes",
-          "oom_free_bytes", "read_t_s")
+          "oom_free_bytes", "read_t_s", "allocated_bytes")
 FILE_BYTES = 8 * len(FIELDS)
 PERIOD_S = 0.5  # two reads a second: 13-21 µs of the GIL each per GPU used (an H200)
 
@@ -50,7 +50,7 @@ class Counters:
     def read(self, torch: Any) -> None:
         """Sum the counters over the GPUs this process holds a context on (none is created)."""
         has_context = getattr(torch._C, "_cuda_hasPrimaryContext", None)
-        totals = [0.0] * 5
+        totals = [0.0] * 6
         for i in range(torch.cuda.device_count()):
             if has_context is not None and not has_context(i):
                 continue
@@ -64,8 +64,9 @@ class Counters:
             totals[2] += s.get("num_device_free", 0)
             totals[3] += s.get("num_ooms", 0)
             totals[4] += ((s.get("reserved_bytes") or {}).get("all") or {}).get("current", 0)
+            totals[5] += ((s.get("allocated_bytes") or {}).get("all") or {}).get("current", 0)
         v = self.view
-        v[0], v[1], v[2], v[3], v[4] = totals
+        v[0], v[1], v[2], v[3], v[4], v[8] = totals
         v[7] = time.time()
 
     def on_oom(self, device: int, requested: int, device_allocated: int, device_free: int) -> None:

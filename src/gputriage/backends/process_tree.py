@@ -26,6 +26,7 @@ class ProcessRates:
     processes: int  # read at both ends
     cpu_pct: float  # all their threads, % of one core
     top_thread_pct: float  # the busiest thread of any of them
+    main_thread_pct: float  # the busiest of their main threads (thread id = process id)
     read_bytes_per_s: float  # from storage
     write_bytes_per_s: float
     rchar_bytes_per_s: float
@@ -36,16 +37,23 @@ def rates(prev: dict[int, ProcessDetail], seen: dict[int, ProcessDetail], dt_s: 
     """The processes read in both `prev` and `seen`, `dt_s` apart (a process that ended or started in between
     is left out)."""
     both = [(prev[pid], d) for pid, d in seen.items() if pid in prev]
-    top = 0.0
-    for a, b in both:
+    top = main = 0.0
+    for pid, b in seen.items():
+        a = prev.get(pid)
+        if a is None:
+            continue
         for tid, secs in b.threads_cpu_s.items():
-            if tid in a.threads_cpu_s:
-                top = max(top, (secs - a.threads_cpu_s[tid]) / dt_s * 100)
+            before = a.threads_cpu_s.get(tid)
+            if before is not None:
+                pct = (secs - before) / dt_s * 100
+                top = max(top, pct)
+                if tid == pid:
+                    main = max(main, pct)
 
     def per_s(field: str) -> float:
         return sum(max(0.0, getattr(b, field) - getattr(a, field)) for a, b in both) / dt_s
 
-    return ProcessRates(processes=len(both), cpu_pct=100 * per_s("cpu_s"), top_thread_pct=top,
+    return ProcessRates(processes=len(both), cpu_pct=100 * per_s("cpu_s"), top_thread_pct=top, main_thread_pct=main,
                         read_bytes_per_s=per_s("read_bytes"), write_bytes_per_s=per_s("write_bytes"),
                         rchar_bytes_per_s=per_s("read_chars"),
                         io_complete=all(a.io_readable and b.io_readable for a, b in both))

@@ -103,6 +103,12 @@ D2H_COPY_DECISION = (
 HOST_WRITES_DECISION = (
     "Save less often, or off the training loop: copy the state to pinned host memory and write it from another "
     "thread (torch.distributed.checkpoint.async_save), to local NVMe rather than a network filesystem")
+# host_bound where a thread beside the main thread of a GPU process is busy while the main thread waits
+OTHER_THREAD_DECISION = (
+    "Another thread of the training process keeps a core busy while the thread that launches the GPU's work "
+    "waits: in Python the threads share one interpreter lock (GIL), and each kernel launch needs it. Move that "
+    "work to another process (multiprocessing, DataLoader workers), do it less often or in native code that "
+    "releases the lock; `py-spy dump --pid PID` shows what each thread runs")
 # memory_bound where DRAM bandwidth is not the limit: busy SMs whose warps wait on scattered reads
 MEMORY_LATENCY = (
     "The SMs wait on scattered memory reads (gathers, embedding lookups, indexing), not on bandwidth: read in "

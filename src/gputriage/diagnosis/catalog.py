@@ -17,12 +17,21 @@ COMMANDS = ("check", "run", "watch", "monitor", "trace", "bench", "load")
 
 @lru_cache(maxsize=1)
 def entries() -> dict[str, FindingSpec]:
-    from gputriage.diagnosis import baseline, bench, budget, load_findings, run_findings, trace_findings, trace_judge
+    from gputriage.diagnosis import (
+        baseline,
+        bench,
+        budget,
+        load_findings,
+        run_findings,
+        trace_findings,
+        trace_judge,
+        vram_growth,
+    )
     from gputriage.diagnosis.rules import default_rules
 
     specs: list[FindingSpec] = [s for rule in default_rules() for s in rule.specs]
     specs += [*run_findings.SPECS, *trace_findings.ALL_SPECS, *trace_judge.SPECS, *bench.SPECS, *budget.SPECS.values(),
-              *baseline.SPECS, *load_findings.SPECS]
+              *baseline.SPECS, *load_findings.SPECS, vram_growth.VRAM_GROWING]
     out: dict[str, FindingSpec] = {}
     for s in specs:
         if s.id in out and out[s.id] != s:

@@ -29,13 +29,17 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
   of sight: every label below that its kernels could make without tensor-core math (underfilled,
   memory_bound, tensor_cores_idle, compute_bound on CUDA cores) keeps comm_bound possible.
 - h2d_copy_bound: GPU mostly idle (SM < 30%) while PCIe RX >= 2000 MiB/s.
+- h2d_copy_bound, underfilled possible: SM activity < 50% while PCIe RX says copies run >= 25% of the
+  time (against 85% of the link's raw rate, what pinned copies reach): copies that take turns with the
+  kernels on one stream leave the SMs idle while GPU-Util reads 100%.
 - underfilled: GPU-Util >= 90% but SM activity < 50%: a kernel always runs, but it covers few SMs.
 - Without GPM (GPUs before Hopper, `--no-gpm`), how much of the chip works shows in the power it
   draws against its limit: h2d_copy_bound when PCIe RX >= 2000 MiB/s with the GPU drawing under
   35% of its limit (or GPU-Util < 30%); underfilled at GPU-Util >= 90% under 35% of the limit;
   kernels are small when the power share is under 0.6 x GPU-Util; memory_bound when nvidia-smi's
   memory util >= 80%; compute_bound otherwise, where tensor cores cannot be told from CUDA cores
-  (tensor_cores_idle stays possible: `run --profile` tells).
+  (tensor_cores_idle stays possible: `run --profile` tells), and copies taking turns with the kernels
+  neither (h2d_copy_bound stays possible where PCIe RX says copies run >= 25% of the time).
 - The GPU idles a quarter of the time or more (GPU-Util < 75%): the host does not keep it fed.
   Which host-side cause, from what the counters can tell apart:
   - input_starved, certain, when iowait >= 10%.
@@ -55,6 +59,12 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
   - input_starved when its processes without a GPU context (DataLoader workers, preprocessing
     helpers) run on a core or more: they make the input the GPU waits for (sync_bound possible only
     when the processes on the GPU spin at 85% or more: a sync spins, a wait for the workers sleeps);
+  - host_bound when a thread beside the main thread of a process holding a GPU context runs on a
+    core while the main thread runs under 50%: in Python the threads share one interpreter lock,
+    which the main thread needs to launch work, and a busy Python thread (metrics, logging, a web
+    framework, or one making the input) holds it; the advice is the same either way (move that work
+    to a process). A trace sees only the launching thread waiting outside framework ops (what it
+    calls input_starved): it does not override this;
   - input_starved when the workload reads >= 20 MB/s (files, pipes, sockets: it loads input while
     the GPU waits); without process data, when GPU-Util < 30%; with a workload thread >= 85% busy
     while GPU-Util < 30%: a sync waits only as long as the GPU works, so a thread that busy with the
@@ -78,6 +88,17 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
 
 from __future__ import annotations
 
+from gputriage.diagnosis.host_side import (
+    GPU_MOSTLY_IDLE_UTIL,
+    HOST_PARALLEL_CPU,
+    HOST_READS_BACK,
+    HOST_WRITES,
+    HOT_THREAD,
+    INPUT_HELPERS_CPU,
+    INPUT_READ,
+    MAIN_THREAD_WAITS,
+    host_side,
+)
 from gputriage.diagnosis.thresholds import (
     H200_RECORDINGS,
     IDLE_SM,
@@ -91,6 +112,7 @@ from gputriage.diagnosis.thresholds import (
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
 from gputriage.model.run import GpuStatic
+from gputriage.model.specs import pcie_link_gbs
 from gputriage.model.window import WindowMetrics
 
 J = "judgement"
@@ -98,16 +120,17 @@ IDLE_WORKLOAD_CPU = Threshold("idle_workload_cpu_pct", 20.0, "% of a core",
                               "the workload's CPU under which it is not working on the host either", J)
 THROTTLED_SHARE = Threshold("throttled_share", 0.3, "share of samples",
                             "samples of a window with a slowdown reason for the window to be throttled", J)
-GPU_MOSTLY_IDLE_UTIL = Threshold("mostly_idle_util_pct", 30.0, "%",
-                                 "GPU-Util under which the GPU idles most of the time",
-                                 f"{H200_RECORDINGS}: input-starved loops at 10-25%")
 SM_IDLE = Threshold("copy_sm_active_pct", 30.0, "%", "SM activity under which a copy, not a kernel, is what runs",
                     f"{H200_RECORDINGS}: pageable-copy loops at 2-10% SM activity")
 PCIE_RX_BUSY = Threshold("pcie_rx_busy_mib_per_s", 2000.0, "MiB/s",
                          "host-to-device traffic that says copies are what the GPU waits on",
                          f"{H200_RECORDINGS}: pageable copies 5-8 GB/s, pinned 50 GB/s; judgement for 2 GB/s")
-HOT_THREAD = Threshold("hot_thread_pct", 85.0, "% of a core", "a workload thread this busy is saturated",
-                       f"{H200_RECORDINGS}: launch-bound loops 95-100%")
+COPY_TIME_SHARE = Threshold("copy_time_share", 0.25, "share of the time",
+                            "PCIe RX, as a share of what pinned copies reach on the link (85% of its raw rate), that "
+                            "says copies run at least this share of the time",
+                            f"{H200_RECORDINGS}: pinned batches copied before each step on the compute stream 0.45 "
+                            "(their trace: copies alone 47.5% of the window)")
+PINNED_LINK_SHARE = 0.85  # pinned copies reach 85-88% of the link's raw rate (bench on an H200)
 HOST_BOUND_UTIL = Threshold("host_bound_util_pct", 75.0, "%",
                             "GPU-Util under which the GPU idles a quarter of the time: the host does not keep it fed",
                             J)
@@ -145,23 +168,6 @@ SMALL_KERNEL_POWER_PER_UTIL = Threshold(
 MEM_UTIL_BUSY = Threshold("mem_util_busy_pct", 80.0, "%",
                           "nvidia-smi memory util (time memory is busy, not bandwidth) that says memory sets the pace",
                           f"{H200_RECORDINGS}: unfused elementwise chains 100%, an AdamW-heavy loop 64%, GEMMs 2-43%")
-HOST_READS_BACK = Threshold("host_reads_back_mib_per_s", 100.0, "MiB/s",
-                            "device-to-host traffic (PCIe TX) that says the host copies results back to compute on "
-                            "them", f"{H200_RECORDINGS}: numpy statistics on an activation 220-260 MiB/s, a CPU "
-                            "optimizer 1,070 MiB/s; .item() syncs and launch-bound loops 5-18 MiB/s")
-HOST_WRITES = Threshold("host_writes_mb_per_s", 100.0, "MB/s",
-                        "the workload's writes to storage that say it saves (checkpoints, dumps) while the GPU waits",
-                        f"{H200_RECORDINGS}: a 1.6 GB checkpoint every 10 steps 300-800 MB/s; training and "
-                        "inference loops under 1 MB/s")
-INPUT_HELPERS_CPU = Threshold("input_helpers_cpu_pct", 100.0, "% of a core",
-                              "the CPU of the workload's processes without a GPU context (DataLoader workers) that "
-                              "says they make the input the GPU waits for",
-                              f"judgement, a worker busy all the time; {H200_RECORDINGS}: 4 workers augmenting "
-                              "in-memory images 340% (the training process 8%), an idle loader's workers 5%")
-HOST_PARALLEL_CPU = Threshold("host_compute_cpu_pct", 250.0, "% of a core per GPU process",
-                              "the workload's CPU per process holding a GPU context that says it computes on the "
-                              "host in several threads", f"{H200_RECORDINGS}: a CPU AdamW 700%; launch-bound and "
-                              "sync-bound loops 100%, a 2-rank DDP job 100% per rank")
 NVLINK_BUSY = Threshold("nvlink_busy_share", 0.2, "of the NVLinks' capacity, busier direction",
                         "NVLink payload that says the GPUs spend the window exchanging data",
                         "judgement: an all-reduce of 1 GiB between two H200s moves 327 GB/s each way (`bench`), 0.7 "
@@ -178,34 +184,12 @@ ALLOC_CHURN = Threshold("allocator_frees_per_s", 1.0, "cudaFree calls/s",
                         f"PyTorch CUDA semantics (empty_cache, allocation retries); {H200_RECORDINGS}: empty_cache() "
                         "every step 1,529-1,656/s, vram_churn 479/s; healthy, gpt_loop and a KV-cache pool at 96% of "
                         "VRAM 0/s; a near-full loop retrying every 4 s, 0 in most windows")
-INPUT_READ = Threshold("input_read_mb_per_s", 20.0, "MB/s",
-                       "the workload's reads (files, pipes, sockets) that say it loads input while the GPU waits",
-                       f"{H200_RECORDINGS}: a file-fed loader 300+ MB/s, a sync-bound loop < 1 MB/s")
-
-
-def helpers_cpu(workload_cpu_pct: float | None, gpu_process_cpu_pct: float | None) -> float | None:
-    """The CPU of the workload's processes without a GPU context (DataLoader workers, helpers); None when the
-    processes on the GPU were not read apart."""
-    if workload_cpu_pct is None or gpu_process_cpu_pct is None:
-        return None
-    return workload_cpu_pct - gpu_process_cpu_pct
-
-
-def helpers_busy(workload_cpu_pct: float | None, gpu_process_cpu_pct: float | None) -> bool:
-    """The processes without a GPU context run on a core or more: they make the input the GPU waits for."""
-    helpers = helpers_cpu(workload_cpu_pct, gpu_process_cpu_pct)
-    return helpers is not None and helpers >= INPUT_HELPERS_CPU.value
 
 
 def waits_on_latency(dram_active_pct: float | None, cuda_math_active_pct: float | None) -> bool:
     """Busy SMs that compute on no pipe while DRAM is under its busy share: warps wait on scattered reads."""
     return dram_active_pct is not None and dram_active_pct < DRAM_BUSY.value and \
         cuda_math_active_pct is not None and cuda_math_active_pct < CUDA_MATH_BUSY.value
-
-
-def saves_to_storage(write_mb_per_s: float | None) -> bool:
-    """The workload writes enough to storage that saving (checkpoints, dumps) is what the GPU waits on."""
-    return (write_mb_per_s or 0.0) >= HOST_WRITES.value
 
 
 def computes(util_pct: float | None, sm_active_pct: float | None) -> bool:
@@ -268,16 +252,19 @@ def _after_vram(m: WindowMetrics, gpu: GpuStatic, busy_util: float) -> tuple[B, 
     # a job on several GPUs whose links are not counted: what the SMs run may be its collectives
     unseen = [B.comm_bound] if link is None and (m.job_gpus or 0.0) >= 2 else []
     if sm is None:
-        return _without_gpm(m, busy_util, rx, power_share(m, gpu), unseen)
+        return _without_gpm(m, gpu, busy_util, rx, power_share(m, gpu), unseen)
     if sm < SM_IDLE.value and rx >= PCIE_RX_BUSY.value:
         return B.h2d_copy_bound, []
+    copying = copy_time_share(rx, gpu)
+    if sm < UNDERFILLED_SM.value and copying is not None and copying >= COPY_TIME_SHARE.value:
+        return B.h2d_copy_bound, [B.underfilled]  # the SMs idle while copies take turns with the kernels
     if sm < UNDERFILLED_SM.value and busy_util >= UNDERFILLED_UTIL.value:
         return B.underfilled, unseen
     if busy_util < HOST_BOUND_UTIL.value:
         occupancy = m.sm_occupancy_pct
         small = sm < SMALL_KERNEL_SM_PER_UTIL.value * busy_util or \
             (occupancy is not None and occupancy < SMALL_KERNEL_OCC_PER_UTIL.value * busy_util)
-        return _host_side(m, busy_util, small=small)
+        return host_side(m, busy_util, small=small)
     if tensor is not None and tensor >= TENSOR_BUSY.value:
         gaps = [B.underfilled] if sm < SM_GAPS_PER_UTIL.value * busy_util else []
         return B.compute_bound, [*gaps, B.comm_bound] if links_busy else gaps
@@ -288,6 +275,15 @@ def _after_vram(m: WindowMetrics, gpu: GpuStatic, busy_util: float) -> tuple[B, 
             return B.memory_bound, unseen
         return B.tensor_cores_idle, unseen
     return B.compute_bound, unseen
+
+
+def copy_time_share(rx_mib_per_s: float, gpu: GpuStatic) -> float | None:
+    """The least share of the time host-to-device copies run: PCIe RX against what pinned copies reach on the
+    link (None: the link is not known)."""
+    if not gpu.pcie_gen_max or not gpu.pcie_width_max:
+        return None
+    link_gbs = pcie_link_gbs(gpu.pcie_gen_max, gpu.pcie_width_max)
+    return rx_mib_per_s * 1.048576 / 1000.0 / (PINNED_LINK_SHARE * link_gbs) if link_gbs else None
 
 
 def nvlink_share(m: WindowMetrics, gpu: GpuStatic) -> float | None:
@@ -305,7 +301,7 @@ def power_share(m: WindowMetrics, gpu: GpuStatic) -> float | None:
     return 1000.0 * m.power_w / gpu.power_limit_mw
 
 
-def _without_gpm(m: WindowMetrics, util: float, rx: float, power: float | None,
+def _without_gpm(m: WindowMetrics, gpu: GpuStatic, util: float, rx: float, power: float | None,
                  unseen: list[B]) -> tuple[B, list[B]]:
     """Before Hopper (no GPM), how much of the chip works shows in the power it draws against its limit;
     PCIe traffic comes from the PCIe counters; tensor cores cannot be told from CUDA cores. `unseen`:
@@ -317,46 +313,13 @@ def _without_gpm(m: WindowMetrics, util: float, rx: float, power: float | None,
         return B.underfilled, unseen
     if util < HOST_BOUND_UTIL.value:
         small = None if power is None else power < SMALL_KERNEL_POWER_PER_UTIL.value * util / 100.0
-        return _host_side(m, util, small)
+        return host_side(m, util, small)
     if (m.mem_util_pct or 0.0) >= MEM_UTIL_BUSY.value:
         return B.memory_bound, unseen
+    copying = [B.h2d_copy_bound] if (copy_time_share(rx, gpu) or 0.0) >= COPY_TIME_SHARE.value else []
     if power is None:
-        return B.compute_bound, [B.memory_bound, B.tensor_cores_idle, B.underfilled, *unseen]
-    return B.compute_bound, [B.tensor_cores_idle, *unseen]
-
-
-def _host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, list[B]]:
-    """The GPU idles a quarter of the time or more: which host-side cause (see the module doc).
-    `small`: the kernels that run cover under half the SMs (None: cannot tell)."""
-    if (m.iowait_pct or 0.0) >= IOWAIT.value:
-        return B.input_starved, []
-    hot = (m.top_thread_pct or 0.0) >= HOT_THREAD.value
-    launch = [B.launch_bound] if hot and small is None else []
-    reads = m.read_mb_per_s
-    if reads is None or reads < INPUT_READ.value:
-        on_gpu = m.gpu_process_cpu_pct if m.gpu_process_cpu_pct is not None else m.workload_cpu_pct
-        per_process = (on_gpu or 0.0) / max(1.0, m.job_gpu_processes or 1.0)
-        if (m.pcie_tx_mib_per_s or 0.0) >= HOST_READS_BACK.value or saves_to_storage(m.write_mb_per_s):
-            return B.host_bound, [B.sync_bound, *launch]
-        if per_process >= HOST_PARALLEL_CPU.value:
-            return B.host_bound, [B.input_starved, *launch]
-    # a training loop launches its backward from autograd's own thread: one core's launching split between two
-    launching = hot or (m.gpu_process_cpu_pct or 0.0) / max(1.0, m.job_gpu_processes or 1.0) >= HOT_THREAD.value
-    if launching and small:
-        return B.launch_bound, [B.input_starved, B.sync_bound]
-    if helpers_busy(m.workload_cpu_pct, m.gpu_process_cpu_pct):  # a process spinning in a sync is at 100%
-        spinning = (m.gpu_process_cpu_pct or 0.0) >= HOT_THREAD.value
-        return B.input_starved, [B.sync_bound] if spinning else []
-    if reads is not None and reads >= INPUT_READ.value:
-        return B.input_starved, [B.sync_bound, *launch]
-    if reads is None and util < GPU_MOSTLY_IDLE_UTIL.value:  # no process data: the GPU mostly idle
-        return B.input_starved, [*launch, B.sync_bound]
-    if hot and util < GPU_MOSTLY_IDLE_UTIL.value:
-        # a thread at full speed while the GPU has next to nothing to run is not waiting on it (a sync waits only
-        # as long as the GPU works): it makes the next batch itself (decoding, augmenting on the training thread)
-        return B.input_starved, [B.host_bound, B.sync_bound, *launch]
-    # nothing read: a thread waiting in synchronizations (or spinning in one) before host work
-    return B.sync_bound, [B.input_starved, *launch]
+        return B.compute_bound, [B.memory_bound, B.tensor_cores_idle, B.underfilled, *copying, *unseen]
+    return B.compute_bound, [B.tensor_cores_idle, *copying, *unseen]
 
 
 # the thresholds each label rests on, for the catalog
@@ -365,13 +328,14 @@ LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
     B.contended: (IDLE_UTIL,),
     B.vram_pressure: (ALLOC_CHURN, VRAM_PRESSURE, UNDERFILLED_UTIL, SM_GAPS_PER_UTIL),
     B.throttled: (THROTTLED_SHARE, POWER_LIMIT_LOWERED),
-    B.h2d_copy_bound: (SM_IDLE, PCIE_RX_BUSY),
+    B.h2d_copy_bound: (SM_IDLE, PCIE_RX_BUSY, COPY_TIME_SHARE),
     B.underfilled: (UNDERFILLED_UTIL, UNDERFILLED_SM, LIGHT_POWER),
     B.input_starved: (HOST_BOUND_UTIL, IOWAIT, INPUT_READ, INPUT_HELPERS_CPU, GPU_MOSTLY_IDLE_UTIL, HOT_THREAD),
     B.launch_bound: (HOST_BOUND_UTIL, HOT_THREAD, SMALL_KERNEL_SM_PER_UTIL, SMALL_KERNEL_OCC_PER_UTIL,
                      SMALL_KERNEL_POWER_PER_UTIL),
     B.sync_bound: (HOST_BOUND_UTIL, INPUT_READ),
-    B.host_bound: (HOST_BOUND_UTIL, HOST_READS_BACK, HOST_WRITES, HOST_PARALLEL_CPU, INPUT_READ),
+    B.host_bound: (HOST_BOUND_UTIL, HOST_READS_BACK, HOST_WRITES, HOST_PARALLEL_CPU, INPUT_READ, MAIN_THREAD_WAITS,
+                   HOT_THREAD),
     B.compute_bound: (SM_LOW, TENSOR_BUSY, SM_GAPS_PER_UTIL),
     B.memory_bound: (SM_LOW, DRAM_BUSY, MEM_UTIL_BUSY, CUDA_MATH_BUSY),
     B.tensor_cores_idle: (SM_BUSY, TENSOR_IDLE, DRAM_BUSY, CUDA_MATH_BUSY),

@@ -8,11 +8,14 @@ unless the profiled window is not the run: a window whose GPU-Util is far from t
 steady run (the profiler starved the workload, or it caught a phase of its own), or a verdict the
 trace itself is unsure of (a short window, a truncated file), does not override a decided sampler
 verdict, whatever it says; a window that ended before the steady run began (a warm-up before the
-workload's first step) overrides no sampler verdict, decided or not.
+workload's first step) overrides no sampler verdict, decided or not. A host_bound verdict that rests
+on a thread beside the main one (busy while the main thread waits) stands against a trace's
+input_starved: the trace sees the launching thread wait, not what for.
 """
 
 from __future__ import annotations
 
+from gputriage.diagnosis.host_side import beside_main
 from gputriage.model.bottleneck import HOST_BOUND
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
@@ -64,6 +67,10 @@ def merge(sampler: GpuVerdict | None, trace: TraceVerdict | None,
         return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
                              why=f"the trace is unsure of its {t.value} (confidence {trace.confidence:.2f}: a short "
                                  "or cut window): the sampler's verdict stands")
+    if s == B.host_bound and t == B.input_starved and sampler is not None and beside_main(sampler.evidence):
+        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
+                             why="the trace sees the launching thread wait outside framework ops; the sampler saw what "
+                                 "for: another thread of the process busy while the main thread waited")
     why = (f"the sampler could not tell {' from '.join(b.value for b in undecided)} apart; the trace says {t.value}"
            if undecided else "the trace attributes each idle gap and each kernel")
     return MergedVerdict(bottleneck=t, source="trace", sampler=s, trace=t, why=why, profiler_starved=starved,

@@ -8,6 +8,8 @@ they arrive, say when to ask it for a window:
   one second and another in the next: the host's work is the steady state).
 - `on`: ask at the steady state; with no GPU sampled, at once; when no steady state shows within
   MAX_WAIT_S of a GPU first computing, then (a run that keeps changing still gets its window).
+- A GPU is in use from the window in which it computes (GPU-Util or SM activity >= 1%), or in which it
+  holds the workload's memory once the workload has reported a step (a host-bound loop can read 0%).
 - `auto`: ask in a steady state only where the sampler cannot decide — the labels of most of its
   windows leave another cause possible (a host-side cause the counters cannot tell apart; tensor
   cores or small kernels on a GPU without GPM; a collective on GPUs whose links are not counted),
@@ -29,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gputriage.diagnosis.classify import label
+from gputriage.diagnosis.run_verdict import WORKLOAD_VRAM_BYTES
 from gputriage.model.bottleneck import HOST_BOUND
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
@@ -62,7 +65,8 @@ class _Gpu:
     history: list[tuple[float, float, float]] = field(default_factory=list)  # (t0, t1, GPU-Util)
     regime: str | None = None  # the steady state the GPU is in now (`_family` of its labels); None: not steady
     steady_from: float | None = None  # when it began
-    computed_at: float | None = None
+    computed_at: float | None = None  # when it was first in use: computing, or holding the workload's memory
+    first_used_bytes: float | None = None
     reference_util: float | None = None  # median GPU-Util of the steady state the first window was asked in
 
 
@@ -84,7 +88,9 @@ class ProfileGate:
         if w.util_pct is not None:
             g.history.append((w.t0_s, w.t1_s, w.util_pct))
             del g.history[:-HISTORY]
-        if g.computed_at is None and (w.util_pct or 0.0) < IN_USE_PCT and (w.sm_active_pct or 0.0) < IN_USE_PCT:
+        if g.first_used_bytes is None and w.used_bytes is not None:
+            g.first_used_bytes = w.used_bytes
+        if g.computed_at is None and not self._in_use(g, w):
             return
         if g.computed_at is None:
             g.computed_at = w.t0_s
@@ -95,6 +101,14 @@ class ProfileGate:
             g.regime = None
         elif g.regime != _family(b):
             g.regime, g.steady_from = _family(b), w.t0_s
+
+    def _in_use(self, g: _Gpu, w: WindowMetrics) -> bool:
+        """The workload is at its work on this GPU: it computes there, or it holds memory there and has reported a
+        step (a loop whose GPU waits on the host nearly all the time reads GPU-Util 0%)."""
+        if (w.util_pct or 0.0) >= IN_USE_PCT or (w.sm_active_pct or 0.0) >= IN_USE_PCT:
+            return True
+        grew = (w.used_max_bytes or 0.0) - (g.first_used_bytes or 0.0) >= WORKLOAD_VRAM_BYTES
+        return grew and self.first_step_s is not None
 
     def first(self, now_s: float) -> str | None:
         """Why to ask for the first window now; None: not (yet, or under `auto`, at all)."""

@@ -21,6 +21,7 @@ from gputriage.diagnosis.run_findings import (
 from gputriage.diagnosis.run_verdict import WORKLOAD_VRAM_BYTES, gpu_verdict
 from gputriage.diagnosis.throughput import throughput
 from gputriage.diagnosis.trace_findings import as_profiler_artefact
+from gputriage.diagnosis.vram_growth import vram_growing
 from gputriage.model.bottleneck import HOST_BOUND
 from gputriage.model.finding import Finding, triage_order
 from gputriage.model.numbers import median
@@ -155,6 +156,10 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
             edges = idle_edges(v, ended - started)
             if edges is not None:
                 findings.append(edges)
+        growing = vram_growing(v, rec.windows.series[i], static.get(i, GpuStatic()), started, ended) \
+            if early is None else None
+        if growing is not None:
+            findings.append(growing)
     findings += host_findings(rec.windows.host)
     if oom is not None:
         findings.append(oom)

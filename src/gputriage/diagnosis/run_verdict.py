@@ -19,16 +19,10 @@ from gputriage.diagnosis.bottlenecks import (
     HOST_WRITES_DECISION,
     INPUT_WORKERS_DECISION,
     MEMORY_LATENCY,
+    OTHER_THREAD_DECISION,
 )
-from gputriage.diagnosis.classify import (
-    TENSOR_BUSY,
-    computes,
-    helpers_busy,
-    helpers_cpu,
-    label,
-    saves_to_storage,
-    waits_on_latency,
-)
+from gputriage.diagnosis.classify import TENSOR_BUSY, computes, label, waits_on_latency
+from gputriage.diagnosis.host_side import beside_main, helpers_busy, helpers_cpu, saves_to_storage
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
@@ -133,6 +127,8 @@ def decision_of(b: B, m: dict[str, float]) -> str:
         return MEMORY_LATENCY
     if b == B.host_bound and saves_to_storage(m.get("write_mb_per_s")):
         return HOST_WRITES_DECISION
+    if b == B.host_bound and beside_main(m) is not None:
+        return OTHER_THREAD_DECISION
     if b == B.input_starved and helpers_busy(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")):
         return INPUT_WORKERS_DECISION
     if b != B.compute_bound:
@@ -165,6 +161,12 @@ def describe(b: B, m: dict[str, float]) -> str:
         helpers = helpers_cpu(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")) or 0.0
         return (f"GPU-Util {f('util_pct')} while the workload's processes without a GPU context (DataLoader workers) "
                 f"run on {helpers:.0f}% of a core and it reads {f('read_mb_per_s', ' MB/s')} from files")
+    beside = beside_main(m) if b == B.host_bound else None
+    if beside is not None:
+        return (f"GPU-Util {f('util_pct')} while a thread beside the main one runs at {beside:.0f}% of a core and "
+                f"the main thread at {f('gpu_main_thread_pct')}: it holds the interpreter lock the launching thread "
+                f"needs, or makes its input in the same process (the workload reads {f('read_mb_per_s', ' MB/s')} "
+                "from files)")
     if b == B.memory_bound and waits_on_latency(m.get("dram_active_pct"), m.get("cuda_math_active_pct")):
         return (f"SM activity {f('sm_active_pct')} with the math pipes idle (CUDA cores "
                 f"{f('cuda_math_active_pct')}, tensor {f('tensor_active_pct')}) and DRAM at {f('dram_active_pct')} "

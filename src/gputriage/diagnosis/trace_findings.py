@@ -64,6 +64,25 @@ SLOW_GEMMS = FindingSpec(
              "which sees both); compare with `gputriage bench`",
     condition="a tensor-core GEMM of >= 100 µs taking >= 20% of kernel time reaches < 50% of the datasheet rate",
     thresholds=(SLOW_GEMM, SLOW_GEMM_MIN_US, SLOW_GEMM_SHARE))
+PAGEABLE_COPY_CAUSE = ("Copies from pageable memory are staged through a driver buffer and run at a fraction of the "
+                       "link's speed, and they block the host")
+# copies from pinned memory with little compute to overlap them with: the link is the limit
+LINK_COPY_CAUSE = "The copies come from pinned memory at the link's speed, with little compute to overlap them with"
+LINK_COPY_DECISION = ("The link is the limit: send fewer bytes (uint8/bf16 on the wire, decode on the GPU), or keep "
+                      "the data on the GPU between steps")
+# copies from pinned memory that no kernel runs beside, beside compute they could overlap
+PINNED_COPY_CAUSE = ("The copies come from pinned memory at the link's speed, but no kernel runs beside them: they "
+                     "take turns with the compute on one stream, and the SMs idle while data crosses the link")
+PINNED_COPY_DECISION = ("Overlap the copies with compute: copy the next batch on a side stream while this one computes "
+                        "(non_blocking=True, an event the compute stream waits on, as a prefetcher does), or keep the "
+                        "data on the GPU; send fewer bytes (uint8/bf16 on the wire, decode on the GPU)")
+# slow GEMMs whose kernel was built for an older GPU generation than the one it runs on
+OLDER_ARCH_CAUSE = ("The GEMM kernel was built for an older GPU generation ({older}): it cannot use this GPU's "
+                    "tensor-core instructions (Hopper's wgmma), so it runs at a fraction of the rate — the library has "
+                    "no kernel of this GPU's generation for this op and dtype (torch._int_mm's int8 on Hopper)")
+OLDER_ARCH_DECISION = ("Use an op with kernels for this GPU: fp8 through torch._scaled_mm on Hopper and newer, or a "
+                       "quantization library's kernels for this generation; update PyTorch (cuBLAS, CUTLASS); "
+                       "`gputriage bench` shows what the GPU reaches")
 FP64_GEMMS = FindingSpec(
     id="trace.fp64_gemms", step=2, severity=Severity.info, commands=TRACE, needs=("trace",),
     symptom="Double-precision GEMMs take much of the window",
@@ -125,15 +144,19 @@ def findings(r: RankAnalysis, verdict: TraceVerdict, spec: GpuSpec | None = None
     copies = pageable + a.busy_of(kk.H2D_PINNED) + a.busy_of(kk.D2H_PINNED)
     if pct(pageable) >= PAGEABLE_MIN.value or pct(copies) >= FINDING_MIN.value:
         d2h = d2h_us(a)
+        pageable_warns = pct(pageable) >= PAGEABLE_MIN.value
+        # pinned copies that take turns with compute: overlapping them saves the shorter of the two
+        overlap_gain = min(pct(copies), pct(a.busy_us - copies))
         out.append(SPECS[B.h2d_copy_bound].finding(
             {"copies_pct": pct(copies), "pageable_pct": pct(pageable), "h2d_pinned_pct": pct(a.busy_of(kk.H2D_PINNED)),
              "d2h_pct": pct(d2h)}, subject=subject,
-            severity=Severity.warn if pct(pageable) >= PAGEABLE_MIN.value else Severity.info,
+            severity=Severity.warn if pageable_warns or overlap_gain >= FINDING_MIN.value else Severity.info,
             symptom=f"Host↔device copies take {pct(copies)}% of the window ({pct(pageable)}% from pageable memory, "
                     f"{pct(d2h)}% device to host)",
-            cause="Copies from pageable memory are staged through a driver buffer and run at a fraction of the link's "
-                  "speed, and they block the host",
-            decision=D2H_COPY_DECISION if mostly_d2h(a) else None))
+            cause=PAGEABLE_COPY_CAUSE if pageable_warns else
+            PINNED_COPY_CAUSE if overlap_gain >= FINDING_MIN.value else LINK_COPY_CAUSE,
+            decision=D2H_COPY_DECISION if mostly_d2h(a) else None if pageable_warns else
+            PINNED_COPY_DECISION if overlap_gain >= FINDING_MIN.value else LINK_COPY_DECISION))
     gemm_other = a.busy_of(kk.GEMM_OTHER)
     if pct(gemm_other) >= FINDING_MIN.value:
         names = [k.name[:60] for k in r.kernels if k.kind == kk.GEMM_OTHER][:2]
@@ -213,16 +236,35 @@ def _slow_gemm(r: RankAnalysis, spec: GpuSpec | None, subject: str) -> Finding |
     if spec is None:
         return None
     for k in r.kernels:
-        peak = spec.tflops(peak_dtype(k.kind, k.dtype or ""))
+        dtype = peak_dtype(k.kind, k.dtype or "")
+        peak, unit = spec.tflops(dtype), "TOPS" if dtype == "int8" else "TFLOP/s"
         rate = k.achieved_tflops
         if (k.kind == kk.GEMM_TC and peak and rate and k.median_us >= SLOW_GEMM_MIN_US.value
                 and k.pct_of_kernel_time >= SLOW_GEMM_SHARE.value and 100 * rate / peak < SLOW_GEMM.value):
+            older = _older_arch(k.name, spec)
             return SLOW_GEMMS.finding(
                 {"kernel": k.name[:80], "achieved_tflops": rate, "datasheet_tflops": peak, "median_us": k.median_us,
-                 "pct_of_kernel_time": k.pct_of_kernel_time}, subject=subject,
-                symptom=f"Large tensor-core GEMMs reach {rate:.0f} TFLOP/s, {100 * rate / peak:.0f}% of the "
-                        f"{spec.name}'s {peak:g}")
+                 "pct_of_kernel_time": k.pct_of_kernel_time} | ({"built_for": older} if older else {}),
+                subject=subject,
+                symptom=f"Large tensor-core GEMMs reach {rate:.0f} {unit}, {100 * rate / peak:.0f}% of the "
+                        f"{spec.name}'s {peak:g}" + (" for int8" if unit == "TOPS" else ""),
+                cause=OLDER_ARCH_CAUSE.format(older=older) if older else None,
+                decision=OLDER_ARCH_DECISION if older else None)
     return None
+
+
+def _older_arch(kernel: str, spec: GpuSpec) -> str | None:
+    """Where a kernel built for an older GPU generation runs on Hopper or newer (which it cannot use the tensor-core
+    instructions of): what the name says, e.g. 'sm_80 code on compute capability 9.0'."""
+    cc = str(spec.data.get("compute_capability") or "")
+    built = kk.kernel_arch(kernel)
+    try:
+        major = int(cc.split(".")[0])
+    except ValueError:
+        return None
+    if built is None or major < 9 or ("forwardCompat" not in kernel and built >= 10 * major):
+        return None
+    return f"{'sm_' + str(built) if built else 'forward-compatible'} code on compute capability {cc}"
 
 
 def as_profiler_artefact(f: Finding, why: str) -> Finding:

@@ -3,7 +3,10 @@
 A GPU that idles is not the limit, so idle time is judged first: when the GPU idles at least 25% of
 the window, the verdict is the largest idle cause (launch → launch_bound, sync → sync_bound, host
 computation in framework ops or after reading a result back → host_bound, other host work →
-input_starved, allocator → vram_pressure). Otherwise it is the largest busy kind:
+input_starved, allocator → vram_pressure). Host↔device copies that run with no kernel beside them
+leave the SMs idle too: where idle time and such copies together reach 25% of the window and the
+copies outweigh every idle cause, the verdict is h2d_copy_bound (pinned batches copied on the compute
+stream before each step: 47% of the window). Otherwise it is the largest busy kind:
 tensor-core GEMMs and attention → compute_bound, GEMMs on CUDA cores → tensor_cores_idle, fp64
 GEMMs → compute_bound (the precision the code asks for; on A100, H100, H200 and B200 they run on
 the fp64 tensor cores, `trace.fp64_gemms` says what lower precision would give),
@@ -43,6 +46,7 @@ BUSY_TO = {kk.GEMM_TC: B.compute_bound, kk.ATTENTION: B.compute_bound, kk.GEMM_O
            kk.H2D_PAGEABLE: B.h2d_copy_bound, kk.H2D_PINNED: B.h2d_copy_bound, kk.D2H_PAGEABLE: B.h2d_copy_bound,
            kk.D2H_PINNED: B.h2d_copy_bound, kk.D2D: B.memory_bound, kk.MEMCPY_OTHER: B.h2d_copy_bound,
            kk.MEMSET: B.memory_bound}
+COPIES = (kk.H2D_PAGEABLE, kk.H2D_PINNED, kk.D2H_PAGEABLE, kk.D2H_PINNED, kk.MEMCPY_OTHER)
 # the shared decisions, but for a window in which the GPU did nothing
 DECISION = DECISIONS | {B.idle: "The GPU did nothing in the profiled window: profile the steady state"}
 
@@ -101,12 +105,15 @@ def decide(a: Anatomy, complete: bool = True, memory_roof_us: dict[str, float] |
         if slow:
             busy_shares[B.memory_bound] = busy_shares.get(B.memory_bound, 0.0) + 100 * slow / w
     idle_verdict = False
+    copying = 100 * sum(a.busy_of(k) for k in COPIES) / w  # the SMs idle while a copy runs alone
     if a.busy_us <= 0:
         verdict, share = B.idle, 100.0
     elif idle_pct >= IDLE_VERDICT.value and shares:
         verdict = max(shares, key=lambda k: shares[k])
         share = shares[verdict]
         idle_verdict = True
+    elif idle_pct + copying >= IDLE_VERDICT.value and copying >= max(shares.values(), default=0.0):
+        verdict, share = B.h2d_copy_bound, copying
     elif 100 * a.underfilled_us / a.busy_us >= UNDERFILLED_BUSY.value:
         verdict, share = B.underfilled, 100 * a.underfilled_us / w
     else:

@@ -55,6 +55,7 @@ class WorkloadSample(msgspec.Struct, kw_only=True, omit_defaults=True):
     cpu_pct: Optional[float] = None  # all its processes, % of one core
     gpu_process_cpu_pct: Optional[float] = None  # those of its processes that hold a context on a sampled GPU
     top_thread_pct: Optional[float] = None  # its busiest thread, % of one core
+    gpu_main_thread_pct: Optional[float] = None  # the busiest main thread of its processes holding a GPU context
     rss_bytes: Optional[int] = None
     read_bytes_per_s: Optional[float] = None  # from storage
     write_bytes_per_s: Optional[float] = None
@@ -69,7 +70,8 @@ class WorkloadSample(msgspec.Struct, kw_only=True, omit_defaults=True):
     cuda_mallocs_total: Optional[float] = None
     cuda_frees_total: Optional[float] = None
     ooms_total: Optional[float] = None  # out-of-memory errors raised
-    allocator_reserved_bytes: Optional[float] = None
+    allocator_reserved_bytes: Optional[float] = None  # what the allocator holds from the driver
+    allocator_allocated_bytes: Optional[float] = None  # what the workload's tensors hold of it
     oom_requested_bytes: Optional[float] = None  # the largest allocation that failed
     oom_free_bytes: Optional[float] = None  # what the GPU had free then
 

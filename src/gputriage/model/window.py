@@ -15,10 +15,11 @@ GPU_FIELDS = ("util_pct", "util_max_pct", "mem_util_pct", "sm_active_pct", "sm_a
               "neighbours", "job_computing")
 # The host's and the workload's figures of a window (the same for every GPU)
 HOST_FIELDS = ("max_core_pct", "iowait_pct", "swap_in_pages_per_s", "swap_in_max_pages_per_s", "workload_cpu_pct",
-               "gpu_process_cpu_pct", "read_mb_per_s", "write_mb_per_s", "top_thread_pct", "workload_vram_max_bytes",
-               "workload_rss_max_bytes", "mem_available_min_bytes", "job_gpu_processes", "job_gpus", "steps_total",
-               "samples_total", "tokens_total", "progress_dt_s", "cuda_frees_per_s", "alloc_retries_per_s",
-               "ooms_total", "oom_requested_bytes", "allocator_reserved_bytes")
+               "gpu_process_cpu_pct", "read_mb_per_s", "write_mb_per_s", "top_thread_pct", "gpu_main_thread_pct",
+               "workload_vram_max_bytes", "workload_rss_max_bytes", "mem_available_min_bytes", "job_gpu_processes",
+               "job_gpus", "steps_total", "samples_total", "tokens_total", "progress_dt_s", "cuda_frees_per_s",
+               "alloc_retries_per_s", "ooms_total", "oom_requested_bytes", "allocator_reserved_bytes",
+               "allocator_allocated_bytes")
 
 
 class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -58,6 +59,7 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
     read_mb_per_s: Optional[float] = None  # the workload's reads (rchar): files, pipes, sockets
     write_mb_per_s: Optional[float] = None  # the workload's writes to storage (write_bytes): checkpoints, dumps
     top_thread_pct: Optional[float] = None
+    gpu_main_thread_pct: Optional[float] = None  # the main thread of the processes holding a GPU context
     workload_vram_max_bytes: Optional[float] = None
     workload_rss_max_bytes: Optional[float] = None
     mem_available_min_bytes: Optional[float] = None  # the host's MemAvailable, lowest in the window
@@ -73,6 +75,7 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
     ooms_total: Optional[float] = None  # out-of-memory errors raised so far
     oom_requested_bytes: Optional[float] = None  # the largest allocation that failed
     allocator_reserved_bytes: Optional[float] = None  # what the allocator holds from the driver
+    allocator_allocated_bytes: Optional[float] = None  # what the workload's tensors hold of it
 
     @property
     def duration_s(self) -> float:

@@ -91,7 +91,7 @@ def _anatomy(a: Anatomy, console: Console) -> None:
 
 def _rate(k: KernelRow) -> str:
     if k.achieved_tflops and k.kind.startswith("gemm"):
-        return f"{k.achieved_tflops:.0f} TF/s"
+        return f"{k.achieved_tflops:.0f} {'TOPS' if k.dtype == 'signed char' else 'TF/s'}"
     if k.achieved_gbs:
         return f"{k.achieved_gbs:.0f} GB/s"
     return f"{k.achieved_tflops:.1f} TF/s" if k.achieved_tflops else ""

@@ -13,6 +13,8 @@ from typing import Any
 
 from gputriage import allocator_counters, progress
 
+SUMMED = ("retries", "cuda_mallocs", "cuda_frees", "ooms", "reserved_bytes", "allocated_bytes")  # over processes
+
 
 class _Mapped:
     """The float64 views of every file of one kind (`prefix`) in the folder."""
@@ -69,7 +71,8 @@ class ProgressReader:
         views = [v for v in views if v[7] > 0]  # a process that has read its allocator at least once
         if not views:
             return None
-        out = {name: sum(v[i] for v in views) for i, name in enumerate(allocator_counters.FIELDS[:5])}
+        out = {name: sum(v[i] for v in views) for i, name in enumerate(allocator_counters.FIELDS)
+               if name in SUMMED}
         largest = max(views, key=lambda v: v[5])  # the largest allocation that failed, and what was free then
         out["oom_requested_bytes"], out["oom_free_bytes"] = largest[5], largest[6]
         return out

@@ -159,6 +159,7 @@ class ProcessTreeReader:
             if on_gpu and not first:  # the CPU of the processes that drive the GPUs, apart from their helpers
                 g = rates({k: prev[k] for k in on_gpu}, {k: seen[k] for k in on_gpu}, dt)
                 fields["gpu_process_cpu_pct"] = round(g.cpu_pct, 1)
+                fields["gpu_main_thread_pct"] = round(g.main_thread_pct, 1)
         return WorkloadSample(**fields)
 
     def gpu_processes(self) -> tuple[list[GpuProcess], list[GpuProcess]]:
@@ -193,7 +194,7 @@ def _allocator_fields(alloc: dict[str, float]) -> dict[str, float | None]:
     failed = alloc["oom_requested_bytes"] > 0
     return {"alloc_retries_total": alloc["retries"], "cuda_mallocs_total": alloc["cuda_mallocs"],
             "cuda_frees_total": alloc["cuda_frees"], "ooms_total": alloc["ooms"],
-            "allocator_reserved_bytes": alloc["reserved_bytes"],
+            "allocator_reserved_bytes": alloc["reserved_bytes"], "allocator_allocated_bytes": alloc["allocated_bytes"],
             "oom_requested_bytes": alloc["oom_requested_bytes"] if failed else None,
             "oom_free_bytes": alloc["oom_free_bytes"] if failed else None}
 

@@ -217,6 +217,7 @@ def host_values(bucket: list[Sample], before: Sample | None = None) -> dict[str,
     put("read_mb_per_s", (w.rchar_bytes_per_s / 1e6 if w.rchar_bytes_per_s is not None else None for w in work))
     put("write_mb_per_s", (w.write_bytes_per_s / 1e6 if w.write_bytes_per_s is not None else None for w in work))
     put("top_thread_pct", (w.top_thread_pct for w in work))
+    put("gpu_main_thread_pct", (w.gpu_main_thread_pct for w in work))
     put("workload_vram_max_bytes", (w.vram_bytes for w in work), _max)
     put("workload_rss_max_bytes", (w.rss_bytes for w in work), _max)
     put("mem_available_min_bytes", (h.mem_available_bytes for h in hosts), min)
@@ -226,6 +227,7 @@ def host_values(bucket: list[Sample], before: Sample | None = None) -> dict[str,
     put("ooms_total", (w.ooms_total for w in work), _max)
     put("oom_requested_bytes", (w.oom_requested_bytes for w in work), _max)
     put("allocator_reserved_bytes", (w.allocator_reserved_bytes for w in work))
+    put("allocator_allocated_bytes", (w.allocator_allocated_bytes for w in work))
     out.update(_allocator_rates(bucket, before))
     # float32 columns: a time as seconds after the window's start (unix seconds would lose minutes)
     put("progress_dt_s", (s.t_s - bucket[0].t_s for s in bucket

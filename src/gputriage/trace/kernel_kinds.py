@@ -57,5 +57,20 @@ def kind_of_memcpy(name: str) -> str:
     return MEMCPY_OTHER
 
 
+_ARCH = re.compile(r"(?:^|[^a-z0-9])(?:sm_?|cutlass_)(\d{2,3})_|(ampere|volta|turing)_|(forwardCompat)", re.I)
+_ARCH_NAMES = {"volta": 70, "turing": 75, "ampere": 80}
+
+
+def kernel_arch(name: str) -> int | None:
+    """The GPU generation a kernel was built for, where its name says (sm80_xmma_…: 80, ampere_…: 80;
+    CUTLASS's forwardCompat kernels: 0, an older generation than the GPU's); None when it does not."""
+    m = _ARCH.search(name)
+    if m is None:
+        return None
+    if m.group(1):
+        return int(m.group(1))
+    return _ARCH_NAMES[m.group(2).lower()] if m.group(2) else 0
+
+
 def uses_tensor_cores(kind: str) -> bool:
     return kind in (GEMM_TC, ATTENTION)

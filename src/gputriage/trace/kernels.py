@@ -19,11 +19,13 @@ from gputriage.trace.load import KERNEL, Columns
 
 def peak_dtype(kind: str, op_dtype: str) -> str:
     """Which datasheet rate bounds a kernel: tensor-core kernels by their operands' dtype (fp32 operands
-    on tensor cores mean TF32), everything else the fp32 CUDA-core rate."""
+    on tensor cores mean TF32, int8 ones the INT8 rate in TOPS), everything else the fp32 CUDA-core rate."""
     if kind not in (kk.GEMM_TC, kk.ATTENTION):
         return "fp32"
     if "Float8" in op_dtype:
         return "fp8"
+    if op_dtype == "signed char":  # int8 operands (torch._int_mm): the datasheet's INT8 TOPS
+        return "int8"
     if op_dtype == "c10::Half":
         return "fp16"
     if op_dtype == "float":

@@ -12,7 +12,8 @@ DTYPE_BYTES = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "lon
 
 
 GEMM_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
-            "aten::_scaled_mm"}
+            "aten::_scaled_mm", "aten::_int_mm"}
+OUT_DTYPE = {"aten::_int_mm": "int"}  # int8 operands, int32 result
 
 
 def _numel(dims: Any) -> int:
@@ -42,7 +43,7 @@ def op_cost(name: str, dims: Any, types: Any) -> tuple[float, float, str]:
             else:
                 flops = 2.0 * _numel(a[:-1]) * a[-1] * b[-1]
             out_elems = _numel(a[:-1]) * (b[0] if name == "aten::linear" else b[-1])
-            nbytes += out_elems * DTYPE_BYTES.get(dtype, 4)
+            nbytes += out_elems * DTYPE_BYTES.get(OUT_DTYPE.get(name, dtype), 4)
         elif tensors:
             out = max(_numel(d) for d, _ in tensors)
             flops = float(out)  # ~one operation per output element

@@ -1,0 +1,118 @@
+"""Which host-side cause keeps the GPU waiting, in a window whose GPU idles a quarter of the time or more
+(the rules in `classify`'s docstring, "The GPU idles a quarter of the time or more"): from the workload's
+CPU (its processes holding a GPU context apart from their helpers, their busiest and main threads), what
+it reads from files and writes to storage, and what it reads back from the GPU."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from gputriage.diagnosis.thresholds import H200_RECORDINGS, IOWAIT
+from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.finding import Threshold
+from gputriage.model.window import WindowMetrics
+
+GPU_MOSTLY_IDLE_UTIL = Threshold("mostly_idle_util_pct", 30.0, "%",
+                                 "GPU-Util under which the GPU idles most of the time",
+                                 f"{H200_RECORDINGS}: input-starved loops at 10-25%")
+HOT_THREAD = Threshold("hot_thread_pct", 85.0, "% of a core", "a workload thread this busy is saturated",
+                       f"{H200_RECORDINGS}: launch-bound loops 95-100%")
+HOST_READS_BACK = Threshold("host_reads_back_mib_per_s", 100.0, "MiB/s",
+                            "device-to-host traffic (PCIe TX) that says the host copies results back to compute on "
+                            "them", f"{H200_RECORDINGS}: numpy statistics on an activation 220-260 MiB/s, a CPU "
+                            "optimizer 1,070 MiB/s; .item() syncs and launch-bound loops 5-18 MiB/s")
+HOST_WRITES = Threshold("host_writes_mb_per_s", 100.0, "MB/s",
+                        "the workload's writes to storage that say it saves (checkpoints, dumps) while the GPU waits",
+                        f"{H200_RECORDINGS}: a 1.6 GB checkpoint every 10 steps 300-800 MB/s; training and "
+                        "inference loops under 1 MB/s")
+INPUT_HELPERS_CPU = Threshold("input_helpers_cpu_pct", 100.0, "% of a core",
+                              "the CPU of the workload's processes without a GPU context (DataLoader workers) that "
+                              "says they make the input the GPU waits for",
+                              f"judgement, a worker busy all the time; {H200_RECORDINGS}: 4 workers augmenting "
+                              "in-memory images 340% (the training process 8%), an idle loader's workers 5%")
+MAIN_THREAD_WAITS = Threshold("main_thread_waits_pct", 50.0, "% of a core",
+                              "the main thread of a process holding a GPU context under which it is not the one "
+                              "keeping the process busy", "judgement; recorded H200 runs: a Python thread holding "
+                              "the GIL left the main thread at 2%, the launching main thread of a launch-bound loop "
+                              "runs at 58-100%")
+HOST_PARALLEL_CPU = Threshold("host_compute_cpu_pct", 250.0, "% of a core per GPU process",
+                              "the workload's CPU per process holding a GPU context that says it computes on the "
+                              "host in several threads", f"{H200_RECORDINGS}: a CPU AdamW 700%; launch-bound and "
+                              "sync-bound loops 100%, a 2-rank DDP job 100% per rank")
+INPUT_READ = Threshold("input_read_mb_per_s", 20.0, "MB/s",
+                       "the workload's reads (files, pipes, sockets) that say it loads input while the GPU waits",
+                       f"{H200_RECORDINGS}: a file-fed loader 300+ MB/s, a sync-bound loop < 1 MB/s")
+
+
+def helpers_cpu(workload_cpu_pct: float | None, gpu_process_cpu_pct: float | None) -> float | None:
+    """The CPU of the workload's processes without a GPU context (DataLoader workers, helpers); None when the
+    processes on the GPU were not read apart."""
+    if workload_cpu_pct is None or gpu_process_cpu_pct is None:
+        return None
+    return workload_cpu_pct - gpu_process_cpu_pct
+
+
+def beside_main_thread(gpu_process_cpu_pct: float | None, gpu_main_thread_pct: float | None,
+                       job_gpu_processes: float | None) -> float | None:
+    """The CPU (% of a core, per process) of the threads beside the main thread in the processes holding a GPU
+    context, when the main thread waits (under MAIN_THREAD_WAITS) and they run on a core: another Python thread
+    holds the interpreter lock the main thread needs to launch work, or makes its input. Else None."""
+    main, on_gpu = gpu_main_thread_pct, gpu_process_cpu_pct
+    if main is None or on_gpu is None or main >= MAIN_THREAD_WAITS.value:
+        return None
+    beside = on_gpu / max(1.0, job_gpu_processes or 1.0) - main
+    return beside if beside >= HOT_THREAD.value else None
+
+
+def beside_main(evidence: Mapping[str, float]) -> float | None:
+    """`beside_main_thread` from a verdict's evidence."""
+    return beside_main_thread(evidence.get("gpu_process_cpu_pct"), evidence.get("gpu_main_thread_pct"),
+                              evidence.get("job_gpu_processes"))
+
+
+def helpers_busy(workload_cpu_pct: float | None, gpu_process_cpu_pct: float | None) -> bool:
+    """The processes without a GPU context run on a core or more: they make the input the GPU waits for."""
+    helpers = helpers_cpu(workload_cpu_pct, gpu_process_cpu_pct)
+    return helpers is not None and helpers >= INPUT_HELPERS_CPU.value
+
+
+def saves_to_storage(write_mb_per_s: float | None) -> bool:
+    """The workload writes enough to storage that saving (checkpoints, dumps) is what the GPU waits on."""
+    return (write_mb_per_s or 0.0) >= HOST_WRITES.value
+
+
+def host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, list[B]]:
+    """The GPU idles a quarter of the time or more: which host-side cause (see `classify`'s doc).
+    `small`: the kernels that run cover under half the SMs (None: cannot tell)."""
+    if (m.iowait_pct or 0.0) >= IOWAIT.value:
+        return B.input_starved, []
+    hot = (m.top_thread_pct or 0.0) >= HOT_THREAD.value
+    launch = [B.launch_bound] if hot and small is None else []
+    reads = m.read_mb_per_s
+    if reads is None or reads < INPUT_READ.value:
+        on_gpu = m.gpu_process_cpu_pct if m.gpu_process_cpu_pct is not None else m.workload_cpu_pct
+        per_process = (on_gpu or 0.0) / max(1.0, m.job_gpu_processes or 1.0)
+        if (m.pcie_tx_mib_per_s or 0.0) >= HOST_READS_BACK.value or saves_to_storage(m.write_mb_per_s):
+            return B.host_bound, [B.sync_bound, *launch]
+        if per_process >= HOST_PARALLEL_CPU.value:
+            return B.host_bound, [B.input_starved, *launch]
+    # a training loop launches its backward from autograd's own thread: one core's launching split between two
+    launching = hot or (m.gpu_process_cpu_pct or 0.0) / max(1.0, m.job_gpu_processes or 1.0) >= HOT_THREAD.value
+    if launching and small:
+        return B.launch_bound, [B.input_starved, B.sync_bound]
+    if helpers_busy(m.workload_cpu_pct, m.gpu_process_cpu_pct):  # a process spinning in a sync is at 100%
+        spinning = (m.gpu_process_cpu_pct or 0.0) >= HOT_THREAD.value
+        return B.input_starved, [B.sync_bound] if spinning else []
+    if reads is not None and reads >= INPUT_READ.value:
+        return B.input_starved, [B.sync_bound, *launch]
+    # a thread beside the main one busy while the main one waits
+    if beside_main_thread(m.gpu_process_cpu_pct, m.gpu_main_thread_pct, m.job_gpu_processes) is not None:
+        return B.host_bound, []
+    if reads is None and util < GPU_MOSTLY_IDLE_UTIL.value:  # no process data: the GPU mostly idle
+        return B.input_starved, [*launch, B.sync_bound]
+    if hot and util < GPU_MOSTLY_IDLE_UTIL.value:
+        # a thread at full speed while the GPU has next to nothing to run is not waiting on it (a sync waits only
+        # as long as the GPU works): it makes the next batch itself (decoding, augmenting on the training thread)
+        return B.input_starved, [B.host_bound, B.sync_bound, *launch]
+    # nothing read: a thread waiting in synchronizations (or spinning in one) before host work
+    return B.sync_bound, [B.input_starved, *launch]
