@@ -10,7 +10,8 @@ trace itself is unsure of (a short window, a truncated file), does not override 
 verdict, whatever it says; a window that ended before the steady run began (a warm-up before the
 workload's first step) overrides no sampler verdict, decided or not. A host_bound verdict that rests
 on a thread beside the main one (busy while the main thread waits) stands against a trace's
-input_starved: the trace sees the launching thread wait, not what for.
+input_starved: the trace sees the launching thread wait, not what for. Where the sampler was
+undecided, a trace unsure of its verdict settles it only with one of the causes the sampler left open.
 """
 
 from __future__ import annotations
@@ -71,6 +72,12 @@ def merge(sampler: GpuVerdict | None, trace: TraceVerdict | None,
         return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
                              why="the trace sees the launching thread wait outside framework ops; the sampler saw what "
                                  "for: another thread of the process busy while the main thread waited")
+    if undecided and s is not None and trace is not None and trace.confidence < SURE_TRACE.value \
+            and t not in undecided:
+        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
+                             why=f"the trace is unsure of its {t.value} (confidence {trace.confidence:.2f}: a short "
+                                 f"or cut window), which is none of the causes the sampler left open: the sampler's "
+                                 f"{s.value} stands")
     why = (f"the sampler could not tell {' from '.join(b.value for b in undecided)} apart; the trace says {t.value}"
            if undecided else "the trace attributes each idle gap and each kernel")
     return MergedVerdict(bottleneck=t, source="trace", sampler=s, trace=t, why=why, profiler_starved=starved,
