@@ -28,7 +28,9 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
   whose links are not counted (PCIe, the network, GPUs without NVLink counters), a collective is out
   of sight: every label below that its kernels could make without tensor-core math (underfilled,
   memory_bound, tensor_cores_idle, compute_bound on CUDA cores) keeps comm_bound possible.
-- h2d_copy_bound: GPU mostly idle (SM < 30%) while PCIe RX >= 2000 MiB/s.
+- h2d_copy_bound: GPU mostly idle (SM < 30%) while PCIe RX >= 2000 MiB/s — unless input workers run
+  on a core or more while the copies take under a quarter of the time (pinned batches from a
+  DataLoader: the GPU waits for the workers, below).
 - h2d_copy_bound, underfilled possible: SM activity < 50% while PCIe RX says copies run >= 25% of the
   time (against 85% of the link's raw rate, what pinned copies reach): copies that take turns with the
   kernels on one stream leave the SMs idle while GPU-Util reads 100%.
@@ -44,17 +46,19 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
   Which host-side cause, from what the counters can tell apart:
   - input_starved, certain, when iowait >= 10%.
   - host_bound, when the workload reads under 20 MB/s: it computes on the host while the GPU
-    waits. It reads >= 100 MiB/s back from the GPU (PCIe TX: activations or parameters copied to
-    the host each step), or writes >= 100 MB/s to storage (checkpoints saved from the loop), or its
-    processes holding a GPU context run on >= 2.5 cores each (framework ops and numpy on CPU tensors
-    use several threads; a launching or syncing thread is one; without per-process figures, the
-    whole tree's CPU per such process).
+    waits. It reads >= 100 MiB/s back from the GPU (PCIe TX beyond a tenth of PCIe RX, which the
+    copies to the GPU cause by themselves: activations or parameters copied to the host each step),
+    or writes >= 100 MB/s to storage (checkpoints saved from the loop), or its processes holding a
+    GPU context run on >= 2.5 cores each (framework ops and numpy on CPU tensors use several
+    threads; a launching or syncing thread is one; without per-process figures, the whole tree's
+    CPU per such process).
     Possible: sync_bound (a read is a sync), input_starved (in-memory producers).
   - launch_bound: one workload thread >= 85% busy (or each process on the GPU at >= 85% of a core,
     split between threads: a training loop launches its backward from autograd's own thread) and,
     while a kernel runs, it covers under half the SMs (SM activity < 0.5 x GPU-Util) or holds few
     warps (SM occupancy < 0.08 x GPU-Util): kernels too short to cover their launch. The host is busy
-    launching them; an input pipeline or a sync remain possible.
+    launching them; an input pipeline or a sync remain possible. Not where the busy thread is one
+    beside a main thread that waits (below): the main thread launches, and it is not busy.
   Otherwise (kernels that fill the GPU while they run, or no busy thread):
   - input_starved when its processes without a GPU context (DataLoader workers, preprocessing
     helpers) run on a core or more: they make the input the GPU waits for (sync_bound possible only
@@ -97,6 +101,8 @@ from gputriage.diagnosis.host_side import (
     INPUT_HELPERS_CPU,
     INPUT_READ,
     MAIN_THREAD_WAITS,
+    READ_REQUESTS,
+    helpers_busy,
     host_side,
 )
 from gputriage.diagnosis.thresholds import (
@@ -253,7 +259,7 @@ def _after_vram(m: WindowMetrics, gpu: GpuStatic, busy_util: float) -> tuple[B, 
     unseen = [B.comm_bound] if link is None and (m.job_gpus or 0.0) >= 2 else []
     if sm is None:
         return _without_gpm(m, gpu, busy_util, rx, power_share(m, gpu), unseen)
-    if sm < SM_IDLE.value and rx >= PCIE_RX_BUSY.value:
+    if sm < SM_IDLE.value and rx >= PCIE_RX_BUSY.value and copies_explain(m, gpu, rx):
         return B.h2d_copy_bound, []
     copying = copy_time_share(rx, gpu)
     if sm < UNDERFILLED_SM.value and copying is not None and copying >= COPY_TIME_SHARE.value:
@@ -275,6 +281,15 @@ def _after_vram(m: WindowMetrics, gpu: GpuStatic, busy_util: float) -> tuple[B, 
             return B.memory_bound, unseen
         return B.tensor_cores_idle, unseen
     return B.compute_bound, unseen
+
+
+def copies_explain(m: WindowMetrics, gpu: GpuStatic, rx_mib_per_s: float) -> bool:
+    """Copies can be what an idle GPU waits on — unless input workers (processes without a GPU context) are busy
+    while the copies take under COPY_TIME_SHARE of the time: pinned batches cross the link in a few ms, and the
+    GPU waits for the workers that make them."""
+    share = copy_time_share(rx_mib_per_s, gpu)
+    return share is None or share >= COPY_TIME_SHARE.value or not helpers_busy(m.workload_cpu_pct,
+                                                                                m.gpu_process_cpu_pct)
 
 
 def copy_time_share(rx_mib_per_s: float, gpu: GpuStatic) -> float | None:
@@ -307,7 +322,7 @@ def _without_gpm(m: WindowMetrics, gpu: GpuStatic, util: float, rx: float, power
     PCIe traffic comes from the PCIe counters; tensor cores cannot be told from CUDA cores. `unseen`:
     [comm_bound] on a job on several GPUs whose links are not counted."""
     light = power is not None and power < LIGHT_POWER.value
-    if rx >= PCIE_RX_BUSY.value and (light or util < GPU_MOSTLY_IDLE_UTIL.value):
+    if rx >= PCIE_RX_BUSY.value and (light or util < GPU_MOSTLY_IDLE_UTIL.value) and copies_explain(m, gpu, rx):
         return B.h2d_copy_bound, []
     if util >= UNDERFILLED_UTIL.value and light:
         return B.underfilled, unseen
@@ -334,8 +349,8 @@ LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
     B.launch_bound: (HOST_BOUND_UTIL, HOT_THREAD, SMALL_KERNEL_SM_PER_UTIL, SMALL_KERNEL_OCC_PER_UTIL,
                      SMALL_KERNEL_POWER_PER_UTIL),
     B.sync_bound: (HOST_BOUND_UTIL, INPUT_READ),
-    B.host_bound: (HOST_BOUND_UTIL, HOST_READS_BACK, HOST_WRITES, HOST_PARALLEL_CPU, INPUT_READ, MAIN_THREAD_WAITS,
-                   HOT_THREAD),
+    B.host_bound: (HOST_BOUND_UTIL, HOST_READS_BACK, READ_REQUESTS, HOST_WRITES, HOST_PARALLEL_CPU, INPUT_READ,
+                   MAIN_THREAD_WAITS, HOT_THREAD),
     B.compute_bound: (SM_LOW, TENSOR_BUSY, SM_GAPS_PER_UTIL),
     B.memory_bound: (SM_LOW, DRAM_BUSY, MEM_UTIL_BUSY, CUDA_MATH_BUSY),
     B.tensor_cores_idle: (SM_BUSY, TENSOR_IDLE, DRAM_BUSY, CUDA_MATH_BUSY),

@@ -21,6 +21,10 @@ HOST_READS_BACK = Threshold("host_reads_back_mib_per_s", 100.0, "MiB/s",
                             "device-to-host traffic (PCIe TX) that says the host copies results back to compute on "
                             "them", f"{H200_RECORDINGS}: numpy statistics on an activation 220-260 MiB/s, a CPU "
                             "optimizer 1,070 MiB/s; .item() syncs and launch-bound loops 5-18 MiB/s")
+READ_REQUESTS = Threshold("pcie_read_request_share", 0.1, "of PCIe RX",
+                          "PCIe TX that host-to-device copies cause by themselves (the GPU's DMA read requests), "
+                          "not counted as data read back", f"{H200_RECORDINGS}: copies alone 0.060 of RX in four "
+                          "runs with GPM, 0.091 in one without")
 HOST_WRITES = Threshold("host_writes_mb_per_s", 100.0, "MB/s",
                         "the workload's writes to storage that say it saves (checkpoints, dumps) while the GPU waits",
                         f"{H200_RECORDINGS}: a 1.6 GB checkpoint every 10 steps 300-800 MB/s; training and "
@@ -76,6 +80,11 @@ def helpers_busy(workload_cpu_pct: float | None, gpu_process_cpu_pct: float | No
     return helpers is not None and helpers >= INPUT_HELPERS_CPU.value
 
 
+def reads_back(pcie_tx_mib_per_s: float | None, pcie_rx_mib_per_s: float | None) -> float:
+    """Device-to-host traffic (MiB/s) beyond what the host-to-device copies' read requests cause."""
+    return max(0.0, (pcie_tx_mib_per_s or 0.0) - READ_REQUESTS.value * (pcie_rx_mib_per_s or 0.0))
+
+
 def saves_to_storage(write_mb_per_s: float | None) -> bool:
     """The workload writes enough to storage that saving (checkpoints, dumps) is what the GPU waits on."""
     return (write_mb_per_s or 0.0) >= HOST_WRITES.value
@@ -92,12 +101,16 @@ def host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, lis
     if reads is None or reads < INPUT_READ.value:
         on_gpu = m.gpu_process_cpu_pct if m.gpu_process_cpu_pct is not None else m.workload_cpu_pct
         per_process = (on_gpu or 0.0) / max(1.0, m.job_gpu_processes or 1.0)
-        if (m.pcie_tx_mib_per_s or 0.0) >= HOST_READS_BACK.value or saves_to_storage(m.write_mb_per_s):
+        if reads_back(m.pcie_tx_mib_per_s, m.pcie_rx_mib_per_s) >= HOST_READS_BACK.value \
+                or saves_to_storage(m.write_mb_per_s):
             return B.host_bound, [B.sync_bound, *launch]
         if per_process >= HOST_PARALLEL_CPU.value:
             return B.host_bound, [B.input_starved, *launch]
     # a training loop launches its backward from autograd's own thread: one core's launching split between two
     launching = hot or (m.gpu_process_cpu_pct or 0.0) / max(1.0, m.job_gpu_processes or 1.0) >= HOT_THREAD.value
+    # not a thread busy beside a main thread that waits: the main thread launches, and it is not busy
+    beside = beside_main_thread(m.gpu_process_cpu_pct, m.gpu_main_thread_pct, m.job_gpu_processes)
+    launching = launching and beside is None
     if launching and small:
         return B.launch_bound, [B.input_starved, B.sync_bound]
     if helpers_busy(m.workload_cpu_pct, m.gpu_process_cpu_pct):  # a process spinning in a sync is at 100%
@@ -105,8 +118,7 @@ def host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, lis
         return B.input_starved, [B.sync_bound] if spinning else []
     if reads is not None and reads >= INPUT_READ.value:
         return B.input_starved, [B.sync_bound, *launch]
-    # a thread beside the main one busy while the main one waits
-    if beside_main_thread(m.gpu_process_cpu_pct, m.gpu_main_thread_pct, m.job_gpu_processes) is not None:
+    if beside is not None:  # a thread beside the main one busy while the main one waits
         return B.host_bound, []
     if reads is None and util < GPU_MOSTLY_IDLE_UTIL.value:  # no process data: the GPU mostly idle
         return B.input_starved, [*launch, B.sync_bound]

@@ -62,7 +62,8 @@ SLOW_GEMMS = FindingSpec(
           "clocks are held down (power, thermal)",
     decision="Look for other processes on the GPU and clock-event reasons (`gputriage check`, or `gputriage run`, "
              "which sees both); compare with `gputriage bench`",
-    condition="a tensor-core GEMM of >= 100 µs taking >= 20% of kernel time reaches < 50% of the datasheet rate",
+    condition="a tensor-core GEMM of >= 100 µs taking >= 20% of kernel time, not under the memory roof, reaches < 50% "
+              "of the datasheet rate",
     thresholds=(SLOW_GEMM, SLOW_GEMM_MIN_US, SLOW_GEMM_SHARE))
 PAGEABLE_COPY_CAUSE = ("Copies from pageable memory are staged through a driver buffer and run at a fraction of the "
                        "link's speed, and they block the host")
@@ -239,7 +240,7 @@ def _slow_gemm(r: RankAnalysis, spec: GpuSpec | None, subject: str) -> Finding |
         dtype = peak_dtype(k.kind, k.dtype or "")
         peak, unit = spec.tflops(dtype), "TOPS" if dtype == "int8" else "TFLOP/s"
         rate = k.achieved_tflops
-        if (k.kind == kk.GEMM_TC and peak and rate and k.median_us >= SLOW_GEMM_MIN_US.value
+        if (k.kind == kk.GEMM_TC and peak and rate and k.roof != "memory" and k.median_us >= SLOW_GEMM_MIN_US.value
                 and k.pct_of_kernel_time >= SLOW_GEMM_SHARE.value and 100 * rate / peak < SLOW_GEMM.value):
             older = _older_arch(k.name, spec)
             return SLOW_GEMMS.finding(

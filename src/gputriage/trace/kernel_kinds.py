@@ -24,6 +24,7 @@ _FP64_GEMM = re.compile(r"dgemm|zgemm|dmma|f64f64|_d884|_z884", re.I)
 _CUDA_CORE_GEMM = re.compile(r"sgemm|dgemm|ffma|gemmk1|_f32f32_f32f32_f32_(?!.*tf32)", re.I)
 _TC = re.compile(r"hmma|wgmma|gmma|tensorop|884|1688|16816|16832|imma|bf16|f16|fp16|h16|tf32|e4m3|e5m2|"
                  r"nvjet|xmma_gemm_(?:bf|f16|e4)|sm\d+_xmma.*(?:h|bf)gemm|cutlass.*(?:bf16|f16)|s16816", re.I)
+_LAYOUT = re.compile(r"(?:nchw|nhwc)To(?:nhwc|nchw)\w*Kernel", re.I)  # cuDNN's layout conversions: data movement
 _GEMM = re.compile(r"gemm|matmul|xmma|cutlass|nvjet|gemv|dot_kernel|conv|implicit_?gemm|cudnn", re.I)
 HALF_DTYPES = {"c10::Half", "c10::BFloat16", "c10::Float8_e4m3fn", "c10::Float8_e5m2"}
 
@@ -35,7 +36,7 @@ def kind_of_kernel(name: str, launch_dtype: str = "") -> str:
         return ATTENTION
     if _GEMV.search(name):
         return GEMV
-    if _GEMM.search(name):
+    if _GEMM.search(name) and not _LAYOUT.search(name):
         if _FP64_GEMM.search(name) or launch_dtype in ("double", "c10::complex<double>"):
             return GEMM_FP64
         if _CUDA_CORE_GEMM.search(name):
