@@ -12,21 +12,18 @@ import sys
 import textwrap
 from pathlib import Path
 
-import msgspec
-
 from gputriage import allocator_counters, progress
 from gputriage.diagnosis.classify import ALLOC_CHURN, label
 from gputriage.diagnosis.run_findings import out_of_memory
-from gputriage.diagnosis.run_judge import judge
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Severity
-from gputriage.model.run import GpuStatic, ProfileReport, RunMeta, RunReport
+from gputriage.model.run import GpuStatic
 from gputriage.model.sample import GpuSample, Sample, WorkloadSample
 from gputriage.model.window import WindowMetrics
 from gputriage.sampling.progress import ProgressReader
-from gputriage.sampling.session import replay
 from gputriage.sampling.windows import Windower
 from gputriage.trace import inject
+from recordings import judged
 
 # a torch that has initialized CUDA, as the workload's allocator thread finds it in sys.modules: each step gives
 # 40 blocks back to the driver and takes 40 again (empty_cache() in the loop); then an allocation of 1 GiB fails
@@ -185,13 +182,6 @@ FIXTURES = Path(__file__).parent / "fixtures" / "h200"
 FIRST = json.loads(gzip.decompress((FIXTURES / "runs_unseen5.json.gz").read_bytes()))  # before the counters
 COUNTED = json.loads(gzip.decompress((FIXTURES / "runs_allocator.json.gz").read_bytes()))  # with them
 GALLERY = json.loads(gzip.decompress((FIXTURES / "runs_gallery_allocator.json.gz").read_bytes()))
-
-
-def judged(rec: dict) -> RunReport:
-    profile = msgspec.convert(rec["profile"], ProfileReport) if rec["profile"] else None
-    samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
-    return judge(replay(samples, msgspec.convert(rec["meta"], RunMeta), command=rec["command"]), rec["exit_code"],
-                 profile=profile)
 
 
 def test_a_kv_cache_pool_holding_96_percent_of_vram_is_compute_bound():

@@ -4,37 +4,18 @@ runs, then the same workloads and controls run again under the rules their misse
 
 from __future__ import annotations
 
-import gzip
-import json
-from pathlib import Path
-
-import msgspec
 import pytest
 
 from gputriage.diagnosis.bottlenecks import OTHER_THREAD_DECISION
 from gputriage.diagnosis.classify import COPY_TIME_SHARE, copy_time_share
 from gputriage.diagnosis.host_side import HOT_THREAD, MAIN_THREAD_WAITS
 from gputriage.diagnosis.profile_gate import ProfileGate
-from gputriage.diagnosis.run_judge import judge
 from gputriage.diagnosis.vram_growth import CACHE_CAUSE, LEAK_CAUSE
 from gputriage.model.bottleneck import Bottleneck as B
-from gputriage.model.run import ProfileReport, RunMeta, RunReport
-from gputriage.model.sample import Sample
-from gputriage.sampling.session import replay
+from recordings import judged, recorded, runs
 
-FIXTURES = Path(__file__).parent / "fixtures" / "h200"
-FIRST = json.loads(gzip.decompress((FIXTURES / "runs_unseen6.json.gz").read_bytes()))
-AGAIN = json.loads(gzip.decompress((FIXTURES / "runs_unseen6_again.json.gz").read_bytes()))
-
-
-def recorded(rec: dict):
-    return replay([msgspec.convert(s, Sample) for s in rec["samples"]], msgspec.convert(rec["meta"], RunMeta),
-                  command=rec["command"])
-
-
-def judged(rec: dict) -> RunReport:
-    profile = msgspec.convert(rec["profile"], ProfileReport) if rec["profile"] else None
-    return judge(recorded(rec), rec["exit_code"], profile=profile)
+FIRST = runs("runs_unseen6.json.gz")
+AGAIN = runs("runs_unseen6_again.json.gz")
 
 
 @pytest.mark.parametrize("name, expected", [
@@ -131,7 +112,7 @@ def test_growing_memory_is_a_leak_when_the_tensors_hold_it_and_the_cache_when_th
         assert not any(f.id == "run.vram_growing" for f in judged(AGAIN[name]).findings), name
 
 
-GALLERY = json.loads(gzip.decompress((FIXTURES / "runs_gallery_round6.json.gz").read_bytes()))
+GALLERY = runs("runs_gallery_round6.json.gz")
 GALLERY_EXPECTED = {"input_starved": "input_starved", "pageable_copy": "h2d_copy_bound", "launch_bound": "launch_bound",
                     "item_sync": "sync_bound", "fp32_no_tensor_cores": "tensor_cores_idle",
                     "unfused_elementwise": "memory_bound", "small_batch": "underfilled", "vram_churn": "vram_pressure",

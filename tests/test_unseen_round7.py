@@ -4,37 +4,18 @@ should get committed before either ran), recorded once under `gputriage run` and
 
 from __future__ import annotations
 
-import gzip
-import json
-from pathlib import Path
-
-import msgspec
 import pytest
 
 from gputriage import api
 from gputriage.diagnosis.classify import COPY_TIME_SHARE, copy_time_share
 from gputriage.diagnosis.host_side import HOST_READS_BACK, MAIN_THREAD_WAITS, reads_back
-from gputriage.diagnosis.run_judge import judge
 from gputriage.model.bottleneck import Bottleneck as B
-from gputriage.model.run import ProfileReport, RunMeta, RunReport
-from gputriage.model.sample import Sample
-from gputriage.sampling.session import replay
 from gputriage.trace.kernel_kinds import ELEMENTWISE, GEMM_TC, kind_of_kernel
+from recordings import FIXTURES, judged, recorded, runs
 
-FIXTURES = Path(__file__).parent / "fixtures" / "h200"
-RUNS = json.loads(gzip.decompress((FIXTURES / "runs_unseen7.json.gz").read_bytes()))
-ROUND6 = json.loads(gzip.decompress((FIXTURES / "runs_unseen6_again.json.gz").read_bytes()))
-GALLERY = json.loads(gzip.decompress((FIXTURES / "runs_gallery_round6.json.gz").read_bytes()))
-
-
-def recorded(rec: dict):
-    return replay([msgspec.convert(s, Sample) for s in rec["samples"]], msgspec.convert(rec["meta"], RunMeta),
-                  command=rec["command"])
-
-
-def judged(rec: dict) -> RunReport:
-    profile = msgspec.convert(rec["profile"], ProfileReport) if rec["profile"] else None
-    return judge(recorded(rec), rec["exit_code"], profile=profile)
+RUNS = runs("runs_unseen7.json.gz")
+ROUND6 = runs("runs_unseen6_again.json.gz")
+GALLERY = runs("runs_gallery_round6.json.gz")
 
 
 @pytest.mark.parametrize("name, expected", [

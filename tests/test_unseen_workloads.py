@@ -16,23 +16,14 @@ from gputriage.diagnosis.classify import CUDA_MATH_BUSY, SMALL_KERNEL_OCC_PER_UT
 from gputriage.diagnosis.profile_gate import ProfileGate
 from gputriage.diagnosis.run_judge import judge
 from gputriage.model.bottleneck import Bottleneck as B
-from gputriage.model.run import ProfileReport, RunMeta, RunReport
+from gputriage.model.run import RunMeta
 from gputriage.model.sample import Sample
 from gputriage.sampling.session import replay
+from recordings import judged, recorded
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h200"
 UNSEEN = json.loads(gzip.decompress((FIXTURES / "runs_unseen2.json.gz").read_bytes()))
 PIPES = json.loads(gzip.decompress((FIXTURES / "runs_pipes.json.gz").read_bytes()))
-
-
-def recorded(rec: dict):
-    return replay([msgspec.convert(s, Sample) for s in rec["samples"]], msgspec.convert(rec["meta"], RunMeta),
-                  command=rec["command"])
-
-
-def judged(rec: dict) -> RunReport:
-    profile = msgspec.convert(rec["profile"], ProfileReport) if rec["profile"] else None
-    return judge(recorded(rec), rec["exit_code"], profile=profile)
 
 
 @pytest.mark.parametrize("name, expected", [

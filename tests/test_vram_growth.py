@@ -3,30 +3,14 @@ that keeps each step's predictions on the GPU, and every other recorded run, who
 
 from __future__ import annotations
 
-import gzip
-import json
-from pathlib import Path
-
 import msgspec
 
 from gputriage.diagnosis.run_judge import judge
 from gputriage.diagnosis.vram_growth import CACHE_CAUSE, GROWTH_MIN, LEAK_CAUSE
-from gputriage.model.run import ProfileReport, RunMeta, RunReport
+from gputriage.model.run import RunMeta, RunReport
 from gputriage.model.sample import Sample
 from gputriage.sampling.session import replay
-
-FIXTURES = Path(__file__).parent / "fixtures" / "h200"
-
-
-def runs(name: str) -> dict:
-    return json.loads(gzip.decompress((FIXTURES / name).read_bytes()))
-
-
-def judged(rec: dict) -> RunReport:
-    r = replay([msgspec.convert(s, Sample) for s in rec["samples"]], msgspec.convert(rec["meta"], RunMeta),
-               command=rec["command"])
-    profile = msgspec.convert(rec["profile"], ProfileReport) if rec["profile"] else None
-    return judge(r, rec["exit_code"], profile=profile)
+from recordings import FIXTURES, judged, runs
 
 
 def growing(rep: RunReport):
