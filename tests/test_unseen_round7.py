@@ -61,3 +61,22 @@ def test_the_loaders_trace_is_input_starved_and_a_layout_kernel_is_no_slow_gemm(
     layout = next(k for k in r.ranks[0].kernels if "nchwToNhwc" in k.name)
     assert layout.kind == ELEMENTWISE and kind_of_kernel(layout.name, "c10::BFloat16") == ELEMENTWISE
     assert kind_of_kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64") == GEMM_TC
+
+
+def test_a_busy_thread_beside_an_idle_main_thread_launching_small_kernels_stays_launch_bound():
+    # a server whose requests run on a worker thread (the main thread runs its event loop): the readings of
+    # `transformers serve` at concurrency 1 on the H200 (GPU-Util 14%, SM activity 3.1%, one thread at 97%),
+    # with a main thread at 2% beside it: the thread that is busy launches, nothing makes input
+    import json
+
+    from gputriage.diagnosis.classify import label
+    from gputriage.model.run import GpuStatic
+    from gputriage.model.window import WindowMetrics
+
+    step = json.loads((FIXTURES / "load_transformers_serve_sweep.json").read_text())["steps"][0]
+    g, p = step["gpus"][0], step["server_process"]
+    m = WindowMetrics(t0_s=0.0, t1_s=1.0, util_pct=g["util_pct"], sm_active_pct=g["sm_active_pct"],
+                      workload_cpu_pct=p["cpu_pct"], gpu_process_cpu_pct=p["cpu_pct"],
+                      top_thread_pct=p["top_thread_pct"], gpu_main_thread_pct=2.0, read_mb_per_s=0.0,
+                      job_gpu_processes=1)
+    assert label(m, GpuStatic(memory_total_bytes=int(g["total_bytes"])))[0] == B.launch_bound

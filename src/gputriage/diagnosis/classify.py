@@ -57,8 +57,9 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
     split between threads: a training loop launches its backward from autograd's own thread) and,
     while a kernel runs, it covers under half the SMs (SM activity < 0.5 x GPU-Util) or holds few
     warps (SM occupancy < 0.08 x GPU-Util): kernels too short to cover their launch. The host is busy
-    launching them; an input pipeline or a sync remain possible. Not where the busy thread is one
-    beside a main thread that waits (below): the main thread launches, and it is not busy.
+    launching them; an input pipeline or a sync remain possible. Before that: input_starved, certain,
+    when the main thread of the processes on the GPU waits (under 50% of a core) while their input
+    workers run on a core or more, whatever thread runs beside it (a DataLoader's pin-memory thread).
   Otherwise (kernels that fill the GPU while they run, or no busy thread):
   - input_starved when its processes without a GPU context (DataLoader workers, preprocessing
     helpers) run on a core or more: they make the input the GPU waits for (sync_bound possible only

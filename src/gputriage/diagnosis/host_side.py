@@ -36,9 +36,9 @@ INPUT_HELPERS_CPU = Threshold("input_helpers_cpu_pct", 100.0, "% of a core",
                               "in-memory images 340% (the training process 8%), an idle loader's workers 5%")
 MAIN_THREAD_WAITS = Threshold("main_thread_waits_pct", 50.0, "% of a core",
                               "the main thread of a process holding a GPU context under which it is not the one "
-                              "keeping the process busy", "judgement; recorded H200 runs: a Python thread holding "
-                              "the GIL left the main thread at 2%, the launching main thread of a launch-bound loop "
-                              "runs at 58-100%")
+                              "keeping the process busy", f"judgement; {H200_RECORDINGS}: a Python thread holding "
+                              "the GIL left the main thread at 2-3%; launch-bound loops' main threads 95-100%, 40-58% "
+                              "where autograd's thread launches the backward (the thread beside it at 60% or less)")
 HOST_PARALLEL_CPU = Threshold("host_compute_cpu_pct", 250.0, "% of a core per GPU process",
                               "the workload's CPU per process holding a GPU context that says it computes on the "
                               "host in several threads", f"{H200_RECORDINGS}: a CPU AdamW 700%; launch-bound and "
@@ -106,11 +106,11 @@ def host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, lis
             return B.host_bound, [B.sync_bound, *launch]
         if per_process >= HOST_PARALLEL_CPU.value:
             return B.host_bound, [B.input_starved, *launch]
+    main_waits = m.gpu_main_thread_pct is not None and m.gpu_main_thread_pct < MAIN_THREAD_WAITS.value
+    if main_waits and helpers_busy(m.workload_cpu_pct, m.gpu_process_cpu_pct):
+        return B.input_starved, []  # the main thread waits on busy input workers, whatever thread runs beside it
     # a training loop launches its backward from autograd's own thread: one core's launching split between two
     launching = hot or (m.gpu_process_cpu_pct or 0.0) / max(1.0, m.job_gpu_processes or 1.0) >= HOT_THREAD.value
-    # not a thread busy beside a main thread that waits: the main thread launches, and it is not busy
-    beside = beside_main_thread(m.gpu_process_cpu_pct, m.gpu_main_thread_pct, m.job_gpu_processes)
-    launching = launching and beside is None
     if launching and small:
         return B.launch_bound, [B.input_starved, B.sync_bound]
     if helpers_busy(m.workload_cpu_pct, m.gpu_process_cpu_pct):  # a process spinning in a sync is at 100%
@@ -118,7 +118,8 @@ def host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, lis
         return B.input_starved, [B.sync_bound] if spinning else []
     if reads is not None and reads >= INPUT_READ.value:
         return B.input_starved, [B.sync_bound, *launch]
-    if beside is not None:  # a thread beside the main one busy while the main one waits
+    # a thread beside the main one busy while the main one waits (one that launches small kernels is launch_bound)
+    if beside_main_thread(m.gpu_process_cpu_pct, m.gpu_main_thread_pct, m.job_gpu_processes) is not None:
         return B.host_bound, []
     if reads is None and util < GPU_MOSTLY_IDLE_UTIL.value:  # no process data: the GPU mostly idle
         return B.input_starved, [*launch, B.sync_bound]
