@@ -68,6 +68,25 @@ def beside_main_thread(gpu_process_cpu_pct: float | None, gpu_main_thread_pct: f
     return beside if beside >= HOT_THREAD.value else None
 
 
+def reads_back_or_saves(pcie_tx_mib_per_s: float | None, pcie_rx_mib_per_s: float | None,
+                        write_mb_per_s: float | None) -> bool:
+    """The host computes on what it reads back from the GPU, or saves to storage, while the GPU waits."""
+    return reads_back(pcie_tx_mib_per_s, pcie_rx_mib_per_s) >= HOST_READS_BACK.value or saves_to_storage(write_mb_per_s)
+
+
+def computes_in_threads(on_gpu_cpu_pct: float | None, job_gpu_processes: float | None) -> bool:
+    """The processes holding a GPU context compute on several cores each (framework ops, numpy on CPU tensors)."""
+    return (on_gpu_cpu_pct or 0.0) / max(1.0, job_gpu_processes or 1.0) >= HOST_PARALLEL_CPU.value
+
+
+def host_work(evidence: Mapping[str, float]) -> bool:
+    """A verdict's evidence shows the host_bound rules that come before a thread beside the main one (above)."""
+    on_gpu = evidence.get("gpu_process_cpu_pct", evidence.get("workload_cpu_pct"))
+    return reads_back_or_saves(evidence.get("pcie_tx_mib_per_s"), evidence.get("pcie_rx_mib_per_s"),
+                               evidence.get("write_mb_per_s")) or \
+        computes_in_threads(on_gpu, evidence.get("job_gpu_processes"))
+
+
 def beside_main(evidence: Mapping[str, float]) -> float | None:
     """`beside_main_thread` from a verdict's evidence."""
     return beside_main_thread(evidence.get("gpu_process_cpu_pct"), evidence.get("gpu_main_thread_pct"),
@@ -100,11 +119,9 @@ def host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, lis
     reads = m.read_mb_per_s
     if reads is None or reads < INPUT_READ.value:
         on_gpu = m.gpu_process_cpu_pct if m.gpu_process_cpu_pct is not None else m.workload_cpu_pct
-        per_process = (on_gpu or 0.0) / max(1.0, m.job_gpu_processes or 1.0)
-        if reads_back(m.pcie_tx_mib_per_s, m.pcie_rx_mib_per_s) >= HOST_READS_BACK.value \
-                or saves_to_storage(m.write_mb_per_s):
+        if reads_back_or_saves(m.pcie_tx_mib_per_s, m.pcie_rx_mib_per_s, m.write_mb_per_s):
             return B.host_bound, [B.sync_bound, *launch]
-        if per_process >= HOST_PARALLEL_CPU.value:
+        if computes_in_threads(on_gpu, m.job_gpu_processes):
             return B.host_bound, [B.input_starved, *launch]
     main_waits = m.gpu_main_thread_pct is not None and m.gpu_main_thread_pct < MAIN_THREAD_WAITS.value
     if main_waits and helpers_busy(m.workload_cpu_pct, m.gpu_process_cpu_pct):

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gputriage.diagnosis.classify import label
-from gputriage.diagnosis.run_verdict import WORKLOAD_VRAM_BYTES
+from gputriage.diagnosis.run_verdict import holds_workload_memory
 from gputriage.model.bottleneck import HOST_BOUND
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
@@ -107,8 +107,7 @@ class ProfileGate:
         step (a loop whose GPU waits on the host nearly all the time reads GPU-Util 0%)."""
         if (w.util_pct or 0.0) >= IN_USE_PCT or (w.sm_active_pct or 0.0) >= IN_USE_PCT:
             return True
-        grew = (w.used_max_bytes or 0.0) - (g.first_used_bytes or 0.0) >= WORKLOAD_VRAM_BYTES
-        return grew and self.first_step_s is not None
+        return holds_workload_memory(w.used_max_bytes, g.first_used_bytes) and self.first_step_s is not None
 
     def first(self, now_s: float) -> str | None:
         """Why to ask for the first window now; None: not (yet, or under `auto`, at all)."""

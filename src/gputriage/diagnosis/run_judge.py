@@ -18,7 +18,7 @@ from gputriage.diagnosis.run_findings import (
     out_of_memory,
     verdict_finding,
 )
-from gputriage.diagnosis.run_verdict import WORKLOAD_VRAM_BYTES, gpu_verdict
+from gputriage.diagnosis.run_verdict import gpu_verdict, holds_workload_memory
 from gputriage.diagnosis.throughput import throughput
 from gputriage.diagnosis.trace_findings import as_profiler_artefact
 from gputriage.diagnosis.vram_growth import vram_growing
@@ -41,8 +41,7 @@ def workload_gpus(rec: Recording) -> list[int]:
         s = rec.windows.series[i]
         if not len(s):
             continue
-        base = s[0].used_bytes or 0.0
-        if any(computes(w.util_max_pct, w.sm_active_max_pct) or (w.used_max_bytes or 0.0) > base + WORKLOAD_VRAM_BYTES
+        if any(computes(w.util_max_pct, w.sm_active_max_pct) or holds_workload_memory(w.used_max_bytes, s[0].used_bytes)
                for w in s):
             used.append(i)
     return used or rec.gpus[:1]

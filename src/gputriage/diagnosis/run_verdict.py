@@ -22,15 +22,7 @@ from gputriage.diagnosis.bottlenecks import (
     OTHER_THREAD_DECISION,
 )
 from gputriage.diagnosis.classify import TENSOR_BUSY, computes, label, waits_on_latency
-from gputriage.diagnosis.host_side import (
-    HOST_PARALLEL_CPU,
-    HOST_READS_BACK,
-    beside_main,
-    helpers_busy,
-    helpers_cpu,
-    reads_back,
-    saves_to_storage,
-)
+from gputriage.diagnosis.host_side import beside_main, helpers_busy, helpers_cpu, host_work, saves_to_storage
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
@@ -38,6 +30,11 @@ from gputriage.model.window import WindowMetrics
 from gputriage.sampling.windows import WindowSeries
 
 WORKLOAD_VRAM_BYTES = 256 * 2**20  # memory growth that says a workload holds the GPU
+
+
+def holds_workload_memory(used_max_bytes: float | None, base_bytes: float | None) -> bool:
+    """The GPU holds WORKLOAD_VRAM_BYTES more than at `base_bytes` (the first window's): the workload's memory."""
+    return (used_max_bytes or 0.0) > (base_bytes or 0.0) + WORKLOAD_VRAM_BYTES
 SERIES_POINTS = 720  # at most this many points in a verdict's series
 EDGES = ("start-up", "shut-down")
 
@@ -61,8 +58,7 @@ def steady_bounds(ws: Sequence[WindowMetrics], last_step: float | None = None) -
     began before its last step (`last_step`, when windows were left out of `ws`)); None when none."""
     first = next((i for i, w in enumerate(ws) if computes(w.util_max_pct, w.sm_active_max_pct)), None)
     if first is None and ws:
-        base = ws[0].used_bytes or 0.0
-        first = next((i for i, w in enumerate(ws) if (w.used_max_bytes or 0.0) > base + WORKLOAD_VRAM_BYTES
+        first = next((i for i, w in enumerate(ws) if holds_workload_memory(w.used_max_bytes, ws[0].used_bytes)
                       and w.workload_vram_max_bytes), None)
         return first, None
     last = next((i for i in range(len(ws) - 1, -1, -1) if computes(ws[i].util_max_pct, ws[i].sm_active_max_pct)), None)
@@ -128,15 +124,6 @@ def _mark_warmup(timeline: list[Regime], dominant: str) -> list[Regime]:
     return timeline[:before[0]] + [warm] + timeline[before[-1] + 1:]
 
 
-def host_work_seen(m: dict[str, float]) -> bool:
-    """The host-side rules that name host_bound before a thread beside the main one does (`host_side`): data read
-    back from the GPU, writes to storage, the GPU processes computing on several cores."""
-    on_gpu = m.get("gpu_process_cpu_pct", m.get("workload_cpu_pct")) or 0.0
-    return reads_back(m.get("pcie_tx_mib_per_s"), m.get("pcie_rx_mib_per_s")) >= HOST_READS_BACK.value or \
-        saves_to_storage(m.get("write_mb_per_s")) or \
-        on_gpu / max(1.0, m.get("job_gpu_processes") or 1.0) >= HOST_PARALLEL_CPU.value
-
-
 def decision_of(b: B, m: dict[str, float]) -> str:
     """What to do; compute_bound says "tensor cores" only where their pipes were counted busy; memory_bound
     below the DRAM's bandwidth is latency (scattered reads)."""
@@ -144,7 +131,7 @@ def decision_of(b: B, m: dict[str, float]) -> str:
         return MEMORY_LATENCY
     if b == B.host_bound and saves_to_storage(m.get("write_mb_per_s")):
         return HOST_WRITES_DECISION
-    if b == B.host_bound and beside_main(m) is not None and not host_work_seen(m):
+    if b == B.host_bound and beside_main(m) is not None and not host_work(m):
         return OTHER_THREAD_DECISION
     if b == B.input_starved and helpers_busy(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")):
         return INPUT_WORKERS_DECISION
@@ -178,7 +165,7 @@ def describe(b: B, m: dict[str, float]) -> str:
         helpers = helpers_cpu(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")) or 0.0
         return (f"GPU-Util {f('util_pct')} while the workload's processes without a GPU context (DataLoader workers) "
                 f"run on {helpers:.0f}% of a core and it reads {f('read_mb_per_s', ' MB/s')} from files")
-    beside = beside_main(m) if b == B.host_bound and not host_work_seen(m) else None
+    beside = beside_main(m) if b == B.host_bound and not host_work(m) else None
     if beside is not None:
         return (f"GPU-Util {f('util_pct')} while a thread beside the main one runs at {beside:.0f}% of a core and "
                 f"the main thread at {f('gpu_main_thread_pct')}: it holds the interpreter lock the launching thread "

@@ -8,7 +8,7 @@ from gputriage.diagnosis.trace_verdict import DECISION, UNDERFILLED_BUSY, d2h_us
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
 from gputriage.model.specs import GpuSpec
-from gputriage.model.trace import Anatomy, RankAnalysis, TraceVerdict
+from gputriage.model.trace import Anatomy, RankAnalysis, TraceVerdict, rate_unit
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.analyze import LARGE_TENSOR_BYTES
 from gputriage.trace.kernels import peak_dtype
@@ -145,19 +145,13 @@ def findings(r: RankAnalysis, verdict: TraceVerdict, spec: GpuSpec | None = None
     copies = pageable + a.busy_of(kk.H2D_PINNED) + a.busy_of(kk.D2H_PINNED)
     if pct(pageable) >= PAGEABLE_MIN.value or pct(copies) >= FINDING_MIN.value:
         d2h = d2h_us(a)
-        pageable_warns = pct(pageable) >= PAGEABLE_MIN.value
-        # pinned copies that take turns with compute: overlapping them saves the shorter of the two
-        overlap_gain = min(pct(copies), pct(a.busy_us - copies))
+        severity, cause, decision = _copy_wording(pct(pageable), pct(copies), pct(a.busy_us - copies))
         out.append(SPECS[B.h2d_copy_bound].finding(
             {"copies_pct": pct(copies), "pageable_pct": pct(pageable), "h2d_pinned_pct": pct(a.busy_of(kk.H2D_PINNED)),
-             "d2h_pct": pct(d2h)}, subject=subject,
-            severity=Severity.warn if pageable_warns or overlap_gain >= FINDING_MIN.value else Severity.info,
+             "d2h_pct": pct(d2h)}, subject=subject, severity=severity,
             symptom=f"Host↔device copies take {pct(copies)}% of the window ({pct(pageable)}% from pageable memory, "
                     f"{pct(d2h)}% device to host)",
-            cause=PAGEABLE_COPY_CAUSE if pageable_warns else
-            PINNED_COPY_CAUSE if overlap_gain >= FINDING_MIN.value else LINK_COPY_CAUSE,
-            decision=D2H_COPY_DECISION if mostly_d2h(a) else None if pageable_warns else
-            PINNED_COPY_DECISION if overlap_gain >= FINDING_MIN.value else LINK_COPY_DECISION))
+            cause=cause, decision=D2H_COPY_DECISION if mostly_d2h(a) else decision))
     gemm_other = a.busy_of(kk.GEMM_OTHER)
     if pct(gemm_other) >= FINDING_MIN.value:
         names = [k.name[:60] for k in r.kernels if k.kind == kk.GEMM_OTHER][:2]
@@ -233,12 +227,22 @@ def _launch_decision(a: Anatomy) -> str:
             "larger batches, fused ops")
 
 
+def _copy_wording(pageable_pct: float, copies_pct: float, other_busy_pct: float) -> tuple[Severity, str, str | None]:
+    """Severity, cause and decision of the copy finding: pageable copies warn with the spec's advice; pinned ones
+    warn where overlapping them with the rest of the GPU's work would save a tenth of the window or more (the
+    shorter of the two), and otherwise say the link is the limit."""
+    if pageable_pct >= PAGEABLE_MIN.value:
+        return Severity.warn, PAGEABLE_COPY_CAUSE, None
+    if min(copies_pct, other_busy_pct) >= FINDING_MIN.value:
+        return Severity.warn, PINNED_COPY_CAUSE, PINNED_COPY_DECISION
+    return Severity.info, LINK_COPY_CAUSE, LINK_COPY_DECISION
+
+
 def _slow_gemm(r: RankAnalysis, spec: GpuSpec | None, subject: str) -> Finding | None:
     if spec is None:
         return None
     for k in r.kernels:
-        dtype = peak_dtype(k.kind, k.dtype or "")
-        peak, unit = spec.tflops(dtype), "TOPS" if dtype == "int8" else "TFLOP/s"
+        peak, unit = spec.tflops(peak_dtype(k.kind, k.dtype or "")), rate_unit(k.dtype or "")
         rate = k.achieved_tflops
         if (k.kind == kk.GEMM_TC and peak and rate and k.roof != "memory" and k.median_us >= SLOW_GEMM_MIN_US.value
                 and k.pct_of_kernel_time >= SLOW_GEMM_SHARE.value and 100 * rate / peak < SLOW_GEMM.value):

@@ -69,9 +69,8 @@ def vram_growing(v: GpuVerdict, series: WindowSeries, gpu: GpuStatic, started_s:
                  ended_s: float) -> Finding | None:
     """The finding for one GPU, or None when its memory holds still (or the steady state is too short)."""
     steady_from, steady_to = started_s + v.startup_s, ended_s - v.shutdown_s
-    points: list[tuple[float, float]] = [((w.t0_s + w.t1_s) / 2, w.used_max_bytes) for w in series
-                                         if w.used_max_bytes is not None and steady_from <= w.t0_s
-                                         and w.t1_s <= steady_to]
+    steady = [w for w in series if steady_from <= w.t0_s and w.t1_s <= steady_to]
+    points = [((w.t0_s + w.t1_s) / 2, w.used_max_bytes) for w in steady if w.used_max_bytes is not None]
     if len(points) < 4 or points[-1][0] - points[0][0] < GROWTH_MIN_S.value:
         return None
     rate = _slope(points)
@@ -87,8 +86,8 @@ def vram_growing(v: GpuVerdict, series: WindowSeries, gpu: GpuStatic, started_s:
     evidence: dict[str, float] = {"growth_mib_per_s": round(rate / 2**20, 1),
                                   "grown_mib": round(rate * span_s / 2**20), "steady_s": round(span_s, 1),
                                   "used_gib": round(last / 2**30, 1)}
-    held = [((w.t0_s + w.t1_s) / 2, w.allocator_allocated_bytes) for w in series
-            if w.allocator_allocated_bytes is not None and steady_from <= w.t0_s and w.t1_s <= steady_to]
+    held = [((w.t0_s + w.t1_s) / 2, w.allocator_allocated_bytes) for w in steady
+            if w.allocator_allocated_bytes is not None]
     cause = decision = None
     if len(held) >= len(points) // 2 and len(held) >= 4:
         held_rate = _slope(held)

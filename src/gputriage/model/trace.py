@@ -14,6 +14,14 @@ TRACE_SCHEMA = "gputriage.trace"
 TRACE_VERSION = 2
 
 
+INT8 = "signed char"  # the profiler's name for int8 operands
+
+
+def rate_unit(op_dtype: str) -> str:
+    """What a kernel's rate counts: integer operations for int8 operands (TOPS), floating-point ones otherwise."""
+    return "TOPS" if op_dtype == INT8 else "TFLOP/s"
+
+
 class TimeShare(msgspec.Struct):
     us: float
     pct: float  # of the window

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gputriage.model.run import ProfilerEffect, ProfileReport
-from gputriage.model.trace import Anatomy, KernelRow, RankAnalysis, TraceReport
+from gputriage.model.trace import Anatomy, KernelRow, RankAnalysis, TraceReport, rate_unit
 from gputriage.report.kernel_names import SHORT_KIND, short_name
 from gputriage.report.style import finding_text
 
@@ -91,7 +91,7 @@ def _anatomy(a: Anatomy, console: Console) -> None:
 
 def _rate(k: KernelRow) -> str:
     if k.achieved_tflops and k.kind.startswith("gemm"):
-        return f"{k.achieved_tflops:.0f} {'TOPS' if k.dtype == 'signed char' else 'TF/s'}"
+        return f"{k.achieved_tflops:.0f} {rate_unit(k.dtype or '').replace('TFLOP/s', 'TF/s')}"
     if k.achieved_gbs:
         return f"{k.achieved_gbs:.0f} GB/s"
     return f"{k.achieved_tflops:.1f} TF/s" if k.achieved_tflops else ""

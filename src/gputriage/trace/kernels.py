@@ -12,7 +12,7 @@ from typing import Any
 
 from gputriage.model.numbers import median
 from gputriage.model.specs import GpuSpec
-from gputriage.model.trace import KernelRow
+from gputriage.model.trace import INT8, KernelRow
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.load import KERNEL, Columns
 
@@ -24,7 +24,7 @@ def peak_dtype(kind: str, op_dtype: str) -> str:
         return "fp32"
     if "Float8" in op_dtype:
         return "fp8"
-    if op_dtype == "signed char":  # int8 operands (torch._int_mm): the datasheet's INT8 TOPS
+    if op_dtype == INT8:  # torch._int_mm: the datasheet's INT8 TOPS
         return "int8"
     if op_dtype == "c10::Half":
         return "fp16"
