@@ -1,6 +1,6 @@
 """What the allocator counters cost the workload they run in: a launch-bound loop (tiny kernels, the most
 sensitive to a thread taking the GIL) and a GEMM loop, each run with and without the counters' thread
-(`gputriage.allocator_counters`, started as the injected hook starts it), alternated, `--runs` pairs;
+(`gputriage.inworkload.allocator_counters`, started as the injected hook starts it), alternated, `--runs` pairs;
 also the time of one read of the allocator's statistics. Needs a GPU.
 
     python benchmarks/allocator_overhead.py [--seconds 5] [--runs 3] [--only launch|gemm]
@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 
-from gputriage import allocator_counters
+from gputriage.inworkload import allocator_counters
 
 CHILD = r"""
 import os, sys, time, torch

@@ -80,7 +80,7 @@ def collect(make_host):
 
 
 # --- the run judge over recorded samples -----------------------------------------------------
-from gputriage.diagnosis.run_judge import judge  # noqa: E402
+from gputriage.diagnosis.run.judge import judge  # noqa: E402
 from gputriage.model.run import GpuStatic, RunMeta  # noqa: E402
 from gputriage.sampling.session import replay  # noqa: E402
 

@@ -10,10 +10,11 @@ from typing import Any
 
 import msgspec
 
-from gputriage.diagnosis.run_judge import judge
+from gputriage.diagnosis.run.judge import judge
+from gputriage.model.recording import Recording
 from gputriage.model.run import ProfileReport, RunMeta, RunReport
 from gputriage.model.sample import Sample
-from gputriage.sampling.session import Recording, replay
+from gputriage.sampling.session import replay
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h200"
 

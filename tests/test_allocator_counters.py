@@ -1,6 +1,6 @@
-"""The caching allocator's counters a Python workload reports under `run` (`gputriage.allocator_counters`), what
-the sampler makes of them (cudaFree and retries per second, out-of-memory errors), and vram_pressure judged from
-them rather than from how full the GPU is."""
+"""The caching allocator's counters a Python workload reports under `run`
+(`gputriage.inworkload.allocator_counters`), what the sampler makes of them (cudaFree and retries per second,
+out-of-memory errors), and vram_pressure judged from them rather than from how full the GPU is."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from gputriage import allocator_counters, progress
-from gputriage.diagnosis.classify import ALLOC_CHURN, label
-from gputriage.diagnosis.run_findings import out_of_memory
+from gputriage.diagnosis.run.classify import ALLOC_CHURN, label
+from gputriage.diagnosis.run.findings import out_of_memory
+from gputriage.inworkload import allocator_counters, progress
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Severity
 from gputriage.model.run import GpuStatic

@@ -62,7 +62,7 @@ def test_a_slower_run_falls_below_its_baseline_and_the_gate_fails(tmp_path):
 
 
 def test_a_change_inside_the_noise_is_not_called():
-    from gputriage.diagnosis.baseline import diff, regression
+    from gputriage.diagnosis.run.baseline import diff, regression
     from gputriage.model.baseline import Baseline, Figure
 
     base = Baseline(name="nightly", figures={"samples_per_s": Figure(median=400, low=360, high=430, runs=5)})

@@ -104,8 +104,8 @@ def test_rules_filters_by_command_and_looks_up_an_id():
 
 
 def test_check_and_the_classifier_read_the_same_thresholds():
-    from gputriage.diagnosis import classify
-    from gputriage.diagnosis.rules import util_underfilled, vram_nearly_full
+    from gputriage.diagnosis.check import util_underfilled, vram_nearly_full
+    from gputriage.diagnosis.run import classify
     from gputriage.diagnosis.thresholds import UNDERFILLED_SM, UNDERFILLED_UTIL, VRAM_PRESSURE
 
     assert {UNDERFILLED_UTIL, UNDERFILLED_SM} <= set(util_underfilled.RULE.spec.thresholds)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conftest import host_files
-from gputriage.diagnosis.rules import evaluate
+from gputriage.diagnosis.check import evaluate
 from gputriage.model.finding import Severity
 from gputriage.model.reading import Unavailable
 from gputriage.testing.fake_nvml import FakeNvml

@@ -14,9 +14,9 @@ import msgspec
 import pytest
 
 from gputriage.api.check import check_report
+from gputriage.diagnosis.check import evaluate as rules
 from gputriage.diagnosis.checklist import evaluate
-from gputriage.diagnosis.rules import evaluate as rules
-from gputriage.diagnosis.run_judge import judge
+from gputriage.diagnosis.run.judge import judge
 from gputriage.model.checklist import Status
 from gputriage.model.run import RunMeta
 from gputriage.model.sample import Sample

@@ -309,7 +309,7 @@ HOST_WORK = {"host_stats", "cpu_optimizer"}  # recorded as sync_bound and launch
 @pytest.mark.parametrize("name", sorted(TYPED))
 def test_runs_recorded_by_the_typed_sampler_replay_to_the_verdict_given_on_the_h200(name):
     # the gallery under `gputriage run` on an H200 (2026-12-01): the samples the store kept, judged again
-    from gputriage.diagnosis.run_judge import judge
+    from gputriage.diagnosis.run.judge import judge
     from gputriage.model.run import RunMeta
     from gputriage.sampling.session import replay
 
@@ -340,7 +340,7 @@ NO_GPM = {"launch_bound": "launch_bound", "pageable_copy": "h2d_copy_bound", "pa
 def test_without_gpm_power_and_pcie_tell_what_sm_activity_would(name):
     # the same H200 recordings as a GPU before Hopper sees them: no SM activity, occupancy, tensor or
     # DRAM activity; PCIe traffic as the PCIe counters every GPU has would give it
-    from gputriage.diagnosis.run_judge import judge
+    from gputriage.diagnosis.run.judge import judge
     from gputriage.model.run import RunMeta
     from gputriage.sampling.session import replay
 
@@ -381,7 +381,7 @@ def test_without_gpm_the_sampler_reads_the_pcie_counters(make_host):
 def test_a_timeline_names_no_bottleneck_before_the_steady_state(name):
     # what runs before the dominant regime, when shorter than it, is warm-up: kernels loading, the allocator
     # growing (the fixed vram_churn run spent 1 s idle and 3 s in syncs first), not a bottleneck to act on
-    from gputriage.diagnosis.run_judge import judge
+    from gputriage.diagnosis.run.judge import judge
     from gputriage.model.run import RunMeta
     from gputriage.sampling.session import replay
 
@@ -398,7 +398,7 @@ def test_the_host_computing_while_the_gpu_waits_is_host_bound_not_input_or_launc
     # numpy statistics on an activation copied back every step (PCIe TX 220-260 MiB/s, one thread), and AdamW
     # on CPU copies of the parameters (7 cores, 1 GiB/s back): recorded on the H200 as sync_bound and
     # launch_bound, with DataLoader or CUDA-graph advice that does nothing for either
-    from gputriage.diagnosis.run_judge import judge
+    from gputriage.diagnosis.run.judge import judge
     from gputriage.model.run import RunMeta
     from gputriage.sampling.session import replay
 
@@ -420,7 +420,7 @@ def test_the_host_computing_while_the_gpu_waits_is_host_bound_not_input_or_launc
 def test_ranks_of_a_ddp_job_each_on_one_core_are_not_host_computation():
     # the CPU of a job's ranks adds up (the 2-rank DDP job recorded on two H200s: 199% of a core, 100% per
     # rank); judged per process holding a GPU context, four ranks at 100-120% each are not host computation
-    from gputriage.diagnosis.classify import label
+    from gputriage.diagnosis.run.classify import label
     from gputriage.model.run import GpuStatic
     from gputriage.model.window import WindowMetrics
 
@@ -495,7 +495,7 @@ def test_the_non_tensor_math_pipes_are_sampled_and_a_window_keeps_the_busiest(ma
     (None, 150_000.0, B.comm_bound, []),  # without GPM the links alone tell it
 ])
 def test_busy_nvlinks_name_comm_bound_unless_the_tensor_cores_are_busy(tensor, rx, expected, possible):
-    from gputriage.diagnosis.classify import label
+    from gputriage.diagnosis.run.classify import label
     from gputriage.model.run import GpuStatic
     from gputriage.model.window import WindowMetrics
 
@@ -529,7 +529,7 @@ UNSEEN = json.loads(gzip.decompress((FIXTURES / "runs_unseen.json.gz").read_byte
 ])
 def test_workloads_written_after_the_rules_get_their_cause_with_and_without_gpm(name, expected):
     # examples/workloads/ under `gputriage run` and `run --no-gpm` on an H200 (2026-12-01)
-    from gputriage.diagnosis.run_judge import judge
+    from gputriage.diagnosis.run.judge import judge
     from gputriage.model.run import ProfileReport, RunMeta
     from gputriage.sampling.session import replay
 
@@ -556,7 +556,7 @@ def ddp_run(name: str):
 def test_a_ddp_job_whose_links_are_not_counted_keeps_comm_bound_possible_where_the_tensor_cores_rest():
     # two H200s recorded before NVLink was sampled: while the all-reduce dominates the SMs are half busy and the
     # tensor pipes at 2%; the counters cannot tell a collective from CUDA-core math, and say so
-    from gputriage.diagnosis.run_judge import judge
+    from gputriage.diagnosis.run.judge import judge
 
     for v in judge(ddp_run("ddp_allreduce"), 0).verdict.per_gpu.values():
         assert v.bottleneck == B.compute_bound and v.undecided_between == [B.compute_bound, B.comm_bound]
@@ -573,7 +573,7 @@ def test_a_ddp_job_whose_links_are_not_counted_keeps_comm_bound_possible_where_t
 ])
 def test_a_collective_is_possible_only_on_a_job_on_several_gpus_whose_links_are_not_counted(links, job_gpus,
                                                                                              possible):
-    from gputriage.diagnosis.classify import label
+    from gputriage.diagnosis.run.classify import label
     from gputriage.model.run import GpuStatic
 
     static = GpuStatic(nvlink_links=links, nvlink_link_mb_per_s=26_562.0 if links else None, power_limit_mw=700_000)

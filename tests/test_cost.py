@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from gputriage.diagnosis.run_judge import judge
+from gputriage.diagnosis.run.judge import judge
 from gputriage.model.run import RunMeta
 from gputriage.model.sample import Sample
 from gputriage.sampling.session import replay

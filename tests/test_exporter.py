@@ -174,7 +174,7 @@ def test_a_python_bound_server_is_told_from_a_starved_input_by_its_processes_cpu
     """The H200 readings of `transformers serve` at concurrency 1 (GPU-Util 14%, SM activity 3.1%) with and
     without the CPU of the process on the GPU (100% of a core, one thread at 97%, nothing read): without it
     the exporter could only guess the input; with it, the host cannot issue work fast enough."""
-    from gputriage.diagnosis.classify import label
+    from gputriage.diagnosis.run.classify import label
     from gputriage.model.bottleneck import Bottleneck as B
     from gputriage.model.run import GpuStatic
     from gputriage.model.window import WindowMetrics

@@ -16,7 +16,7 @@ import msgspec
 import pytest
 
 from gputriage.api.report import load_report, write_html
-from gputriage.diagnosis.run_judge import judge
+from gputriage.diagnosis.run.judge import judge
 from gputriage.model.run import ProfileReport, RunMeta, RunReport
 from gputriage.model.sample import Sample
 from gputriage.report.html import render_html
@@ -60,7 +60,7 @@ def kinds(tmp_path: Path) -> dict[str, Path]:
     """One page of every kind, from recordings."""
     from gputriage.api.check import check
     from gputriage.api.checklist import checklist
-    from gputriage.diagnosis.baseline import baseline, diff
+    from gputriage.diagnosis.run.baseline import baseline, diff
 
     healthy, launch = judged("healthy"), judged("launch_bound")
     d = diff(baseline("a", [healthy], 0.0), baseline("b", [launch], 0.0), "run healthy", "run launch_bound")

@@ -14,7 +14,7 @@ from pathlib import Path
 import msgspec
 
 from gputriage.backends.nvml_queries import process_sm_util
-from gputriage.diagnosis.run_judge import judge
+from gputriage.diagnosis.run.judge import judge
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.reading import Unavailable
 from gputriage.model.run import RunMeta

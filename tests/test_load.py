@@ -147,7 +147,7 @@ def test_an_admission_cap_is_named_queueing_and_an_open_server_is_not():
     TPOT holds and throughput gains 14%: requests wait. The same server without the cap is not called so."""
     import msgspec
 
-    from gputriage.diagnosis.load_findings import findings
+    from gputriage.diagnosis.serving.findings import findings
     from gputriage.model.load import LoadReport
 
     fixtures = __import__("pathlib").Path(__file__).parent / "fixtures" / "cpu"
@@ -177,7 +177,7 @@ def test_the_servers_metrics_are_read_from_a_real_exporter():
     pytest.importorskip("prometheus_client")
     from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-    from gputriage.diagnosis.load_stats import _server
+    from gputriage.diagnosis.serving.stats import _server
     from gputriage.probes.load import ServerWatch
     from serving import free_port
 
@@ -227,7 +227,7 @@ def test_a_real_vllm_is_read_through_its_metrics_and_its_admission_cap_is_named(
     6 wait at concurrency 8, and gputriage names the cap from those counters."""
     import msgspec
 
-    from gputriage.diagnosis.load_findings import findings
+    from gputriage.diagnosis.serving.findings import findings
     from gputriage.model.load import LoadReport
 
     fixtures = __import__("pathlib").Path(__file__).parent / "fixtures" / "cpu"
@@ -246,7 +246,7 @@ def test_long_prompts_stalling_decode_are_named_and_their_control_is_not():
     other requests' tokens come 2.26x slower while they are prefilled; the same requests at one length, 1.43x."""
     import msgspec
 
-    from gputriage.diagnosis.load_findings import findings
+    from gputriage.diagnosis.serving.findings import findings
     from gputriage.model.load import LoadReport
 
     fixtures = __import__("pathlib").Path(__file__).parent / "fixtures" / "cpu"
@@ -265,7 +265,7 @@ def test_a_server_that_died_is_not_blamed_on_the_client():
     own limits) are."""
     import msgspec
 
-    from gputriage.diagnosis.load_findings import findings
+    from gputriage.diagnosis.serving.findings import findings
     from gputriage.model.load import LoadReport
 
     fixtures = __import__("pathlib").Path(__file__).parent / "fixtures" / "cpu"
@@ -285,7 +285,7 @@ def test_a_kv_cache_that_fills_is_read_from_vllms_own_counters():
     from there 3 run while the rest wait (TTFT 213 → 938 ms, TPOT flat)."""
     import msgspec
 
-    from gputriage.diagnosis.load_findings import findings
+    from gputriage.diagnosis.serving.findings import findings
     from gputriage.model.load import LoadReport
 
     fixtures = __import__("pathlib").Path(__file__).parent / "fixtures" / "cpu"

@@ -10,8 +10,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from gputriage.diagnosis.load_findings import findings
-from gputriage.diagnosis.load_stats import knee
+from gputriage.diagnosis.serving.findings import findings
+from gputriage.diagnosis.serving.stats import knee
 from gputriage.model.load import LoadReport
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h200"

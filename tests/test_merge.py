@@ -8,8 +8,8 @@ from pathlib import Path
 import msgspec
 
 from conftest import judged
-from gputriage.diagnosis.merge import merge
-from gputriage.diagnosis.run_judge import profiler_effect
+from gputriage.diagnosis.run.judge import profiler_effect
+from gputriage.diagnosis.run.merge import merge
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Finding, Severity
 from gputriage.model.run import GpuStatic, GpuVerdict, ProfilerEffect, ProfileReport, RunMeta

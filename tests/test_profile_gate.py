@@ -15,7 +15,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from gputriage.diagnosis.profile_gate import MAX_WINDOWS, STEADY_WINDOWS, ProfileGate
+from gputriage.diagnosis.run.profile_gate import MAX_WINDOWS, STEADY_WINDOWS, ProfileGate
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.run import GpuStatic, RunMeta
 from gputriage.model.sample import Sample
@@ -107,8 +107,8 @@ def test_no_gpu_sampled_on_profiles_at_once_and_auto_never():
 
 
 def test_a_gated_hook_waits_for_gputriage_to_ask(tmp_path):
+    from gputriage.inworkload.profiler_hook import Profiler
     from gputriage.trace import inject
-    from gputriage.trace.profiler_hook import Profiler
 
     p = Profiler(str(tmp_path / "trace.json"), gate=str(tmp_path / "gate"))
     passed = threading.Event()
@@ -171,7 +171,7 @@ def test_a_script_run_by_path_keeps_the_interpreter_its_shebang_names(tmp_path):
 
 
 def _judged(name: str, gpm: bool):
-    from gputriage.diagnosis.run_judge import judge
+    from gputriage.diagnosis.run.judge import judge
 
     return judge(recording(name, gpm), 0)
 
@@ -181,7 +181,7 @@ def test_the_report_says_which_verdicts_a_gpu_without_gpm_cannot_see():
     # reported its allocator); the same loop recorded with it: nothing at all
     assert [(b.bottleneck.value, b.why.split(":")[0]) for b in _judged("healthy", gpm=True).blind_spots] == \
         [("vram_pressure", "approximate")]
-    from gputriage.diagnosis.run_judge import judge
+    from gputriage.diagnosis.run.judge import judge
     counted = json.loads(gzip.decompress((Path(__file__).parent / "fixtures" / "h200" /
                                           "runs_allocator.json.gz").read_bytes()))["healthy_gpm"]
     assert judge(replay([msgspec.convert(s, Sample) for s in counted["samples"]],
@@ -195,7 +195,7 @@ def test_the_report_says_which_verdicts_a_gpu_without_gpm_cannot_see():
 
 
 def test_a_ddp_job_without_a_trace_cannot_see_its_exposed_communication():
-    from gputriage.diagnosis.run_judge import judge
+    from gputriage.diagnosis.run.judge import judge
 
     ddp = json.loads(gzip.decompress((Path(__file__).parent / "fixtures" / "h200" /
                                       "runs_typed_2gpu.json.gz").read_bytes()))["ddp_allreduce"]
@@ -297,7 +297,7 @@ def test_auto_profiles_a_run_whose_windows_name_different_host_side_causes():
 def test_runs_on_an_h200_without_gpm_replay_to_their_verdicts(name, sampler, merged):
     # `benchmarks/diagnose.py --no-gpm` on an H200 (2026-12-01, after the profile gate's fix): each run with
     # the profiler windows `--profile auto` asked for
-    from gputriage.diagnosis.run_judge import judge
+    from gputriage.diagnosis.run.judge import judge
     from gputriage.model.run import ProfileReport
 
     rec = NO_GPM[name]
@@ -313,7 +313,7 @@ def test_runs_on_an_h200_without_gpm_replay_to_their_verdicts(name, sampler, mer
 def test_warm_up_steps_before_the_first_reported_step_are_start_up():
     # gpt_loop reports its steps (gputriage.step); its 3 warm-up steps ran 6 s with the GPU at 0% (DataLoader
     # workers starting, kernels loading) after a first burst of GPU work: start-up, not a sync-bound regime
-    from gputriage.diagnosis.run_judge import judge
+    from gputriage.diagnosis.run.judge import judge
     from gputriage.model.run import ProfileReport
 
     rec = NO_GPM["gpt_loop"]

@@ -29,7 +29,7 @@ def _python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 def test_step_does_nothing_when_nothing_listens(tmp_path):
     r = _python("""
-        import gputriage, gputriage.progress as p
+        import gputriage, gputriage.inworkload.progress as p
         for _ in range(1000):
             gputriage.step(samples=8, tokens=100)
         print(gputriage.step is p._nothing, p._view)
@@ -80,7 +80,7 @@ def _windows(rates: list[float], t0: float = 1000.0) -> Windower:
 
 
 def test_throughput_over_the_steady_state_and_per_phase_from_the_counters():
-    from gputriage.diagnosis.throughput import throughput
+    from gputriage.diagnosis.run.throughput import throughput
 
     w = _windows([0.0] * 3 + [10.0] * 10 + [2.0] * 5 + [0.0] * 2)
     timeline = [Regime(0.0, 3.0, "start-up"), Regime(3.0, 13.0, "compute_bound"), Regime(13.0, 18.0, "input_starved"),
@@ -151,7 +151,7 @@ def test_mfu_is_also_set_against_the_bf16_rate_bench_measured_on_the_machine(tmp
     """With a bench kept for the lead GPU, MFU is given against what its GPUs reach here as well (the H200's
     recorded bench: 756 TFLOP/s bf16, 76% of the datasheet), so the two MFUs differ by that ratio."""
     from gputriage.api.run import _against_bench
-    from gputriage.diagnosis.run_judge import judge
+    from gputriage.diagnosis.run.judge import judge
     from gputriage.model.run import RunMeta, Throughput
     from gputriage.model.sample import Sample
     from gputriage.sampling.session import replay

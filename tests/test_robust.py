@@ -212,7 +212,7 @@ def test_budget_values_outside_their_range_are_refused(tmp_path, line):
     ("garbage", True, None), ("3", True, None), ("GPU-ffffffff", True, None), ("0,7", False, ["0"]),
     ("0", None, None), ("GPU-", None, None)])
 def test_cuda_visible_devices_is_read_as_cuda_reads_it(value, hidden, sees):
-    from gputriage.diagnosis.rules import evaluate
+    from gputriage.diagnosis.check import evaluate
     from gputriage.model.fact import Fact
     from gputriage.model.snapshot import Snapshot
 

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from conftest import H200_SNAPSHOT
-from gputriage.diagnosis.rules import default_rules, evaluate
+from gputriage.diagnosis.check import default_rules, evaluate
 from gputriage.model.fact import Fact
 from gputriage.model.finding import Severity
 from gputriage.model.reading import Unavailable
@@ -96,7 +96,7 @@ def test_every_rule_has_a_scenario():
 @pytest.mark.parametrize("rule_id", sorted(SCENARIOS))
 def test_rule_fires_on_its_scenario(rule_id):
     rule = next(r for r in default_rules() if r.id == rule_id)
-    found = rule.evaluate(__import__("gputriage.diagnosis.rules.base", fromlist=["Evidence"]).Evidence(
+    found = rule.evaluate(__import__("gputriage.diagnosis.check.base", fromlist=["Evidence"]).Evidence(
         with_facts(BASE, SCENARIOS[rule_id])))
     assert found, f"{rule_id} did not fire on its scenario"
     for f in found:
@@ -106,7 +106,7 @@ def test_rule_fires_on_its_scenario(rule_id):
 @pytest.mark.parametrize("rule_id", sorted(SCENARIOS))
 def test_rule_is_silent_on_the_healthy_h200(rule_id):
     rule = next(r for r in default_rules() if r.id == rule_id)
-    from gputriage.diagnosis.rules.base import Evidence
+    from gputriage.diagnosis.check.base import Evidence
 
     assert rule.evaluate(Evidence(BASE)) == []
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gputriage.diagnosis.rules import evaluate
-from gputriage.diagnosis.rules.torch_arch_missing import supported
+from gputriage.diagnosis.check import evaluate
+from gputriage.diagnosis.check.torch_arch_missing import supported
 from gputriage.model.fact import Fact
 from gputriage.model.finding import Severity
 from gputriage.model.snapshot import Snapshot

@@ -181,7 +181,7 @@ class FakeProfile:
 
 
 def test_the_hook_starts_after_the_warm_up_steps_and_stops_after_its_window(tmp_path):
-    from gputriage.trace.profiler_hook import WARM_STEPS, Profiler
+    from gputriage.inworkload.profiler_hook import WARM_STEPS, Profiler
 
     out = str(tmp_path / "trace.json")
     now = [100.0]
@@ -207,7 +207,7 @@ def test_the_hook_starts_after_the_warm_up_steps_and_stops_after_its_window(tmp_
 
 
 def test_the_hook_sees_a_window_without_gpu_work_and_arms_only_from_its_variables(tmp_path):
-    from gputriage.trace import profiler_hook
+    from gputriage.inworkload import profiler_hook
 
     empty = tmp_path / "t.json"
     empty.write_text('{"traceEvents": [\n  {"cat": "cpu_op", "name": "aten::mm"}]}')
@@ -227,7 +227,7 @@ def test_the_armed_hooks_break_no_graph_compiled_meanwhile(tmp_path):
     import torch
     from torch._dynamo.utils import counters
 
-    from gputriage.trace.profiler_hook import Profiler
+    from gputriage.inworkload.profiler_hook import Profiler
 
     torch._dynamo.reset()
     counters.clear()
@@ -250,7 +250,7 @@ def test_the_armed_hooks_break_no_graph_compiled_meanwhile(tmp_path):
 
 
 def test_a_failing_start_is_logged_and_ends_the_profiling(tmp_path):
-    from gputriage.trace.profiler_hook import Profiler
+    from gputriage.inworkload.profiler_hook import Profiler
 
     def broken():
         raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
@@ -263,7 +263,7 @@ def test_a_failing_start_is_logged_and_ends_the_profiling(tmp_path):
 
 
 def test_a_launcher_leaves_the_profiler_to_its_ranks(tmp_path):
-    from gputriage.trace import profiler_hook
+    from gputriage.inworkload import profiler_hook
 
     assert profiler_hook.is_launcher(["/usr/bin/python3", "/venv/bin/torchrun", "--nproc_per_node=2", "t.py"])
     assert profiler_hook.is_launcher(["python", "-m", "torch.distributed.run", "t.py"])

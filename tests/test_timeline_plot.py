@@ -11,7 +11,7 @@ from pathlib import Path
 import msgspec
 from rich.console import Console
 
-from gputriage.diagnosis.run_judge import judge
+from gputriage.diagnosis.run.judge import judge
 from gputriage.model.run import RunMeta
 from gputriage.model.sample import Sample
 from gputriage.report.run_terminal import render

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from gputriage.diagnosis.bottlenecks import OTHER_THREAD_DECISION
-from gputriage.diagnosis.classify import COPY_TIME_SHARE, copy_time_share
-from gputriage.diagnosis.host_side import HOT_THREAD, MAIN_THREAD_WAITS
-from gputriage.diagnosis.profile_gate import ProfileGate
-from gputriage.diagnosis.vram_growth import CACHE_CAUSE, LEAK_CAUSE
+from gputriage.diagnosis.run.classify import COPY_TIME_SHARE, copy_time_share
+from gputriage.diagnosis.run.host_side import HOT_THREAD, MAIN_THREAD_WAITS
+from gputriage.diagnosis.run.profile_gate import ProfileGate
+from gputriage.diagnosis.run.vram_growth import CACHE_CAUSE, LEAK_CAUSE
 from gputriage.model.bottleneck import Bottleneck as B
 from recordings import judged, recorded, runs
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from gputriage import api
-from gputriage.diagnosis.classify import COPY_TIME_SHARE, copy_time_share
-from gputriage.diagnosis.host_side import HOST_READS_BACK, MAIN_THREAD_WAITS, reads_back
+from gputriage.diagnosis.run.classify import COPY_TIME_SHARE, copy_time_share
+from gputriage.diagnosis.run.host_side import HOST_READS_BACK, MAIN_THREAD_WAITS, reads_back
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.trace.kernel_kinds import ELEMENTWISE, GEMM_TC, kind_of_kernel
 from recordings import FIXTURES, judged, recorded, runs
@@ -69,7 +69,7 @@ def test_a_busy_thread_beside_an_idle_main_thread_launching_small_kernels_stays_
     # with a main thread at 2% beside it: the thread that is busy launches, nothing makes input
     import json
 
-    from gputriage.diagnosis.classify import label
+    from gputriage.diagnosis.run.classify import label
     from gputriage.model.run import GpuStatic
     from gputriage.model.window import WindowMetrics
 

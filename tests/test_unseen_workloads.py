@@ -12,9 +12,9 @@ import msgspec
 import pytest
 
 from gputriage.diagnosis.bottlenecks import MEMORY_LATENCY
-from gputriage.diagnosis.classify import CUDA_MATH_BUSY, SMALL_KERNEL_OCC_PER_UTIL
-from gputriage.diagnosis.profile_gate import ProfileGate
-from gputriage.diagnosis.run_judge import judge
+from gputriage.diagnosis.run.classify import CUDA_MATH_BUSY, SMALL_KERNEL_OCC_PER_UTIL
+from gputriage.diagnosis.run.judge import judge
+from gputriage.diagnosis.run.profile_gate import ProfileGate
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.run import RunMeta
 from gputriage.model.sample import Sample
@@ -97,7 +97,7 @@ def test_a_window_profiled_in_the_warm_up_does_not_decide_and_the_gate_asks_agai
 
 def test_a_loop_that_saves_checkpoints_while_the_gpu_waits_is_told_to_save_less_often_or_off_the_loop():
     from gputriage.diagnosis.bottlenecks import HOST_WRITES_DECISION
-    from gputriage.diagnosis.host_side import HOST_WRITES
+    from gputriage.diagnosis.run.host_side import HOST_WRITES
 
     for name in ("checkpoint_often_gpm", "checkpoint_often_nogpm"):  # 1.6 GB torch.save every 10 steps
         v = judged(UNSEEN[name]).verdict.per_gpu["0"]
@@ -204,8 +204,8 @@ def test_workloads_written_last_get_their_cause(name, expected):
 def test_copies_read_back_from_the_gpu_get_the_advice_for_reading_back_not_for_input():
     from gputriage.api import analyze_trace
     from gputriage.diagnosis.bottlenecks import D2H_COPY_DECISION
-    from gputriage.diagnosis.trace_findings import findings
-    from gputriage.diagnosis.trace_verdict import decide
+    from gputriage.diagnosis.trace.findings import findings
+    from gputriage.diagnosis.trace.verdict import decide
     from gputriage.model.trace import RankAnalysis
 
     rank = msgspec.convert(UNSEEN3["d2h_features_nogpm"]["profile"]["trace"]["ranks"][0], RankAnalysis)
@@ -237,7 +237,7 @@ def test_workloads_written_after_every_rule_get_their_cause(name, expected):
 def test_a_command_that_fails_before_a_steady_state_gets_no_verdict():
     # the first fp8_gemm.py and scatter_messages.py died after 3-4 s (a TypeError in the script): the sampler had
     # called them idle and input_starved, with advice for a job that never ran
-    from gputriage.diagnosis.run_judge import FAILED_EARLY_S
+    from gputriage.diagnosis.run.judge import FAILED_EARLY_S
 
     for name in ("fp8_crashed_gpm", "scatter_crashed_nogpm"):
         rec = UNSEEN4[name]
@@ -256,7 +256,7 @@ def test_a_command_that_fails_before_a_steady_state_gets_no_verdict():
 def test_busy_tensor_cores_with_sms_idle_a_fifth_of_the_time_leave_the_gaps_to_a_trace():
     # empty_cache() after every step: GPU-Util 99% but SM activity 74%; decided compute_bound, it hid a 1.26x loss
     # (455 against 575 TFLOP/s without it, median of 3 alternated runs); the trace sees the GPU wait on the allocator
-    from gputriage.diagnosis.classify import SM_GAPS_PER_UTIL
+    from gputriage.diagnosis.run.classify import SM_GAPS_PER_UTIL
 
     unprofiled = judged(UNSEEN4["empty_cache_loop_unprofiled_gpm"]).verdict.per_gpu["0"]
     e = unprofiled.evidence

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gputriage.inworkload.progress import step as step
 from gputriage.model.version import __version__ as __version__
-from gputriage.progress import step as step
 
 __all__ = ["analyze_trace", "bench", "catalog", "check", "monitor", "run", "runs", "show", "snapshot", "step",
            "write_html"]

@@ -32,7 +32,7 @@ def _report(db: Store, run_id: int) -> RunReport:
 
 def save_baseline(name: str, run_ids: Sequence[int], store: str | Path | None = None) -> Baseline:
     """Keep a baseline of these runs under `name` (replacing one of that name)."""
-    from gputriage.diagnosis.baseline import baseline
+    from gputriage.diagnosis.run.baseline import baseline
 
     if not name or name.isdigit():
         raise GputriageError(f"a baseline's name must not be a number (a number names a run): {name!r}")
@@ -50,7 +50,7 @@ def load(what: str, store: str | Path | None = None) -> tuple[Baseline, str]:
     """A baseline by name, or a run (a number) as a baseline of one run; and how to call it."""
     import msgspec
 
-    from gputriage.diagnosis.baseline import baseline
+    from gputriage.diagnosis.run.baseline import baseline
 
     db = open_store(store, readonly=True)
     assert db is not None
@@ -67,7 +67,7 @@ def load(what: str, store: str | Path | None = None) -> tuple[Baseline, str]:
 
 def diff(a: str, b: str, store: str | Path | None = None) -> Diff:
     """Two runs (ids) or baselines (names) side by side."""
-    from gputriage.diagnosis.baseline import diff as compare
+    from gputriage.diagnosis.run.baseline import diff as compare
 
     (ba, la), (bb, lb) = load(a, store), load(b, store)
     return compare(ba, bb, la, lb)
@@ -75,8 +75,8 @@ def diff(a: str, b: str, store: str | Path | None = None) -> Diff:
 
 def against(report: RunReport, name: str, store: str | Path | None = None) -> None:
     """`run --baseline NAME`: this run against the baseline, in the report, and a finding when it regressed."""
-    from gputriage.diagnosis.baseline import baseline, regression
-    from gputriage.diagnosis.baseline import diff as compare
+    from gputriage.diagnosis.run.baseline import baseline, regression
+    from gputriage.diagnosis.run.baseline import diff as compare
     from gputriage.model.finding import triage_order
 
     base, label = load(name, store)

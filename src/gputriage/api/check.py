@@ -40,7 +40,7 @@ def check(source: Snapshot | str | Path | None = None, *, budget: str | Path | N
           **snapshot_options: object) -> CheckReport:
     """The playbook's findings on this machine, or on a recorded snapshot (a Snapshot or its file)."""
     from gputriage.diagnosis.budget import check_snapshot
-    from gputriage.diagnosis.rules import evaluate
+    from gputriage.diagnosis.check import evaluate
     from gputriage.model.snapshot import SnapshotError
 
     limits = open_budget(budget)

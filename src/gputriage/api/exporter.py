@@ -91,7 +91,7 @@ class Exporter:
 
         from gputriage.backends.nvml_queries import compute_processes
         from gputriage.backends.process_cpu import ProcessCpuReader
-        from gputriage.diagnosis.classify import label
+        from gputriage.diagnosis.run.classify import label
         from gputriage.model.run import GpuStatic
         from gputriage.sampling.windows import metrics_of
 

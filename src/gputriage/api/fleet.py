@@ -24,7 +24,7 @@ def on_node(bench: bool) -> bytes:
     import msgspec
 
     from gputriage.api.check import check, snapshot
-    from gputriage.diagnosis.fleet import figures
+    from gputriage.diagnosis.fleet.compare import figures
 
     t0 = time.monotonic()
     replay = os.environ.get(REPLAY_ENV)
@@ -60,7 +60,7 @@ def fleet_check(address: str, *, bench: bool = False, timeout_s: float = 300.0, 
         raise GputriageError("`gputriage fleet` needs Ray: pip install 'gputriage[fleet]'") from None
     import msgspec
 
-    from gputriage.diagnosis import fleet as judge
+    from gputriage.diagnosis.fleet import compare as judge
 
     if timeout_s <= 0:
         raise UsageError("--timeout must be positive")

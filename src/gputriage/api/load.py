@@ -160,8 +160,8 @@ def load(url: str, *, concurrency: Sequence[int] = (), max_concurrency: int = 32
     `tokenizer` (a local tokenizer.json or a folder holding one) counts the tokens a server's usage lacks.
     With long prompts in the mix, each step runs again with every prompt at the normal length (its control,
     unless `long_prompt_control` is off): what the long prompts cost the others is measured side by side."""
-    from gputriage.diagnosis.load_findings import findings
-    from gputriage.diagnosis.load_stats import knee, summarize
+    from gputriage.diagnosis.serving.findings import findings
+    from gputriage.diagnosis.serving.stats import knee, summarize
     from gputriage.model.version import __version__
     from gputriage.probes.load import LoadPlan, ServerWatch, drive
 

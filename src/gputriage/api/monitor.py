@@ -25,8 +25,9 @@ class Monitor:
     By default the sampler runs in a child process: a Python loop holding the GIL would otherwise
     starve a sampling thread (every read of /proc gives the GIL up and waits up to 5 ms for it back).
     `isolated=False` samples on a thread of this process (`live()` then shows the last second). Around its
-    block, a thread reports PyTorch's caching allocator as `run`'s hook does (`gputriage.allocator_counters`),
-    so vram_pressure rests on what the allocator did, not on how full the GPU is."""
+    block, a thread reports PyTorch's caching allocator as `run`'s hook does
+    (`gputriage.inworkload.allocator_counters`), so vram_pressure rests on what the allocator did, not on how
+    full the GPU is."""
 
     def __init__(self, *, store: str | Path | bool | None = False, budget: str | Path | None = None,
                  period_s: float | None = None, use_gpm: bool = True, kind: str = "monitor",
@@ -53,7 +54,7 @@ class Monitor:
         """Sampling this process: report PyTorch's caching allocator from it, as `run`'s hook does."""
         import tempfile
 
-        from gputriage import allocator_counters
+        from gputriage.inworkload import allocator_counters
 
         if self.pid == os.getpid() and self._allocator_dir is None:
             self._allocator_dir = tempfile.mkdtemp(prefix="gputriage-monitor-")
@@ -125,7 +126,7 @@ class Monitor:
     def live(self) -> tuple[Sample, dict[int, str]] | None:
         """The latest sample, and each GPU's bottleneck over the last second (None before any sample, and
         when the sampler runs in a child process)."""
-        from gputriage.diagnosis.classify import label
+        from gputriage.diagnosis.run.classify import label
         from gputriage.model.run import GpuStatic
         from gputriage.sampling.windows import metrics_of
 
@@ -159,7 +160,7 @@ class Monitor:
             except msgspec.DecodeError:
                 raise GputriageError(f"the sampler process failed: {text.strip()[:200]}") from None
             return
-        from gputriage.diagnosis.run_judge import judge
+        from gputriage.diagnosis.run.judge import judge
 
         assert self.session is not None
         self.report = judge(self.session.finish(), None, budget=self._budget)

@@ -52,9 +52,9 @@ def run(command: Sequence[str], *, store: str | Path | bool | None = None, budge
     from gputriage.backends.host import Host
     from gputriage.backends.nvml import PynvmlBackend
     from gputriage.backends.workload import Workload
-    from gputriage.diagnosis.run_judge import judge
+    from gputriage.diagnosis.run.judge import judge
+    from gputriage.inworkload.progress import DIR_ENV as progress_env
     from gputriage.model.reading import Unavailable
-    from gputriage.progress import DIR_ENV as progress_env
     from gputriage.sampling.progress import ProgressReader
     from gputriage.sampling.session import Session
     from gputriage.sampling.store import StoreError
@@ -134,7 +134,7 @@ def _against_bench(db: Store, report: RunReport) -> None:
     """MFU against what `gputriage bench` measured on the lead GPU's machine, when it was benched."""
     import datetime as dt
 
-    from gputriage.diagnosis.throughput import against_bench
+    from gputriage.diagnosis.run.throughput import against_bench
 
     t = report.throughput
     lead = next(iter(report.verdict.per_gpu), None)
@@ -153,12 +153,12 @@ def _against_bench(db: Store, report: RunReport) -> None:
 
 class _GateKeeper:
     """Feeds the sampler's closed windows to the profile gate while the workload runs, and opens the
-    injected profiler's gate when the gate says so (`diagnosis.profile_gate`)."""
+    injected profiler's gate when the gate says so (`diagnosis.run.profile_gate`)."""
 
     POLL_S = 0.25
 
     def __init__(self, session: Session, folder: Path, mode: str) -> None:
-        from gputriage.diagnosis.profile_gate import ProfileGate
+        from gputriage.diagnosis.run.profile_gate import ProfileGate
 
         self.session, self.folder = session, folder
         self.gate = ProfileGate(mode, {i: session.meta.gpus.get(str(i), GpuStatic()) for i in session.gpus})
@@ -226,7 +226,7 @@ def show(run_id: int, store: str | Path | None = None, price_per_gpu_hour: float
     samples it kept. With a price, its cost is counted again at that price."""
     report = _show(run_id, store)
     if price_per_gpu_hour is not None and report.cost is not None:
-        from gputriage.diagnosis.cost import at_price
+        from gputriage.diagnosis.run.cost import at_price
 
         report.cost = at_price(report.cost, price_per_gpu_hour, currency)
     return report
@@ -235,7 +235,7 @@ def show(run_id: int, store: str | Path | None = None, price_per_gpu_hour: float
 def _show(run_id: int, store: str | Path | None = None) -> RunReport:
     import msgspec
 
-    from gputriage.diagnosis.run_judge import judge
+    from gputriage.diagnosis.run.judge import judge
     from gputriage.model.run import RunMeta
     from gputriage.sampling.session import replay
 

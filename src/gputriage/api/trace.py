@@ -12,7 +12,7 @@ from gputriage.model.trace import TraceReport
 def analyze_trace(paths: Sequence[str | Path] | str | Path) -> TraceReport:
     """Read PyTorch profiler traces (one per rank) and judge them. Files that cannot be read are listed
     in the report's `problems`; GputriageError when none can."""
-    from gputriage.diagnosis.trace_judge import judge
+    from gputriage.diagnosis.trace.judge import judge
     from gputriage.trace.analyze import analyze_file
     from gputriage.trace.load import TraceError
 

@@ -41,8 +41,6 @@ XID_CATALOG: dict[int, tuple[str, str]] = {
     143: ("GPU initialization failure", "hardware"),
     154: ("GPU recovery action changed (reset or reboot required)", "hardware"),
 }
-# Codes that make the GPU untrustworthy until acted on.
-CRITICAL_XIDS = {48, 62, 64, 74, 79, 92, 95, 119, 120, 140, 143, 154}
 
 XID_RE = re.compile(r"NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)\): (\d+),\s*(.*)")
 AER_RE = re.compile(r"AER: .*(error|Error)")

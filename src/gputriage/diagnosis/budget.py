@@ -20,20 +20,20 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-from gputriage.diagnosis.run_verdict import steady_bounds
+from gputriage.diagnosis.run.verdict import steady_bounds
 from gputriage.model.files import unreadable
 from gputriage.model.finding import Finding, FindingSpec, Severity
 from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic
 from gputriage.model.snapshot import Snapshot
-from gputriage.sampling.windows import WindowSeries
+from gputriage.model.window import Windows
 
 MAX_BUDGET_BYTES = 1 << 20
 
@@ -158,7 +158,7 @@ def check_snapshot(budget: Budget, snap: Snapshot) -> list[Finding]:
     return out
 
 
-def check_windows(budget: Budget, series: dict[int, WindowSeries], host: WindowSeries | None,
+def check_windows(budget: Budget, series: Mapping[int, Windows], host: Windows | None,
                   static: dict[int, GpuStatic]) -> list[Finding]:
     """Budgets over a run: maxima for limits; medians in steady state (between the workload's first
     and last GPU work, as the verdict judges it) for SM activity and iowait."""

@@ -17,17 +17,13 @@ COMMANDS = ("check", "run", "watch", "monitor", "trace", "bench", "load")
 
 @lru_cache(maxsize=1)
 def entries() -> dict[str, FindingSpec]:
-    from gputriage.diagnosis import (
-        baseline,
-        bench,
-        budget,
-        load_findings,
-        run_findings,
-        trace_findings,
-        trace_judge,
-        vram_growth,
-    )
-    from gputriage.diagnosis.rules import default_rules
+    from gputriage.diagnosis import bench, budget
+    from gputriage.diagnosis.check import default_rules
+    from gputriage.diagnosis.run import baseline, vram_growth
+    from gputriage.diagnosis.run import findings as run_findings
+    from gputriage.diagnosis.serving import findings as load_findings
+    from gputriage.diagnosis.trace import findings as trace_findings
+    from gputriage.diagnosis.trace import judge as trace_judge
 
     specs: list[FindingSpec] = [s for rule in default_rules() for s in rule.specs]
     specs += [*run_findings.SPECS, *trace_findings.ALL_SPECS, *trace_judge.SPECS, *bench.SPECS, *budget.SPECS.values(),

@@ -15,7 +15,7 @@ try:
 except ImportError as exc:
     raise ImportError("gputriage.integrations.huggingface needs transformers: pip install transformers") from exc
 
-from gputriage import progress
+from gputriage.inworkload import progress
 
 
 class GputriageCallback(TrainerCallback):

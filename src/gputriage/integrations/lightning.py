@@ -12,8 +12,8 @@ try:
 except ImportError as exc:
     raise ImportError("gputriage.integrations.lightning needs PyTorch Lightning: pip install lightning") from exc
 
-from gputriage import progress
 from gputriage.integrations import batch_size, tokens
+from gputriage.inworkload import progress
 
 
 class GputriageCallback(Callback):

@@ -3,7 +3,7 @@ verdict is decided from."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterator, Optional, Protocol, Sequence
 
 import msgspec
 
@@ -80,3 +80,28 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
     @property
     def duration_s(self) -> float:
         return self.t1_s - self.t0_s
+
+
+class Windows(Protocol):
+    """One GPU's windows (the host's figures included), oldest first, or the host's alone: what a judge reads
+    of a run. The sampler's columnar store (`sampling.windows.WindowSeries`) is one."""
+
+    @property
+    def gpu(self) -> int | None: ...  # None: the host's windows
+
+    @property
+    def window_s(self) -> float: ...
+
+    @property
+    def samples(self) -> Sequence[int]: ...
+
+    @property
+    def ends_s(self) -> Sequence[float]: ...  # each window's end, unix seconds
+
+    def __len__(self) -> int: ...
+
+    def column(self, name: str) -> list[float | None]: ...
+
+    def __getitem__(self, i: int) -> WindowMetrics: ...
+
+    def __iter__(self) -> Iterator[WindowMetrics]: ...

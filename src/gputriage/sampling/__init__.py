@@ -1,2 +1,2 @@
 """Sampling a machine or a workload over time: the sampler, its windows, the session that records a
-run, and the run store. Nothing here judges (`diagnosis.run_judge` does)."""
+run, and the run store. Nothing here judges (`diagnosis.run.judge` does)."""

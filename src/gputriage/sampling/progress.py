@@ -1,5 +1,5 @@
 """Read what a workload reports from inside: the step counters of `gputriage.step()`
-(`gputriage.progress`) and the CUDA caching allocator's counters (`gputriage.allocator_counters`),
+(`gputriage.inworkload.progress`) and the CUDA caching allocator's counters (`gputriage.inworkload.allocator_counters`),
 per-process files in the folder `run` gave it, each summed over the processes. Files are mapped once
 and re-listed each read (a new rank, a forked worker); a process that ended leaves its counts, which
 stay counted."""
@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gputriage import allocator_counters, progress
+from gputriage.inworkload import allocator_counters, progress
 
 SUMMED = ("retries", "cuda_mallocs", "cuda_frees", "ooms", "reserved_bytes", "allocated_bytes")  # over processes
 

@@ -8,12 +8,12 @@ import platform
 import socket
 import sqlite3
 import sys
-from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import FI_NVLINK_LINK_COUNT, FI_NVLINK_SPEED_MBPS_COMMON, NvmlBackend, field_key
 from gputriage.model.reading import Unavailable
+from gputriage.model.recording import Recording
 from gputriage.model.run import GpuStatic, RunMeta, RunReport
 from gputriage.model.sample import Sample
 from gputriage.model.version import __version__
@@ -69,32 +69,6 @@ def run_meta(gpus: dict[int, GpuStatic], system: dict[str, Any], host: Host, per
     return RunMeta(hostname=socket.gethostname(), gputriage=__version__, python=sys.version.split()[0],
                    platform=platform.platform(), cwd=host.cwd, period_s=period_s,
                    gpus={str(k): v for k, v in gpus.items()}, system=system, env=env)
-
-
-@dataclass
-class Recording:
-    """What a session collected: enough to judge the run, bounded whatever its length."""
-
-    kind: str
-    command: list[str]
-    meta: RunMeta
-    gpus: list[int]
-    windows: Windower
-    recent: list[Sample] = field(default_factory=list)  # the last samples (the sampler's ring)
-    run_id: int | None = None
-    store_error: str | None = None
-
-    @property
-    def static(self) -> dict[int, GpuStatic]:
-        return {int(k): v for k, v in self.meta.gpus.items()}
-
-    @property
-    def started_s(self) -> float | None:
-        return self.windows.first_t
-
-    @property
-    def ended_s(self) -> float | None:
-        return self.windows.last_t
 
 
 def replay(samples: Iterable[Sample], meta: RunMeta, kind: str = "run", command: list[str] | None = None,

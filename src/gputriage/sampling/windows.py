@@ -92,6 +92,10 @@ class WindowSeries:
         self.store, self.gpu = store, gpu
 
     @property
+    def ends_s(self) -> array:
+        return self.store.t1
+
+    @property
     def window_s(self) -> float:
         return self.store.window_s
 

@@ -1,5 +1,5 @@
 """Analyze one Kineto trace (one rank): time anatomy per device, kernel table, communication
-overlap. What it means is judged in `diagnosis.trace_judge`."""
+overlap. What it means is judged in `diagnosis.trace.judge`."""
 
 from __future__ import annotations
 

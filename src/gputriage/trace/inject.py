@@ -1,7 +1,7 @@
 """`run --profile`: arm `trace.profiler_hook` inside a Python workload, then read back what it wrote.
 
 gputriage puts a folder first on the workload's PYTHONPATH whose `sitecustomize` loads the hook
-module and the allocator's counters (`gputriage.allocator_counters`) by their paths in this
+module and the allocator's counters (`gputriage.inworkload.allocator_counters`) by their paths in this
 installation (the workload's interpreter needs nothing of gputriage's dependencies: both use the
 standard library only) and chains to the `sitecustomize` the workload would otherwise have loaded.
 """
@@ -15,8 +15,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gputriage import allocator_counters
-from gputriage.trace import profiler_hook
+from gputriage.inworkload import allocator_counters, profiler_hook
 
 SITE = '''\
 # written by gputriage run --profile: load its profiler hook and allocator counters, then this interpreter's own

@@ -1,0 +1,27 @@
+"""PCIe replay counter: link-level retransmissions."""
+
+from gputriage.diagnosis.check.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity, Threshold
+
+MIN_REPLAYS = Threshold("min_replays", 100, "replays", "PCIe replay count since boot that says the link retransmits",
+                        "NVML nvmlDeviceGetPcieReplayCounter; judgement")
+
+
+def evaluate(ev: Evidence) -> list[Finding]:
+    out = []
+    for i in ev.gpus:
+        n = ev.gpu(i, "pcie.replay_count")
+        if n is not None and n >= MIN_REPLAYS.value:
+            out.append(RULE.finding(Severity.warn, {f"gpu.{i}.pcie.replay_count": n}, subject=f"gpu.{i}"))
+    return out
+
+
+RULE = Rule(
+    id="pcie.replays", step=5, severity=Severity.warn, needs=("gpu",),
+    symptom="The GPU's PCIe link retransmits packets",
+    cause="Signal-integrity problems on the link: each replay costs bandwidth and often precedes link failures",
+    decision="Reseat the card, replace risers/cables, check slot and BIOS settings",
+    condition=f"replay counter >= {MIN_REPLAYS.value} since boot",
+    thresholds=(MIN_REPLAYS,),
+    evaluate=evaluate,
+)

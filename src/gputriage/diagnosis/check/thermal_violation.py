@@ -1,0 +1,28 @@
+"""Time already lost to thermal limits since the driver loaded."""
+
+from gputriage.diagnosis.check.base import Evidence, Rule
+from gputriage.model.finding import Finding, Severity, Threshold
+
+MIN_VIOLATION_S = Threshold("min_violation_s", 1.0, "s", "time spent thermally limited since the counter started",
+                            "NVML nvmlDeviceGetViolationStatus (NVML_PERF_POLICY_THERMAL)")
+
+
+def evaluate(ev: Evidence) -> list[Finding]:
+    out = []
+    for i in ev.gpus:
+        ns = ev.gpu(i, "violation.thermal_ns")
+        if ns is not None and ns / 1e9 >= MIN_VIOLATION_S.value:
+            out.append(RULE.finding(Severity.warn, {f"gpu.{i}.violation.thermal_ns": ns,
+                                                    "thermal_limited_s": round(ns / 1e9, 1)}, subject=f"gpu.{i}"))
+    return out
+
+
+RULE = Rule(
+    id="thermal.violation_time", step=5, severity=Severity.warn, needs=("gpu",),
+    symptom="The GPU has spent time clocked down by thermal limits since the driver loaded",
+    cause="Past heavy loads hit thermal limits: cooling is marginal for sustained work",
+    decision="Watch a real job (`gputriage watch`) to see when it throttles; improve cooling before blaming code",
+    condition=f"NVML thermal violation time >= {MIN_VIOLATION_S.value:g} s",
+    thresholds=(MIN_VIOLATION_S,),
+    evaluate=evaluate,
+)

@@ -1,0 +1,1 @@
+"""A fleet's nodes judged against each other (`fleet check`)."""

@@ -1,0 +1,203 @@
+"""The one judge of a monitored run (`run`, `watch`, `show`, `monitor()`): a recording (and, for
+`run --profile`, the profiler's trace) in, a `RunReport` out — verdict per GPU, the merged verdict,
+findings, budget violations."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from gputriage.diagnosis.budget import Budget, check_windows
+from gputriage.diagnosis.run.blind_spots import blind_spots
+from gputriage.diagnosis.run.classify import computes
+from gputriage.diagnosis.run.cost import cost
+from gputriage.diagnosis.run.findings import (
+    host_findings,
+    idle_edges,
+    job_process_findings,
+    out_of_memory,
+    verdict_finding,
+)
+from gputriage.diagnosis.run.merge import merge
+from gputriage.diagnosis.run.throughput import throughput
+from gputriage.diagnosis.run.verdict import gpu_verdict, holds_workload_memory
+from gputriage.diagnosis.run.vram_growth import vram_growing
+from gputriage.diagnosis.trace.findings import as_profiler_artefact
+from gputriage.model.bottleneck import HOST_BOUND
+from gputriage.model.finding import Finding, triage_order
+from gputriage.model.numbers import median
+from gputriage.model.recording import Recording
+from gputriage.model.run import GpuStatic, GpuVerdict, HostSummary, ProfilerEffect, ProfileReport, RunReport, RunVerdict
+from gputriage.model.window import Windows
+
+MIN_EFFECT_POINTS = 3
+FAILED_EARLY_S = 10.0  # a command that fails this soon, before reporting a step, ran no more than its start-up
+MIN_STEADY_S = 3.0  # a failed command whose GPU computed less than this after its start-up had no steady state
+
+
+def workload_gpus(rec: Recording) -> list[int]:
+    """GPUs the workload used: where activity rose or its memory grew; else the first."""
+    used = []
+    for i in rec.gpus:
+        s = rec.windows.series[i]
+        if not len(s):
+            continue
+        if any(computes(w.util_max_pct, w.sm_active_max_pct) or holds_workload_memory(w.used_max_bytes, s[0].used_bytes)
+               for w in s):
+            used.append(i)
+    return used or rec.gpus[:1]
+
+
+def profiler_effect(rec: Recording, gpu: int, v: GpuVerdict, window_s: list[float] | None,
+                    held_s: Sequence[Sequence[float]] = ()) -> ProfilerEffect | None:
+    """Median GPU-Util while the profiler ran and over the rest of the steady run (start-up and
+    shut-down left out), outside the time the profiler held the workload. From the samples when the
+    ring still holds the profiled window, else from the windows; None with too few points."""
+    if not window_s or rec.started_s is None or rec.ended_s is None:
+        return None
+    t0, t1 = window_s
+    held = list(held_s) or [window_s]
+    steady_from = rec.started_s + v.startup_s
+    steady_to = rec.ended_s - v.shutdown_s
+    from_samples = bool(rec.recent) and rec.recent[0].t_s <= t0
+    points: list[tuple[float, float | None]]
+    if from_samples:
+        points = [(s.t_s, g.util_pct if (g := s.gpu(gpu)) else None) for s in rec.recent]
+    else:  # the ring no longer holds the window: each window by its middle
+        points = [((w.t0_s + w.t1_s) / 2, w.util_pct) for w in rec.windows.series[gpu]]
+    if t1 <= steady_from:  # profiled before the steady run began: a warm-up, whatever its GPU-Util
+        before = [u for t, u in points if u is not None and t0 <= t <= t1]
+        steady = [u for t, u in points if u is not None and steady_from <= t <= steady_to]
+        return ProfilerEffect(inside_pct=float(median(before)) if before else 0.0,
+                              outside_pct=float(median(steady)) if steady else 0.0, in_startup=True)
+    inside, outside = [], []
+    for t, util in points:
+        if util is None or not steady_from <= t <= steady_to:
+            continue
+        if t0 <= t <= t1:
+            inside.append(util)
+        elif not any(h0 <= t <= h1 for h0, h1 in held):
+            outside.append(util)
+    if len(inside) < (MIN_EFFECT_POINTS if from_samples else 1) or len(outside) < MIN_EFFECT_POINTS:
+        return None
+    return ProfilerEffect(inside_pct=float(median(inside)), outside_pct=float(median(outside)))
+
+
+def host_summary(host: Windows) -> HostSummary:
+    def med(name: str) -> float | None:
+        xs = [x for x in host.column(name) if x is not None]
+        return round(float(median(xs)), 1) if xs else None
+
+    swap = [x for x in host.column("swap_in_max_pages_per_s") if x is not None]
+    rss = [x for x in host.column("workload_rss_max_bytes") if x is not None]
+    avail = [x for x in host.column("mem_available_min_bytes") if x is not None]
+    return HostSummary(workload_rss_max_bytes=max(rss) if rss else None, mem_available_min_bytes=min(avail) if avail
+                       else None, workload_cpu_pct=med("workload_cpu_pct"),
+                       gpu_process_cpu_pct=med("gpu_process_cpu_pct"), write_mb_per_s=med("write_mb_per_s"),
+                       top_thread_pct=med("top_thread_pct"),
+                       max_core_pct=med("max_core_pct"), iowait_pct=med("iowait_pct"),
+                       read_mb_per_s=med("read_mb_per_s"), swap_in_max_pages_per_s=max(swap) if swap else None)
+
+
+def dominant(verdicts: dict[int, GpuVerdict]) -> GpuVerdict | None:
+    """The verdict most GPUs share."""
+    named = [v for v in verdicts.values() if v.bottleneck is not None]
+    if not named:
+        return None
+    names = [v.bottleneck for v in named]
+    top = max(set(names), key=names.count)
+    return next(v for v in named if v.bottleneck == top)
+
+
+def failed_early(rec: Recording, exit_code: int | None, verdicts: dict[int, GpuVerdict],
+                 out_of_memory: bool = False) -> float | None:
+    """The seconds a command ran when it failed (exit 1-127, not a signal) within FAILED_EARLY_S before
+    reporting a step through `gputriage.step()`, or out of GPU memory before reporting one, or less than
+    MIN_STEADY_S after its start-up (a crash at its first steps): its windows hold a start-up, no steady
+    state. Else None."""
+    ran_s = (rec.ended_s or 0.0) - (rec.started_s or 0.0)
+    if rec.kind != "run" or exit_code is None or not 0 < exit_code < 128:
+        return None
+    stepped = any((w.steps_total or 0.0) > 0 for w in rec.windows.host)
+    steady_s = max((ran_s - v.startup_s - v.shutdown_s for v in verdicts.values()), default=0.0)
+    if not stepped and (ran_s < FAILED_EARLY_S or out_of_memory):
+        return ran_s
+    return ran_s if steady_s < MIN_STEADY_S else None
+
+
+def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileReport | None = None,
+          budget: Budget | None = None, complete: bool = True,
+          metric: tuple[str, list[tuple[float, float]]] | None = None) -> RunReport:
+    """`metric`: `run --metric`'s pattern and the (unix time, value) pairs it read in the workload's output."""
+    workload = rec.kind == "run"
+    static = rec.static
+    held = [tuple(h) for h in profile.held_all_s] or ([tuple(profile.held_s)] if profile.held_s else []) \
+        if profile else []
+    started, ended = rec.started_s or 0.0, rec.ended_s or 0.0
+    verdicts = {i: gpu_verdict(rec.windows.series[i], static.get(i, GpuStatic()), started, ended,
+                               exclude_s=held)
+                for i in workload_gpus(rec)}
+    oom = out_of_memory(rec.windows.host) if workload else None
+    early = failed_early(rec, exit_code, verdicts, out_of_memory=oom is not None)
+    for v in verdicts.values() if early is not None else ():  # what ran is a start-up: no cause to name
+        v.bottleneck, v.undecided_between, v.decision, v.share, v.confidence = None, [], "", 0.0, 0.0
+        why = "out of GPU memory" if oom is not None else "its output says why"
+        v.summary = f"no verdict: the command failed (exit {exit_code}) after {early:.1f} s, before a steady state " \
+                    f"({why})"
+    first = dominant(verdicts)
+    verdict = RunVerdict(bottleneck=first.bottleneck if first else None, source="sampler",
+                         per_gpu={str(k): v for k, v in verdicts.items()})
+    findings: list[Finding] = []
+    for i, v in verdicts.items():
+        f = verdict_finding(v, static.get(i, GpuStatic()))
+        if f is not None:
+            findings.append(f)
+        if workload and early is None:
+            edges = idle_edges(v, ended - started)
+            if edges is not None:
+                findings.append(edges)
+        growing = vram_growing(v, rec.windows.series[i], static.get(i, GpuStatic()), started, ended) \
+            if early is None else None
+        if growing is not None:
+            findings.append(growing)
+    findings += host_findings(rec.windows.host)
+    if oom is not None:
+        findings.append(oom)
+    processes = rec.windows.processes()
+    if workload:
+        findings += job_process_findings(processes)
+    trace = profile.trace if profile else None
+    if profile is not None and trace is not None and early is None:
+        lead = next(iter(verdicts.values()), None)
+        effect = profiler_effect(rec, lead.gpu, lead, profile.window_s, held) if lead else None
+        merged = merge(lead, trace.verdict, effect)
+        verdict.bottleneck, verdict.source, verdict.merged = merged.bottleneck, merged.source, merged
+        verdict.profiler_effect = effect
+        trace_findings = list(trace.findings)
+        if merged.profiler_starved:  # the trace's host-side idle is the profiler's own
+            host_side = {f"trace.{b.value}" for b in HOST_BOUND}
+            why = f"{merged.profiler_note}: this idle is its own overhead"
+            trace_findings = [as_profiler_artefact(f, why) if f.id in host_side else f for f in trace_findings]
+        findings += trace_findings
+    if budget is not None:
+        findings += check_windows(budget, rec.windows.series, rec.windows.host, static)
+    notes = [rec.store_error] if rec.store_error else []
+    if not rec.gpus:
+        sampled = "the host and the workload were" if rec.kind == "run" else "the host was"
+        notes.append(f"no GPU was sampled ({rec.meta.system.get('nvml', 'NVML sees no GPU')}); {sampled}")
+    used = list(verdicts)
+    lead_verdict = verdicts[used[0]] if used else None
+    done = throughput(rec.windows.host, lead_verdict.timeline if lead_verdict else [], started,
+                      [static.get(i, GpuStatic()) for i in used], rec.meta.flops_per_token, rec.meta.flops_per_step,
+                      metric)
+    processes_seen = any(x is not None for x in rec.windows.host.column("workload_cpu_pct"))
+    blind = blind_spots({i: static.get(i, GpuStatic()) for i in used}, processes_seen,
+                        traced=trace is not None and trace.verdict is not None,
+                        multi_gpu=len(used) > 1 or len({p.gpu for p in processes if p.job}) > 1,
+                        allocator_reported=any(x is not None for x in rec.windows.host.column("cuda_frees_per_s"))
+                        ) if rec.gpus else []
+    return RunReport(id=rec.run_id, kind=rec.kind, command=rec.command, started_s=rec.started_s, ended_s=rec.ended_s,
+                     exit_code=exit_code, complete=complete, samples=rec.windows.count, meta=rec.meta, verdict=verdict,
+                     findings=triage_order(findings), host=host_summary(rec.windows.host), profile=profile,
+                     notes=notes, processes=processes, blind_spots=blind, throughput=done,
+                     cost=cost({i: rec.windows.series[i] for i in used}, static, started, ended,
+                               rec.meta.price_per_gpu_hour, rec.meta.currency) if rec.gpus else None)

@@ -1,0 +1,84 @@
+"""Merge the sampler's verdict (run) with the trace's (run --profile).
+
+The sampler sees what a trace cannot: other processes on the GPU, clocks and throttling, VRAM
+fill. The trace sees what the sampler cannot: why the GPU idles (launches, synchronizations, host
+work) and what the kernels are. So: contended / throttled / vram_pressure from the sampler stand;
+otherwise the trace's verdict does, and where the sampler was undecided the trace settles it —
+unless the profiled window is not the run: a window whose GPU-Util is far from the rest of the
+steady run (the profiler starved the workload, or it caught a phase of its own), or a verdict the
+trace itself is unsure of (a short window, a truncated file), does not override a decided sampler
+verdict, whatever it says; a window that ended before the steady run began (a warm-up before the
+workload's first step) overrides no sampler verdict, decided or not. A host_bound verdict that rests
+on a thread beside the main one (busy while the main thread waits) stands against a trace's
+input_starved: the trace sees the launching thread wait, not what for. Where the sampler was
+undecided, a trace unsure of its verdict settles it only with one of the causes the sampler left open.
+"""
+
+from __future__ import annotations
+
+from gputriage.diagnosis.run.host_side import beside_main
+from gputriage.model.bottleneck import HOST_BOUND
+from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.finding import Threshold
+from gputriage.model.run import GpuVerdict, MergedVerdict, ProfilerEffect
+from gputriage.model.trace import TraceVerdict
+
+SAMPLER_ONLY = {B.contended, B.throttled, B.vram_pressure}
+PROFILER_DROP = Threshold("profiler_drop_util_pts", 25.0, "GPU-Util points",
+                          "GPU-Util difference between the profiled window and the rest of the steady run that makes "
+                          "the window unlike the run",
+                          "judgement, from H200 runs where CUPTI start-up held a sync-heavy loop (26% vs 95%)")
+SURE_TRACE = Threshold("sure_trace_confidence", 0.5, "confidence",
+                       "trace confidence under which a trace does not override a decided sampler verdict", "judgement")
+
+
+def merge(sampler: GpuVerdict | None, trace: TraceVerdict | None,
+          effect: ProfilerEffect | None = None) -> MergedVerdict:
+    """The run's verdict. `profiler_starved` is set when the profiled window lost GPU-Util the rest of
+    a decided, not host-bound run kept: the trace's host-side findings then describe the profiler."""
+    s = sampler.bottleneck if sampler else None
+    t = trace.bottleneck if trace else None
+    if t is None:
+        return MergedVerdict(bottleneck=s, source="sampler", sampler=s)
+    if s in SAMPLER_ONLY:
+        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
+                             why=f"{s.value} is visible only to the sampler; the trace's view of the kernels is "
+                                 f"{t.value}")
+    if effect is not None and effect.in_startup:
+        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
+                             why=f"the profiled window fell in the start-up, before the steady run (GPU-Util "
+                                 f"{effect.inside_pct:.0f}% while profiled, {effect.outside_pct:.0f}% in the steady "
+                                 f"run): its {t.value} does not describe the run")
+    undecided = sampler.undecided_between if sampler else []
+    drop = effect.outside_pct - effect.inside_pct if effect else 0.0
+    decided = s is not None and not undecided
+    starved = decided and s not in HOST_BOUND and drop >= PROFILER_DROP.value
+    note = (f"the profiler slowed the workload (GPU-Util {effect.inside_pct:.0f}% while profiled, "
+            f"{effect.outside_pct:.0f}% otherwise)") if effect else ""
+    if starved and t in HOST_BOUND:
+        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t, profiler_starved=True,
+                             profiler_note=note, why=f"{note}: the trace's {t.value} is its own overhead")
+    if decided and effect is not None and abs(drop) >= PROFILER_DROP.value:
+        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t, profiler_starved=starved,
+                             profiler_note=note if starved else "",
+                             why=f"the profiled window is unlike the rest of the run (GPU-Util "
+                                 f"{effect.inside_pct:.0f}% while profiled, {effect.outside_pct:.0f}% otherwise): its "
+                                 f"{t.value} does not override the sampler")
+    if decided and trace is not None and trace.confidence < SURE_TRACE.value:
+        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
+                             why=f"the trace is unsure of its {t.value} (confidence {trace.confidence:.2f}: a short "
+                                 "or cut window): the sampler's verdict stands")
+    if s == B.host_bound and t == B.input_starved and sampler is not None and beside_main(sampler.evidence):
+        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
+                             why="the trace sees the launching thread wait outside framework ops; the sampler saw what "
+                                 "for: another thread of the process busy while the main thread waited")
+    if undecided and s is not None and trace is not None and trace.confidence < SURE_TRACE.value \
+            and t not in undecided:
+        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
+                             why=f"the trace is unsure of its {t.value} (confidence {trace.confidence:.2f}: a short "
+                                 f"or cut window), which is none of the causes the sampler left open: the sampler's "
+                                 f"{s.value} stands")
+    why = (f"the sampler could not tell {' from '.join(b.value for b in undecided)} apart; the trace says {t.value}"
+           if undecided else "the trace attributes each idle gap and each kernel")
+    return MergedVerdict(bottleneck=t, source="trace", sampler=s, trace=t, why=why, profiler_starved=starved,
+                         profiler_note=note if starved else "")

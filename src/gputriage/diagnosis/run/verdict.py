@@ -1,0 +1,287 @@
+"""One GPU's verdict over a run: the label of each window (`diagnosis.run.classify`), the regimes they
+form, and the dominant bottleneck of the steady state with its share, confidence and evidence.
+
+The steady state lies between the start-up (until the window in which the GPU first computes;
+for a run that never computes, until its memory first grows; for a workload that reports its steps
+through `gputriage.step()`, not before its first reported step) and the shut-down (after the window
+in which it last computed): imports, model building, warm-up steps and kernel loading before the
+work, saving and joining workers after it, are not the workload's bottleneck.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from gputriage.diagnosis.bottlenecks import (
+    COMPUTE_OFF_TENSOR_CORES,
+    COMPUTE_TENSOR_UNCOUNTED,
+    DECISIONS,
+    HOST_WRITES_DECISION,
+    INPUT_WORKERS_DECISION,
+    MEMORY_LATENCY,
+    OTHER_THREAD_DECISION,
+)
+from gputriage.diagnosis.run.classify import TENSOR_BUSY, computes, label, waits_on_latency
+from gputriage.diagnosis.run.host_side import beside_main, helpers_busy, helpers_cpu, host_work, saves_to_storage
+from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.numbers import median
+from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
+from gputriage.model.window import WindowMetrics, Windows
+
+WORKLOAD_VRAM_BYTES = 256 * 2**20  # memory growth that says a workload holds the GPU
+
+
+def holds_workload_memory(used_max_bytes: float | None, base_bytes: float | None) -> bool:
+    """The GPU holds WORKLOAD_VRAM_BYTES more than at `base_bytes` (the first window's): the workload's memory."""
+    return (used_max_bytes or 0.0) > (base_bytes or 0.0) + WORKLOAD_VRAM_BYTES
+SERIES_POINTS = 720  # at most this many points in a verdict's series
+EDGES = ("start-up", "shut-down")
+
+
+STEPS_STOPPED = 3.0  # a loop that reports no step for this many of its mean step intervals has stopped
+
+
+def last_step_s(steps_total: Sequence[float | None], t1_s: Sequence[float]) -> float | None:
+    """When a workload that reports its steps reported its last: the end of the window its count reached its
+    total in (None: it reports none). Columns of the windows: their step counts and ends."""
+    done = max((x or 0.0 for x in steps_total), default=0.0)
+    if done <= 0:
+        return None
+    return next(t for x, t in zip(steps_total, t1_s) if (x or 0.0) >= done)
+
+
+def steady_bounds(ws: Sequence[WindowMetrics], last_step: float | None = None) -> tuple[int | None, int | None]:
+    """(index of the window in which the GPU first computed — or, if it never did, in which its memory
+    first grew with the workload's; for a workload that reports its steps, of its first step —, index of
+    the last window in which it computed — for a workload that reports its steps, at most the last that
+    began before its last step (`last_step`, when windows were left out of `ws`)); None when none."""
+    first = next((i for i, w in enumerate(ws) if computes(w.util_max_pct, w.sm_active_max_pct)), None)
+    if first is None and ws:
+        first = next((i for i, w in enumerate(ws) if holds_workload_memory(w.used_max_bytes, ws[0].used_bytes)
+                      and w.workload_vram_max_bytes), None)
+        return first, None
+    last = next((i for i in range(len(ws) - 1, -1, -1) if computes(ws[i].util_max_pct, ws[i].sm_active_max_pct)), None)
+    # a workload that reports its steps starts its work with the first one: before it, warm-up; after it, work
+    # even while the GPU barely computes (a loop that recompiles at every step); it ends with its last one:
+    # after it, the workload prints, saves and exits, whatever blip the GPU shows as its context goes
+    stepped = next((i for i, w in enumerate(ws) if (w.steps_total or 0) > 0), None)
+    if first is not None and stepped is not None and last is not None and stepped <= last:
+        first = stepped
+        counts = [w.steps_total for w in ws]
+        ended = last_step if last_step is not None else last_step_s(counts, [w.t1_s for w in ws])
+        # only a loop that stopped stepping: not one that reports a step an epoch, still at work after its last
+        steps = max(x or 0.0 for x in counts) - (counts[stepped] or 0.0)
+        if ended is not None and steps >= 2 and \
+                ws[last].t1_s - ended > STEPS_STOPPED * (ended - ws[stepped].t0_s) / steps:
+            last = min(last, max((i for i, w in enumerate(ws) if w.t0_s < ended), default=last))
+    return first, last
+
+
+def regimes(ws: Sequence[WindowMetrics], labels: Sequence[B], t0: float, start: int | None, end: int | None,
+            window_s: float) -> list[Regime]:
+    """Consecutive windows of one label, start-up and shut-down apart; one-window blips folded into
+    the regime before them."""
+    out: list[Regime] = []
+    if start is not None and ws[start].t0_s > t0:
+        out.append(Regime(0.0, ws[start].t0_s - t0, "start-up"))
+    for i, (w, lab) in enumerate(zip(ws, labels)):
+        if start is not None and i < start:
+            continue
+        if end is not None and i > end:
+            out.append(Regime(w.t0_s - t0, ws[-1].t1_s - t0, "shut-down"))
+            break
+        if out and out[-1].regime == lab.value:
+            out[-1].end_s = w.t1_s - t0
+        else:
+            out.append(Regime(w.t0_s - t0, w.t1_s - t0, lab.value))
+    merged: list[Regime] = []
+    for r in out:
+        if merged and r.end_s - r.start_s < 1.5 * window_s and r.regime not in EDGES and merged[-1].regime not in EDGES:
+            merged[-1].end_s = r.end_s
+            continue
+        if merged and merged[-1].regime == r.regime:
+            merged[-1].end_s = r.end_s
+            continue
+        merged.append(r)
+    return [Regime(round(r.start_s, 1), round(r.end_s, 1), r.regime) for r in merged]
+
+
+def _mark_warmup(timeline: list[Regime], dominant: str) -> list[Regime]:
+    """The phases between start-up and the first phase of the dominant regime, when shorter together
+    than the dominant regime's time after them, are one warm-up: kernels loading, caches filling,
+    allocator growing; not a bottleneck of the workload."""
+    body = [i for i, r in enumerate(timeline) if r.regime not in EDGES]
+    first_dominant = next((i for i in body if timeline[i].regime == dominant), None)
+    before = [i for i in body if first_dominant is not None and i < first_dominant]
+    if not before or first_dominant is None:
+        return timeline
+    lead = sum(timeline[i].end_s - timeline[i].start_s for i in before)
+    after = sum(r.end_s - r.start_s for r in timeline[first_dominant:] if r.regime == dominant)
+    if lead >= after:
+        return timeline
+    warm = Regime(timeline[before[0]].start_s, timeline[before[-1]].end_s, "warm-up")
+    return timeline[:before[0]] + [warm] + timeline[before[-1] + 1:]
+
+
+def decision_of(b: B, m: dict[str, float]) -> str:
+    """What to do; compute_bound says "tensor cores" only where their pipes were counted busy; memory_bound
+    below the DRAM's bandwidth is latency (scattered reads)."""
+    if b == B.memory_bound and waits_on_latency(m.get("dram_active_pct"), m.get("cuda_math_active_pct")):
+        return MEMORY_LATENCY
+    if b == B.host_bound and saves_to_storage(m.get("write_mb_per_s")):
+        return HOST_WRITES_DECISION
+    if b == B.host_bound and beside_main(m) is not None and not host_work(m):
+        return OTHER_THREAD_DECISION
+    if b == B.input_starved and helpers_busy(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")):
+        return INPUT_WORKERS_DECISION
+    if b != B.compute_bound:
+        return DECISIONS[b]
+    tensor = m.get("tensor_active_pct")
+    if tensor is None:
+        return COMPUTE_TENSOR_UNCOUNTED
+    return DECISIONS[b] if tensor >= TENSOR_BUSY.value else COMPUTE_OFF_TENSOR_CORES
+
+
+def describe(b: B, m: dict[str, float]) -> str:
+    """The figures that make the case for a bottleneck, in a sentence."""
+    def f(key: str, unit: str = "%") -> str:
+        v = m.get(key)
+        return "n/a" if v is None else f"{v:.0f}{unit}"
+
+    if m.get("sm_active_pct") is None:  # without GPM: the power the GPU draws says how much of it works
+        power = f"{f('power_w', ' W')} ({f('power_pct_of_limit')} of its limit)"
+        without = {
+            B.underfilled: f"GPU-Util {f('util_pct')} but the GPU draws {power}: most SMs idle",
+            B.compute_bound: f"GPU-Util {f('util_pct')}, {power}, memory util {f('mem_util_pct')}",
+            B.memory_bound: f"memory util {f('mem_util_pct')}, GPU-Util {f('util_pct')}, {power}",
+            B.launch_bound: f"GPU-Util {f('util_pct')} at {power} (small kernels), one host thread at "
+                            f"{f('top_thread_pct')}",
+            B.h2d_copy_bound: f"PCIe RX {f('pcie_rx_mib_per_s', ' MiB/s')} while the GPU draws {power}",
+        }
+        if b in without:
+            return without[b]
+    if b == B.input_starved and helpers_busy(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")):
+        helpers = helpers_cpu(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")) or 0.0
+        return (f"GPU-Util {f('util_pct')} while the workload's processes without a GPU context (DataLoader workers) "
+                f"run on {helpers:.0f}% of a core and it reads {f('read_mb_per_s', ' MB/s')} from files")
+    beside = beside_main(m) if b == B.host_bound and not host_work(m) else None
+    if beside is not None:
+        return (f"GPU-Util {f('util_pct')} while a thread beside the main one runs at {beside:.0f}% of a core and "
+                f"the main thread at {f('gpu_main_thread_pct')}: it holds the interpreter lock the launching thread "
+                f"needs, or makes its input in the same process (the workload reads {f('read_mb_per_s', ' MB/s')} "
+                "from files)")
+    if b == B.memory_bound and waits_on_latency(m.get("dram_active_pct"), m.get("cuda_math_active_pct")):
+        return (f"SM activity {f('sm_active_pct')} with the math pipes idle (CUDA cores "
+                f"{f('cuda_math_active_pct')}, tensor {f('tensor_active_pct')}) and DRAM at {f('dram_active_pct')} "
+                "of peak: warps wait on memory latency")
+    parts = {
+        B.underfilled: f"GPU-Util {f('util_pct')} but SM activity {f('sm_active_pct')}, occupancy "
+                       f"{f('sm_occupancy_pct')}",
+        B.compute_bound: f"SM activity {f('sm_active_pct')}, tensor pipes {f('tensor_active_pct')}, "
+                         f"{f('power_w', ' W')}",
+        B.memory_bound: f"DRAM bandwidth {f('dram_active_pct')} of peak, SM activity {f('sm_active_pct')}, "
+                        f"tensor pipes {f('tensor_active_pct')}",
+        B.tensor_cores_idle: f"SM activity {f('sm_active_pct')} but tensor pipes {f('tensor_active_pct')}, "
+                             f"DRAM {f('dram_active_pct')}" + (f", CUDA-core math {f('cuda_math_active_pct')}"
+                                                               if "cuda_math_active_pct" in m else ""),
+        B.input_starved: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')} while one workload thread "
+                         f"runs at {f('top_thread_pct')}, the workload reads {f('read_mb_per_s', ' MB/s')} "
+                         f"(iowait {f('iowait_pct')})",
+        B.launch_bound: f"GPU-Util {f('util_pct')} but SM activity {f('sm_active_pct')} (short kernels), one host "
+                        f"thread at {f('top_thread_pct')}",
+        B.sync_bound: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')}, busiest host thread "
+                      f"{f('top_thread_pct')}",
+        B.host_bound: f"GPU-Util {f('util_pct')} while the workload computes on the host at "
+                      f"{f('workload_cpu_pct', '% of a core')} and reads {f('pcie_tx_mib_per_s', ' MiB/s')} back "
+                      f"from the GPU (PCIe TX), {f('read_mb_per_s', ' MB/s')} from files"
+                      + (f", and writes {f('write_mb_per_s', ' MB/s')} to storage"
+                         if saves_to_storage(m.get("write_mb_per_s")) else ""),
+        B.h2d_copy_bound: f"PCIe RX {f('pcie_rx_mib_per_s', ' MiB/s')} while SM activity is {f('sm_active_pct')}",
+        B.throttled: f"slowdown reasons in {m.get('throttled_share') or 0:.0%} of samples, SM clock "
+                     f"{f('sm_clock_mhz', ' MHz')}, {f('temperature_c', ' C')}",
+        B.vram_pressure: (f"the allocator gives memory back {m['cuda_frees_per_s']:.0f} times a second (cudaFree), "
+                          f"{m.get('alloc_retries_per_s') or 0:.1f} allocations retried a second, "
+                          if m.get("cuda_frees_per_s") is not None else "")
+        + f"{(m.get('used_bytes') or 0) / 2**30:.1f} GiB of VRAM used",
+        B.contended: (f"{m.get('job_computing', 0):.0f} processes of this job run kernels on the GPU at once"
+                      if m.get("job_computing", 0) >= 2 else
+                      f"{m.get('neighbours', 0):.0f} other process(es) on the GPU") + f", GPU-Util {f('util_pct')}",
+        B.idle: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')}, workload CPU {f('workload_cpu_pct')}",
+    }
+    return parts.get(b, "")
+
+
+def _series(ws: Sequence[WindowMetrics], t0: float, power_limit_mw: int | None = None) -> Series:
+    """Per-window GPU-Util, SM activity, tensor pipes, DRAM, power (% of the limit), SM clock and the
+    workload's CPU, squeezed to SERIES_POINTS by taking maxima (the clock: minima); a figure the GPU does
+    not give is left empty."""
+    n = len(ws)
+    step = max(1, -(-n // SERIES_POINTS))
+    limit_w = power_limit_mw / 1000 if power_limit_mw else None
+    picks = {"util_pct": lambda w: w.util_pct, "sm_active_pct": lambda w: w.sm_active_pct,
+             "tensor_active_pct": lambda w: w.tensor_active_pct, "dram_active_pct": lambda w: w.dram_active_pct,
+             "power_pct": lambda w: 100 * w.power_w / limit_w if w.power_w is not None and limit_w else None,
+             "sm_clock_mhz": lambda w: w.sm_clock_mhz, "workload_cpu_pct": lambda w: w.workload_cpu_pct}
+    t: list[float] = []
+    cols: dict[str, list[float | None]] = {k: [] for k in picks}
+    for i in range(0, n, step):
+        chunk = ws[i:i + step]
+        t.append(round(chunk[0].t0_s - t0, 1))
+        for k, pick in picks.items():
+            vals = [v for v in (pick(w) for w in chunk) if v is not None]
+            cols[k].append(round((min if k == "sm_clock_mhz" else max)(vals), 1) if vals else None)
+    return Series(t_s=t, **{k: (v if any(x is not None for x in v) else []) for k, v in cols.items()})
+
+
+def _evidence(chosen: list[WindowMetrics]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name in WindowMetrics.__struct_fields__:
+        if name in ("t0_s", "t1_s", "samples"):
+            continue
+        vals = [v for v in (getattr(w, name) for w in chosen) if v is not None]
+        if vals:
+            out[name] = round(float(median(vals)), 2)
+    return out
+
+
+def gpu_verdict(series: Windows, gpu: GpuStatic, run_start_s: float, run_end_s: float,
+                exclude_s: Sequence[Sequence[float]] = ()) -> GpuVerdict:
+    """The dominant bottleneck of one GPU's steady state. Windows that overlap `exclude_s` (the time a
+    profiler held the workload) are left out."""
+    ws = [w for w in series if all(w.t1_s < a or w.t0_s > b for a, b in exclude_s)]
+    start, end = steady_bounds(ws, last_step_s(series.column("steps_total"), series.ends_s))
+    labelled = [label(w, gpu) for w in ws]
+    labels = [lab for lab, _ in labelled]
+    startup_s = ws[start].t0_s - run_start_s if start is not None else 0.0
+    shutdown_s = run_end_s - ws[end].t1_s if end is not None else 0.0
+    steady = [i for i in range(len(ws)) if (start is None or i > start or (i == start == 0))
+              and (end is None or i <= end)] or list(range(len(ws)))
+    timeline = regimes(ws, labels, run_start_s, start, end, series.window_s)
+    verdict = GpuVerdict(gpu=series.gpu if series.gpu is not None else -1, startup_s=round(max(0.0, startup_s), 1),
+                         shutdown_s=round(max(0.0, shutdown_s), 1), timeline=timeline,
+                         series=_series(ws, run_start_s, gpu.power_limit_mw))
+    if not steady:
+        verdict.summary = "too few samples to judge"
+        return verdict
+    counts: dict[B, float] = {}
+    for i in steady:
+        counts[labels[i]] = counts.get(labels[i], 0.0) + (ws[i].duration_s or series.window_s)
+    total = sum(counts.values())
+    dominant = max(counts, key=lambda k: counts[k])
+    chosen = [ws[i] for i in steady if labels[i] == dominant]
+    alternatives = sorted({a for i in steady if labels[i] == dominant for a in labelled[i][1]}, key=lambda b: b.value)
+    share = counts[dominant] / total
+    evidence = _evidence(chosen)
+    if "power_w" in evidence and gpu.power_limit_mw:
+        evidence["power_pct_of_limit"] = round(100_000.0 * evidence["power_w"] / gpu.power_limit_mw, 1)
+    verdict.bottleneck = dominant
+    verdict.share = round(share, 2)
+    verdict.confidence = round(share * (0.6 if alternatives else 1.0), 2)
+    verdict.summary = f"{describe(dominant, evidence)}: {dominant.value}"
+    verdict.decision = decision_of(dominant, evidence)
+    verdict.evidence = evidence
+    verdict.undecided_between = [dominant, *alternatives] if alternatives else []
+    verdict.steady_s = round(total, 1)
+    verdict.timeline = _mark_warmup(timeline, dominant.value)
+    verdict.shares = {k.value: round(v / total, 2) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])}
+    return verdict
