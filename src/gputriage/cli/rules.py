@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Optional
 
 import typer
@@ -10,10 +11,13 @@ from rich.text import Text
 
 from gputriage.cli import exits
 from gputriage.cli.common import fail, out, print_json
+from gputriage.report.rules_markdown import rules_markdown
 
 
 def rules(
     as_json: bool = typer.Option(False, "--json", help="Print the catalog as JSON (schema gputriage.rules/2)."),
+    markdown: bool = typer.Option(False, "--markdown", help="Print the catalog as Markdown (the documentation's "
+                                                            "rules page)."),
     command: Optional[str] = typer.Option(None, "--command", "-c", metavar="COMMAND", help="Only what this command "
                                                                                            "can report: check, "
                                                                           "run, watch, monitor, trace or bench."),
@@ -36,6 +40,9 @@ def rules(
     if as_json:
         print_json(catalog)
         return
+    if markdown:
+        _write_utf8(rules_markdown(catalog))
+        return
     for s in catalog.rules:
         t = Table.grid(padding=(0, 1))
         t.add_column(justify="right", no_wrap=True, width=9, style="dim")
@@ -55,3 +62,14 @@ def rules(
         out.print(t)
         out.print()
     out.print(f"{len(catalog.rules)} findings")
+
+
+def _write_utf8(text: str) -> None:
+    """The page as UTF-8 whatever the locale, unwrapped (a redirect to a file is the usual reader)."""
+    stream = getattr(sys.stdout, "buffer", None)
+    if stream is None:
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    stream.write(text.encode("utf-8"))
+    stream.flush()
