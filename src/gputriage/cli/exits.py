@@ -1,4 +1,4 @@
-"""Exit codes, documented in README."""
+"""Exit codes, documented in docs/reference.md."""
 
 OK = 0  # ran; no finding at or above --fail-on
 FINDINGS = 1  # ran; a finding at or above --fail-on (or the wrapped command's own non-zero code for `run`)
