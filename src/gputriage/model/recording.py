@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol
 
+from gputriage.model.compile import CompileStats
 from gputriage.model.run import GpuStatic, ProcessSummary, RunMeta
 from gputriage.model.sample import Sample
 from gputriage.model.window import Windows
@@ -44,6 +45,7 @@ class Recording:
     recent: list[Sample] = field(default_factory=list)  # the last samples (the sampler's ring)
     run_id: int | None = None
     store_error: str | None = None
+    compile: CompileStats | None = None  # what torch.compile did in the workload, as it reported it
 
     @property
     def static(self) -> dict[int, GpuStatic]:

@@ -10,6 +10,7 @@ import msgspec
 
 from gputriage.model.baseline import Diff
 from gputriage.model.bottleneck import Bottleneck
+from gputriage.model.compile import CompileStats
 from gputriage.model.finding import Finding
 from gputriage.model.trace import TraceReport
 
@@ -241,3 +242,4 @@ class RunReport(msgspec.Struct, kw_only=True):
     throughput: Optional[Throughput] = None  # what the workload reported through gputriage.step()
     cost: Optional[Cost] = None  # the GPU time paid for and the useful share of it
     baseline: Optional[Diff] = None  # `run --baseline NAME`: this run against it
+    compile: Optional[CompileStats] = None  # what torch.compile did in the workload (Python workloads under run)

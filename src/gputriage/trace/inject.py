@@ -15,13 +15,14 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gputriage.inworkload import allocator_counters, profiler_hook
+from gputriage.inworkload import allocator_counters, dynamo_counters, profiler_hook
 
 SITE = '''\
 # written by gputriage run --profile: load its profiler hook and allocator counters, then this interpreter's own
 # sitecustomize
 import importlib.util as _u, os as _os, sys as _s
-for _name, _path in (("gputriage_profiler_hook", {hook!r}), ("gputriage_allocator_counters", {counters!r})):
+for _name, _path in (("gputriage_profiler_hook", {hook!r}), ("gputriage_allocator_counters", {counters!r}),
+                     ("gputriage_dynamo_counters", {dynamo!r})):
     _spec = _u.spec_from_file_location(_name, _path)
     _m = _u.module_from_spec(_spec)
     _s.modules[_name] = _m
@@ -54,7 +55,8 @@ def prepare(argv: list[str], env: dict[str, str], steps: int, skip_s: float,
     site = folder / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITE.format(hook=str(Path(profiler_hook.__file__).resolve()),
-                                                       counters=str(Path(allocator_counters.__file__).resolve())))
+                                                       counters=str(Path(allocator_counters.__file__).resolve()),
+                                                       dynamo=str(Path(dynamo_counters.__file__).resolve())))
     env = dict(env)
     env["PYTHONPATH"] = str(site) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["GPUTRIAGE_TRACE_OUT"] = str(folder / "trace.json")

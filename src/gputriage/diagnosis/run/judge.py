@@ -9,7 +9,8 @@ from typing import Sequence
 from gputriage.diagnosis.budget import Budget, check_windows
 from gputriage.diagnosis.run.blind_spots import blind_spots
 from gputriage.diagnosis.run.classify import computes
-from gputriage.diagnosis.run.cost import cost
+from gputriage.diagnosis.run.compile import compile_findings
+from gputriage.diagnosis.run.cost import cost, unpriced
 from gputriage.diagnosis.run.findings import (
     host_findings,
     idle_edges,
@@ -160,6 +161,7 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
         if growing is not None:
             findings.append(growing)
     findings += host_findings(rec.windows.host)
+    findings += compile_findings(rec.compile)
     if oom is not None:
         findings.append(oom)
     processes = rec.windows.processes()
@@ -183,7 +185,9 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
     notes = [rec.store_error] if rec.store_error else []
     if not rec.gpus:
         sampled = "the host and the workload were" if rec.kind == "run" else "the host was"
-        notes.append(f"no GPU was sampled ({rec.meta.system.get('nvml', 'NVML sees no GPU')}); {sampled}")
+        notes.append(f"no GPU was sampled ({rec.meta.system.get('nvml', 'NVML sees no GPU')}); only {sampled} sampled")
+        if rec.meta.price_per_gpu_hour is not None:
+            notes.append(unpriced(rec.meta.price_per_gpu_hour, rec.meta.currency))
     used = list(verdicts)
     lead_verdict = verdicts[used[0]] if used else None
     done = throughput(rec.windows.host, lead_verdict.timeline if lead_verdict else [], started,
@@ -200,4 +204,5 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
                      findings=triage_order(findings), host=host_summary(rec.windows.host), profile=profile,
                      notes=notes, processes=processes, blind_spots=blind, throughput=done,
                      cost=cost({i: rec.windows.series[i] for i in used}, static, started, ended,
-                               rec.meta.price_per_gpu_hour, rec.meta.currency) if rec.gpus else None)
+                               rec.meta.price_per_gpu_hour, rec.meta.currency) if rec.gpus else None,
+                     compile=rec.compile)
