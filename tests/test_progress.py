@@ -150,10 +150,10 @@ def test_run_reads_the_throughput_the_workload_prints_and_passes_its_output_thro
 def test_mfu_is_also_set_against_the_bf16_rate_bench_measured_on_the_machine(tmp_path):
     """With a bench kept for the lead GPU, MFU is given against what its GPUs reach here as well (the H200's
     recorded bench: 756 TFLOP/s bf16, 76% of the datasheet), so the two MFUs differ by that ratio."""
-    from gputriage.api.run import _against_bench
     from gputriage.diagnosis.run.judge import judge
     from gputriage.model.run import RunMeta, Throughput
     from gputriage.model.sample import Sample
+    from gputriage.runner.run_session import mfu_against_bench as _against_bench
     from gputriage.sampling.session import replay
     from gputriage.sampling.store import Store
 

@@ -22,6 +22,10 @@ class UsageError(GputriageError):
     command): the command line's fault, not an input file's."""
 
 
+class NoStoreError(GputriageError):
+    """The run store to read is not there (nothing was kept in it yet)."""
+
+
 class WorkloadError(GputriageError):
     """The workload could not be started; `exit_code` is the shell's (127: not found, 126: not runnable)."""
 
@@ -34,10 +38,19 @@ def open_store(store: str | Path | bool | None, readonly: bool = False) -> Store
     """`store`: a path, None (or True) for the default store, False for none."""
     if store is False:
         return None
-    from gputriage.sampling.store import Store, StoreError
+    from gputriage.sampling.store import MissingStoreError, Store, StoreError
 
     try:
-        return Store(None if store is None or store is True else store, readonly=readonly)
+        db = Store(None if store is None or store is True else store, readonly=readonly)
+        if not readonly:
+            try:
+                db.check_writable()  # a read-only file: said now, before any long work, not after it
+            except StoreError:
+                db.close()
+                raise
+        return db
+    except MissingStoreError as exc:
+        raise NoStoreError(str(exc)) from None
     except StoreError as exc:
         hint = "" if readonly else "; give another --store, or --no-store to go without keeping it"
         raise GputriageError(f"{exc}{hint}") from None

@@ -3,22 +3,24 @@ side with what changed outside the noise and in the environment."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
+
+import msgspec
 
 from gputriage.api._common import GputriageError, open_store
+from gputriage.diagnosis.run.baseline import against as compare_with
+from gputriage.diagnosis.run.baseline import baseline
+from gputriage.diagnosis.run.baseline import diff as compare
 from gputriage.model.baseline import Baseline, Diff
 from gputriage.model.run import RunReport
-
-if TYPE_CHECKING:
-    from gputriage.sampling.store import Store
+from gputriage.sampling.store import Store
 
 
 def _report(db: Store, run_id: int) -> RunReport:
     """A stored run's report (GputriageError for a run without one, or none at all)."""
-    import msgspec
-
     row = db.run(run_id)
     if row is None:
         raise GputriageError(f"no run {run_id} in {db.path}")
@@ -31,27 +33,24 @@ def _report(db: Store, run_id: int) -> RunReport:
 
 
 def save_baseline(name: str, run_ids: Sequence[int], store: str | Path | None = None) -> Baseline:
-    """Keep a baseline of these runs under `name` (replacing one of that name)."""
-    from gputriage.diagnosis.run.baseline import baseline
-
+    """Keep a baseline of these runs under `name` (replacing one of that name). A store that cannot be written
+    is a GputriageError before anything is read."""
     if not name or name.isdigit():
         raise GputriageError(f"a baseline's name must not be a number (a number names a run): {name!r}")
-    db = open_store(store)
+    db = open_store(store)  # checked writable: a read-only store fails here
     assert db is not None
     try:
         b = baseline(name, [_report(db, i) for i in run_ids], time.time())
         db.save_baseline(name, b)
         return b
+    except sqlite3.Error as exc:
+        raise GputriageError(f"cannot write the run store {db.path}: {exc}") from None
     finally:
         db.close()
 
 
 def load(what: str, store: str | Path | None = None) -> tuple[Baseline, str]:
     """A baseline by name, or a run (a number) as a baseline of one run; and how to call it."""
-    import msgspec
-
-    from gputriage.diagnosis.run.baseline import baseline
-
     db = open_store(store, readonly=True)
     assert db is not None
     try:
@@ -60,28 +59,23 @@ def load(what: str, store: str | Path | None = None) -> tuple[Baseline, str]:
         text = db.baseline(what)
         if text is None:
             raise GputriageError(f"no baseline or run {what!r} in {db.path} (`gputriage baseline save {what} RUN...`)")
-        return msgspec.json.decode(text, type=Baseline), f"baseline {what}"
+        try:
+            return msgspec.json.decode(text, type=Baseline), f"baseline {what}"
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise GputriageError(f"baseline {what!r}: it cannot be read ({exc})") from None
+    except sqlite3.DatabaseError as exc:
+        raise GputriageError(f"{db.path}: the run store is damaged ({exc})") from None
     finally:
         db.close()
 
 
 def diff(a: str, b: str, store: str | Path | None = None) -> Diff:
     """Two runs (ids) or baselines (names) side by side."""
-    from gputriage.diagnosis.run.baseline import diff as compare
-
     (ba, la), (bb, lb) = load(a, store), load(b, store)
     return compare(ba, bb, la, lb)
 
 
 def against(report: RunReport, name: str, store: str | Path | None = None) -> None:
-    """`run --baseline NAME`: this run against the baseline, in the report, and a finding when it regressed."""
-    from gputriage.diagnosis.run.baseline import baseline, regression
-    from gputriage.diagnosis.run.baseline import diff as compare
-    from gputriage.model.finding import triage_order
-
-    base, label = load(name, store)
-    d = compare(base, baseline("this run", [report], 0.0), label, "this run")
-    report.baseline = d
-    f = regression(d)
-    if f is not None:
-        report.findings = triage_order([*report.findings, f])
+    """`run --baseline NAME` on a finished run: this run against the baseline, in the report, and a finding when
+    it regressed."""
+    compare_with(report, *load(name, store))

@@ -88,8 +88,9 @@ class MetricTap:
 
 
 class Workload:
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], die_with_parent: bool = True) -> None:
         self.proc = proc
+        self.die_with_parent = die_with_parent
         self.metric_points: list[tuple[float, float]] = []  # `run --metric`: (unix time, value) from its output
         self.taps: list[MetricTap] = []
         self._previous: dict[int, Any] = {}  # signal handlers in place before ours (main thread only)
@@ -112,18 +113,23 @@ class Workload:
         try:
             if metric is not None:
                 w = cls(subprocess.Popen(argv, env=env, preexec_fn=preexec, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE))
+                                         stderr=subprocess.PIPE), die_with_parent)
                 w.taps = [MetricTap(w.proc.stdout, out_fd, metric, w.metric_points),
                           MetricTap(w.proc.stderr, sys.stderr.fileno(), metric, w.metric_points)]
                 return w
             return cls(subprocess.Popen(argv, env=env, preexec_fn=preexec,
-                                        stdout=sys.stderr.fileno() if stdout_to_stderr else None))
+                                        stdout=sys.stderr.fileno() if stdout_to_stderr else None), die_with_parent)
         except FileNotFoundError:
             return Unavailable("not_found", f"{argv[0]}: command not found")
+        except IsADirectoryError:
+            return Unavailable("no_permission", f"{argv[0]}: is a directory")
         except PermissionError:
-            return Unavailable("no_permission", f"{argv[0]}: permission denied")
+            why = "is a directory" if os.path.isdir(argv[0]) else "permission denied"
+            return Unavailable("no_permission", f"{argv[0]}: {why}")
         except OSError as exc:
             return Unavailable("error", f"{argv[0]}: {exc.strerror or exc}")
+        except ValueError as exc:  # a NUL byte in an argument or the environment
+            return Unavailable("error", f"{argv[0]!r}: {exc}")
 
     def _send(self, signum: int) -> None:
         if self.proc.poll() is None:
@@ -140,6 +146,25 @@ class Workload:
         else:
             self._send(signum)
 
+    def restore_signals(self) -> None:
+        """Give the signals back to the handlers in place before the workload started (once)."""
+        for s, h in self._previous.items():
+            signal.signal(s, h)
+        self._previous = {}
+
+    def close(self, grace_s: float = 5.0) -> None:
+        """The end of the session that started it: the signal handlers restored and, when gputriage is leaving
+        while the workload still runs (an error of its own) and the workload was to die with it, SIGTERM, then
+        SIGKILL after `grace_s`."""
+        self.restore_signals()
+        if self.proc.poll() is None and self.die_with_parent:
+            self._send(signal.SIGTERM)
+            try:
+                self.proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
     def wait(self) -> int:
         """The workload's exit code (128 + N when signal N ended it); signals sent to gputriage reach it from
         its start (when started on the main thread)."""
@@ -154,6 +179,4 @@ class Workload:
                 except KeyboardInterrupt:
                     continue
         finally:
-            for s, h in self._previous.items():
-                signal.signal(s, h)
-            self._previous = {}
+            self.restore_signals()

@@ -29,6 +29,9 @@ def runs(
     if as_json:
         print_json({"runs": listed})
         return
+    if not listed:
+        out.print("no runs yet: `gputriage run -- COMMAND` keeps one (and `gputriage watch` a watch)")
+        return
     rows = []
     for r in listed:
         started = dt.datetime.fromtimestamp(r["started"]).strftime("%m-%d %H:%M")  # type: ignore[arg-type]

@@ -93,6 +93,7 @@ class Session:
         self.kind, self.command = kind, command
         self.run_id: int | None = None
         self.store_error: str | None = None
+        self._recording: Recording | None = None
         self.windows = Windower(self.gpus)
         self.sampler = Sampler(nvml, host, self.gpus, cadences=self.cadences, sinks=(self.windows.add,),
                                batch_sinks=(self._to_store,), use_gpm=use_gpm)
@@ -127,11 +128,25 @@ class Session:
         self.sampler.start()
 
     def finish(self) -> Recording:
-        self.sampler.stop()
-        self.windows.close()
-        self.nvml.shutdown()
-        return Recording(kind=self.kind, command=self.command, meta=self.meta, gpus=self.gpus, windows=self.windows,
-                         recent=list(self.sampler.recent), run_id=self.run_id, store_error=self.store_error)
+        """Stop sampling, shut NVML down; what was recorded (the same on a second call)."""
+        if self._recording is None:
+            self.sampler.stop()
+            self.windows.close()
+            self.nvml.shutdown()
+            self._recording = Recording(kind=self.kind, command=self.command, meta=self.meta, gpus=self.gpus,
+                                        windows=self.windows, recent=list(self.sampler.recent), run_id=self.run_id,
+                                        store_error=self.store_error)
+        return self._recording
+
+    def discard(self) -> None:
+        """Take the run back out of the store: nothing ran (its command could not start)."""
+        if self.store is None or self.run_id is None:
+            return
+        try:
+            self.store.discard_run(self.run_id)
+        except sqlite3.Error:
+            pass  # left as a run without an end: `runs` shows it cut, nothing worse
+        self.run_id = None
 
     def save(self, report: RunReport) -> None:
         """Keep the judged run in the store (a failure is said in the report's `store_error`)."""

@@ -60,6 +60,10 @@ class StoreError(Exception):
     """The store cannot be opened, is not a gputriage store, or cannot be written."""
 
 
+class MissingStoreError(StoreError):
+    """A store opened to be read is not there."""
+
+
 def default_path() -> Path:
     env = os.environ.get("GPUTRIAGE_STORE")
     if env:
@@ -76,7 +80,7 @@ class Store:
         try:
             if readonly:
                 if not self.path.exists():
-                    raise StoreError(f"{self.path}: no such run store")
+                    raise MissingStoreError(f"{self.path}: no such run store")
                 self.db = self._open_readonly()
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -144,6 +148,13 @@ class Store:
         cur = self.db.execute("INSERT INTO runs(kind, command, started, meta) VALUES (?, ?, ?, ?)",
                               (kind, json.dumps(command), time.time(), msgspec.json.encode(meta).decode()))
         return int(cur.lastrowid or 0)
+
+    def discard_run(self, run_id: int) -> None:
+        """Remove a run and its samples (one that never ran: its command could not start)."""
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.execute("DELETE FROM samples WHERE run_id = ?", (run_id,))
+            self.db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
 
     def add_samples(self, run_id: int, samples: list[Sample]) -> None:
         rows = [(run_id, s.t_s, encode(s).decode()) for s in samples]

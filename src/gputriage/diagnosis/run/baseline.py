@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 
 from gputriage.model.baseline import Baseline, Change, Diff, EnvChange, Figure
-from gputriage.model.finding import Finding, FindingSpec, Severity
+from gputriage.model.finding import Finding, FindingSpec, Severity, triage_order
 from gputriage.model.numbers import median
 from gputriage.model.run import RunReport
 
@@ -146,3 +146,13 @@ def regression(d: Diff) -> Finding | None:
          "environment": {e.key: [e.a, e.b] for e in d.environment}},
         symptom=f"Below baseline {d.a}: " + ", ".join(parts),
         cause=REGRESSION.cause + (f". In the environment: {env}" if env else ". The environment is the same"))
+
+
+def against(report: RunReport, base: Baseline, label: str) -> None:
+    """`run --baseline`: this run against the baseline (`label`: how to call it), in the report, and the
+    regression finding when it fell below."""
+    d = diff(base, baseline("this run", [report], 0.0), label, "this run")
+    report.baseline = d
+    f = regression(d)
+    if f is not None:
+        report.findings = triage_order([*report.findings, f])

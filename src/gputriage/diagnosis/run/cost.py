@@ -49,3 +49,9 @@ def at_price(c: Cost, price_per_gpu_hour: float, currency: str = "USD") -> Cost:
     return msgspec.structs.replace(c, price_per_gpu_hour=price_per_gpu_hour, currency=currency,
                                    cost=round(c.gpu_hours * price_per_gpu_hour, 6),
                                    waste_cost=round((c.gpu_hours - c.useful_gpu_hours) * price_per_gpu_hour, 6))
+
+
+def unpriced(price_per_gpu_hour: float, currency: str = "USD") -> str:
+    """Why a price gave no cost: no GPU was sampled, so there is no GPU time to count."""
+    return (f"no cost at {price_per_gpu_hour:g} {currency}/GPU-hour: no GPU was sampled, so there is no GPU time "
+            "to count")

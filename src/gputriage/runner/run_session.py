@@ -1,0 +1,137 @@
+"""`run`'s session: a workload started and sampled, its profiler gated, and the run judged and kept.
+
+Everything the session holds is released by one ExitStack, in the reverse order it was taken, whatever
+ends the run (the workload's exit, a store that fails, an error of gputriage's own): the store, the
+sampler and NVML, the workload's progress folder, the profiler's folder, the workload itself and the
+signal handlers that forward to it, and the profile gate's thread. A command that cannot be started
+leaves nothing in the store."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import re
+import shutil
+import sqlite3
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gputriage.backends.host import Host
+from gputriage.backends.nvml import PynvmlBackend
+from gputriage.backends.workload import Workload
+from gputriage.diagnosis.budget import Budget
+from gputriage.diagnosis.run.baseline import against
+from gputriage.diagnosis.run.judge import judge
+from gputriage.diagnosis.run.throughput import against_bench
+from gputriage.inworkload.progress import DIR_ENV as PROGRESS_ENV
+from gputriage.model.baseline import Baseline
+from gputriage.model.reading import Unavailable
+from gputriage.model.run import RunReport
+from gputriage.runner.gate_keeper import GateKeeper
+from gputriage.runner.profiled import read_profile
+from gputriage.sampling.compile_report import read_compile_stats
+from gputriage.sampling.progress import ProgressReader
+from gputriage.sampling.session import Session
+from gputriage.sampling.store import Store
+from gputriage.trace import inject
+
+
+class WorkloadNotStarted(Exception):
+    """The command could not be started (`reason`: not_found, no_permission, error); nothing was kept."""
+
+    def __init__(self, why: Unavailable) -> None:
+        super().__init__(why.detail)
+        self.reason = why.reason
+
+
+@dataclass
+class RunPlan:
+    """What `run` was asked for, checked by its caller (`api.run`)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    profile: str = "off"  # "on", "auto" or "off" (decided by the caller)
+    profile_steps: int = 10
+    profile_skip_s: float = 2.0
+    keep_trace: Path | None = None
+    period_s: float | None = None
+    use_gpm: bool = True
+    die_with_parent: bool = True
+    stdout_to_stderr: bool = False
+    metric: re.Pattern[str] | None = None
+    flops_per_token: float | None = None
+    flops_per_step: float | None = None
+    price_per_gpu_hour: float | None = None
+    currency: str = "USD"
+    budget: Budget | None = None
+    baseline: tuple[Baseline, str] | None = None  # compared with at the end (the baseline and how to call it)
+    command: list[str] = field(default_factory=list)  # as the user gave it (argv is what runs)
+
+
+def run_workload(plan: RunPlan, store: Store | None) -> RunReport:
+    """Start the workload, sample it, judge it, keep it in `store` (which the session closes). Raises the
+    store's StoreError before the workload starts, and WorkloadNotStarted when it cannot start."""
+    with contextlib.ExitStack() as stack:
+        if store is not None:
+            stack.callback(store.close)
+        session = Session(PynvmlBackend(record=False, bounded=False), Host(), store, "run",
+                          plan.command or list(plan.argv), period_s=plan.period_s, use_gpm=plan.use_gpm)
+        stack.callback(session.finish)  # the sampler stopped, NVML shut down (once)
+        session.meta.flops_per_token, session.meta.flops_per_step = plan.flops_per_token, plan.flops_per_step
+        session.meta.price_per_gpu_hour, session.meta.currency = plan.price_per_gpu_hour, plan.currency
+        progress = Path(tempfile.mkdtemp(prefix="gputriage-progress-"))  # gputriage.step() writes its counts here
+        stack.callback(shutil.rmtree, progress, ignore_errors=True)
+        session.sampler.progress = ProgressReader(progress)
+        argv, env = list(plan.argv), dict(plan.env, **{PROGRESS_ENV: str(progress)})
+        folder = None
+        if plan.profile != "off" and inject.is_python(argv):
+            argv, env, folder = inject.prepare(argv, env, steps=plan.profile_steps, skip_s=plan.profile_skip_s,
+                                               gated=True)
+            stack.callback(inject.clean, folder)
+        session.open()  # the run is in the store before the workload starts (StoreError: nothing started)
+        workload = Workload.start(argv, env, die_with_parent=plan.die_with_parent,
+                                  stdout_to_stderr=plan.stdout_to_stderr, metric=plan.metric)
+        if isinstance(workload, Unavailable):
+            session.discard()  # no run took place: no "cut" run left behind
+            raise WorkloadNotStarted(workload)
+        stack.callback(workload.close)  # its signal handlers restored; ended if gputriage fails meanwhile
+        session.start(workload.pid)
+        gate = GateKeeper(session, folder, plan.profile) if folder is not None else None
+        if gate is not None:
+            stack.callback(gate.stop)
+        code = workload.wait()
+        if gate is not None:
+            gate.stop()
+        profiled = read_profile(folder, plan.keep_trace, plan.profile, gate.gate.reasons if gate else []) \
+            if folder is not None else None
+        recording = session.finish()
+        recording.compile = read_compile_stats(progress)  # what torch.compile did, as the workload reported it
+        report = judge(recording, code, profile=profiled, budget=plan.budget,
+                       metric=(plan.metric.pattern, workload.metric_points) if plan.metric is not None else None)
+        if store is not None:
+            mfu_against_bench(store, report)
+        if plan.baseline is not None:
+            against(report, *plan.baseline)
+        session.save(report)
+        if session.store_error and session.store_error not in report.notes:
+            report.notes.append(session.store_error)
+        return report
+    raise AssertionError("unreachable")  # pragma: no cover  (mypy: ExitStack may swallow exceptions)
+
+
+def mfu_against_bench(db: Store, report: RunReport) -> None:
+    """MFU against what `gputriage bench` measured on the lead GPU's machine, when it was benched."""
+    t = report.throughput
+    lead = next(iter(report.verdict.per_gpu), None)
+    static = report.meta.gpus.get(lead) if lead is not None else None
+    if t is None or t.achieved_tflops is None or static is None or not static.uuid:
+        return
+    try:
+        bench = db.last_bench(gpu_uuid=static.uuid)
+    except sqlite3.Error:
+        return
+    rate = next((r.get("value") for r in (bench or {}).get("results", []) if r.get("name") == "matmul.bf16"), None)
+    if bench is not None and isinstance(rate, (int, float)):
+        when = dt.datetime.fromtimestamp(bench["started"]).strftime("%Y-%m-%d %H:%M")
+        against_bench(t, float(rate), len(report.verdict.per_gpu), when)
