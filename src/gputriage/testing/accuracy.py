@@ -1,0 +1,209 @@
+"""The accuracy of the rules over every recorded case: the manifest of cases (`tests/fixtures/cases.toml`, each
+with the cause it should get and why), each replayed through today's rules, and the outcome, right or wrong."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from gputriage.api import analyze_trace
+from gputriage.diagnosis.serving.findings import findings as load_findings
+from gputriage.model.bottleneck import Bottleneck
+from gputriage.model.load import LoadReport
+from gputriage.model.run import RunReport
+from gputriage.testing.recordings import JUDGES, load_runs
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the tomli backport, a dependency of the package before 3.11
+    import tomli as tomllib
+
+KINDS = ("run", "trace", "load")
+NO_VERDICT = "none"  # a run expected to get no verdict (a command that failed before its steady state)
+ORDER = [b.value for b in Bottleneck] + [NO_VERDICT]
+
+
+class ManifestError(ValueError):
+    """The manifest cannot be read, or one of its cases names what is not there."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One recorded case and the cause it should get."""
+
+    id: str
+    kind: str  # run | trace | load
+    fixture: str  # relative to the fixtures folder
+    expected: tuple[str, ...]  # a run's or a trace's bottleneck (one); a load's finding ids (any number)
+    why: str
+    key: str | None = None  # a run's name in its fixture
+    format: str = "store"  # a run's layout: store, untyped or stream
+    absent: tuple[str, ...] = ()  # a load's finding ids that must not be raised
+    findings: tuple[str, ...] = ()  # a run's findings that must be raised too
+    docstring_said: str | None = None  # the cause committed to before the first run, where measurement differed
+
+    @property
+    def label(self) -> str:
+        """What the case expects, as one row of the table."""
+        if self.kind != "load":
+            return self.expected[0]
+        return "load: " + (" + ".join(self.expected) if self.expected else "no finding")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    case: Case
+    got: str  # the bottleneck (or "none"); for a load, the finding ids raised
+    right: bool
+    notes: list[str] = field(default_factory=list)  # what made it wrong beyond the cause, or what was left open
+
+
+def load_manifest(path: Path) -> list[Case]:
+    """The cases of a manifest; ManifestError for a manifest that is not one."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ManifestError(f"cannot read the manifest {path}: {exc}") from None
+    cases, seen = [], set()
+    for i, raw in enumerate(data.get("case", [])):
+        try:
+            case = _case(raw)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ManifestError(f"{path}: case {i + 1} ({raw.get('id', '?')}): {exc}") from None
+        if case.id in seen:
+            raise ManifestError(f"{path}: the id {case.id} is given twice")
+        seen.add(case.id)
+        cases.append(case)
+    if not cases:
+        raise ManifestError(f"{path} holds no [[case]]")
+    return cases
+
+
+def _case(raw: dict[str, Any]) -> Case:
+    kind = raw["kind"]
+    if kind not in KINDS:
+        raise ValueError(f"kind {kind!r} is none of {', '.join(KINDS)}")
+    expected = raw["expected"]
+    expected = tuple(expected) if isinstance(expected, list) else (expected,)
+    if kind != "load":
+        if len(expected) != 1 or expected[0] not in ORDER:
+            raise ValueError(f"expected {raw['expected']!r} is no bottleneck (nor {NO_VERDICT!r})")
+        if kind == "run" and not raw.get("key"):
+            raise ValueError("a run needs the key of its run in the fixture")
+    if raw.get("format", "store") not in JUDGES:
+        raise ValueError(f"format {raw['format']!r} is none of {', '.join(JUDGES)}")
+    unknown = set(raw) - {"id", "kind", "fixture", "key", "format", "expected", "absent", "findings",
+                          "docstring_said", "why"}
+    if unknown:
+        raise ValueError(f"unknown fields {', '.join(sorted(unknown))}")
+    return Case(id=raw["id"], kind=kind, fixture=raw["fixture"], expected=expected, why=raw["why"],
+                key=raw.get("key"), format=raw.get("format", "store"), absent=tuple(raw.get("absent", ())),
+                findings=tuple(raw.get("findings", ())), docstring_said=raw.get("docstring_said"))
+
+
+def replay(cases: list[Case], fixtures: Path) -> list[Outcome]:
+    """Every case judged again by today's rules, in the manifest's order."""
+    loaded: dict[str, dict[str, Any]] = {}
+    out = []
+    for case in cases:
+        path = fixtures / case.fixture
+        if not path.exists():
+            raise ManifestError(f"{case.id}: no fixture {path}")
+        if case.kind == "run":
+            if case.fixture not in loaded:
+                loaded[case.fixture] = load_runs(path)
+            runs = loaded[case.fixture]
+            if case.key not in runs:
+                raise ManifestError(f"{case.id}: {case.fixture} holds no run {case.key!r}")
+            out.append(_run_outcome(case, JUDGES[case.format](runs[case.key])))
+        elif case.kind == "trace":
+            verdict = analyze_trace([path]).verdict
+            got = verdict.bottleneck.value if verdict is not None and verdict.bottleneck is not None else NO_VERDICT
+            out.append(Outcome(case, got, got == case.expected[0]))
+        else:
+            report = msgspec.json.decode(path.read_bytes(), type=LoadReport)
+            out.append(_load_outcome(case, {f.id for f in load_findings(report.steps)}))
+    return out
+
+
+def _run_outcome(case: Case, report: RunReport) -> Outcome:
+    b = report.verdict.bottleneck
+    got = b.value if b is not None else NO_VERDICT
+    raised = {f.id for f in report.findings}
+    notes = [f"{f} not raised" for f in case.findings if f not in raised]
+    if got != case.expected[0] and any(case.expected[0] in [u.value for u in v.undecided_between]
+                                       for v in report.verdict.per_gpu.values()):
+        notes.append(f"{case.expected[0]} left open")
+    return Outcome(case, got, got == case.expected[0] and not any(n.endswith("not raised") for n in notes), notes)
+
+
+def _load_outcome(case: Case, raised: set[str]) -> Outcome:
+    notes = [f"{f} not raised" for f in case.expected if f not in raised]
+    notes += [f"{f} raised" for f in case.absent if f in raised]
+    got = " + ".join(sorted(raised)) if raised else "no finding"
+    return Outcome(case, got, not notes, notes)
+
+
+def rows(outcomes: list[Outcome]) -> list[dict[str, Any]]:
+    """The table by expected cause: cases, right, wrong, and what the wrong ones got."""
+    by: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        by.setdefault(o.case.label, []).append(o)
+
+    def rank(label: str) -> tuple[int, str]:
+        return (ORDER.index(label), label) if label in ORDER else (len(ORDER), label)
+
+    table = []
+    for label in sorted(by, key=rank):
+        group = by[label]
+        got: dict[str, int] = {}
+        for o in group:
+            if not o.right:
+                said = o.got if o.case.kind != "load" else "; ".join(o.notes)
+                got[said] = got.get(said, 0) + 1
+        table.append({"expected": label, "cases": len(group), "right": sum(o.right for o in group),
+                      "wrong": sum(not o.right for o in group),
+                      "wrong_got": dict(sorted(got.items(), key=lambda kv: (-kv[1], kv[0])))})
+    return table
+
+
+def totals(outcomes: list[Outcome]) -> dict[str, Any]:
+    return {"cases": len(outcomes), "right": sum(o.right for o in outcomes),
+            "by_kind": {k: {"cases": sum(o.case.kind == k for o in outcomes),
+                            "right": sum(o.right for o in outcomes if o.case.kind == k)} for k in KINDS}}
+
+
+def as_json(outcomes: list[Outcome]) -> dict[str, Any]:
+    return {**totals(outcomes), "by_expected": rows(outcomes),
+            "outcomes": [{"id": o.case.id, "kind": o.case.kind, "fixture": o.case.fixture, "key": o.case.key,
+                          "expected": list(o.case.expected) if o.case.kind == "load" else o.case.expected[0],
+                          "got": o.got, "right": o.right, "notes": o.notes, "why": o.case.why} for o in outcomes]}
+
+
+def load_baseline(path: Path) -> set[str]:
+    """The ids of the cases that were right when the baseline was written."""
+    try:
+        return set(json.loads(path.read_text())["right"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ManifestError(f"cannot read the accuracy baseline {path}: {exc}") from None
+
+
+def baseline_json(outcomes: list[Outcome]) -> str:
+    return json.dumps({"right": sorted(o.case.id for o in outcomes if o.right)}, indent=1) + "\n"
+
+
+def regressions(outcomes: list[Outcome], right_before: set[str]) -> list[str]:
+    """One line per case right in the baseline and wrong now (or gone from the manifest)."""
+    now = {o.case.id: o for o in outcomes}
+    lines = [f"{i}: in the accuracy baseline but not in the manifest" for i in sorted(right_before - set(now))]
+    for o in outcomes:
+        if o.case.id in right_before and not o.right:
+            expected = ", ".join(o.case.expected) or "no finding"
+            extra = f" ({'; '.join(o.notes)})" if o.notes else ""
+            lines.append(f"{o.case.id} was right and is wrong: expected {expected}, got {o.got}{extra}")
+    return lines
