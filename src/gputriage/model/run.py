@@ -51,10 +51,13 @@ class RunMeta(msgspec.Struct, kw_only=True):
     currency: str = "USD"
 
 
-class Regime(msgspec.Struct):
+class Regime(msgspec.Struct, omit_defaults=True):
     start_s: float  # seconds since the run started
     end_s: float
     regime: str  # a bottleneck, "start-up", "warm-up (...)" or "shut-down"
+    summary: str = ""  # a bottleneck's regime: what its windows show, as a verdict says it
+    decision: str = ""
+    evidence: dict[str, float] = {}  # medians over the regime's windows
 
 
 class Series(msgspec.Struct, omit_defaults=True):

@@ -90,8 +90,9 @@ def _gpu(page: Page, r: RunReport, key: str, g: GpuVerdict) -> str:
         out.append(page.chart(f"GPU {key}: SM clock and the workload's CPU", s.t_s, clocks,
                               x_label="seconds since start", axes=axes, bands=bands, sync=f"run-gpu{key}", height=180))
     if g.timeline:
-        phases = table(("from (s)", "to (s)", "phase"), ((f"{t.start_s:.0f}", f"{t.end_s:.0f}", t.regime)
-                                                         for t in g.timeline), numeric=(0, 1))
+        phases = table(("from (s)", "to (s)", "phase", "what it shows", "what to do"),
+                       ((f"{t.start_s:.0f}", f"{t.end_s:.0f}", t.regime, t.summary, t.decision) for t in g.timeline),
+                       numeric=(0, 1))
         out.append(phases if len(g.timeline) <= 12 else
                    f"<details><summary>{len(g.timeline)} phases</summary>{phases}</details>")
     return "".join(out)

@@ -115,6 +115,10 @@ def _gpu(r: RunReport, key: str, v: GpuVerdict, console: Console) -> None:
     if v.timeline:
         console.print(Text("  timeline: " + " · ".join(f"{t.start_s:.0f}–{t.end_s:.0f}s {t.regime}"
                                                       for t in v.timeline), style="dim"))
+        described = [t for t in v.timeline if t.summary]
+        if len(described) > 1:  # a run of several regimes: each with its own cause
+            for t in described:
+                console.print(Text(f"    {t.start_s:.0f}–{t.end_s:.0f}s  {t.summary}", style="dim"))
 
 
 def _host(r: RunReport, console: Console) -> None:

@@ -19,6 +19,7 @@ from gputriage.diagnosis.run.findings import (
     verdict_finding,
 )
 from gputriage.diagnosis.run.merge import merge
+from gputriage.diagnosis.run.regimes import regime_changes
 from gputriage.diagnosis.run.throughput import throughput
 from gputriage.diagnosis.run.verdict import gpu_verdict, holds_workload_memory
 from gputriage.diagnosis.run.vram_growth import vram_growing
@@ -193,6 +194,8 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
     done = throughput(rec.windows.host, lead_verdict.timeline if lead_verdict else [], started,
                       [static.get(i, GpuStatic()) for i in used], rec.meta.flops_per_token, rec.meta.flops_per_step,
                       metric)
+    if lead_verdict is not None and early is None:
+        findings += regime_changes(lead_verdict.gpu, lead_verdict.timeline, rec.windows.series[used[0]].window_s, done)
     processes_seen = any(x is not None for x in rec.windows.host.column("workload_cpu_pct"))
     blind = blind_spots({i: static.get(i, GpuStatic()) for i in used}, processes_seen,
                         traced=trace is not None and trace.verdict is not None,

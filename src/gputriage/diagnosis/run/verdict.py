@@ -23,6 +23,7 @@ from gputriage.diagnosis.bottlenecks import (
 )
 from gputriage.diagnosis.run.classify import TENSOR_BUSY, computes, label, waits_on_latency
 from gputriage.diagnosis.run.host_side import beside_main, helpers_busy, helpers_cpu, host_work, saves_to_storage
+from gputriage.diagnosis.run.regimes import describe_regimes
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
@@ -282,6 +283,7 @@ def gpu_verdict(series: Windows, gpu: GpuStatic, run_start_s: float, run_end_s: 
     verdict.evidence = evidence
     verdict.undecided_between = [dominant, *alternatives] if alternatives else []
     verdict.steady_s = round(total, 1)
-    verdict.timeline = _mark_warmup(timeline, dominant.value)
+    verdict.timeline = describe_regimes(_mark_warmup(timeline, dominant.value), ws, run_start_s, series.window_s,
+                                        describe, decision_of)
     verdict.shares = {k.value: round(v / total, 2) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])}
     return verdict

@@ -1,0 +1,80 @@
+"""A long run judged regime by regime: each phase gets its own cause and decision, and a change of regime in the
+middle of the run is `run.regime_changed` (when, from what to what, the workload's rate before and after).
+
+The long run is stitched from real H200 recordings (`runs_typed.json.gz`): the gallery's compute-bound loop, then
+its input-starved loop, then the compute-bound loop again, each repeated to 30 s, on one time axis."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from gputriage.diagnosis.run.judge import judge
+from gputriage.diagnosis.run.regimes import MIN_REGIME_S, regime_changes
+from gputriage.model.run import Regime, RunMeta
+from gputriage.model.sample import Sample
+from gputriage.sampling.session import replay
+from recordings import runs
+
+COUNTERS = ("steps_total", "samples_total", "tokens_total")
+
+
+def _body(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The recording's steady middle (its first and last 2 s left out), as raw samples."""
+    s = rec["samples"]
+    t0, t1 = s[0]["t_s"], s[-1]["t_s"]
+    return [x for x in s if t0 + 2.0 <= x["t_s"] <= t1 - 2.0]
+
+
+def stitched(parts: list[tuple[dict[str, Any], float]]) -> list[Sample]:
+    """Recordings' steady middles laid end to end, each repeated to `seconds`; the workload's cumulative step
+    counters carried over so the rate of each part is its own."""
+    out: list[Sample] = []
+    t, carried = 1_000.0, dict.fromkeys(COUNTERS, 0.0)
+    for rec, seconds in parts:
+        body = _body(rec)
+        start = t
+        while t - start < seconds:
+            base_t = body[0]["t_s"]
+            first = {k: (body[0].get("progress") or {}).get(k) for k in COUNTERS}
+            last = dict(carried)
+            for x in body:
+                y = msgspec.json.decode(msgspec.json.encode(x))
+                y["t_s"] = t + (x["t_s"] - base_t)
+                prog = y.get("progress")
+                if prog:
+                    for k in COUNTERS:
+                        if prog.get(k) is not None and first[k] is not None:
+                            prog[k] = carried[k] + prog[k] - first[k]
+                            last[k] = prog[k]
+                out.append(msgspec.convert(y, Sample))
+            t = out[-1].t_s + 0.1
+            carried = last
+    return out
+
+
+def test_a_run_that_starves_in_the_middle_has_three_regimes_and_two_changes() -> None:
+    typed = runs("runs_typed.json.gz")
+    fast, starved = typed["healthy"], typed["input_starved"]
+    samples = stitched([(fast, 30.0), (starved, 30.0), (fast, 30.0)])
+    rec = replay(samples, msgspec.convert(fast["meta"], RunMeta), command=["python", "train.py"])
+    report = judge(rec, 0)
+    timeline = [r for r in report.verdict.per_gpu["0"].timeline if r.end_s - r.start_s >= MIN_REGIME_S.value]
+    assert [r.regime for r in timeline] == ["compute_bound", "input_starved", "compute_bound"]
+    starving = timeline[1]
+    assert starving.summary.endswith("input_starved") and starving.decision
+    assert starving.evidence["util_pct"] < timeline[0].evidence["util_pct"]
+    changes = [f for f in report.findings if f.id == "run.regime_changed"]
+    assert [(f.evidence["from"], f.evidence["to"]) for f in changes] == [("compute_bound", "input_starved"),
+                                                                         ("input_starved", "compute_bound")]
+    assert 25.0 <= changes[0].evidence["at_s"] <= 40.0
+    assert changes[0].decision == starving.decision  # what to do about the new regime
+
+
+def test_blips_and_edges_are_no_regime_change() -> None:
+    timeline = [Regime(0.0, 3.0, "start-up"), Regime(3.0, 40.0, "compute_bound"),
+                Regime(40.0, 44.0, "host_bound"), Regime(44.0, 90.0, "compute_bound"), Regime(90.0, 91.0, "shut-down")]
+    assert regime_changes(0, timeline, 1.0) == []
+    longer = [*timeline[:2], Regime(40.0, 60.0, "host_bound"), Regime(60.0, 90.0, "compute_bound")]
+    assert [f.evidence["to"] for f in regime_changes(0, longer, 1.0)] == ["host_bound", "compute_bound"]
