@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import sqlite3
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
-if TYPE_CHECKING:
-    from gputriage.diagnosis.budget import Budget
-    from gputriage.sampling.store import Store
+import msgspec
+from platformdirs import user_config_dir
+
+from gputriage.diagnosis.budget import Budget, BudgetError, load_budget
+from gputriage.sampling.store import MissingStoreError, Store, StoreError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 T = TypeVar("T")
 
@@ -38,8 +47,6 @@ def open_store(store: str | Path | bool | None, readonly: bool = False) -> Store
     """`store`: a path, None (or True) for the default store, False for none."""
     if store is False:
         return None
-    from gputriage.sampling.store import MissingStoreError, Store, StoreError
-
     try:
         db = Store(None if store is None or store is True else store, readonly=readonly)
         if not readonly:
@@ -59,8 +66,6 @@ def open_store(store: str | Path | bool | None, readonly: bool = False) -> Store
 def open_budget(budget: str | Path | None) -> Budget | None:
     if budget is None:
         return None
-    from gputriage.diagnosis.budget import BudgetError, load_budget
-
     try:
         return load_budget(budget)
     except BudgetError as exc:
@@ -72,10 +77,6 @@ CONFIG_ENV = "GPUTRIAGE_CONFIG"
 
 def config_path() -> Path:
     """The user's config file: $GPUTRIAGE_CONFIG, else config.toml in the user config folder."""
-    import os
-
-    from platformdirs import user_config_dir
-
     return Path(os.environ.get(CONFIG_ENV) or Path(user_config_dir("gputriage")) / "config.toml")
 
 
@@ -85,10 +86,6 @@ def configured_price() -> tuple[float | None, str]:
     path = config_path()
     if not path.exists():
         return None, "USD"
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
     try:
         cost = tomllib.loads(path.read_text()).get("cost", {})
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -101,9 +98,17 @@ def configured_price() -> tuple[float | None, str]:
     return (float(price) if price is not None else None), currency
 
 
+def check_store(store: str | Path | bool | None) -> None:
+    """Before long work whose result goes to the store: GputriageError now if it cannot be opened and written."""
+    db = open_store(store)
+    if db is not None:
+        db.close()
+
+
 def keep_report(report: Any, kind: str, command: list[str], store: str | Path | bool | None) -> None:
     """A finished report of another kind than a run (a load test, a fleet check) kept in the store, its id set;
-    a store that cannot be opened is a note in the report, not an error (the measurement is not lost)."""
+    a store that cannot be opened or written is a note in the report, not an error (the measurement is not
+    lost)."""
     if store is False:
         return
     try:
@@ -111,15 +116,18 @@ def keep_report(report: Any, kind: str, command: list[str], store: str | Path | 
     except GputriageError as exc:
         report.notes.append(f"not kept: {exc}")
         return
-    if db is not None:
+    if db is None:
+        return
+    try:
         db.add_report(kind, command, report)
+    except sqlite3.Error as exc:
+        report.notes.append(f"not kept: cannot write the run store {db.path}: {exc}")
+    finally:
         db.close()
 
 
 def read_store(store: str | Path | None, read: Callable[[Store], T]) -> T:
     """`read(db)` on the store opened read-only, closed after; a damaged store is a one-line error."""
-    import sqlite3
-
     db = open_store(store, readonly=True)
     assert db is not None
     try:
@@ -137,8 +145,6 @@ def stored_row(record_id: int, store: str | Path | None = None) -> dict[str, Any
 
 def stored_report(record_id: int, kind: str, report_type: type, store: str | Path | None = None) -> Any:
     """A report kept in the store by `keep_report` (a load test, a fleet check), decoded."""
-    import msgspec
-
     row = stored_row(record_id, store)
     if row is None or row["kind"] != kind:
         raise GputriageError(f"no {kind} {record_id} in the store")

@@ -4,31 +4,49 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 from pathlib import Path
 from typing import Callable
 
 from gputriage.api._common import GputriageError, open_store
-from gputriage.model.bench import BenchReport
+from gputriage.backends.host import Host
+from gputriage.backends.nvml import PynvmlBackend
+from gputriage.diagnosis import bench as judge
+from gputriage.model.bench import BenchError, BenchReport, BenchResult, GpuProcess
+from gputriage.model.probe import ProbeResult
+from gputriage.model.specs import match
+from gputriage.probes import bench as b
+from gputriage.probes import disk as d
+from gputriage.sampling.sampler import Cadences, Sampler
+from gputriage.sampling.session import gpu_static
+from gputriage.sampling.store import Store
+
+STORE_PROBE = "store"  # the BenchError naming a store that could not keep the results
 
 
 def bench(*, quick: bool = False, disk: str | Path | bool | None = None, gpu: bool = True,
           store: str | Path | bool | None = None,
           progress: Callable[[str], None] = lambda _what: None) -> BenchReport:
-    """The machine's ceilings against its datasheet (see `probes`); `progress` hears what runs now."""
-    from gputriage.backends.host import Host
-    from gputriage.backends.nvml import PynvmlBackend
-    from gputriage.diagnosis import bench as judge
-    from gputriage.model.bench import BenchError, BenchResult, GpuProcess
-    from gputriage.model.probe import ProbeResult
-    from gputriage.model.specs import match
-    from gputriage.probes import bench as b
-    from gputriage.probes import disk as d
-    from gputriage.sampling.sampler import Cadences, Sampler
-    from gputriage.sampling.session import gpu_static
-
+    """The machine's ceilings against its datasheet (see `probes`); `progress` hears what runs now. The store
+    (`store`: a path, None for the default, False for none) is checked writable before any probe runs
+    (GputriageError); if it fails to take the results afterwards, they are still returned, with an error
+    named "store"."""
     target = Path(disk) if isinstance(disk, (str, Path)) else Path(os.getcwd())
     if disk is not False and not target.is_dir():
         raise GputriageError(f"{target}: not a directory")
+    db = open_store(store)  # before the probes: minutes of measurements are not run into a store that refuses them
+    try:
+        report, machine, results = _measure(quick, disk is not False, target, gpu, progress)
+        if db is not None:
+            _keep(db, machine, results, report)
+        return report
+    finally:
+        if db is not None:
+            db.close()
+
+
+def _measure(quick: bool, disk: bool, target: Path, gpu: bool,
+             progress: Callable[[str], None]) -> tuple[BenchReport, str, list[ProbeResult]]:
     nvml = PynvmlBackend(record=False, bounded=False)
     gpus, info, system = gpu_static(nvml)
     g0 = info.get(0)
@@ -56,7 +74,7 @@ def bench(*, quick: bool = False, disk: str | Path | bool | None = None, gpu: bo
         errors += errs
     elif not gpus:
         errors.append({"probe": "gpu", "error": f"no GPU ({system.get('nvml', 'NVML sees none')}): host probes only"})
-    if disk is not False:
+    if disk:
         progress(f"disk reads in {target}")
         try:
             results += d.probe(target, size_bytes=(128 << 20) if quick else (512 << 20), seconds=1.5 if quick else 4.0)
@@ -69,26 +87,30 @@ def bench(*, quick: bool = False, disk: str | Path | bool | None = None, gpu: bo
         gen, width = nvml.call("nvmlDeviceGetCurrPcieLinkGeneration", 0), nvml.call("nvmlDeviceGetCurrPcieLinkWidth", 0)
         link_now = (gen, width) if isinstance(gen, int) and isinstance(width, int) else None
         nvml.shutdown()
-    found = judge.findings(results, link_now, others)
     machine = socket.gethostname() + "|" + ",".join(str(info[i].uuid) for i in gpus)
-    changes: dict[str, float] = {}
-    db = None
-    try:
-        db = open_store(store)
-    except GputriageError as exc:
-        errors.append({"probe": "store", "error": str(exc)})
-    if db is not None:
-        previous = db.last_bench(machine)
-        changes = judge.compare(results, previous["results"] if previous else None)
-        db.add_bench(machine, [r.to_json() for r in results])
-        db.close()
-    return BenchReport(
+    report = BenchReport(
         gpu=g0.name if g0 else None, spec=spec.name if spec else None,
         spec_matched_by=spec.matched_by if spec else None, quick=quick,
-        results=[BenchResult(**r.to_json(), band=list(bd) if (bd := judge.band(r.name)) else None,
-                             change_pct=changes.get(r.name)) for r in results],
+        results=[BenchResult(**r.to_json(), band=list(bd) if (bd := judge.band(r.name)) else None)
+                 for r in results],
         errors=[BenchError(e.get("probe", "?"), e.get("error", "")) for e in errors],
         other_processes=[GpuProcess(gpu=o["gpu"], pid=o["pid"], used_bytes=o.get("used_bytes")) for o in others],
-        findings=found)
+        findings=judge.findings(results, link_now, others))
+    return report, machine, results
 
 
+def _keep(db: Store, machine: str, results: list[ProbeResult], report: BenchReport) -> None:
+    """Each result's change since this machine's last bench, and this bench kept; a store that fails now is an
+    error in the report (the results are not lost)."""
+    try:
+        previous = db.last_bench(machine)
+    except (sqlite3.Error, ValueError):  # an unreadable earlier bench: no change to give
+        previous = None
+    try:
+        db.add_bench(machine, [r.to_json() for r in results])
+    except sqlite3.Error as exc:
+        report.errors.append(BenchError(STORE_PROBE, f"not kept: cannot write the run store {db.path}: {exc}"))
+        return
+    changes = judge.compare(results, previous["results"] if previous else None)
+    for r in report.results:
+        r.change_pct = changes.get(r.name)

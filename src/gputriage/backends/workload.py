@@ -36,6 +36,14 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         pass
 
 
+def _fd(stream: Any, default: int) -> int:
+    """The stream's file descriptor; the process's own (1, 2) where the stream has none (a notebook's)."""
+    try:
+        return int(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return default
+
+
 def exit_code(returncode: int) -> int:
     """The shell's convention: 128 + N for a workload ended by signal N."""
     return 128 - returncode if returncode < 0 else returncode
@@ -109,16 +117,16 @@ class Workload:
         (so gputriage's own stdout carries only its JSON report). `metric`: its output and errors go through
         gputriage, which keeps the numbers the pattern catches in them."""
         preexec: Callable[[], None] | None = _die_with_parent if die_with_parent and sys.platform == "linux" else None
-        out_fd = sys.stderr.fileno() if stdout_to_stderr else sys.stdout.fileno()
+        out_fd = _fd(sys.stderr, 2) if stdout_to_stderr else _fd(sys.stdout, 1)
         try:
             if metric is not None:
                 w = cls(subprocess.Popen(argv, env=env, preexec_fn=preexec, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE), die_with_parent)
                 w.taps = [MetricTap(w.proc.stdout, out_fd, metric, w.metric_points),
-                          MetricTap(w.proc.stderr, sys.stderr.fileno(), metric, w.metric_points)]
+                          MetricTap(w.proc.stderr, _fd(sys.stderr, 2), metric, w.metric_points)]
                 return w
             return cls(subprocess.Popen(argv, env=env, preexec_fn=preexec,
-                                        stdout=sys.stderr.fileno() if stdout_to_stderr else None), die_with_parent)
+                                        stdout=out_fd if stdout_to_stderr else None), die_with_parent)
         except FileNotFoundError:
             return Unavailable("not_found", f"{argv[0]}: command not found")
         except IsADirectoryError:

@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-from gputriage.cli.common import FAIL_ON_HELP, api_errors, exit_for, out, parse_fail_on, print_json, spinner
+from gputriage.cli import exits
+from gputriage.cli.common import FAIL_ON_HELP, api_errors, exit_for, fail, out, parse_fail_on, print_json, spinner
 
 
 def _specs(as_json: bool) -> None:
@@ -43,6 +44,8 @@ def bench(
     no_gpu: bool = typer.Option(False, "--no-gpu", help="Skip the GPU probes."),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON (schema gputriage.bench/2)."),
     store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Where results are kept (SQLite)."),
+    no_store: bool = typer.Option(False, "--no-store", help="Do not keep the results (nor compare with the last "
+                                                            "bench)."),
     fail_on: str = typer.Option("never", "--fail-on", metavar="LEVEL", help=FAIL_ON_HELP),
 ) -> None:
     """Measure GEMM rates per dtype, memory and PCIe bandwidth, launch costs, peer copies, disk and host
@@ -51,15 +54,18 @@ def bench(
         _specs(as_json)
         return
     from gputriage import api
+    from gputriage.api.bench import STORE_PROBE
+    from gputriage.report.bench_terminal import render
 
     threshold = parse_fail_on(fail_on)
     with spinner() as say, api_errors():
-        report = api.bench(quick=quick, disk=False if no_disk else disk, gpu=not no_gpu, store=store_path,
-                           progress=say)
+        report = api.bench(quick=quick, disk=False if no_disk else disk, gpu=not no_gpu,
+                           store=False if no_store else store_path, progress=say)
     if as_json:
         print_json(report)
     else:
-        from gputriage.report.bench_terminal import render
-
         render(report, out)
+    lost = next((e.error for e in report.errors if e.probe == STORE_PROBE), None)
+    if lost is not None:  # the results are printed above; that they were not kept is an error
+        fail(lost, exits.BAD_INPUT)
     raise typer.Exit(exit_for(report.findings, threshold))

@@ -137,9 +137,12 @@ class Store:
 
     def check_writable(self) -> None:
         """Raise StoreError now, before a workload starts, if nothing can be written."""
-        try:
-            with self.db:
-                self.db.execute("BEGIN IMMEDIATE")
+        try:  # a write rolled back: SQLite takes the write lock of a read-only file without complaint
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.execute(f"PRAGMA user_version = {int(version)}")
+            finally:
                 self.db.execute("ROLLBACK")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write the run store {self.path}: {exc}") from None
