@@ -3,8 +3,9 @@
 A window keeps medians, maxima and shares of its samples (`model.window.WindowMetrics`), stored
 columnar in float32 (NaN where a figure is missing) on one time axis: about 50 bytes per window
 for the time and the host, 80 per GPU (7 MB a day per GPU at 1 s windows). Past `capacity`
-windows, neighbouring windows are merged by pairs (the window doubles), so a run of any length
-keeps a bounded series.
+windows, the windows are merged on a grid twice as coarse (two windows become one, and the window
+length doubles: the windows cut after that are cut at the new length), so a run of any length keeps
+a bounded series whose every window lasts at most the length it claims.
 """
 
 from __future__ import annotations
@@ -41,9 +42,12 @@ def _max(values: list[float]) -> float:
 
 
 class Store:
-    """Every window of a run, columnar: one time axis and the host's figures, and each GPU's figures."""
+    """Every window of a run, columnar: one time axis and the host's figures, and each GPU's figures. Windows
+    lie on a grid of `window_s` from the first window's start; `window_s` doubles at each compaction."""
 
     def __init__(self, gpus: list[int], window_s: float, capacity: int) -> None:
+        if capacity < 2:
+            raise ValueError(f"a store keeps at least 2 windows (capacity {capacity})")
         self.window_s, self.capacity = window_s, capacity
         self.t0 = array("d")
         self.t1 = array("d")
@@ -62,22 +66,39 @@ class Store:
             values = gpus.get(g, {})
             for name, col in cols.items():
                 col.append(values.get(name, NAN))
-        if len(self.t0) > self.capacity:
-            self._compact()
+        # compacted when the window just closed ends on the coarser grid (the next window then starts a slot
+        # of its own); one window later whatever the edge, for samples with gaps that never end there
+        if len(self.t0) > self.capacity + 1 or (len(self.t0) > self.capacity and self.on_grid(t1, 2 * self.window_s)):
+            while len(self.t0) > self.capacity:
+                self._compact()
+
+    def on_grid(self, t: float, window_s: float) -> bool:
+        """Whether `t` is an edge of a grid of `window_s` from the first window's start."""
+        k = (t - self.t0[0]) / window_s
+        return abs(k - round(k)) < 1e-6
 
     def _compact(self) -> None:
-        """Merge windows by pairs: means of medians and shares, maxima of maxima."""
-        n = len(self.t0) // 2 * 2
-        rest = slice(n, len(self.t0))
-        self.t0 = array("d", list(self.t0[0:n:2]) + list(self.t0[rest]))
-        self.t1 = array("d", list(self.t1[1:n:2]) + list(self.t1[rest]))
-        self.samples = array("I", [a + b for a, b in zip(self.samples[0:n:2], self.samples[1:n:2])]
-                             + list(self.samples[rest]))
+        """Merge the windows of each slot of a grid twice as coarse: means of medians and shares, maxima of
+        maxima, minima of minima."""
+        window_s = 2 * self.window_s
+        origin = self.t0[0]
+        groups: list[list[int]] = []
+        last = None
+        for i, t0 in enumerate(self.t0):
+            slot = math.floor((t0 - origin) / window_s + 1e-9)
+            if slot == last:
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+                last = slot
+        self.t0 = array("d", [self.t0[g[0]] for g in groups])
+        self.t1 = array("d", [self.t1[g[-1]] for g in groups])
+        self.samples = array("I", [sum(self.samples[i] for i in g) for g in groups])
         for cols in (self.host, *self.gpus.values()):
             for name, col in cols.items():
                 pick = _nanmax if name in _MAX_FIELDS else _nanmin if name in _MIN_FIELDS else _nanmean
-                cols[name] = array("f", [pick(a, b) for a, b in zip(col[0:n:2], col[1:n:2])] + list(col[rest]))
-        self.window_s *= 2
+                cols[name] = array("f", [pick([col[i] for i in g]) for g in groups])
+        self.window_s = window_s
 
     def memory_bytes(self) -> int:
         arrays: list[array] = [self.t0, self.t1, self.samples, *self.host.values()]
@@ -125,22 +146,21 @@ class WindowSeries:
             yield WindowMetrics(t0_s=t0[i], t1_s=t1[i], samples=n[i], **values)
 
 
-def _nanmean(a: float, b: float) -> float:
-    if math.isnan(a):
-        return b
-    return a if math.isnan(b) else (a + b) / 2
+def _known(values: list[float]) -> list[float]:
+    return [v for v in values if not math.isnan(v)]
 
 
-def _nanmin(a: float, b: float) -> float:
-    if math.isnan(a):
-        return b
-    return a if math.isnan(b) else min(a, b)
+def _nanmean(values: list[float]) -> float:
+    known = _known(values)
+    return sum(known) / len(known) if known else NAN
 
 
-def _nanmax(a: float, b: float) -> float:
-    if math.isnan(a):
-        return b
-    return a if math.isnan(b) else max(a, b)
+def _nanmin(values: list[float]) -> float:
+    return min(_known(values), default=NAN)
+
+
+def _nanmax(values: list[float]) -> float:
+    return max(_known(values), default=NAN)
 
 
 def gpu_values(bucket: list[Sample], gpu: int) -> dict[str, float]:
@@ -252,8 +272,8 @@ class Windower:
     """Feeds the windows as samples arrive; windows end at fixed edges from the first sample."""
 
     def __init__(self, gpus: list[int], window_s: float = WINDOW_S, capacity: int = CAPACITY) -> None:
-        self.window_s = window_s
         self.store = Store(gpus, window_s, capacity)
+        self.base_s = window_s  # the length windows are cut at before any compaction
         self.series = {g: WindowSeries(self.store, g) for g in gpus}
         self.host = WindowSeries(self.store, None)  # the host's and workload's figures, GPUs or not
         self.first_t: float | None = None
@@ -264,6 +284,11 @@ class Windower:
         self._edge = 0.0
         # (gpu, pid, job) -> [samples, samples with utilization, its sum, samples computing, most memory]
         self._processes: dict[tuple[int, int, bool], list[float]] = {}
+
+    @property
+    def window_s(self) -> float:
+        """The windows' length: the store's, which doubles at each compaction."""
+        return self.store.window_s
 
     def add(self, s: Sample) -> None:
         if self.first_t is None:
@@ -307,13 +332,19 @@ class Windower:
 
     def _close(self, t1: float) -> None:
         bucket, self._bucket = self._bucket, []
+        window_s = self.window_s
         self.store.append(bucket[0].t_s, t1, len(bucket), host_values(bucket, self._before),
                           {g: gpu_values(bucket, g) for g in self.series})
         self._before = bucket[-1]
+        if self.window_s != window_s and self.first_t is not None:
+            # compacted: the next window ends on the coarser grid (at the edge of the slot this one ended in)
+            k = (self._edge - self.first_t) / self.window_s
+            self._edge = self.first_t + (round(k) if abs(k - round(k)) < 1e-6 else math.ceil(k)) * self.window_s
 
     def close(self) -> None:
-        """The last, partial window counts when it covers at least half a window."""
+        """The last, partial window counts when it covers at least half a window (of the length windows are
+        cut at before any compaction: a long run keeps its last seconds)."""
         b = self._bucket
-        if len(b) >= 2 and b[-1].t_s - b[0].t_s >= 0.4 * self.window_s:
+        if len(b) >= 2 and b[-1].t_s - b[0].t_s >= 0.4 * self.base_s:
             self._close(b[-1].t_s)
         self._bucket = []
