@@ -13,7 +13,7 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from gputriage.api.load import WORDS
+from gputriage.serving.prompts import WORDS
 
 
 def main() -> None:

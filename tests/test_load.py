@@ -161,9 +161,12 @@ def test_an_admission_cap_is_named_queueing_and_an_open_server_is_not():
 
 
 def test_an_unreachable_server_and_bad_options_are_one_line_errors():
-    r = load("http://127.0.0.1:9", "--no-store")
-    assert r.returncode == 3 and r.stderr.startswith("gputriage: ") and r.stderr.count("\n") == 1
-    assert "/v1/models" in r.stderr
+    from serving import free_port
+
+    for args in ([], ["--model", "m"]):  # nothing listens: said as such, whether the model is given or not
+        r = load(f"http://127.0.0.1:{free_port()}", *args, "--no-store")
+        assert r.returncode == 3 and r.stderr.startswith("gputriage: ") and r.stderr.count("\n") == 1
+        assert "nothing listens there" in r.stderr and "--model" not in r.stderr, r.stderr
     for args in (["http://127.0.0.1:9", "--slo", "latency=5"], ["http://127.0.0.1:9", "--concurrency", "1,x"],
                  ["localhost:8000"], ["http://127.0.0.1:9", "--rate", "2", "--concurrency", "2"]):
         r = load(*args, "--no-store", "--model", "m")
@@ -178,7 +181,7 @@ def test_the_servers_metrics_are_read_from_a_real_exporter():
     from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
     from gputriage.diagnosis.serving.stats import _server
-    from gputriage.probes.load import ServerWatch
+    from gputriage.serving.watch import ServerWatch
     from serving import free_port
 
     reg = CollectorRegistry()

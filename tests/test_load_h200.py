@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from gputriage.diagnosis.serving.findings import findings
-from gputriage.diagnosis.serving.stats import knee
+from gputriage.diagnosis.serving.knee import knee
 from gputriage.model.load import LoadReport
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h200"

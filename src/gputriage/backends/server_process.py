@@ -1,4 +1,5 @@
-"""The process serving a local endpoint: which one listens on the port, and its threads' names."""
+"""The process serving a local endpoint: which one listens on the port, and its threads' names; and how busy
+this machine's CPUs are (a server beside the load generator competes with it)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,14 @@ def thread_name(pid: int, tid: int) -> str:
         return Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
     except OSError:
         return ""
+
+
+def machine_cpu() -> tuple[Optional[float], int]:
+    """This machine's CPU time spent busy since boot, all cores (seconds in user, nice, system and interrupts:
+    not idle, not waiting on I/O, not stolen by a hypervisor), and its number of cores."""
+    try:
+        t = psutil.cpu_times()
+    except (OSError, RuntimeError):
+        return None, 0
+    busy = t.user + t.system + sum(getattr(t, k, 0.0) for k in ("nice", "irq", "softirq"))
+    return busy, psutil.cpu_count() or 0

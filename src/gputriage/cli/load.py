@@ -2,13 +2,48 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
 from gputriage.cli import exits
 from gputriage.cli.common import FAIL_ON_HELP, api_errors, exit_for, fail, out, parse_fail_on, print_json, spinner
+from gputriage.model.load import LoadReport
+
+
+class _Terminated(BaseException):
+    """SIGTERM outside the sweep (while the server is looked up, or the report kept)."""
+
+
+def _on_sigterm(_signum: int, _frame: Any) -> None:
+    raise _Terminated
+
+
+@contextlib.contextmanager
+def _terminable() -> Iterator[None]:
+    """SIGTERM ends the command with one line and exit 143 (the sweep itself keeps its finished steps first)."""
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    except _Terminated:
+        fail("terminated", exits.TERMINATED)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _cut_exit(report: LoadReport) -> int:
+    """A sweep stopped by a signal: its code (130 for SIGINT, 143 for SIGTERM), after one line on stderr."""
+    assert report.cut is not None
+    code = exits.INTERRUPTED if report.cut.signal == "SIGINT" else exits.TERMINATED
+    kept = f" and kept as load {report.id}" if report.id is not None else ""
+    sys.stderr.write(f"gputriage: the sweep was cut at step {report.cut.step} of {report.cut.steps} "
+                     f"({report.cut.signal}): the {len(report.steps)} finished printed{kept}\n")
+    return code
 
 
 def _numbers(text: Optional[str], kind: type, what: str) -> list:
@@ -45,7 +80,8 @@ def load(
     prompts: Optional[Path] = typer.Option(None, "--prompts", metavar="FILE.jsonl",
                                            help='Prompts to send in turn: {"prompt": ..., "max_tokens": ...} a line.'),
     chat: bool = typer.Option(False, "--chat", help="Use /v1/chat/completions."),
-    model: Optional[str] = typer.Option(None, "--model", help="The model to ask for (default: /v1/models' first)."),
+    model: Optional[str] = typer.Option(None, "--model", metavar="NAME",
+                                        help="The model to ask for (default: /v1/models' first)."),
     slo: Optional[str] = typer.Option(None, "--slo", metavar="SPEC", help="e.g. ttft=500ms,tpot=50ms (also itl, "
                                                                           "e2e): goodput and the knee by it."),
     slo_percentile: int = typer.Option(90, "--slo-percentile", metavar="P", help="50, 90 or 99."),
@@ -69,11 +105,13 @@ def load(
     and the knee; the GPUs here and the server's /metrics (vLLM, SGLang, TGI) meanwhile; and why latency
     rises — KV cache full, queueing at the cap, prefill stalling decode, a CPU-bound server, no VRAM headroom —
     or that the generator itself was the bottleneck."""
+    # the library at the command's start: `gputriage --help` and the other commands stay quick
     from gputriage.api.load import load as run_load
     from gputriage.api.load import parse_slo, show_load
+    from gputriage.report.load_terminal import render
 
     threshold = parse_fail_on(fail_on)
-    with api_errors():
+    with _terminable(), api_errors():
         if show is not None:
             report = show_load(show, store_path)
         else:
@@ -89,13 +127,15 @@ def load(
                     prompts_file=prompts, chat=chat, model=model,
                     slo=parse_slo(slo, slo_percentile) if slo else None, timeout_s=timeout, ignore_eos=ignore_eos,
                     metrics=not no_metrics, sample_gpus=not no_gpus,
-                    weight_bytes=weights_gb * 1e9 if weights_gb else None,
+                    weight_bytes=weights_gb * 1e9 if weights_gb is not None else None,
                     store=False if no_store else store_path,
                     progress=say)
+            if report.cut is not None and not report.steps:
+                fail(f"the sweep was cut at step {report.cut.step} of {report.cut.steps} ({report.cut.signal}) "
+                     "before a step finished: nothing to show or keep",
+                     exits.INTERRUPTED if report.cut.signal == "SIGINT" else exits.TERMINATED)
     if as_json:
         print_json(report)
     else:
-        from gputriage.report.load_terminal import render
-
         render(report, out)
-    raise typer.Exit(exit_for(report.findings, threshold))
+    raise typer.Exit(_cut_exit(report) if report.cut is not None else exit_for(report.findings, threshold))

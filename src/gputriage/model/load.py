@@ -3,11 +3,13 @@ and the server said meanwhile; the knee; the findings."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Optional
 
 import msgspec
 
 from gputriage.model.finding import Finding
+from gputriage.model.sample import Sample
 
 LOAD_SCHEMA = "gputriage.load"
 LOAD_VERSION = 1
@@ -78,6 +80,7 @@ class LoadStep(msgspec.Struct, kw_only=True, omit_defaults=True):
     meets_slo: Optional[bool] = None
     itl_long_prompt_ratio: Optional[float] = None  # ITL while a long prompt's prefill ran / ITL otherwise
     client_cpu_pct: Optional[float] = None  # the generator's own CPU, % of one core
+    machine_cpu_pct: Optional[float] = None  # this machine's CPUs, all cores, % busy over the step
     client_cpu_ms_per_1k_tokens: Optional[float] = None
     gpus: list[GpuDuring] = []
     server: Optional[ServerDuring] = None
@@ -115,10 +118,20 @@ class LoadMeta(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class Knee(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Where more load stops paying. No load (neither field set): none within the sweep, `why` says why."""
+
     concurrency: Optional[int] = None
     rate_per_s: Optional[float] = None
-    by: str = ""  # "slo" (the highest load meeting it) or "saturation" (throughput stopped rising)
+    by: str = ""  # "slo" (the highest load meeting it), "saturation" (throughput stopped rising), "errors", "none"
     why: str = ""
+
+
+class LoadCut(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A sweep stopped by a signal: the steps before `step` finished and are kept; `step` was cut."""
+
+    signal: str  # SIGINT, SIGTERM
+    step: int  # 1-based, of `steps`
+    steps: int
 
 
 class LoadReport(msgspec.Struct, kw_only=True):
@@ -132,3 +145,69 @@ class LoadReport(msgspec.Struct, kw_only=True):
     knee: Optional[Knee] = None
     findings: list[Finding] = []
     notes: list[str] = []
+    cut: Optional[LoadCut] = None
+
+
+# What the load generator measured, before it is judged: the client's records (times are
+# `time.perf_counter()` seconds), the server's scrapes, the GPUs' samples.
+
+
+@dataclass
+class RequestRecord:
+    """One streamed request: when it was sent, when each chunk of text came, what the server's `usage` counted,
+    or what went wrong."""
+
+    sent_s: float
+    end_s: float = 0.0
+    first_s: Optional[float] = None
+    chunk_s: list[float] = field(default_factory=list)  # each chunk that carried text
+    input_tokens: Optional[int] = None  # the server's usage
+    output_tokens: Optional[int] = None
+    error: Optional[str] = None  # http_<status>, timeout, connect, client_sockets, stream, empty
+    long_prompt: bool = False
+    text: list[str] = field(default_factory=list)  # the streamed text, kept only to count its tokens
+    prompt: str = ""  # likewise
+    tokens_from: str = "usage"  # of output_tokens: or "tokenizer" when the server's usage lacked them
+
+
+@dataclass
+class StepRecord:
+    """One step as the client ran it."""
+
+    concurrency: Optional[int]
+    rate_per_s: Optional[float]
+    t0_s: float
+    t1_s: float
+    records: list[RequestRecord]
+    client_cpu_s: float  # the event loop thread's CPU time over the step
+    control: bool = False
+
+
+@dataclass
+class ServerSample:
+    """The server (and this machine) read once."""
+
+    t_s: float
+    metrics: dict[str, float] = field(default_factory=dict)  # Prometheus: name -> value summed over labels
+    process_cpu_s: Optional[float] = None
+    threads_cpu_s: dict[int, float] = field(default_factory=dict)
+    machine_busy_s: Optional[float] = None  # this machine's CPU time spent busy, all cores, since boot
+    machine_cores: int = 0
+
+
+@dataclass
+class LoadMeasurement:
+    """A load as measured: its plan's meta, each finished step, what the server, this machine and its GPUs did."""
+
+    meta: LoadMeta
+    started_s: float  # Unix seconds
+    load_t0_s: float  # perf_counter seconds when the load started
+    unix_offset_s: float  # perf_counter seconds + this = Unix seconds (the GPU samples' clock)
+    steps: list[StepRecord] = field(default_factory=list)
+    server: list[ServerSample] = field(default_factory=list)
+    server_pid: Optional[int] = None
+    thread_names: dict[int, str] = field(default_factory=dict)  # the server's threads that kept a core half busy
+    gpu_samples: list[Sample] = field(default_factory=list)
+    gpu_totals: dict[int, int] = field(default_factory=dict)  # VRAM bytes by GPU index
+    notes: list[str] = field(default_factory=list)
+    cut: Optional[LoadCut] = None

@@ -1,16 +1,20 @@
-"""`load` in the terminal: a row per step (latency percentiles, throughput, goodput, the GPU and the
-server meanwhile), the latency–throughput curve, the knee, the findings."""
+"""`load` in the terminal: a row per step (latency percentiles, throughput, goodput, the GPU, the server and this
+machine meanwhile), the latency–throughput curve, the knee, the findings. No figure is ever cut: columns that
+do not fit the width go to a second table keyed by the step's load."""
 
 from __future__ import annotations
+
+from typing import Callable
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gputriage.model.load import LoadReport, LoadStep
+from gputriage.model.load import Knee, LoadReport, LoadStep
 from gputriage.report.style import finding_text
 
-WIDE = 120  # narrower terminals still get every step; the GPU and server columns are clipped
+Column = tuple[str, Callable[[LoadStep], str]]  # header, cell
+GAP = 2  # spaces between columns (rich's padding of 1 on each side)
 
 
 def _ms(v: float | None) -> str:
@@ -50,6 +54,55 @@ def _server(s: LoadStep) -> str:
     return " ".join(parts) or "-"
 
 
+def _groups(r: LoadReport) -> list[list[Column]]:
+    """The steps' columns in groups that stay together (a percentile beside its p50), first the load's."""
+    groups: list[list[Column]] = [[
+        ("load", _load), ("ok", lambda s: str(s.ok)),
+        ("err", lambda s: str(sum(s.errors.values())) if s.errors else ""),
+        ("req/s", lambda s: f"{s.requests_per_s:.2f}"), ("tok/s", lambda s: f"{s.output_tokens_per_s:,.0f}")]]
+    if r.meta.slo is not None:
+        groups.append([("good/s", lambda s: f"{s.goodput_per_s:.2f}" if s.goodput_per_s is not None else "-"),
+                       ("SLO", lambda s: "yes" if s.meets_slo else "no")])
+    groups += [[("TTFT p50", lambda s: _ms(s.ttft.p50_ms)), ("p99", lambda s: _ms(s.ttft.p99_ms))],
+               [("ITL p50", lambda s: _ms(s.itl.p50_ms)), ("p99", lambda s: _ms(s.itl.p99_ms))],
+               [("TPOT", lambda s: _ms(s.tpot.p50_ms))], [("E2E p99", lambda s: _ms(s.e2e.p99_ms))]]
+    if any(s.gpus for s in r.steps):
+        groups.append([("GPU", _gpu)])
+    if any(s.server and s.server.source != "unknown" for s in r.steps):
+        groups.append([("server", _server)])
+    if any(s.server_process is not None and s.machine_cpu_pct is not None for s in r.steps):
+        groups.append([("host CPU", lambda s: f"{s.machine_cpu_pct:.0f}%" if s.machine_cpu_pct is not None
+                        else "-")])
+    return groups
+
+
+def _width(columns: list[Column], steps: list[LoadStep]) -> int:
+    widths = [max([len(h)] + [len(f(s)) for s in steps]) for h, f in columns]
+    return sum(widths) + GAP * (len(widths) - 1)
+
+
+def tables(r: LoadReport, width: int) -> list[Table]:
+    """The steps' table, split where it would not fit `width`: every later one starts with the load again."""
+    groups = _groups(r)
+    key = groups[0][:1]
+    out: list[list[Column]] = [list(groups[0])]
+    for g in groups[1:]:
+        if _width(out[-1] + g, r.steps) > width and len(out[-1]) > len(key):
+            out.append(key + g)
+        else:
+            out[-1] += g
+    made = []
+    for columns in out:
+        t = Table(box=None, header_style="bold", pad_edge=False)
+        for h, _f in columns:
+            t.add_column(h, justify="left" if h in ("GPU", "server", "SLO") else "right", no_wrap=h not in
+                         ("GPU", "server"), overflow="fold")
+        for s in r.steps:
+            t.add_row(*(f(s) for _h, f in columns))
+        made.append(t)
+    return made
+
+
 def curve(steps: list[LoadStep], width: int = 56, height: int = 12) -> list[str]:
     """Latency (TTFT p90) against output tokens/s: each step a mark (its load's first character), a line per row."""
     pts = [(s.output_tokens_per_s, s.ttft.p90_ms, _load(s)) for s in steps if s.ttft.p90_ms is not None]
@@ -66,11 +119,25 @@ def curve(steps: list[LoadStep], width: int = 56, height: int = 12) -> list[str]
             col += 1
         for i, ch in enumerate(label):
             grid[row][col + i] = ch
-    lines = [f"{_ms(ymax):>7} ┤" + "".join(grid[0])]
-    lines += ["        │" + "".join(r) for r in grid[1:-1]]
-    lines.append(f"{'0':>7} ┼" + "".join(grid[-1]))
-    lines.append(f"{'':8}0{'':{width - 12}}{xmax:,.0f} tok/s")
+    lines = [f"{_ms(ymax):>7} ┤" + "".join(grid[0]).rstrip()]
+    lines += [("        │" + "".join(r)).rstrip() for r in grid[1:-1]]
+    lines.append(f"{'0':>7} ┼" + "".join(grid[-1]).rstrip())
+    lines.append(f"{'':8}0{'':{max(1, width - 12)}}{xmax:,.0f} tok/s")
     return lines
+
+
+def knee_text(k: Knee) -> Text:
+    """`knee: concurrency 4  (why)`, or `no knee within the sweep: why`."""
+    at = (f"concurrency {k.concurrency}" if k.concurrency is not None else
+          f"{k.rate_per_s:g} requests/s" if k.rate_per_s is not None else None)
+    if at is None:
+        out = Text("\nno knee within the sweep: ", style="bold")
+        out.append(k.why)
+        return out
+    out = Text("\nknee: ", style="bold")
+    out.append(at, style="bold magenta")
+    out.append(f"  ({k.why})", style="dim")
+    return out
 
 
 def render(r: LoadReport, console: Console) -> None:
@@ -88,43 +155,23 @@ def render(r: LoadReport, console: Console) -> None:
     console.print(head)
     for n in r.notes:
         console.print(Text(n, style="yellow"))
-    slo = m.slo is not None
-    wide = console.width >= WIDE
-    cols = {"load": lambda s: _load(s), "ok": lambda s: str(s.ok),
-            "err": lambda s: str(sum(s.errors.values())) if s.errors else "",
-            "req/s": lambda s: f"{s.requests_per_s:.2f}", "tok/s": lambda s: f"{s.output_tokens_per_s:,.0f}"}
-    if slo:
-        cols |= {"good/s": lambda s: f"{s.goodput_per_s:.2f}" if s.goodput_per_s is not None else "-",
-                 "SLO": lambda s: "yes" if s.meets_slo else "no"}
-    cols |= {"TTFT p50": lambda s: _ms(s.ttft.p50_ms), "p99": lambda s: _ms(s.ttft.p99_ms),
-             "ITL p50": lambda s: _ms(s.itl.p50_ms), "p99 ": lambda s: _ms(s.itl.p99_ms),
-             "TPOT": lambda s: _ms(s.tpot.p50_ms), "E2E p99": lambda s: _ms(s.e2e.p99_ms)}
-    if any(s.gpus for s in r.steps):
-        cols["GPU"] = _gpu
-    if any(s.server and s.server.source != "unknown" for s in r.steps):
-        cols["server"] = _server
-    t = Table(box=None, header_style="bold", pad_edge=False)
-    for c in cols:
-        t.add_column(c.strip(), justify="left" if c in ("GPU", "server", "SLO") else "right", no_wrap=True,
-                     overflow="fold" if wide else "ellipsis")
-    for s in r.steps:
-        t.add_row(*(f(s) for f in cols.values()))
-    console.print(t)
+    for i, t in enumerate(tables(r, console.width)):
+        if i:
+            console.print()
+        console.print(t)
     console.print(Text("latencies in ms (p50, p99); TPOT p50; tok/s: output tokens"
-                       + ("; ctl: the step again, every prompt at the normal length" * any(s.control for s in r.steps)),
+                       + ("; ctl: the step again, every prompt at the normal length" * any(s.control for s in r.steps))
+                       + ("; host CPU: this machine's, all cores" * any(s.machine_cpu_pct is not None
+                                                                        and s.server_process is not None
+                                                                        for s in r.steps)),
                        style="dim"))
-    lines = curve([s for s in r.steps if not s.control])
+    lines = curve([s for s in r.steps if not s.control], width=max(20, min(56, console.width - 12)))
     if lines:
         console.print(Text("\nTTFT p90 against output tokens/s (each step marked by its load)", style="bold"))
         for line in lines:
             console.print(Text(line, style="cyan"))
     if r.knee is not None:
-        at = (f"concurrency {r.knee.concurrency}" if r.knee.concurrency is not None else
-              f"{r.knee.rate_per_s:g} requests/s" if r.knee.rate_per_s is not None else "none")
-        knee = Text("\nknee: ", style="bold")
-        knee.append(at, style="bold magenta")
-        knee.append(f"  ({r.knee.why})", style="dim")
-        console.print(knee)
+        console.print(knee_text(r.knee))
     cpu = [s.client_cpu_ms_per_1k_tokens for s in r.steps if s.client_cpu_ms_per_1k_tokens is not None]
     if cpu:
         console.print(Text(f"the generator's own CPU: {min(cpu):.1f}–{max(cpu):.1f} ms per 1,000 streamed tokens",

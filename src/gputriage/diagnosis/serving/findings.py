@@ -7,6 +7,11 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from gputriage.diagnosis.serving.collapse import THROUGHPUT_COLLAPSE, throughput_collapse
+from gputriage.diagnosis.serving.shared_cpu import SHARED_CPU, shared_cpu
+from gputriage.diagnosis.serving.steps import ERROR_SHARE, failed
+from gputriage.diagnosis.serving.steps import load_name as _load
+from gputriage.diagnosis.serving.steps import load_x as _load_x
 from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
 from gputriage.model.load import LoadStep
 
@@ -27,8 +32,6 @@ SERVER_THREAD = Threshold("top_thread_pct", 90.0, "% of a core", "the server's b
 VRAM_FULL = Threshold("vram_used_share", 0.95, "of total", "VRAM in use at the peak of the load", "judgement")
 CLIENT_CPU = Threshold("client_cpu_pct", 90.0, "% of a core", "the generator's event loop: above it, it cannot "
                        "send and read fast enough to load the server as asked", "judgement")
-ERROR_SHARE = Threshold("error_share", 0.01, "of requests", "failed requests (HTTP errors, timeouts, broken streams)",
-                        "judgement")
 DECODE_CEILING = Threshold("decode_ceiling_share", 0.6, "of the ceiling", "one sequence's decode tokens/s against "
                            "the memory bandwidth / weight bytes ceiling", "judgement")
 
@@ -123,15 +126,7 @@ DECODE_MEMORY_BOUND = FindingSpec(
              "decoding; a faster GPU helps only by its bandwidth",
     condition="1000 / TPOT p50 at the lightest load >= the threshold x (bandwidth / weight bytes)")
 SPECS = (KV_CACHE_FULL, QUEUEING, GPU_UNDERFILLED, PREFILL_INTERFERENCE, LONG_PROMPT_COST, SERVER_CPU_BOUND,
-         VRAM_HEADROOM, CLIENT_BOUND, ERRORS, DECODE_MEMORY_BOUND)
-
-
-def _load(s: LoadStep) -> str:
-    return f"concurrency {s.concurrency}" if s.concurrency is not None else f"{s.rate_per_s:g} requests/s"
-
-
-def _load_x(s: LoadStep) -> float:
-    return float(s.concurrency if s.concurrency is not None else s.rate_per_s or 0.0)
+         VRAM_HEADROOM, CLIENT_BOUND, ERRORS, DECODE_MEMORY_BOUND, THROUGHPUT_COLLAPSE, SHARED_CPU)
 
 
 def _activity(s: LoadStep) -> Optional[float]:
@@ -252,7 +247,7 @@ def _client(steps: list[LoadStep]) -> list[Finding]:
 
 
 def _errors(steps: list[LoadStep]) -> list[Finding]:
-    bad = [s for s in steps if s.requests and sum(s.errors.values()) >= ERROR_SHARE.value * s.requests]
+    bad = [s for s in steps if failed(s)]
     if not bad:
         return []
     s = bad[0]
@@ -269,7 +264,7 @@ ERROR_CAUSES = {  # what each kind of failure says, first the most frequent
     "timeout": "Requests did not finish within the client's timeout.",
     "connect": "Connections were refused or reset: the server was down or restarting.",
     "client": "This machine could not open more connections (its file or port limits).",
-    "stream": "Streams broke or carried events that are not JSON.",
+    "stream": "Streams broke, or carried events that are not JSON objects, or the server did not answer in HTTP.",
     "empty": "Requests answered 200 but streamed no text: the model emitted only tokens that decode to nothing "
              "(special or unknown ids: a tokenizer smaller than the model's vocabulary) or the server does not "
              "stream.",
@@ -294,5 +289,6 @@ def findings(steps: list[LoadStep], bandwidth_gbs: Optional[float] = None,
     step it repeats."""
     mix = [s for s in steps if not s.control]  # every rule but the long prompts' cost judges the steps asked for
     out = (_client(mix) + _errors(mix) + _kv(mix) + _queueing(mix) + _prefill(mix) + _long_prompt_cost(steps)
-           + _server_cpu(mix) + _vram(mix) + _underfilled(mix) + _decode(mix, bandwidth_gbs, weight_bytes))
+           + _server_cpu(mix) + _vram(mix) + _underfilled(mix) + _decode(mix, bandwidth_gbs, weight_bytes)
+           + throughput_collapse(mix) + shared_cpu(mix))
     return sorted(out, key=lambda f: (-f.severity.rank, f.step))

@@ -1,17 +1,25 @@
 """A load step's figures from its requests: TTFT, inter-token latency, TPOT and end-to-end latency
-percentiles, requests and tokens per second, goodput under the SLOs; what the GPUs, the server's metrics
-and its process did meanwhile; and the knee of the sweep."""
+percentiles, requests and tokens per second, goodput under the SLOs; what the GPUs, the server's metrics,
+its process and this machine's CPUs did meanwhile."""
 
 from __future__ import annotations
 
 import math
 from typing import Optional, Sequence
 
-from gputriage.backends.openai_stream import RequestRecord
-from gputriage.model.load import GpuDuring, Knee, LoadStep, Percentiles, ServerDuring, ServerProcess, Slo
+from gputriage.model.load import (
+    GpuDuring,
+    LoadStep,
+    Percentiles,
+    RequestRecord,
+    ServerDuring,
+    ServerProcess,
+    ServerSample,
+    Slo,
+    StepRecord,
+)
 from gputriage.model.numbers import median
 from gputriage.model.sample import Sample
-from gputriage.probes.load import ServerSample, StepRecord
 
 # each server's own names for the same things: (source, KV cache usage 0-1, running, waiting, preemptions counter)
 SERVER_METRICS = (
@@ -157,6 +165,18 @@ def _process(samples: list[ServerSample], pid: Optional[int], t0: float, t1: flo
                          top_thread=names.get(top, "") if top is not None else "")
 
 
+def _machine_cpu_pct(samples: list[ServerSample], t0: float, t1: float) -> Optional[float]:
+    """This machine's CPUs over the step, % busy of all cores: between the readings that bracket it (the last
+    before it starts and the first after it ends, about a second outside it at most)."""
+    read = [s for s in samples if s.machine_busy_s is not None and s.machine_cores]
+    a = next((s for s in reversed(read) if s.t_s <= t0), read[0] if read else None)
+    b = next((s for s in read if s.t_s >= t1), read[-1] if read else None)
+    if a is None or b is None or b.t_s - a.t_s <= 0 or a.machine_busy_s is None or b.machine_busy_s is None:
+        return None
+    busy = (b.machine_busy_s - a.machine_busy_s) / ((b.t_s - a.t_s) * b.machine_cores)
+    return round(min(100.0, max(0.0, 100 * busy)), 1)
+
+
 def summarize(raw: StepRecord, *, load_t0: float, unix_offset: float, slo: Optional[Slo],
               gpu_samples: list[Sample], gpu_totals: dict[int, int], server: list[ServerSample],
               server_pid: Optional[int], thread_names: Optional[dict[int, str]] = None) -> LoadStep:
@@ -191,32 +211,5 @@ def summarize(raw: StepRecord, *, load_t0: float, unix_offset: float, slo: Optio
     step.gpus = _gpus(gpu_samples, raw.t0_s + unix_offset, raw.t1_s + unix_offset, gpu_totals)
     step.server = _server(server, raw.t0_s, raw.t1_s)
     step.server_process = _process(server, server_pid, raw.t0_s, raw.t1_s, thread_names or {})
+    step.machine_cpu_pct = _machine_cpu_pct(server, raw.t0_s, raw.t1_s)
     return step
-
-
-def _load(s: LoadStep) -> float:
-    return float(s.concurrency if s.concurrency is not None else s.rate_per_s or 0.0)
-
-
-def knee(steps: list[LoadStep], slo: Optional[Slo]) -> Optional[Knee]:
-    """With SLOs: the highest load that meets them. Without: where output tokens/s stop rising (under 10%
-    more for the next step). Control steps do not count."""
-    ordered = sorted((s for s in steps if s.ok and not s.control), key=_load)
-    if not ordered:
-        return None
-
-    def at(s: LoadStep, by: str, why: str) -> Knee:
-        return Knee(concurrency=s.concurrency, rate_per_s=s.rate_per_s, by=by, why=why)
-
-    if slo is not None:
-        meeting = [s for s in ordered if s.meets_slo]
-        if not meeting:
-            return Knee(by="slo", why="no step met the SLOs, the lightest load included")
-        return at(meeting[-1], "slo", f"the highest load whose p{slo.percentile} latencies met the SLOs"
-                  + ("" if meeting[-1] is ordered[-1] else "; the next step did not"))
-    for prev, nxt in zip(ordered, ordered[1:]):
-        if nxt.output_tokens_per_s < 1.10 * prev.output_tokens_per_s:
-            gain = 100 * (nxt.output_tokens_per_s / max(prev.output_tokens_per_s, 1e-9) - 1)
-            return at(prev, "saturation", f"output tokens/s changed {gain:+.0f}% at the next step: more load only "
-                      "adds latency")
-    return at(ordered[-1], "saturation", "output tokens/s still rose at the highest load tried")
