@@ -1,0 +1,395 @@
+"""Where a Python workload's threads spend their time, sampled from inside it under `gputriage run`.
+
+The sampler's counters say how busy the workload's threads are, not what they do: a main thread at 5% of a core
+may wait on a paced queue, on the GPU or on a lock another thread holds. Loaded with the allocator's counters by
+the injected `sitecustomize` (`trace.inject`), a daemon thread takes `sys._current_frames()` RATE_HZ times a
+second and classifies each Python thread's stack (its own and gputriage's other threads left out) by what its
+innermost frames do, in CATEGORIES:
+
+- gpu_wait: the GPU's results awaited: `.item()`, `.cpu()`, `.tolist()`, `.numpy()`, `synchronize(`, an event or
+  stream wait (`torch.cuda`'s Python frames, or, since tensor methods are C and show no frame of their own, the
+  text of the innermost Python line: `linecache`), printing a tensor;
+- input_wait: blocked for input: `queue`/`threading` waits, `selectors`, sockets, `multiprocessing` pipes, a
+  subprocess or future awaited (stdlib frames); `sleep(`, `.recv(`, `select(`, `input(` or a queue's `.get(` on
+  the innermost line. Those under a DataLoader's frames are counted apart (`main_loader`): the workers, not the
+  outside world, make that input;
+- copy: `.to(`, `.cuda(`, `copy_(`, `pin_memory(` on the line, a module moved (`Module.to/_apply`), a DataLoader's
+  pinning;
+- compile: under dynamo's frame conversion or inductor's compile (`torch/_dynamo/convert_frame.py`,
+  `torch/_inductor/compile_fx.py`, autotuning); a compiled graph that runs shows dynamo and inductor frames too,
+  and counts as launching;
+- gc: time in garbage collection (`gc.callbacks`: a collection holds the interpreter lock, so no sample sees it),
+  counted as RATE_HZ samples a second;
+- launch: inside torch's Python code (modules, functional, autograd, optimizers, inductor's generated code), or a
+  line of the workload inside a module's forward or that calls `torch.`, `F.`, `@`, `.backward(` — a heuristic:
+  a line that calls an ATen op cannot be told from host computation by its frames, since the op is C;
+- host_compute: everything else (the workload's Python, numpy, tokenizers; an optimizer step on CPU tensors
+  cannot be told from one on the GPU and counts as launching).
+In a process that has not initialized CUDA nothing waits on, copies to or launches on a GPU: those count as
+host_compute.
+
+A sample needs the interpreter lock, which a thread running Python gives up only when it blocks or after the
+switch interval (5 ms): a main thread that computes for 2 ms between waits on a queue is seen waiting each time.
+The report carries the main thread's CPU time (its CPU clock, read from here), and the reader caps its share of
+input waits at its share off the CPU (`sampling.progress.main_shares`).
+
+Counts per category for the main thread and for all threads, and per line — the innermost frame outside the
+standard library, site-packages and gputriage (`file:line`, function) with the sample's category — are written
+every WRITE_S as JSON (`stacks.PID.json`, replaced atomically) beside `gputriage.step()`'s counters in the folder
+`run` gave the workload; the sampler reads them (`sampling.progress`). Standard library only.
+"""
+
+from __future__ import annotations
+
+import atexit
+import gc
+import json
+import linecache
+import os
+import re
+import sys
+import threading
+import time
+from types import FrameType
+from typing import Any, Optional
+
+DIR_ENV = "GPUTRIAGE_PROGRESS_DIR"
+PREFIX = "stacks."
+CATEGORIES = ("gpu_wait", "input_wait", "copy", "host_compute", "compile", "gc", "launch")
+RATE_HZ = 100.0  # samples a second (benchmarks/stack_sampler_overhead.py measures what they cost)
+WRITE_S = 0.5  # the report's refresh
+TOP_LINES = 50  # lines written, by the main thread's samples and by all threads'
+MAX_LINES = 4096  # lines counted; beyond, new lines count under OTHER
+MAX_DEPTH = 200  # frames walked per stack
+OTHER = ("<other lines>", 0, "")
+GC_LINE = ("<garbage collection>", 0, "gc")
+_GPU_WAIT, _INPUT, _COPY, _HOST, _COMPILE, _GC, _LAUNCH = range(len(CATEGORIES))
+
+# what a file is, from its path
+USER, STDLIB, LIBRARY, TORCH, COMPILER, LOADER, TORCH_SYNC, PINNING, MODULE = range(9)
+_STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
+_GPUTRIAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_COMPILERS = ("torch/_dynamo/convert_frame.py", "torch/_inductor/compile_fx.py", "torch/_inductor/async_compile.py",
+              "torch/_inductor/autotune_process.py", "torch/_inductor/select_algorithm.py", "triton/compiler/")
+_SYNCS = ("torch/cuda/__init__.py", "torch/cuda/streams.py", "torch/_tensor_str.py")
+# blocking stdlib functions: (file suffix, function names; empty: any)
+_WAITS = (("threading.py", ("wait", "acquire", "join", "_wait_for_tstate_lock")), ("queue.py", ("get", "put", "join")),
+          ("selectors.py", ()), ("socket.py", ("accept", "readinto", "recv_into", "create_connection")),
+          ("ssl.py", ("read", "recv", "recv_into")), ("multiprocessing/connection.py", ()),
+          ("multiprocessing/queues.py", ("get",)), ("multiprocessing/synchronize.py", ()), ("multiprocessing/pool.py",
+          ("get", "wait")), ("subprocess.py", ("wait", "communicate", "_try_wait", "_wait")),
+          ("concurrent/futures/_base.py", ("result", "wait", "as_completed")), ("asyncio/base_events.py",
+          ("run_forever", "_run_once")))
+_LINE_RULES = (  # the innermost line's text, in order: (category, pattern)
+    (_GPU_WAIT, re.compile(r"\.(?:item|cpu|tolist|numpy)\(\)|synchronize\(|\.wait_(?:event|stream)\(")),
+    (_COPY, re.compile(r"\.to\(|\.cuda\(|copy_\(|pin_memory\(")),
+    (_INPUT, re.compile(r"sleep\(|\.recv(?:_into|from)?\(|\.accept\(|\bselect\(|\.poll\(|\binput\(|\.readline\(|"
+                        r"(?:queue|\bq|_q)\.get(?:_nowait)?\(", re.I)),
+    (_LAUNCH, re.compile(r"\btorch\.|\bF\.|\s@\s|\.backward\(")),
+)
+_HOST_ONLY = {_GPU_WAIT: _HOST, _COPY: _HOST, _LAUNCH: _HOST}  # without CUDA
+
+
+def file_kind(path: str) -> int:
+    """What a code object's file is: the workload's own, the standard library, a library, or parts of torch."""
+    p = path.replace(os.sep, "/")
+    if path.startswith("<frozen") or (path.startswith(_STDLIB_DIR) and "-packages/" not in p):
+        return STDLIB
+    if path.startswith("<"):
+        return USER  # python -c, exec'd code
+    if "torchinductor_" in p:  # inductor's generated code: a compiled graph launching its kernels
+        return TORCH
+    if any(c in p for c in _COMPILERS):
+        return COMPILER
+    if "/torch/" in p:
+        if "/torch/utils/data/_utils/pin_memory.py" in p:
+            return PINNING
+        if "/torch/utils/data/" in p:
+            return LOADER
+        if any(p.endswith(s) for s in _SYNCS):
+            return TORCH_SYNC
+        return MODULE if p.endswith("torch/nn/modules/module.py") else TORCH
+    if "-packages/" in p or path.startswith(_GPUTRIAGE_DIR):
+        return LIBRARY
+    return USER
+
+
+def _waits(path: str, function: str) -> bool:
+    p = path.replace(os.sep, "/")
+    return any(p.endswith(suffix) and (not names or function in names) for suffix, names in _WAITS)
+
+
+class Classifier:
+    """A stack's category and line, with what it learned about files and lines kept for the next samples."""
+
+    def __init__(self) -> None:
+        self.kinds: dict[str, int] = {}
+        self.texts: dict[tuple[str, int], int] = {}  # the innermost line's category from its text (-1: none)
+        self.waits: dict[tuple[str, str], bool] = {}
+
+    def kind(self, path: str) -> int:
+        k = self.kinds.get(path)
+        if k is None:
+            k = self.kinds[path] = file_kind(path)
+        return k
+
+    def text_category(self, path: str, line: int) -> int:
+        key = (path, line)
+        c = self.texts.get(key)
+        if c is None:
+            text = linecache.getline(path, line)
+            c = next((cat for cat, pattern in _LINE_RULES if pattern.search(text)), -1)
+            if len(self.texts) < 65536:
+                self.texts[key] = c
+        return c
+
+    def classify(self, frame: FrameType, cuda: bool) -> tuple[int, tuple[str, int, str], bool]:
+        """(category index, the line to name, an input wait under a DataLoader)."""
+        leaf_code = frame.f_code
+        leaf_kind = self.kind(leaf_code.co_filename)
+        line_frame: Optional[FrameType] = None
+        first_library: Optional[FrameType] = None
+        compiling = loader = moving = in_module = False
+        f: Optional[FrameType] = frame
+        depth = 0
+        while f is not None and depth < MAX_DEPTH:
+            code = f.f_code
+            k = self.kind(code.co_filename)
+            if k == USER:
+                if line_frame is None:
+                    line_frame = f
+            elif k == COMPILER:
+                compiling = True
+            elif k in (LOADER, PINNING):
+                loader = True
+            elif k == MODULE:
+                in_module = True
+                moving = moving or code.co_name in ("to", "cuda", "_apply")
+            if k != STDLIB and k != USER and first_library is None:
+                first_library = f
+            f = f.f_back
+            depth += 1
+        named = line_frame or first_library or frame
+        line = (named.f_code.co_filename, named.f_lineno, named.f_code.co_name)
+        cat = self._category(frame, leaf_kind, compiling, loader, moving, in_module and line_frame is frame)
+        if not cuda:
+            cat = _HOST_ONLY.get(cat, cat)
+        return cat, line, loader and cat == _INPUT
+
+    def _category(self, frame: FrameType, kind: int, compiling: bool, loader: bool, moving: bool,
+                  in_forward: bool) -> int:
+        code = frame.f_code
+        if compiling:
+            return _COMPILE
+        if kind == STDLIB:
+            key = (code.co_filename, code.co_name)
+            w = self.waits.get(key)
+            if w is None:
+                w = self.waits[key] = _waits(*key)
+            return _INPUT if w else _COPY if moving else _HOST
+        if kind == TORCH_SYNC:
+            return _GPU_WAIT
+        if kind == PINNING or moving:
+            return _COPY
+        if kind in (TORCH, MODULE):
+            return _LAUNCH
+        if kind == LOADER:
+            return _HOST  # collating or a dataset's code run on this thread (no workers)
+        c = self.text_category(code.co_filename, frame.f_lineno)
+        if c >= 0:
+            return c
+        return _LAUNCH if in_forward else _HOST
+
+
+class Counts:
+    """Samples per category (the main thread's, all threads') and per line, since the sampler started."""
+
+    def __init__(self) -> None:
+        self.ticks = 0.0  # sampling rounds (the main thread is sampled at each)
+        self.main = [0.0] * len(CATEGORIES)
+        self.all = [0.0] * len(CATEGORIES)
+        self.main_loader = 0.0  # the main thread's input waits under a DataLoader
+        self.lines: dict[tuple[str, int, str, int], list[float]] = {}  # (file, line, function, category) -> main, all
+
+    def add(self, cat: int, line: tuple[str, int, str], main: bool, loader: bool, weight: float = 1.0) -> None:
+        self.all[cat] += weight
+        if main:
+            self.main[cat] += weight
+            self.main_loader += weight if loader else 0.0
+        key = (*line, cat)
+        row = self.lines.get(key)
+        if row is None:
+            if len(self.lines) >= MAX_LINES:
+                key = (*OTHER, cat)
+                row = self.lines.setdefault(key, [0.0, 0.0])
+            else:
+                row = self.lines[key] = [0.0, 0.0]
+        row[1] += weight
+        if main:
+            row[0] += weight
+
+    def snapshot(self) -> dict[str, Any]:
+        rows = self.lines.items()
+        top = {k for k, _ in sorted(rows, key=lambda kv: -kv[1][0])[:TOP_LINES] if self.lines[k][0] > 0}
+        top |= {k for k, _ in sorted(rows, key=lambda kv: -kv[1][1])[:TOP_LINES]}
+        return {"ticks": self.ticks, "main": dict(zip(CATEGORIES, self.main)), "all": dict(zip(CATEGORIES, self.all)),
+                "main_loader": self.main_loader,
+                "lines": [[k[0], k[1], k[2], CATEGORIES[k[3]], round(self.lines[k][0], 2), round(self.lines[k][1], 2)]
+                          for k in sorted(top, key=lambda k: -self.lines[k][1])]}
+
+
+class GcClock:
+    """Seconds spent in garbage collection, by the main thread and by the others (`gc.callbacks`)."""
+
+    def __init__(self) -> None:
+        self.main_ident = threading.main_thread().ident
+        self.started: dict[int, float] = {}
+        self.main_s = self.other_s = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        ident = threading.get_ident()
+        if phase == "start":
+            self.started[ident] = time.perf_counter()
+            return
+        t0 = self.started.pop(ident, None)
+        if t0 is None:
+            return
+        if ident == self.main_ident:
+            self.main_s += time.perf_counter() - t0
+        else:
+            self.other_s += time.perf_counter() - t0
+
+    def take(self) -> tuple[float, float]:
+        out = self.main_s, self.other_s
+        self.main_s -= out[0]
+        self.other_s -= out[1]
+        return out
+
+
+def _cuda_ready() -> bool:
+    torch = sys.modules.get("torch")
+    if torch is None or getattr(getattr(torch, "__spec__", None), "_initializing", True):
+        return False
+    try:
+        return bool(torch.cuda.is_initialized())
+    except Exception:
+        return False
+
+
+def _spawned_child() -> bool:
+    """A process `multiprocessing` started (a spawned DataLoader worker, a pool's): a helper, not the workload's
+    launching process."""
+    mp = sys.modules.get("multiprocessing")
+    try:
+        return mp is not None and mp.parent_process() is not None
+    except Exception:
+        return False
+
+
+class StackSampler:
+    """The sampling thread and its report file."""
+
+    def __init__(self, folder: str, rate_hz: float = RATE_HZ, write_s: float = WRITE_S) -> None:
+        self.path = os.path.join(folder, f"{PREFIX}{os.getpid()}.json")
+        self.period_s, self.write_s, self.rate_hz = 1.0 / rate_hz, write_s, rate_hz
+        self.counts, self.classifier, self.gc = Counts(), Classifier(), GcClock()
+        self.lock = threading.Lock()
+        self.started_s = time.time()
+        self.skip: set[int] = set()
+        self.cuda = False
+        try:  # the main thread's CPU time, read from this thread: what the samples miss of its running (below)
+            self.main_clock: Optional[int] = time.pthread_getcpuclockid(self.gc.main_ident or 0)
+        except (AttributeError, OSError):
+            self.main_clock = None
+        self.main_cpu_s: Optional[float] = None
+        self.cpu0_s = 0.0
+
+    def _refresh_skipped(self) -> None:
+        own = threading.get_ident()
+        self.skip = {t.ident for t in threading.enumerate() if t.ident is not None and
+                     (t.ident == own or t.name.startswith("gputriage-"))}
+        self.cuda = self.cuda or _cuda_ready()
+
+    def sample(self) -> None:
+        """One round: every thread's stack, classified and counted."""
+        main = self.gc.main_ident
+        frames = sys._current_frames()
+        c, cuda = self.counts, self.cuda
+        with self.lock:
+            c.ticks += 1
+            for ident, frame in frames.items():
+                if ident in self.skip:
+                    continue
+                cat, line, loader = self.classifier.classify(frame, cuda)
+                c.add(cat, line, ident == main, loader)
+            gc_main, gc_other = self.gc.take()
+            if gc_main > 0:
+                c.ticks += gc_main * self.rate_hz  # rounds the collection kept this thread from
+                c.add(_GC, GC_LINE, True, False, gc_main * self.rate_hz)
+            if gc_other > 0:
+                c.add(_GC, GC_LINE, False, False, gc_other * self.rate_hz)
+        del frames
+
+    def _main_cpu(self) -> Optional[float]:
+        if self.main_clock is not None:
+            try:
+                self.main_cpu_s = time.clock_gettime(self.main_clock)
+            except OSError:  # the main thread has ended: its last reading stands
+                self.main_clock = None
+        return self.main_cpu_s
+
+    def write(self) -> None:
+        cpu = self._main_cpu()
+        with self.lock:
+            report = self.counts.snapshot()
+        now = time.time()
+        report.update(pid=os.getpid(), t_s=now, wall_s=now - self.started_s, rate_hz=self.rate_hz,
+                      main_cpu_s=None if cpu is None else cpu - self.cpu0_s, cuda=self.cuda, child=_spawned_child())
+        tmp = f"{self.path}.tmp"
+        try:
+            with open(tmp, "w") as fh:
+                json.dump(report, fh, separators=(",", ":"))
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # a folder gone: the run is over
+
+    def run(self, stop: threading.Event) -> None:
+        gc.callbacks.append(self.gc)
+        self.cpu0_s = self._main_cpu() or 0.0
+        self.started_s = time.time()
+        try:
+            self._refresh_skipped()
+            next_write = time.monotonic() + self.write_s
+            while not stop.wait(self.period_s):
+                self.sample()
+                if time.monotonic() >= next_write:
+                    self._refresh_skipped()
+                    self.write()
+                    next_write = time.monotonic() + self.write_s
+            self.write()
+        finally:
+            try:
+                gc.callbacks.remove(self.gc)
+            except ValueError:
+                pass
+
+
+def start(folder: str, stop: Optional[threading.Event] = None, rate_hz: float = RATE_HZ) -> threading.Thread:
+    """The thread, started: sampling this process's threads into `folder` until `stop` is set or the interpreter
+    exits (a last report then)."""
+    until = stop or threading.Event()
+    sampler = StackSampler(folder, rate_hz)
+    t = threading.Thread(target=sampler.run, args=(until,), name="gputriage-stacks", daemon=True)
+    t.start()
+    if stop is None:
+        def _at_exit() -> None:
+            until.set()
+            t.join(1.0)
+        atexit.register(_at_exit)
+    return t
+
+
+def main() -> Optional[threading.Thread]:
+    """Start the thread in this interpreter (what the injected `sitecustomize` calls)."""
+    folder = os.environ.get(DIR_ENV)
+    return start(folder) if folder else None
