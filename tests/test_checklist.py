@@ -13,13 +13,16 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from gputriage.api.check import check_report
+from gputriage.api.check import check_report, snapshot_with
 from gputriage.diagnosis.check import evaluate as rules
 from gputriage.diagnosis.checklist import evaluate
 from gputriage.diagnosis.run.judge import judge
 from gputriage.model.checklist import Status
+from gputriage.model.fact import Fact
+from gputriage.model.reading import Unavailable
 from gputriage.model.run import RunMeta
 from gputriage.model.sample import Sample
+from gputriage.model.snapshot import Snapshot
 from gputriage.sampling.session import replay
 
 TYPED = json.loads(gzip.decompress((Path(__file__).parent / "fixtures" / "h200" / "runs_typed.json.gz").read_bytes()))
@@ -30,12 +33,47 @@ def statuses(report) -> dict[int, Status]:
     return {i.step: i.status for i in report.items}
 
 
+MEASURED_BY_FULL = [Fact("host.fs.cwd.seq_read_mbps", 2100.0, "probe:disk"),
+                    Fact("host.fs.cwd.rand_read_4k_iops", 150_000.0, "probe:disk")]
+TORCH = [Fact("torch.version", "2.5.1+cu124", "torch:child"), Fact("torch.cuda.build_version", "12.4", "torch:child"),
+         Fact("torch.cuda.available", True, "torch:child"), Fact("torch.cuda.arch_list", ["sm_90"], "torch:child"),
+         Fact("torch.cuda.error", None, "torch:child")]
+
+
 def test_a_healthy_box_passes_what_check_measures_and_asks_the_rest(h200, collect):
-    snap = collect(h200)
+    snap = snapshot_with(collect(h200), MEASURED_BY_FULL + TORCH)
     r = evaluate("box", check=check_report(snap, rules(snap)))
     assert statuses(r) == {1: Status.question, 2: Status.passed, 3: Status.passed, 4: Status.passed,
                            5: Status.passed, 6: Status.passed, 7: Status.question}
     assert all(i.decided_by == "gputriage check" for i in r.items if i.status == Status.passed)
+    # without the read probe (`--full`) and the framework probe, storage and the chain are not measured
+    snap = collect(h200)
+    r = evaluate("box", check=check_report(snap, rules(snap)))
+    items = {i.step: i for i in r.items}
+    assert items[4].status == Status.unknown and "--full" in items[4].why and not items[4].decided_by
+    assert items[6].status == Status.unknown and "torch.cuda.available" in items[6].why
+
+
+def test_a_box_without_a_driver_passes_nothing_it_could_not_measure(h200, collect):
+    """No driver: power and cooling were not measured (no GPU was read), the driver and the chain fail, storage
+    without its read probe is unknown; with an unreadable kernel log, NVRM errors and Xid are unseen."""
+    snap = collect(h200.no_driver())
+    r = evaluate("box", check=check_report(snap, rules(snap)))
+    items = {i.step: i for i in r.items}
+    assert statuses(r) == {1: Status.question, 2: Status.unknown, 3: Status.unknown, 4: Status.unknown,
+                           5: Status.failed, 6: Status.failed, 7: Status.question}
+    assert "no GPU was read" in items[2].why and "no GPU was read" in items[3].why
+    assert not any(i.status == Status.passed for i in r.items)
+
+
+def test_an_unreadable_kernel_log_leaves_the_driver_unknown(h200, collect):
+    snap = collect(h200)
+    facts = [f if f.name != "kernel.xid_events" else Fact(f.name, Unavailable("no_permission", "dmesg: root only"),
+                                                          f.source) for f in snap.facts]
+    snap = snapshot_with(Snapshot(facts=tuple(facts), taken_at=snap.taken_at, hostname=snap.hostname,
+                                  tool_version=snap.tool_version), TORCH)
+    item = {i.step: i for i in evaluate("box", check=check_report(snap, rules(snap))).items}[5]
+    assert item.status == Status.unknown and "kernel.xid_events (no_permission" in item.why
 
 
 def test_a_throttling_box_fails_cooling_and_power_with_the_findings_that_say_so(h200, collect):
@@ -115,3 +153,37 @@ def test_inference_items_decided_by_a_stored_load_test(tmp_path):
                                                          load_id=ids[1]).items}
     assert capped["Tail metrics watched (p95/p99) and correlated with VRAM and sequence length"].status == \
         Status.unknown  # no SLO was given to that load test
+
+
+def test_a_run_without_a_gpu_leaves_its_gpu_items_unknown(tmp_path):
+    """A run on a machine with no GPU: memory, precision and I/O are not measured (never 'peak None%'), and
+    `checklist inference --run ID` reads that run and says what it lacked."""
+    from gputriage import api
+    from gputriage.api.checklist import checklist
+
+    store = tmp_path / "s.sqlite"
+    report = api.run([sys.executable, "-c", "pass"], store=store)
+    assert not report.verdict.per_gpu  # this machine has no GPU: the run sampled none
+    training = {i.step: i for i in checklist("training", run_id=report.id, store=store).items}
+    assert [training[k].status for k in (2, 3, 4)] == [Status.unknown] * 3
+    assert all("sampled no GPU" in training[k].why and "None" not in training[k].why for k in (2, 3, 4))
+    vram = checklist("inference", run_id=report.id, store=store).items[0]
+    assert vram.status == Status.unknown and f"run {report.id}" in vram.why and "--run" not in vram.why
+
+
+def test_inference_reads_the_run_it_is_given(tmp_path):
+    from gputriage.api.checklist import checklist
+    from gputriage.sampling.store import Store
+
+    store = tmp_path / "s.sqlite"
+    db = Store(store)
+    ids = []
+    for name in ("healthy", "vram_churn"):
+        report = _report(name)
+        report.id = db.begin_run("run", ["python", "serve.py"], report.meta)
+        db.end_run(report)
+        ids.append(report.id)
+    db.close()
+    healthy, churn = (checklist("inference", run_id=i, store=store).items[0] for i in ids)
+    assert healthy.status == Status.passed and healthy.decided_by == f"gputriage show {ids[0]}"
+    assert churn.status == Status.failed and churn.evidence["vram_peak_pct"] >= 90

@@ -5,26 +5,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gputriage.api._common import GputriageError, open_store
+from gputriage.api._common import GputriageError, NoStoreError, open_store
+from gputriage.api.baseline import _report
+from gputriage.api.check import check
+from gputriage.api.load import show_load
+from gputriage.diagnosis.checklist import KINDS, evaluate
 from gputriage.model.checklist import ChecklistReport
+from gputriage.model.run import RunReport
 
 
 def checklist(kind: str, run_id: int | None = None, store: str | Path | None = None,
-              snapshot: str | Path | None = None, load_id: int | None = None) -> ChecklistReport:
-    """`kind`: box (decided by `check` on this machine, or on a recorded snapshot), training or inference (by the
-    stored run `run_id`, and whether the store keeps a baseline)."""
-    from gputriage.api.baseline import _report
-    from gputriage.api.check import check
-    from gputriage.diagnosis.checklist import KINDS, evaluate
-
+              snapshot: str | Path | None = None, load_id: int | None = None, full: bool = False) -> ChecklistReport:
+    """`kind`: box (decided by `check` on this machine, or on a recorded snapshot; `full`: with the disk read
+    probes), training or inference (by the stored run `run_id`, the stored load test `load_id`, and whether the
+    store keeps a baseline)."""
     if kind not in KINDS:
         raise GputriageError(f"no checklist {kind!r}: one of {', '.join(KINDS)}")
     if kind == "box":
-        return evaluate(kind, check=check(snapshot) if snapshot is not None else check())
-    run, baselines = None, False
+        return evaluate(kind, check=check(snapshot) if snapshot is not None else check(full=full))
+    run: RunReport | None = None
+    baselines = False
     try:
         db = open_store(store, readonly=True)
-    except GputriageError:
+    except NoStoreError:
         if run_id is not None or store is not None:
             raise  # the store asked for is not there
         db = None  # no default store yet: no run, no baseline
@@ -34,9 +37,5 @@ def checklist(kind: str, run_id: int | None = None, store: str | Path | None = N
             baselines = db.has_baselines()
         finally:
             db.close()
-    load = None
-    if load_id is not None:
-        from gputriage.api.load import show_load
-
-        load = show_load(load_id, store)
+    load = show_load(load_id, store) if load_id is not None else None
     return evaluate(kind, run=run, baselines=baselines, load=load)

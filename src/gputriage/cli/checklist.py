@@ -19,6 +19,8 @@ def checklist(
                                                                                   "recorded snapshot."),
     load_id: Optional[int] = typer.Option(None, "--load", metavar="ID", help="The stored load test (`gputriage "
                                                                             "load`) that decides inference items."),
+    full: bool = typer.Option(False, "--full", help="Also measure the working directory's reads (~2 s, a 64 MiB "
+                                                    "temporary file): the storage item needs them."),
     store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Run store (SQLite)."),
     as_json: bool = typer.Option(False, "--json", help="Print the checklist as JSON."),
     fail_on_fail: bool = typer.Option(False, "--fail-on-fail", help=f"Exit {exits.FINDINGS} when an item fails."),
@@ -29,7 +31,7 @@ def checklist(
     from gputriage.model.checklist import Status
 
     try:
-        report = api.checklist(kind, run_id, store_path, source, load_id)
+        report = api.checklist(kind, run_id, store_path, source, load_id, full=full)
     except api.GputriageError as exc:
         fail(str(exc), exits.USAGE if str(exc).startswith("no checklist") else exits.BAD_INPUT)
     if as_json:

@@ -32,6 +32,9 @@ VRAM_PRESSURE = Threshold(
     "vram_pressure_pct", 95.0, "%",
     "VRAM used at or above which the caching allocator frees and re-acquires memory (cudaFree synchronizes)",
     f"{PLAYBOOK}, stable inference checklist: the top of the 90-95% 'dangerously full' range")
+TENSOR_BUSY = Threshold(
+    "tensor_busy_pct", 30.0, "%", "tensor-pipe activity that says the math runs on tensor cores",
+    f"{H200_RECORDINGS}: bf16 GEMMs 90%, fp32 GEMMs 0%")
 IOWAIT = Threshold(
     "iowait_pct", 10.0, "%", "Share of CPU time waiting on I/O at which storage holds the input pipeline back",
     f"{PLAYBOOK}, task 6 (mpstat %iowait); judgement for the exact figure")

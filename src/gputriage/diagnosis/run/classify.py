@@ -112,6 +112,7 @@ from gputriage.diagnosis.thresholds import (
     IDLE_UTIL,
     IOWAIT,
     POWER_LIMIT_LOWERED,
+    TENSOR_BUSY,
     UNDERFILLED_SM,
     UNDERFILLED_UTIL,
     VRAM_PRESSURE,
@@ -143,8 +144,6 @@ HOST_BOUND_UTIL = Threshold("host_bound_util_pct", 75.0, "%",
                             J)
 SM_LOW = Threshold("sm_busy_pct", 50.0, "%", "SM activity at which the SMs, not the host, set the pace",
                    f"{H200_RECORDINGS}: healthy GEMMs 93%")
-TENSOR_BUSY = Threshold("tensor_busy_pct", 30.0, "%", "tensor-pipe activity that says the math runs on tensor cores",
-                        f"{H200_RECORDINGS}: bf16 GEMMs 90%, fp32 GEMMs 0%")
 TENSOR_IDLE = Threshold("tensor_idle_pct", 5.0, "%", "tensor-pipe activity under which no math runs on tensor cores",
                         f"{H200_RECORDINGS}: fp32 GEMMs 0%")
 DRAM_BUSY = Threshold("dram_busy_pct", 60.0, "% of peak", "DRAM bandwidth at which memory sets the pace",
