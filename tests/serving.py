@@ -90,3 +90,54 @@ class StreamServer:
     def __exit__(self, *exc: object) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=10)
+
+
+class HostileServer:
+    """A local TCP server that answers every connection with the same bytes, whatever was asked (not HTTP,
+    HTTP with a broken stream...), then closes it — or, with `stall`, holds it open and says nothing. A context."""
+
+    def __init__(self, answer: bytes = b"", stall: bool = False) -> None:
+        import socketserver
+        import threading
+
+        answer_bytes, stall_conn = answer, stall
+        self.stop = threading.Event()
+        stop = self.stop
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                self.request.settimeout(5)
+                try:
+                    self.request.recv(65536)  # the request (its head and a small body), not parsed
+                    if stall_conn:
+                        stop.wait(30)
+                        return
+                    self.request.sendall(answer_bytes)
+                except OSError:
+                    pass
+
+        class Server(socketserver.ThreadingTCPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> HostileServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def http_answer(body: bytes, status: str = "200 OK", content_type: str = "text/event-stream",
+                length: bool = False) -> bytes:
+    """An HTTP/1.1 answer with this body, closed after (with `length`, a Content-Length header)."""
+    head = f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nConnection: close\r\n"
+    if length:
+        head += f"Content-Length: {len(body)}\r\n"
+    return head.encode() + b"\r\n" + body

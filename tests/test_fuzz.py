@@ -1,6 +1,6 @@
-"""Generated malformed input for every reader (snapshot, trace, budget, store): each answers with its
-own one-line error or a (partial) analysis — never another exception, which the command would turn
-into exit 4 — within a time bound."""
+"""Generated malformed input for every reader (snapshot, trace, budget, store, what a server answers the load
+client): each answers with its own one-line error or a (partial) analysis — never another exception, which the
+command would turn into exit 4 — within a time bound."""
 
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 from conftest import H200_SNAPSHOT
 from gputriage import api
 from gputriage.api import GputriageError
+from gputriage.api.load import load
 from gputriage.diagnosis.budget import KEYS, BudgetError, load_budget
 from gputriage.model.snapshot import Snapshot, SnapshotError
+from serving import HostileServer, http_answer
 
 TRACES = Path(__file__).parent / "fixtures" / "h200" / "traces"
 SMALL_TRACE = gzip.decompress((TRACES / "item_sync.json.gz").read_bytes())
@@ -163,3 +165,73 @@ def test_store_file_bytes(data):
         pass
     finally:
         path.unlink()
+
+
+# The load client's responses: whatever a server answers (not HTTP, events that are JSON arrays or numbers, a
+# stream cut anywhere, a stall), `load` ends with a report whose requests carry the error, or one line.
+
+sse_events = st.one_of(json_values.map(lambda v: json.dumps(v).encode()),
+                       st.fixed_dictionaries({"choices": json_values, "usage": json_values}).map(
+                           lambda v: json.dumps(v).encode()),
+                       st.binary(max_size=40), st.just(b"[DONE]"))
+
+
+def _sse(events: list[bytes], cut: int | None) -> bytes:
+    body = b"".join(b"data: " + e + b"\n\n" for e in events)
+    return body[:cut] if cut is not None else body
+
+
+http_answers = st.one_of(
+    st.binary(max_size=200),  # not HTTP at all
+    st.tuples(st.sampled_from(["200 OK", "500 Internal Server Error", "429 Too Many Requests", "204 No Content",
+                               "302 Found", "999 Weird"]),
+              st.lists(sse_events, max_size=6), st.none() | st.integers(0, 300), st.booleans()).map(
+        lambda t: (t[0], _sse(t[1], t[2]), t[3])).map(
+        lambda t: http_answer(t[1], status=t[0], length=t[2])),
+)
+
+
+def _load_against(answer: bytes, model: str | None):
+    with HostileServer(answer) as srv:
+        return load(srv.url, concurrency=[2], requests_per_step=3, warmup=1, seconds_per_step=10, timeout_s=3,
+                    model=model, sample_gpus=False, store=False)
+
+
+@FUZZ
+@given(http_answers, st.sampled_from([None, "m"]))
+def test_load_client_against_hostile_answers(answer, model):
+    pytest.importorskip("aiohttp")
+    try:
+        report = _load_against(answer, model)
+    except GputriageError as exc:
+        assert model is None and "/v1/models" in str(exc)  # only the model lookup may refuse the server
+        return
+    (step,) = report.steps
+    assert step.requests == 3 and step.ok + sum(step.errors.values()) == 3
+
+
+@pytest.mark.parametrize("answer, error", [
+    (b"SSH-2.0-OpenSSH_9.6\r\n", "stream"),  # not HTTP
+    (bytes(range(256)), "stream"),
+    (http_answer(b'data: [1, "two", {"choices": []}]\n\ndata: [DONE]\n\n'), "stream"),  # events that are arrays
+    (http_answer(b'data: {"choices": [{"text": "a"}]}\n\ndata: {"choices": [{"te'), "stream"),  # half closed
+    (http_answer(b'data: {"error": "out of blocks"}\n\n'), "server_error"),  # the server's own error event
+], ids=["ssh", "binary", "json-arrays", "half-closed", "error-event"])
+def test_load_names_what_a_hostile_server_answered(answer, error):
+    pytest.importorskip("aiohttp")
+    (step,) = _load_against(answer, "m").steps
+    assert step.ok == 0 and step.errors == {error: 3}
+
+
+def test_load_against_a_server_that_stalls_ends_with_timeouts():
+    """A server that accepts and never answers: every request ends at its timeout (1 s here), and the model
+    lookup says it could not read the model, within its bound."""
+    pytest.importorskip("aiohttp")
+    with HostileServer(stall=True) as srv:
+        report = load(srv.url, concurrency=[2], requests_per_step=2, warmup=0, seconds_per_step=10, timeout_s=1,
+                      model="m", sample_gpus=False, store=False, metrics=False)
+        assert report.steps[0].errors == {"timeout": 2}
+        assert "load.errors" in {f.id for f in report.findings}
+        with pytest.raises(GputriageError, match="cannot read the served model"):
+            load(srv.url, concurrency=[1], requests_per_step=1, warmup=0, timeout_s=1, sample_gpus=False,
+                 store=False)

@@ -73,12 +73,15 @@ def _line(rec: RequestRecord, data: bytes, now: float, keep_text: bool) -> bool:
     if data == b"[DONE]":
         return True
     try:
-        fields = event_fields(_decode(data))
-    except msgspec.DecodeError:
-        fields = None
+        event = _decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        event = None
+    fields = event_fields(event)
     if fields is None:
         rec.error = "stream"
         return False
+    if isinstance(event, dict) and event.get("error"):  # the server's own error, said inside the stream
+        rec.error = "server_error"
     text, prompt_tokens, completion_tokens, has_usage = fields
     if text:
         rec.chunk_s.append(now)
@@ -118,6 +121,11 @@ async def stream(session: aiohttp.ClientSession, url: str, payload: dict[str, An
                         break
                 if done:
                     break
+            if not done and rest.strip():  # the stream ended inside an event: it was cut (or its last line unended)
+                if rest.startswith(b"data:"):
+                    _line(rec, rest[5:].strip(), time.perf_counter(), keep_text)
+                else:
+                    rec.error = "stream"
     except asyncio.TimeoutError:
         rec.error = "timeout"
     except aiohttp.ClientConnectorError as exc:

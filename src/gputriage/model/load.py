@@ -163,7 +163,7 @@ class RequestRecord:
     chunk_s: list[float] = field(default_factory=list)  # each chunk that carried text
     input_tokens: Optional[int] = None  # the server's usage
     output_tokens: Optional[int] = None
-    error: Optional[str] = None  # http_<status>, timeout, connect, client_sockets, stream, empty
+    error: Optional[str] = None  # http_<status>, timeout, connect, client_sockets, stream, server_error, empty
     long_prompt: bool = False
     text: list[str] = field(default_factory=list)  # the streamed text, kept only to count its tokens
     prompt: str = ""  # likewise

@@ -123,9 +123,9 @@ def measure(c: LoadConfig, progress: Callable[[str], None] = lambda _s: None,
     prompts = Prompts(c.input_tokens, c.output_tokens, c.spread, c.long_prompt_share, c.long_prompt_factor,
                       c.prompts_file)
     base = server.base_url(c.url)
-    server.reachable(base)
+    server.reachable(base, min(server.CONNECT_TIMEOUT_S, c.timeout_s))
     endpoint = "/v1/chat/completions" if c.chat else "/v1/completions"
-    served = c.model or server.served_model(base)
+    served = c.model or server.served_model(base, min(server.CONNECT_TIMEOUT_S, c.timeout_s))
     control = (prompts.control if c.long_prompt_control and c.long_prompt_share and c.long_prompt_factor != 1
                and not prompts.rows else None)
     plan = LoadPlan(url=base + endpoint, model=served, endpoint=endpoint, prompts=prompts, concurrencies=c.steps,

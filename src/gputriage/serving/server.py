@@ -51,10 +51,10 @@ def reachable(base: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
         raise LoadInputError(f"{base}: cannot connect ({exc.strerror or exc})") from None
 
 
-def served_model(base: str) -> str:
+def served_model(base: str, timeout_s: float = CONNECT_TIMEOUT_S) -> str:
     """The first model /v1/models lists; a server that answers something else is a LoadInputError."""
     try:
-        data = http.get_json(base + "/v1/models")
+        data = http.get_json(base + "/v1/models", timeout_s)
     except http.BadAnswer as exc:
         raise LoadInputError(f"{base}/v1/models: {exc}: is it an OpenAI-compatible server? (or give the model "
                              "with --model)") from None

@@ -265,6 +265,7 @@ ERROR_CAUSES = {  # what each kind of failure says, first the most frequent
     "connect": "Connections were refused or reset: the server was down or restarting.",
     "client": "This machine could not open more connections (its file or port limits).",
     "stream": "Streams broke, or carried events that are not JSON objects, or the server did not answer in HTTP.",
+    "server": "The server reported errors inside the streams (`error` events): its log says which.",
     "empty": "Requests answered 200 but streamed no text: the model emitted only tokens that decode to nothing "
              "(special or unknown ids: a tokenizer smaller than the model's vocabulary) or the server does not "
              "stream.",
