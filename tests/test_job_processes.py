@@ -12,14 +12,18 @@ import time
 from pathlib import Path
 
 import msgspec
+import psutil
+import pytest
 
 from gputriage.backends.nvml_queries import process_sm_util
+from gputriage.backends.process_tree import ProcessDetail
 from gputriage.diagnosis.run.judge import judge
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.reading import Unavailable
 from gputriage.model.run import RunMeta
 from gputriage.model.sample import GpuProcess, Sample
-from gputriage.sampling.sampler import Cadences, Sampler
+from gputriage.sampling import sampler as sampler_module
+from gputriage.sampling.sampler import Cadences, ProcessTreeReader, Sampler
 from gputriage.sampling.session import replay
 from gputriage.testing.fake_nvml import FakeNvml
 from gputriage.testing.stream_nvml import StreamNvml
@@ -112,3 +116,53 @@ def test_the_report_lists_each_process_on_the_shared_gpu():
     text = console.export_text()
     assert "GPU 0 processes: pid 100 (this job, kernels" in text
     assert "pid 101 (this job, kernels 47% of the time" in text
+
+
+class _OnGpu(StreamNvml):
+    """A GPU on which this process holds the context (its children do not)."""
+
+    def call(self, fn, index=None, *args):
+        if fn == "nvmlDeviceGetComputeRunningProcesses":
+            return [{"pid": os.getpid(), "usedGpuMemory": 1 << 30}]
+        return super().call(fn, index, *args)
+
+
+def test_the_sampler_reads_the_cpu_of_the_processes_on_the_gpu_apart_from_their_helpers(monkeypatch):
+    # two readings of the tree 2 s apart (a clock of the test's own): the process on the GPU used 0.04 s of CPU,
+    # its main thread 0.03 s; a DataLoader-like helper 1.9 s on one thread
+    me, helper = os.getpid(), 4243
+    readings = iter([
+        {me: ProcessDetail({me: 10.0, me + 1: 1.0}, 11.0, 1 << 30, 0, 0, 0),
+         helper: ProcessDetail({helper: 5.0}, 5.0, 1 << 28, 0, 0, 0)},
+        {me: ProcessDetail({me: 10.03, me + 1: 1.01}, 11.04, 1 << 30, 0, 0, 0),
+         helper: ProcessDetail({helper: 6.9}, 6.9, 1 << 28, 0, 0, 0)},
+    ])
+    now = iter([100.0, 100.0, 102.0])
+    monkeypatch.setattr(sampler_module, "time", type("Clock", (), {"monotonic": staticmethod(lambda: next(now))}))
+    reader = ProcessTreeReader(me, _OnGpu(SCENARIOS["healthy_bf16"]["samples"]), [0], every=1, refresh_every=1000)
+    monkeypatch.setattr(reader.tree, "refresh", lambda: True)
+    monkeypatch.setattr(reader.tree, "details", lambda: next(readings))
+    assert reader.read().cpu_pct is None  # one reading is no rate
+    w = reader.read()
+    assert w.cpu_pct == pytest.approx(97.0) and w.top_thread_pct == pytest.approx(95.0)
+    assert w.gpu_process_cpu_pct == pytest.approx(2.0) and w.gpu_main_thread_pct == pytest.approx(1.5)
+
+
+def test_a_busy_helper_of_a_real_process_on_the_gpu_is_counted_apart_from_it():
+    # a child spinning beside this process (which holds the "GPU"): read until the child has used 0.3 s of CPU,
+    # however long a loaded machine takes to give it that; this process only waits meanwhile
+    child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        reader = ProcessTreeReader(os.getpid(), _OnGpu(SCENARIOS["healthy_bf16"]["samples"]), [0], every=1)
+        reader.read()
+        spun = psutil.Process(child.pid)
+        start = sum(spun.cpu_times()[:2])
+        deadline = time.monotonic() + 60
+        while sum(spun.cpu_times()[:2]) - start < 0.3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        w = reader.read()
+    finally:
+        child.kill()
+        child.wait()
+    assert w.gpu_process_cpu_pct is not None and w.cpu_pct is not None
+    assert w.cpu_pct - w.gpu_process_cpu_pct > 2 * w.gpu_process_cpu_pct  # the helper, not the process on the GPU

@@ -17,6 +17,8 @@ from gputriage.model.sample import GpuSample, Sample
 from gputriage.model.trace import TraceReport, TraceVerdict
 from gputriage.sampling.session import replay
 from gputriage.testing.recorded import from_flat_rows
+from recordings import judged as judged_run
+from recordings import runs
 
 SCENARIOS = Path(__file__).parent / "fixtures/h200/scenario_samples.json"
 ROWS = json.loads(SCENARIOS.read_text())["healthy_bf16"]["samples"]
@@ -154,3 +156,15 @@ def test_host_side_trace_findings_from_a_starved_window_are_information():
     assert got["trace.input_starved"].severity == Severity.info
     assert "0% while profiled" in got["trace.input_starved"].cause
     assert got["trace.memory_bound"].severity == Severity.warn  # about the kernels: not the profiler's doing
+
+
+def test_an_unsure_trace_naming_a_cause_the_sampler_did_not_leave_open_does_not_settle_it():
+    # host_stats under --profile auto: the profiler took 6.5 s to start and caught 77 ms before the loop ended,
+    # mostly the copy of the activation to the host (confidence 0.17); the sampler had left host_bound or
+    # sync_bound open, and the trace's h2d_copy_bound had overridden it
+    rec = runs("runs_gallery_round6.json.gz")["host_stats"]
+    trace = rec["profile"]["trace"]["verdict"]
+    assert trace["bottleneck"] == "h2d_copy_bound" and trace["confidence"] < 0.5
+    merged = judged_run(rec).verdict.merged
+    assert merged is not None and merged.bottleneck == B.host_bound and merged.trace == B.h2d_copy_bound
+    assert "none of the causes the sampler left open" in merged.why
