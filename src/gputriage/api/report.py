@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import tempfile
@@ -10,6 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from gputriage.api._common import GputriageError, UsageError
+from gputriage.model.safe_text import KERNEL_CHARS, safe_tree
+from gputriage.trace.files import read_salvaged
 
 if TYPE_CHECKING:
     from gputriage.report.html import Reportable
@@ -18,15 +19,8 @@ SCHEMA_HEAD = re.compile(rb'^\s*\{\s*"schema"\s*:\s*"gputriage\.(\w+)"')
 
 
 def _head(path: Path, size: int = 256) -> bytes:
-    with path.open("rb") as f:
-        head = f.read(size)
-    if head[:2] == b"\x1f\x8b":
-        try:
-            with gzip.open(path, "rb") as g:
-                return g.read(size)
-        except (OSError, EOFError):
-            return b""
-    return head
+    """The file's first bytes (inflated when gzip: as much as could be, the file may be cut or corrupt)."""
+    return read_salvaged(path, size)[0]
 
 
 def _decode(path: Path, kind: str) -> Reportable:
@@ -47,13 +41,17 @@ def _decode(path: Path, kind: str) -> Reportable:
     if kind not in types:
         raise GputriageError(f"{path}: a gputriage {kind} file has no HTML report (run, trace, bench, check, "
                              "checklist, diff, load, fleet and snapshot files do)")
-    data = path.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
     try:
-        report: Reportable = msgspec.json.decode(data, type=types[kind])
-    except msgspec.MsgspecError as exc:
-        raise GputriageError(f"{path}: not a readable gputriage {kind} report ({exc})") from None
+        data, problem = read_salvaged(path)
+    except OSError as exc:
+        raise GputriageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if problem is not None:
+        raise GputriageError(f"{path}: not a readable gzip file ({problem})")
+    try:  # every string made safe to print and bounded: a report file is an attachment from anywhere
+        report: Reportable = msgspec.convert(safe_tree(msgspec.json.decode(data), KERNEL_CHARS, newline="\n"),
+                                             types[kind])
+    except (msgspec.MsgspecError, RecursionError) as exc:
+        raise GputriageError(f"{path}: not a readable gputriage {kind} report ({str(exc)[:300]})") from None
     return report
 
 

@@ -26,6 +26,7 @@ from gputriage.api.baseline import load as load_baseline
 from gputriage.diagnosis.run.cost import at_price, unpriced
 from gputriage.diagnosis.run.judge import judge
 from gputriage.model.run import RunMeta, RunReport
+from gputriage.model.safe_text import utf8
 from gputriage.runner.run_session import RunPlan, WorkloadNotStarted, run_workload
 from gputriage.sampling.session import replay
 from gputriage.sampling.store import StoreError
@@ -102,7 +103,7 @@ def run(command: Sequence[str | os.PathLike[str]] | str, *, store: str | Path | 
                    period_s=period_s, use_gpm=use_gpm, die_with_parent=die_with_parent,
                    stdout_to_stderr=stdout_to_stderr, metric=pattern, flops_per_token=flops_per_token,
                    flops_per_step=flops_per_step, price_per_gpu_hour=price, currency=unit, budget=limits,
-                   baseline=against, command=list(argv))
+                   baseline=against, command=[utf8(a) for a in argv])  # as JSON can hold it; argv runs as given
     db = open_store(store)
     try:
         return run_workload(plan, db)

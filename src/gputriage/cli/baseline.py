@@ -17,7 +17,7 @@ baseline_app = typer.Typer(help="Keep what a workload achieves, by name, to comp
 @baseline_app.command("save")
 def save(
     name: str = typer.Argument(..., help="The baseline's name (not a number: numbers name runs)."),
-    run_ids: list[int] = typer.Argument(..., metavar="RUN...", help="Run ids from `gputriage runs`: several runs "
+    run_ids: list[int] = typer.Argument(..., metavar="RUN", help="Run ids from `gputriage runs`: several runs "
                                                                     "give the noise (median and spread)."),
     store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Run store (SQLite)."),
     as_json: bool = typer.Option(False, "--json", help="Print the baseline as JSON."),

@@ -15,6 +15,7 @@ from gputriage.cli.baseline import baseline_app, diff
 from gputriage.cli.bench import bench
 from gputriage.cli.check import check
 from gputriage.cli.checklist import checklist
+from gputriage.cli.common import natural_help
 from gputriage.cli.exporter import exporter
 from gputriage.cli.fleet import fleet_app
 from gputriage.cli.load import load
@@ -25,6 +26,7 @@ from gputriage.cli.runs import runs, show
 from gputriage.cli.snapshot import snapshot
 from gputriage.cli.trace import trace
 from gputriage.cli.watch import watch
+from gputriage.model.safe_text import safe_text
 from gputriage.model.version import __version__
 
 app = typer.Typer(
@@ -58,6 +60,7 @@ for _command in (check, bench, snapshot, rules, watch, trace, runs, show, diff, 
 app.add_typer(baseline_app, name="baseline")
 app.add_typer(fleet_app, name="fleet")
 app.command(context_settings={"allow_interspersed_args": False})(_pipe_safe(run))
+natural_help(app)
 
 
 def _version(value: bool) -> None:
@@ -105,6 +108,6 @@ def main() -> None:
     except Exception as exc:  # never a traceback for the user; GPUTRIAGE_DEBUG=1 shows it
         if os.environ.get("GPUTRIAGE_DEBUG"):
             raise
-        sys.stderr.write(f"gputriage: internal error: {type(exc).__name__}: {exc} "
+        sys.stderr.write(f"gputriage: internal error: {type(exc).__name__}: {safe_text(exc, 2000)} "
                          "(set GPUTRIAGE_DEBUG=1 for the traceback)\n")
         sys.exit(exits.INTERNAL)

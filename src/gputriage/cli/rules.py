@@ -21,7 +21,7 @@ def rules(
     command: Optional[str] = typer.Option(None, "--command", "-c", metavar="COMMAND", help="Only what this command "
                                                                                            "can report: check, "
                                                                           "run, watch, monitor, trace or bench."),
-    finding_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="Show one finding id (or the ids starting "
+    finding_id: Optional[str] = typer.Argument(None, metavar="ID", help="Show one finding id (or the ids starting "
                                                                           "with it)."),
 ) -> None:
     """List every finding any command can report: id, triage step, severity, symptom, cause, decision,

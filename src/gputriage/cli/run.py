@@ -65,7 +65,7 @@ def run(
                                           help="What a GPU-hour costs you: the report puts the run's cost and its "
                                                "waste in money (default: price_per_gpu_hour under [cost] in the "
                                                "config file; no price is assumed)."),
-    currency: str = typer.Option("USD", "--currency", help="The currency of --price."),
+    currency: str = typer.Option("USD", "--currency", metavar="CODE", help="The currency of --price."),
     keep_workload: bool = typer.Option(False, "--keep-workload", help="If gputriage is killed, let the command "
                                                                       "run on (by default it gets SIGTERM)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No report in the terminal."),

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from gputriage.cli import exits
 from gputriage.cli.common import fail, out, print_json
+from gputriage.model.safe_text import safe_text
 
 
 def runs(
@@ -46,9 +47,8 @@ def runs(
         t.add_column(col, no_wrap=True, min_width=widths[k] if col != "command" else None,
                      max_width=room if col == "command" else None,
                      justify="right" if col in ("id", "dur", "exit") else "left")
-    for row in rows:
-        command = row[-1] if len(row[-1]) <= room else row[-1][:room - 1] + "…"
-        t.add_row(*row[:-1], Text(command))
+    for row in rows:  # one line each: a command's newlines shown as ⏎, its control characters replaced
+        t.add_row(*row[:-1], Text(safe_text(row[-1], room, newline="⏎")))
     out.print(t)
 
 
@@ -59,7 +59,7 @@ def show(
                                                        "printed)."),
     price: Optional[float] = typer.Option(None, "--price", metavar="PER_GPU_HOUR", min=0.0,
                                           help="Count the run's cost again at this price per GPU-hour."),
-    currency: str = typer.Option("USD", "--currency", help="The currency of --price."),
+    currency: str = typer.Option("USD", "--currency", metavar="CODE", help="The currency of --price."),
 ) -> None:
     """Re-render a stored run. A run whose gputriage died is judged from the samples it kept."""
     from gputriage import api

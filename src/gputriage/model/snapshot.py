@@ -5,17 +5,20 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Annotated, Any, Iterator, Optional
 
 import msgspec
 
 from gputriage.model.fact import Fact
+from gputriage.model.fact_types import typed
 from gputriage.model.files import unreadable
 from gputriage.model.reading import Reading, Unavailable
+from gputriage.model.safe_text import NAME_CHARS, safe_text, safe_tree
 
 SNAPSHOT_SCHEMA = "gputriage.snapshot"
 SNAPSHOT_VERSION = 1
 MAX_SNAPSHOT_BYTES = 64 << 20  # a snapshot of 8 GPUs with its raw kernel log is a few MB
+UnixTime = Annotated[float, msgspec.Meta(ge=0, le=32503680000)]  # 1970 to 3000: a date any clock can show
 
 
 class _UnavailableFile(msgspec.Struct):
@@ -36,7 +39,7 @@ class _SnapshotFile(msgspec.Struct):
     schema: str
     version: int
     facts: list[_FactFile]
-    taken_at: float = 0.0
+    taken_at: UnixTime = 0.0
     hostname: str = ""
     tool_version: str = ""
     raw: dict[str, Any] = {}
@@ -102,9 +105,18 @@ class Snapshot:
 
     @classmethod
     def _typed(cls, f: _SnapshotFile) -> Snapshot:
-        facts = tuple(Fact(x.name, Unavailable(x.unavailable.reason, x.unavailable.detail) if x.unavailable
-                           else x.value, x.source) for x in f.facts)
-        return cls(facts=facts, taken_at=f.taken_at, hostname=f.hostname, tool_version=f.tool_version, raw=f.raw)
+        """Each fact converted to its name's declared type and every string made safe to print (the raw
+        sources are kept as read: nothing prints them)."""
+        facts = []
+        for x in f.facts:
+            name = safe_text(x.name, NAME_CHARS)
+            if x.unavailable is not None:
+                value: Reading = Unavailable(x.unavailable.reason, safe_text(x.unavailable.detail))
+            else:
+                value = safe_tree(typed(name, x.value))
+            facts.append(Fact(name, value, safe_text(x.source, NAME_CHARS)))
+        return cls(facts=tuple(facts), taken_at=f.taken_at, hostname=safe_text(f.hostname, NAME_CHARS),
+                   tool_version=safe_text(f.tool_version, NAME_CHARS), raw=f.raw)
 
     @classmethod
     def load(cls, path: str | Path) -> Snapshot:

@@ -13,6 +13,7 @@ from typing import Any, Optional
 import msgspec
 
 from gputriage.model.finding import Finding
+from gputriage.model.safe_text import KERNEL_CHARS, safe_text
 from gputriage.model.version import __version__
 from gputriage.report.style import SEVERITY_LABEL, plain
 
@@ -20,8 +21,10 @@ PALETTE = ("#3b7dd8", "#2e8b57", "#a34bc9", "#d9822b", "#c0392b", "#17a2b8", "#7
            "#e67e22")
 
 
-def esc(value: Any) -> str:
-    return html.escape(value if isinstance(value, str) else plain(value), quote=True)
+def esc(value: Any, limit: int = KERNEL_CHARS) -> str:
+    """A value as HTML text: escaped, without control characters, at most `limit` characters (a field of an
+    attachment from anywhere must not swell the page)."""
+    return html.escape(safe_text(value if isinstance(value, str) else plain(value), limit), quote=True)
 
 
 def _asset(name: str) -> str:

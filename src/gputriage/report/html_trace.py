@@ -6,6 +6,7 @@ from __future__ import annotations
 from gputriage.model.trace import Anatomy, KernelRow, RankAnalysis, TraceReport
 from gputriage.report.html_page import Page, Raw, bar, esc, findings_html, kv, stack, table
 from gputriage.report.kernel_names import SHORT_KIND, short_name
+from gputriage.report.style import plural
 
 BUSY_COLORS = ("#2e6fc7", "#3b9d5d", "#8d4fc4", "#17a2b8", "#2c3e94", "#5aa469", "#b07cc6")
 IDLE_COLORS = ("#d9822b", "#c0392b", "#e0b13a", "#b5651d", "#e8a3a3", "#95a5a6", "#7f6a4f")
@@ -19,7 +20,8 @@ def anatomy_html(page: Page, a: Anatomy, sync: str) -> str:
     parts += [(f"idle: {k}", v.pct, IDLE_COLORS[i % len(IDLE_COLORS)]) for i, (k, v) in enumerate(idle)]
     out = [f"<h3>GPU {a.device}: {a.window_us / 1000:,.1f} ms window, busy {a.busy_pct:.0f}%</h3>",
            f'<div data-anatomy="{a.device}">{stack(parts)}</div>',
-           f'<p class="muted">{a.kernels:,} kernels, median {a.median_kernel_us} µs; {a.gaps:,} idle gaps, median '
+           f'<p class="muted">{plural(a.kernels, "kernel")}, median {a.median_kernel_us} µs; '
+           f'{plural(a.gaps, "idle gap")}, median '
            f"{a.median_gap_us} µs; {a.underfilled_busy_pct}% of busy time in kernels whose blocks cover under half "
            "the SMs.</p>"]
     if a.steps:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -63,8 +66,7 @@ def finding_text(f: Finding, why: bool = True) -> Table:
     t = Table.grid(padding=(0, 1))
     t.add_column(justify="right", no_wrap=True, width=9)
     t.add_column(overflow="fold")
-    head = Text(f.symptom, style="bold")
-    head.append(f"  [{f.id}{' · ' + f.subject if f.subject else ''}]", style="dim")
+    head = Tagged(f.symptom, f"[{f.id}{' · ' + f.subject if f.subject else ''}]")
     t.add_row(Text(f" {SEVERITY_LABEL[f.severity]} ", style=f"reverse {SEVERITY_STYLE[f.severity]}"), head)
     if why:
         t.add_row(Text("why:", style="dim"), Text(f.cause))
@@ -72,6 +74,53 @@ def finding_text(f: Finding, why: bool = True) -> Table:
     if f.evidence:
         t.add_row(Text("evidence:", style="dim"), Text(evidence_text(f.evidence), style="cyan"))
     return t
+
+
+class Tagged:
+    """A bold text with a dim tag after it (a finding's symptom and its [id · subject]). Wrapped, the tag stays
+    on the line of the text's last word: where it would fall alone on a line, that word goes down with it."""
+
+    def __init__(self, text: str, tag: str) -> None:
+        self.text, self.tag = text, tag
+
+    def lines(self, console: Console, width: int) -> Text:
+        whole = Text(self.text, style="bold")
+        whole.append(f"  {self.tag}", style="dim")
+        wrapped = whole.wrap(console, width)
+        words = self.text.rsplit(" ", 1)
+        if len(wrapped) < 2 or wrapped[-1].plain.strip() != self.tag or len(words) < 2:
+            return whole
+        out = Text(words[0] + "\n", style="bold")
+        out.append(words[1], style="bold")
+        out.append(f"  {self.tag}", style="dim")
+        return out
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.lines(console, options.max_width)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.lines(console, options.max_width))
+
+
+def hanging(label: str, text: str | Text, style: str = "", mark_style: str | None = None) -> Table:
+    """`label` then `text`, the text's wrapped lines indented under its first (a note, a checklist item);
+    `mark_style`: the label's own style (default: the text's)."""
+    t = Table.grid()
+    t.add_column(no_wrap=True)
+    t.add_column(overflow="fold")
+    t.add_row(Text(label, style=style if mark_style is None else mark_style),
+              text if isinstance(text, Text) else Text(text, style=style))
+    return t
+
+
+def indented(text: str | Text, indent: int = 2, style: str = "") -> Padding:
+    """A paragraph whose every line, wrapped ones included, starts `indent` columns in."""
+    return Padding(text if isinstance(text, Text) else Text(text, style=style), (0, 0, 0, indent))
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 kernel', '2 kernels', '1,024 gaps' (`many`: the plural when it is not word + s)."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
 
 
 def figure_text(f: Any) -> str:

@@ -9,14 +9,15 @@ from rich.table import Table
 from rich.text import Text
 
 from gputriage.model.run import ProfilerEffect, ProfileReport
+from gputriage.model.safe_text import KERNEL_CHARS, NAME_CHARS, safe_text
 from gputriage.model.trace import Anatomy, KernelRow, RankAnalysis, TraceReport, rate_unit
 from gputriage.report.kernel_names import SHORT_KIND, short_name
-from gputriage.report.style import finding_text
+from gputriage.report.style import finding_text, hanging, plural
 
 
 def _bar(pct: float, width: int = 24) -> str:
     n = max(0, min(width, round(pct / 100 * width)))
-    return "█" * n + " " * (width - n)
+    return "█" * n
 
 
 def render_verdict(trace: Optional[TraceReport], error: Optional[str], console: Console) -> None:
@@ -66,7 +67,8 @@ def _anatomy(a: Anatomy, console: Console) -> None:
     for k, v in sorted(a.idle.items(), key=lambda kv: -kv[1].us):
         t.add_row(f"idle  {k}", f"{v.pct:.1f}%", Text(_bar(v.pct), style="red"))
     console.print(t)
-    console.print(Text(f"{a.kernels:,} kernels, median {a.median_kernel_us} µs; {a.gaps:,} idle gaps, median "
+    console.print(Text(f"{plural(a.kernels, 'kernel')}, median {a.median_kernel_us} µs; "
+                       f"{plural(a.gaps, 'idle gap')}, median "
                        f"{a.median_gap_us} µs; {a.underfilled_busy_pct}% of busy time in kernels whose blocks cover "
                        "under half the SMs", style="dim"))
     if a.steps:
@@ -85,7 +87,7 @@ def _anatomy(a: Anatomy, console: Console) -> None:
     if a.host_work:
         console.print(Text("host computed while the GPU waited: " + ", ".join(
             f"{'after a read by ' if h.where == 'after_read' else ''}{h.op} {h.gpu_idle_us / 1000:.1f} ms "
-            f"({h.gaps} gaps)"
+            f"({plural(h.gaps, 'gap')})"
             for h in a.host_work[:4]), style="dim"))
 
 
@@ -103,7 +105,8 @@ def _kernels(kernels: list[KernelRow], top: int, console: Console) -> None:
         kt.add_column(col, no_wrap=True, overflow="ellipsis", max_width=28 if col == "kernel" else None,
                       justify="left" if col in ("kernel", "kind", "roof") else "right")
     for k in kernels[:top]:
-        kt.add_row(Text(short_name(k.name)), SHORT_KIND.get(k.kind, k.kind), str(k.count), f"{k.total_us / 1000:.1f}",
+        name = short_name(safe_text(k.name, KERNEL_CHARS))
+        kt.add_row(Text(name), SHORT_KIND.get(k.kind, k.kind), str(k.count), f"{k.total_us / 1000:.1f}",
                    f"{k.pct_of_kernel_time:.0f}", f"{k.median_us:.0f}" if k.median_us >= 100 else f"{k.median_us:.1f}",
                    _rate(k), {"memory": "mem", "compute": "math"}.get(k.roof or "", ""))
     console.print()
@@ -116,11 +119,12 @@ def _rank(r: RankAnalysis, top: int, console: Console) -> None:
     if r.rank is not None:
         head.append(f"  rank {r.rank}")
     steps = f"{r.step_count} profiler step{'s' if r.step_count != 1 else ''}, " if r.step_count else ""
-    head.append(f"\n{r.events:,} events, {r.file_bytes / 1e6:.1f} MB, {r.gpu or 'GPU ?'}, {steps}read in "
+    gpu = safe_text(r.gpu or "GPU ?", NAME_CHARS)
+    head.append(f"\n{plural(r.events, 'event')}, {r.file_bytes / 1e6:.1f} MB, {gpu}, {steps}read in "
                 f"{r.analysis_s:.2f} s", style="dim")
     console.print(head)
     for p in r.problems:
-        console.print(Text(f"  note: {p}", style="yellow"))
+        console.print(hanging("  note: ", p, style="yellow"))
     for a in r.anatomy:
         _anatomy(a, console)
     if r.overlap:
@@ -135,7 +139,7 @@ def render(report: TraceReport, console: Console, top: int = 10) -> None:
     for r in report.ranks:
         _rank(r, top, console)
     for p in report.problems:
-        console.print(Text(f"not read: {p}", style="yellow"))
+        console.print(hanging("not read: ", p, style="yellow"))
     mr = report.multi_rank
     if mr:
         console.print(Text(f"\n{len(mr.per_rank)} ranks, compared on {mr.compared_on}; stragglers: "
