@@ -47,8 +47,8 @@ if mode == "sampler":
     time.sleep(seconds)
     s.stop()
 else:
-    from gputriage.api.exporter import Exporter
-    ex = Exporter(port=0, period_s=0.5, check_every_s=0, nvml=nvml).start()
+    from gputriage.api.exporter import start_exporter
+    ex = start_exporter(port=0, period_s=0.5, check_every_s=0, nvml=nvml)
     time.sleep(1.0)
     u0 = resource.getrusage(resource.RUSAGE_SELF)
     print(ex.url, flush=True)

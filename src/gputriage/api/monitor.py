@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import subprocess
 
     from gputriage.model.sample import Sample
+    from gputriage.sampling.live import LastSecond
     from gputriage.sampling.session import Session
     from gputriage.sampling.store import Store
 
@@ -49,6 +50,7 @@ class Monitor:
         self._allocator_dir = allocator_dir
         self._allocator_stop: threading.Event | None = None  # set: this monitor started the allocator's thread
         self._allocator_thread: threading.Thread | None = None
+        self._last_second: LastSecond | None = None  # `live()`'s reader of the last second
 
     def _report_allocator(self) -> None:
         """Sampling this process: report PyTorch's caching allocator from it, as `run`'s hook does."""
@@ -124,21 +126,20 @@ class Monitor:
         return self
 
     def live(self) -> tuple[Sample, dict[int, str]] | None:
-        """The latest sample, and each GPU's bottleneck over the last second (None before any sample, and
-        when the sampler runs in a child process)."""
-        from gputriage.diagnosis.run.classify import label
-        from gputriage.model.run import GpuStatic
-        from gputriage.sampling.windows import metrics_of
+        """The latest sample, and each GPU's bottleneck over the last second, named as the exporter names it
+        (None before any sample, and when the sampler runs in a child process)."""
+        from gputriage.diagnosis.run.live import live_labels
+        from gputriage.sampling.live import LastSecond
 
         if self.session is None:
             return None
         recent = list(self.session.sampler.recent)
         if not recent:
             return None
-        last = [x for x in recent if x.t_s >= recent[-1].t_s - 1.0]
+        if self._last_second is None:
+            self._last_second = LastSecond(self.session.nvml, self.session.gpus)
         static = {int(k): v for k, v in self.session.meta.gpus.items()}
-        return recent[-1], {i: label(metrics_of(last, i), static.get(i, GpuStatic()))[0].value
-                            for i in self.session.gpus}
+        return recent[-1], {i: b.value for i, b in live_labels(self._last_second.metrics(recent), static).items()}
 
     def __exit__(self, *exc: object) -> None:
         self._stop_allocator()

@@ -26,8 +26,8 @@ def exporter(
     DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_POWER_USAGE, ...), so existing dashboards work,
     plus gputriage_bottleneck{gpu,bottleneck}, gputriage_bottleneck_share, gputriage_finding{id,severity} and
     gputriage_gpu_process_memory_bytes. A scrape never waits on NVML: it reads what the sampler last read."""
-    from gputriage import api
-    from gputriage.api.exporter import Exporter
+    from gputriage.api import GputriageError  # the library at the command's start: `gputriage --help` stays quick
+    from gputriage.api.exporter import start_exporter
 
     if period <= 0 or window <= 0 or check_every < 0:
         fail("--period and --window must be positive, --check-every 0 or more", exits.USAGE)
@@ -35,8 +35,8 @@ def exporter(
     for s in (signal.SIGINT, signal.SIGTERM):  # from the start: a stop asked during start-up is not lost
         signal.signal(s, lambda *_: done.set())
     try:
-        ex = Exporter(listen=listen, port=port, period_s=period, window_s=window, check_every_s=check_every).start()
-    except api.GputriageError as exc:
+        ex = start_exporter(listen=listen, port=port, period_s=period, window_s=window, check_every_s=check_every)
+    except GputriageError as exc:
         fail(str(exc), exits.BAD_INPUT)
     gpus = f"{len(ex.gpus)} GPU{'s' if len(ex.gpus) != 1 else ''}" if ex.gpus else \
         f"no GPU: {ex.system.get('nvml', 'NVML sees none')}"

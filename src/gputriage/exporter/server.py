@@ -1,0 +1,180 @@
+"""The exporter's server. A scrape never calls NVML: the sampler's thread reads the GPUs, a judge thread
+labels each GPU's last second (`sampling.live.LastSecond`, named by the `label` it is given: the function
+`watch` uses) and lists the processes on them, a check thread runs the playbook it is given; the scrape
+renders what they left (`state()`), through the collector it is given."""
+
+from __future__ import annotations
+
+import collections
+import socket
+import threading
+import time
+from typing import Any, Callable, Mapping
+
+from gputriage.backends.host import Host
+from gputriage.backends.nvml import NvmlBackend, PynvmlBackend
+from gputriage.exporter.checked import Checked, checked
+from gputriage.model.check import CheckReport
+from gputriage.model.exporter import ExporterState
+from gputriage.model.run import GpuStatic
+from gputriage.model.window import WindowMetrics
+from gputriage.sampling.live import LastSecond
+from gputriage.sampling.sampler import Cadences, Sampler
+from gputriage.sampling.session import gpu_static
+
+DEFAULT_PORT = 9400  # dcgm-exporter's
+JUDGE_EVERY_S = 1.0
+
+# each GPU's last second -> each GPU's bottleneck (diagnosis.run.live.live_labels)
+Label = Callable[[Mapping[int, WindowMetrics], Mapping[int, GpuStatic]], Mapping[int, str]]
+# the exporter's state getter -> a prometheus-client collector (report.prometheus.StateCollector)
+Collector = Callable[[Callable[[], ExporterState]], Any]
+# the playbook on this machine (None: it could not run this time)
+Check = Callable[[], "CheckReport | None"]
+
+
+class ExporterError(Exception):
+    """The exporter cannot serve: prometheus-client missing, the address taken or not ours."""
+
+
+class Exporter:
+    """Start it, scrape `url`, stop it. `nvml`/`host`: backends to read (default: this machine's)."""
+
+    def __init__(
+        self,
+        *,
+        label: Label,
+        collector: Collector,
+        check: Check | None = None,
+        listen: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        period_s: float = 0.5,
+        window_s: float = 60.0,
+        check_every_s: float = 60.0,
+        nvml: NvmlBackend | None = None,
+        host: Host | None = None,
+    ) -> None:
+        self.listen, self.port, self.period_s = listen, port, period_s
+        self.window_s, self.check_every_s = window_s, check_every_s
+        self._label, self._collector, self._run_check = label, collector, check
+        self._nvml, self._host = nvml, host
+        self._stop = threading.Event()
+        self._labels: dict[int, collections.deque[tuple[float, str]]] = {}
+        self._checked = Checked()
+        self._threads: list[threading.Thread] = []
+        self._server: Any = None
+        self.sampler: Sampler | None = None
+        self.live: LastSecond | None = None
+        self.static: dict[int, GpuStatic] = {}
+        self.gpus: list[int] = []
+        self.system: dict[str, Any] = {}
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.listen}]" if ":" in self.listen else self.listen
+        return f"http://{host}:{self.port}/metrics"
+
+    def open(self) -> Exporter:
+        """The GPUs' static facts read, the sampler made (not started): what `start` serves. Alone, for a
+        replay: fill `sampler.recent` and call `judge_once`."""
+        nvml = self._nvml or PynvmlBackend(record=False, bounded=False)
+        self.gpus, self.static, self.system = gpu_static(nvml)
+        self._nvml = nvml
+        self.sampler = Sampler(
+            nvml,
+            self._host or Host(),
+            self.gpus,
+            cadences=Cadences(gpu_s=self.period_s, ring_s=max(10.0, 3 * self.period_s)),
+        )
+        self.live = LastSecond(nvml, self.gpus)
+        self._labels = {i: collections.deque(maxlen=int(self.window_s) + 1) for i in self.gpus}
+        return self
+
+    def start(self) -> Exporter:
+        try:
+            from prometheus_client import CollectorRegistry, start_http_server
+        except ImportError:
+            raise ExporterError(
+                "`gputriage exporter` needs prometheus-client: pip install 'gputriage[exporter]'"
+            ) from None
+        if self.sampler is None:
+            self.open()
+        assert self.sampler is not None
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self._collector(self.state))
+        try:
+            self._server, _thread = start_http_server(self.port, addr=self.listen, registry=registry)
+        except OSError as exc:
+            raise ExporterError(f"cannot listen on {self.listen}:{self.port}: {exc.strerror or exc}") from None
+        self.port = self._server.server_address[1]  # port 0: the one the system chose
+        self.sampler.start()
+        for target, name in ((self._judge, "gputriage-exporter-judge"), (self._check, "gputriage-exporter-check")):
+            t = threading.Thread(target=target, name=name, daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self.sampler is not None:
+            self.sampler.stop()
+        for t in self._threads:
+            t.join(timeout=5)
+
+    def judge_once(self) -> dict[int, str]:
+        """Each GPU's label over the last second of the sampler's samples (kept for the shares)."""
+        if self.sampler is None or self.live is None:
+            return {}
+        recent = list(self.sampler.recent)
+        if not recent:
+            return {}
+        labels = {
+            i: str(getattr(b, "value", b)) for i, b in self._label(self.live.metrics(recent), self.static).items()
+        }
+        for i, b in labels.items():
+            if i in self._labels:
+                self._labels[i].append((recent[-1].t_s, b))
+        return labels
+
+    def _judge(self) -> None:
+        while not self._stop.wait(JUDGE_EVERY_S):
+            self.judge_once()
+
+    def _check(self) -> None:
+        """The playbook every `check_every_s` (0: never): its findings, each GPU's last Xid and PCIe replays."""
+        while self._run_check is not None and self.check_every_s > 0 and not self._stop.is_set():
+            report = self._run_check()
+            if report is not None:
+                self._checked = checked(report, self.gpus, time.time())
+            if self._stop.wait(self.check_every_s):
+                return
+
+    def shares(self, now_s: float) -> dict[int, dict[str, float]]:
+        """Each GPU's bottlenecks over the last `window_s`: the share of the labelled seconds each took."""
+        out: dict[int, dict[str, float]] = {}
+        for i, labels in self._labels.items():
+            kept = [b for t, b in list(labels) if t >= now_s - self.window_s]
+            out[i] = {b: round(n / len(kept), 3) for b, n in collections.Counter(kept).items()} if kept else {}
+        return out
+
+    def state(self) -> ExporterState:
+        """What a scrape renders: no NVML call, only what the threads left."""
+        recent = self.sampler.recent if self.sampler is not None else []
+        c = self._checked
+        return ExporterState(
+            hostname=socket.gethostname(),
+            driver=self.system.get("driver"),
+            gpus=self.static,
+            pci_bus_ids=c.pci_bus_ids,
+            sample=recent[-1] if recent else None,
+            bottlenecks=self.shares(time.time()),
+            window_s=self.window_s,
+            processes=list(self.live.processes) if self.live is not None else [],
+            findings=list(c.findings),
+            checked_s=c.checked_s,
+            xid_last=c.xid_last,
+            pcie_replays=c.pcie_replays,
+        )
