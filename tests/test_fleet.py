@@ -1,7 +1,8 @@
 """`gputriage fleet check|bench` on a real local Ray cluster (a head and worker raylets on 127.0.0.1, CPU only),
 each node replaying a recorded H200 snapshot and quick bench, or a variation of them: a link degraded to x8,
-a low clock with another driver and a slow bf16 rate, a node whose check fails. The aggregation, the outliers,
-the drift and the failed node run end to end on real Ray."""
+a low clock with another driver and a slow bf16 rate, a node whose check fails, a node Ray gives a GPU to whose
+driver sees none (a check recorded on a machine with no NVIDIA driver), and two nodes reporting one host. The
+aggregation, the outliers, the drift, the failed node and the invisible GPU run end to end on real Ray."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h200"
+NO_DRIVER = Path(__file__).parent / "fixtures" / "cpu" / "snapshot_driver_missing.json"
 GT = [sys.executable, "-m", "gputriage"]
 
 try:
@@ -24,9 +26,9 @@ except ImportError:
     pytest.skip("ray is not installed (pip install gputriage[fleet])", allow_module_level=True)
 
 
-def _variant(tmp: Path, name: str, facts: dict, bench_scale: float = 1.0) -> tuple[str, str]:
+def _variant(tmp: Path, name: str, facts: dict, bench_scale: float = 1.0, host: str = "") -> tuple[str, str]:
     snap = json.loads((FIXTURES / "snapshot_busy.json").read_text())
-    snap["hostname"] = name
+    snap["hostname"] = host or name
     for f in snap["facts"]:
         if f["name"] in facts:
             f["value"] = facts[f["name"]]
@@ -47,7 +49,7 @@ def _env(paths: tuple[str, str]) -> dict:
 def cluster(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fleet")
     healthy = _variant(tmp, "node-a", {})
-    healthy_b = _variant(tmp, "node-b", {})
+    healthy_b = _variant(tmp, "node-b", {}, host="node-a")  # a second raylet on node-a's machine
     narrow = _variant(tmp, "node-c", {"gpu.0.pcie.link_width.current": 8, "gpu.0.pcie.link_width.loaded": 8})
     slow = _variant(tmp, "node-d", {"gpu.0.clock.sm_max_mhz": 1410, "driver.version": "570.86.15"},
                     bench_scale=0.6)
@@ -56,6 +58,7 @@ def cluster(tmp_path_factory):
     for paths in (healthy, healthy_b, narrow, slow):
         c.add_node(num_cpus=1, num_gpus=1, env_vars=_env(paths))
     c.add_node(num_cpus=1, num_gpus=1, env_vars={"GPUTRIAGE_FLEET_REPLAY": str(tmp / "missing.json")})
+    c.add_node(num_cpus=1, num_gpus=1, env_vars={"GPUTRIAGE_FLEET_REPLAY": str(NO_DRIVER)})
     c.wait_for_nodes()
     yield c
     c.shutdown()
@@ -71,20 +74,27 @@ def test_fleet_bench_names_the_off_nodes_the_drift_and_the_failed_one(cluster, t
 
     jsonschema.validate(rep, json.loads((Path(__file__).parent.parent / "schemas" / "fleet.schema.json").read_text()))
     nodes = rep["nodes"]
-    assert len(nodes) == 5  # the GPU nodes; the head has none
+    assert len(nodes) == 6 and len({n["node_id"] for n in nodes}) == 6  # the GPU nodes; the head has none
     failed = [n for n in nodes if not n["ok"]]
     assert len(failed) == 1 and "missing.json" in failed[0]["error"]
-    by_host = {n["figures"]["hostname"]: n for n in nodes if n["ok"]}
-    assert set(by_host) == {"node-a", "node-b", "node-c", "node-d"}
-    assert by_host["node-c"]["figures"]["pcie_width"] == 8 and by_host["node-a"]["figures"]["pcie_width"] == 16
+    by_name = {n["name"]: n for n in nodes if n["ok"]}
+    shared = sorted(name for name in by_name if name.startswith("node-a ("))  # one host, two nodes, two names
+    assert len(shared) == 2 and {by_name[x]["node_id"][:8] for x in shared} == {x[8:16] for x in shared}
+    assert set(by_name) == {*shared, "node-c", "node-d", "node-e"}
+    assert by_name["node-c"]["figures"]["pcie_width"] == 8 and by_name[shared[0]]["figures"]["pcie_width"] == 16
+    unseen = by_name["node-e"]  # Ray gives it a GPU; its driver lists none
+    assert unseen["ray_gpus"] == 1 and unseen["figures"].get("gpus", 0) == 0 and unseen["gpus_not_visible"] == 1
+    assert "driver.missing" in {f["id"] for f in unseen["findings"]}
     out = {(o["node"], o["figure"]) for o in rep["outliers"]}
     assert out == {("node-c", "pcie_width"), ("node-d", "sm_clock_max_mhz"), ("node-d", "bf16_tflops")}
     drift = {d["key"]: d["values"] for d in rep["drift"]}
     assert set(drift) == {"driver"} and drift["driver"]["570.86.15"] == ["node-d"]
     assert "node-c" in rep["findings_by_id"].get("pcie.link_width_degraded", [])
+    assert set(shared) <= set(rep["findings_by_id"]["clocks.power_capped"])
+    assert rep["findings_by_id"]["driver.missing"] == ["node-e"]
     w = rep["waste"]
-    assert w["gpus"] == 4 and w["measure"] == "SM activity" and w["idle_cost_per_hour"] == pytest.approx(
-        w["idle_gpu_equivalents"] * 3, abs=0.02)
+    assert w["gpus"] == 5 and w["not_visible"] == 1 and w["measure"] == "SM activity"  # as Ray counts them
+    assert w["idle_cost_per_hour"] == pytest.approx(w["idle_gpu_equivalents"] * 3, abs=0.02)
     runs = json.loads(subprocess.run(GT + ["runs", "--store", str(tmp_path / "s.sqlite"), "--json"],
                                      capture_output=True, text=True).stdout)["runs"]
     assert runs[0]["kind"] == "fleet"
@@ -101,6 +111,8 @@ def test_fleet_check_in_the_terminal_and_a_bad_address(cluster):
     assert r.returncode == 1, r.stderr[-3000:]
     assert "below the fleet" in r.stdout and "node-c: pcie_width 8" in r.stdout
     assert "drift across nodes" in r.stdout and "failed" in r.stdout
+    assert "1 GPU not visible to the driver" in r.stdout and "0 x ?" not in r.stdout
+    assert "of 5 GPUs" in r.stdout
     bad = subprocess.run(GT + ["fleet", "check", "--ray", "127.0.0.1:1", "--no-store"], capture_output=True,
                          text=True, timeout=120)
     assert bad.returncode == 3 and bad.stderr.startswith("gputriage: ") and "Traceback" not in bad.stderr

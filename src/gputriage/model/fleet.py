@@ -34,8 +34,12 @@ class NodeFigures(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class NodeResult(msgspec.Struct, kw_only=True):
-    node_id: str
+    node_id: str  # Ray's: what tells two nodes on one host apart
     address: str = ""
+    hostname: str = ""  # as Ray names the node's host
+    name: str = ""  # as the report names it: the host, with a short node id where nodes share a host
+    ray_gpus: Optional[float] = None  # the GPUs Ray counts on the node (its GPU resource)
+    gpus_not_visible: int = 0  # of those, how many the node's driver does not see (NVML lists fewer)
     ok: bool = True
     error: Optional[str] = None  # "timeout after 300 s", or what the node's task raised
     seconds: Optional[float] = None
@@ -62,6 +66,7 @@ class Waste(msgspec.Struct, kw_only=True, omit_defaults=True):
     busy_pct: float  # mean over the fleet's GPUs at the check (SM activity where read, else GPU-Util)
     measure: str
     idle_gpu_equivalents: float
+    not_visible: int = 0  # GPUs Ray counts that their driver does not see: in `gpus`, counted idle
     price_per_gpu_hour: Optional[float] = None
     idle_cost_per_hour: Optional[float] = None
     currency: Optional[str] = None

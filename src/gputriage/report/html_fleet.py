@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from gputriage.model.fleet import FleetReport, NodeResult
+from gputriage.report.fleet_terminal import gpus_cell
 from gputriage.report.html_page import Page, Raw, bar, esc, kv, table, when
 
 FIGURES = (("bf16_tflops", "bf16 TFLOP/s"), ("memory_gbs", "memory GB/s"), ("pcie_width", "PCIe lanes"),
@@ -11,7 +12,8 @@ FIGURES = (("bf16_tflops", "bf16 TFLOP/s"), ("memory_gbs", "memory GB/s"), ("pci
 
 
 def _who(n: NodeResult) -> str:
-    return (n.figures.hostname if n.figures and n.figures.hostname else "") or n.address or n.node_id[:12]
+    return n.name or (n.figures.hostname if n.figures and n.figures.hostname else "") or n.hostname or n.address \
+        or n.node_id[:8]
 
 
 def fleet_page(r: FleetReport) -> Page:
@@ -26,9 +28,11 @@ def fleet_page(r: FleetReport) -> Page:
     for n in r.nodes:
         f = n.figures
         if not n.ok or f is None:
-            rows.append((_who(n), Raw('<b class="worse">failed</b>'), n.error or "", *([""] * (len(FIGURES) + 1))))
+            rows.append((_who(n), n.node_id[:8], Raw('<b class="worse">failed</b>'), n.error or "",
+                         *([""] * (len(FIGURES) + 1))))
             continue
-        cells: list[object] = [_who(n), f"{f.gpus} x {f.gpu_name or '?'}", f.driver or "-"]
+        gpus: object = Raw(f'<b class="worse">{esc(gpus_cell(n))}</b>') if n.gpus_not_visible else gpus_cell(n)
+        cells: list[object] = [_who(n), n.node_id[:8], gpus, f.driver or "-"]
         for key, _label in FIGURES:
             v = getattr(f, key)
             color = "#c0392b" if (_who(n), key) in off else "#3b7dd8"
@@ -36,7 +40,7 @@ def fleet_page(r: FleetReport) -> Page:
                              + (bar(v, color, scale_pct=tops[key]).html if v is not None and tops[key] else "")))
         cells.append(len(n.findings))
         rows.append(tuple(cells))
-    page.section("Nodes", table(["node", "GPUs", "driver", *(label for _, label in FIGURES), "findings"], rows))
+    page.section("Nodes", table(["node", "id", "GPUs", "driver", *(label for _, label in FIGURES), "findings"], rows))
     if r.outliers:
         page.section("Below the fleet", table(("node", "figure", "value", "fleet median", "threshold"), (
             (o.node, o.figure, f"{o.value:g} {o.unit}", f"{o.fleet_median:g}", f"{o.threshold:g}")
@@ -51,7 +55,8 @@ def fleet_page(r: FleetReport) -> Page:
     w = r.waste
     if w is not None:
         page.section("Idle at the check", kv((
-            ("GPUs", w.gpus), ("busy", f"{w.busy_pct:.0f}% by {w.measure}"),
+            ("GPUs", f"{w.gpus} ({w.not_visible} not visible to the driver, counted idle)" if w.not_visible
+             else w.gpus), ("busy", f"{w.busy_pct:.0f}% by {w.measure}"),
             ("idle", f"{w.idle_gpu_equivalents:g} GPUs' worth"),
             ("cost of the idle share", f"{w.idle_cost_per_hour:,.2f} {w.currency}/hour at {w.price_per_gpu_hour:g} "
                                        f"{w.currency}/GPU-hour" if w.idle_cost_per_hour is not None else None),

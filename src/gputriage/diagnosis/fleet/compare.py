@@ -8,10 +8,11 @@ do not make a 1% dip an outlier, and one bad node does not drag the median."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Optional
 
 from gputriage.model.check import CheckReport
-from gputriage.model.fleet import Drift, NodeFigures, NodeResult, Outlier, Waste
+from gputriage.model.fleet import Drift, FleetReport, NodeFigures, NodeResult, Outlier, Waste
 from gputriage.model.numbers import median
 
 HIGHER_IS_BETTER = {"bf16_tflops": "TFLOP/s", "memory_gbs": "GB/s", "pcie_gen": "", "pcie_width": "lanes",
@@ -20,6 +21,7 @@ DRIFT_KEYS = ("gpu_name", "driver", "cuda", "torch", "ecc", "power_limit_w")
 MAD_SCALE = 1.4826  # the MAD of a normal distribution, as its standard deviation
 SPREADS = 3.0
 FLOOR = 0.05
+SHORT_ID = 8  # hex digits of Ray's node id shown beside a host that several nodes share
 
 
 def _num(v: Any) -> Optional[float]:
@@ -68,8 +70,28 @@ def _str(v: Any) -> Optional[str]:
     return str(v) if isinstance(v, (str, int, float)) and not isinstance(v, bool) else None
 
 
+def _host(n: NodeResult) -> str:
+    return (n.figures.hostname if n.figures and n.figures.hostname else "") or n.hostname or n.address
+
+
+def name_nodes(nodes: list[NodeResult]) -> None:
+    """Each node's name in the report: its host, and its short node id where another node shares the host
+    (two raylets on one machine are two nodes, not one)."""
+    hosts = Counter(_host(n) for n in nodes)
+    for n in nodes:
+        host = _host(n)
+        n.name = host if host and hosts[host] == 1 else f"{host} ({n.node_id[:SHORT_ID]})".strip()
+
+
 def _who(n: NodeResult) -> str:
-    return (n.figures.hostname if n.figures and n.figures.hostname else "") or n.node_id[:12]
+    return n.name or _host(n) or n.node_id[:SHORT_ID]
+
+
+def not_visible(n: NodeResult) -> int:
+    """The GPUs Ray counts on an answering node that its driver does not list."""
+    if not n.ok or n.ray_gpus is None:
+        return 0
+    return max(0, int(n.ray_gpus) - (n.figures.gpus if n.figures is not None else 0))
 
 
 def outliers(nodes: list[NodeResult]) -> list[Outlier]:
@@ -103,20 +125,20 @@ def drift(nodes: list[NodeResult]) -> list[Drift]:
 
 def waste(nodes: list[NodeResult], price: Optional[float], currency: str = "USD") -> Optional[Waste]:
     """The fleet's GPUs idle at the check: SM activity where every node read it, else GPU-Util (an upper
-    bound on useful work)."""
+    bound on useful work). A GPU Ray counts that its driver does not see does no work: it counts, idle."""
     figs = [n.figures for n in nodes if n.ok and n.figures is not None and n.figures.gpus]
-    if not figs:
-        return None
-    use_sm = all(f.sm_active_pct is not None for f in figs)
+    use_sm = bool(figs) and all(f.sm_active_pct is not None for f in figs)
     pairs: list[tuple[int, float]] = [(f.gpus, v) for f in figs
                                       if (v := f.sm_active_pct if use_sm else f.util_pct) is not None]
+    unseen = sum(not_visible(n) for n in nodes)
+    pairs += [(unseen, 0.0)] if unseen else []
     gpus = sum(g for g, _ in pairs)
     if not gpus:
         return None
     busy = sum(g * v for g, v in pairs) / gpus
     idle = gpus * (1 - busy / 100)
     w = Waste(gpus=gpus, busy_pct=round(busy, 1), measure="SM activity" if use_sm else "GPU-Util (an upper bound)",
-              idle_gpu_equivalents=round(idle, 2))
+              idle_gpu_equivalents=round(idle, 2), not_visible=unseen)
     if price is not None:
         w.price_per_gpu_hour, w.currency = price, currency
         w.idle_cost_per_hour = round(idle * price, 2)
@@ -131,3 +153,15 @@ def findings_by_id(nodes: list[NodeResult]) -> dict[str, list[str]]:
             if who not in out.setdefault(f.id, []):
                 out[f.id].append(who)
     return dict(sorted(out.items(), key=lambda kv: -len(kv[1])))
+
+
+def judge(report: FleetReport, price: Optional[float], currency: str = "USD") -> None:
+    """A fleet report's nodes named and set against each other: outliers, drift, findings by node, idle share."""
+    name_nodes(report.nodes)
+    for n in report.nodes:
+        n.gpus_not_visible = not_visible(n)
+    report.nodes.sort(key=lambda n: (n.name, n.node_id))
+    report.outliers = outliers(report.nodes)
+    report.drift = drift(report.nodes)
+    report.findings_by_id = findings_by_id(report.nodes)
+    report.waste = waste(report.nodes, price, currency)
