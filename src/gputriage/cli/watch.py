@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from pathlib import Path
-from typing import Optional
+from types import FrameType
+from typing import Callable, Optional
 
 import typer
 from rich.console import Group
@@ -69,12 +72,15 @@ def watch(
     price: Optional[float] = typer.Option(None, "--price", metavar="P", min=0.0,
                                           help="Price per GPU-hour (default: the config file's [cost]): the "
                                                "summary counts what the idle share of the watched time cost."),
-    currency: Optional[str] = typer.Option(None, "--currency"),
+    currency: Optional[str] = typer.Option(None, "--currency", metavar="CODE"),
 ) -> None:
-    """Watch every GPU and the host live; Ctrl-C (or --seconds) leaves with a summary."""
-    from gputriage import api
+    """Watch every GPU and the host live; Ctrl-C, SIGTERM or SIGHUP (or --seconds) leaves with a summary."""
+    from gputriage import api  # the library and the renderer when the command runs: `gputriage --help` stays quick
+    from gputriage.report.run_terminal import render
 
     threshold = parse_fail_on(fail_on)
+    stop = threading.Event()
+    previous = {s: signal.signal(s, _stopper(stop)) for s in STOP_SIGNALS}  # a stop during start-up is kept
     try:
         m = api.Monitor(store=False if no_store else store_path, budget=budget, period_s=period, kind="watch", pid=None,
                         isolated=False, price_per_gpu_hour=price, currency=currency)
@@ -88,17 +94,32 @@ def watch(
     try:
         with Live(Text("sampling…"), console=out, refresh_per_second=4, transient=False,
                   auto_refresh=out.is_terminal) as live:
-            while t_end is None or time.monotonic() < t_end:
-                time.sleep(0.25)
+            while not stop.is_set() and (t_end is None or time.monotonic() < t_end):
+                stop.wait(0.25)
                 now = m.live()
                 if now is not None:
                     live.update(frame(now[0], m.session.meta.gpus, now[1]), refresh=out.is_terminal)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a second stop while the view was drawn: the summary still comes
         pass
     m.__exit__(None, None, None)
     assert m.report is not None
-    from gputriage.report.run_terminal import render
-
     out.print()
     render(m.report, out)
+    for s, handler in previous.items():
+        signal.signal(s, handler)
     raise typer.Exit(exit_for(m.report.findings, threshold))
+
+
+# how a supervisor stops a process (systemd: SIGTERM; a closed terminal or ssh session: SIGHUP), and Ctrl-C
+STOP_SIGNALS = tuple(s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None))
+                     if s is not None)
+
+
+def _stopper(stop: threading.Event) -> Callable[[int, Optional[FrameType]], None]:
+    """The first stop signal ends the watch with its summary and keeps it as finished; a second one, while
+    the summary is being made, leaves without it (exit 130)."""
+    def handle(_signum: int, _frame: Optional[FrameType]) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+    return handle
