@@ -41,8 +41,9 @@ def _cut_exit(report: LoadReport) -> int:
     assert report.cut is not None
     code = exits.INTERRUPTED if report.cut.signal == "SIGINT" else exits.TERMINATED
     kept = f" and kept as load {report.id}" if report.id is not None else ""
+    done = len(report.steps)
     sys.stderr.write(f"gputriage: the sweep was cut at step {report.cut.step} of {report.cut.steps} "
-                     f"({report.cut.signal}): the {len(report.steps)} finished printed{kept}\n")
+                     f"({report.cut.signal}): {done} finished step{'s' * (done != 1)} printed{kept}\n")
     return code
 
 
@@ -138,4 +139,5 @@ def load(
         print_json(report)
     else:
         render(report, out)
-    raise typer.Exit(_cut_exit(report) if report.cut is not None else exit_for(report.findings, threshold))
+    cut_now = report.cut is not None and show is None  # a kept test that was cut is shown like any other
+    raise typer.Exit(_cut_exit(report) if cut_now else exit_for(report.findings, threshold))
