@@ -8,7 +8,7 @@ from typing import Mapping, Protocol
 
 from gputriage.model.compile import CompileStats
 from gputriage.model.run import GpuStatic, ProcessSummary, RunMeta
-from gputriage.model.sample import Sample
+from gputriage.model.sample import Sample, StackCounts
 from gputriage.model.window import Windows
 
 
@@ -31,6 +31,8 @@ class WindowedRun(Protocol):
     def count(self) -> int: ...
 
     def processes(self) -> list[ProcessSummary]: ...
+
+    def stack_snapshots(self) -> list[tuple[float, StackCounts]]: ...  # (unix s, the stack sampler's top lines)
 
 
 @dataclass

@@ -48,6 +48,28 @@ class HostSample(msgspec.Struct, kw_only=True, omit_defaults=True):
     net_tx_bytes_per_s: Optional[float] = None
 
 
+class StackLine(msgspec.Struct, array_like=True):
+    """A line of the workload's Python code and what its threads did there (`inworkload.stack_sampler`)."""
+
+    file: str
+    line: int
+    function: str
+    category: str  # one of stack_sampler.CATEGORIES
+    main: float  # samples of the main thread at this line, cumulative
+    all: float  # samples of every thread
+
+
+class StackCounts(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The stack sampler's counts in the workload's processes that launch its work, cumulative since each started."""
+
+    ticks: float = 0.0  # sampling rounds (the main thread is sampled at each)
+    main: dict[str, float] = {}  # the main thread's samples per category, and "loader": its input waits on a DataLoader
+    all: dict[str, float] = {}  # every thread's
+    main_cpu_s: Optional[float] = None  # the main thread's CPU time
+    wall_s: float = 0.0  # the time sampled
+    lines: Optional[list[StackLine]] = None  # the top lines: carried by a sample now and then, not by each
+
+
 class WorkloadSample(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The workload's process tree."""
 
@@ -74,6 +96,7 @@ class WorkloadSample(msgspec.Struct, kw_only=True, omit_defaults=True):
     allocator_allocated_bytes: Optional[float] = None  # what the workload's tensors hold of it
     oom_requested_bytes: Optional[float] = None  # the largest allocation that failed
     oom_free_bytes: Optional[float] = None  # what the GPU had free then
+    stacks: Optional[StackCounts] = None  # where its Python threads spend their time (`stack_sampler`)
 
 
 class GpuProcess(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -19,7 +19,13 @@ HOST_FIELDS = ("max_core_pct", "iowait_pct", "swap_in_pages_per_s", "swap_in_max
                "workload_vram_max_bytes", "workload_rss_max_bytes", "mem_available_min_bytes", "job_gpu_processes",
                "job_gpus", "steps_total", "samples_total", "tokens_total", "progress_dt_s", "cuda_frees_per_s",
                "alloc_retries_per_s", "ooms_total", "oom_requested_bytes", "allocator_reserved_bytes",
-               "allocator_allocated_bytes")
+               "allocator_allocated_bytes", "host_gpu_wait_share", "host_input_wait_share", "host_copy_share",
+               "host_compute_share", "host_compile_share", "host_gc_share", "host_launch_share",
+               "host_input_loader_share", "host_others_busy", "host_stack_samples")
+# the main thread's share of the window in each of the stack sampler's categories (`inworkload.stack_sampler`)
+SHARE_FIELDS = {"gpu_wait": "host_gpu_wait_share", "input_wait": "host_input_wait_share", "copy": "host_copy_share",
+                "host_compute": "host_compute_share", "compile": "host_compile_share", "gc": "host_gc_share",
+                "launch": "host_launch_share"}
 
 
 class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -76,6 +82,17 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
     oom_requested_bytes: Optional[float] = None  # the largest allocation that failed
     allocator_reserved_bytes: Optional[float] = None  # what the allocator holds from the driver
     allocator_allocated_bytes: Optional[float] = None  # what the workload's tensors hold of it
+    # where the main thread of its Python processes spent the window (`stack_sampler`; None where nothing reported)
+    host_gpu_wait_share: Optional[float] = None  # waiting on the GPU's results (.item(), synchronize)
+    host_input_wait_share: Optional[float] = None  # blocked for input (queues, sockets, sleep, a DataLoader)
+    host_copy_share: Optional[float] = None  # copying (.to, .cuda, copy_, pinning)
+    host_compute_share: Optional[float] = None  # running Python, numpy, tokenizers on the host
+    host_compile_share: Optional[float] = None  # torch.compile compiling
+    host_gc_share: Optional[float] = None  # in garbage collection
+    host_launch_share: Optional[float] = None  # inside torch's ops (launching the GPU's work)
+    host_input_loader_share: Optional[float] = None  # of its input waits, those on a DataLoader's workers
+    host_others_busy: Optional[float] = None  # the other Python threads at work beside it (threads, on average)
+    host_stack_samples: Optional[float] = None  # the main thread's samples behind these shares
 
     @property
     def duration_s(self) -> float:

@@ -89,6 +89,9 @@ def run_workload(plan: RunPlan, store: Store | None) -> RunReport:
             argv, env, folder = inject.prepare(argv, env, steps=plan.profile_steps, skip_s=plan.profile_skip_s,
                                                gated=True)
             stack.callback(inject.clean, folder)
+        elif inject.is_python(argv):  # no profiler: the allocator's counters and the stack sampler all the same
+            env, hooks = inject.prepare_hooks(env)
+            stack.callback(inject.clean, hooks)
         session.open()  # the run is in the store before the workload starts (StoreError: nothing started)
         workload = Workload.start(argv, env, die_with_parent=plan.die_with_parent,
                                   stdout_to_stderr=plan.stdout_to_stderr, metric=plan.metric)

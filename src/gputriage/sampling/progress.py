@@ -1,19 +1,28 @@
 """Read what a workload reports from inside: the step counters of `gputriage.step()`
-(`gputriage.inworkload.progress`) and the CUDA caching allocator's counters (`gputriage.inworkload.allocator_counters`),
-per-process files in the folder `run` gave it, each summed over the processes. Files are mapped once
-and re-listed each read (a new rank, a forked worker); a process that ended leaves its counts, which
+(`gputriage.inworkload.progress`), the CUDA caching allocator's counters (`gputriage.inworkload.allocator_counters`)
+and where its threads spend their time (`gputriage.inworkload.stack_sampler`), per-process files in the folder `run`
+gave it, each summed over the processes. Files are mapped once (the stack reports, JSON, are read again when they
+change) and re-listed each read (a new rank, a forked worker); a process that ended leaves its counts, which
 stay counted."""
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-from gputriage.inworkload import allocator_counters, progress
+from gputriage.inworkload import allocator_counters, progress, stack_sampler
+from gputriage.model.sample import StackCounts, StackLine
 
 SUMMED = ("retries", "cuda_mallocs", "cuda_frees", "ooms", "reserved_bytes", "allocated_bytes")  # over processes
+# a sample carries the top lines at most every max(1 s, 5% of the time read so far), at least every 10 s: enough
+# for a steady state's lines, a few kB a second in the store at first, less later
+LINES_EVERY_S, LINES_EVERY_SHARE, LINES_EVERY_MAX_S = 1.0, 0.05, 10.0
+LINES_KEPT = 50  # lines a sample carries
+BUSY = ("host_compute", "launch", "copy", "compile", "gc")  # a thread at work, not waiting
 
 
 class _Mapped:
@@ -37,19 +46,144 @@ class _Mapped:
         return list(self.views.values())
 
 
+class _Reports:
+    """The stack sampler's reports (`stacks.PID.json`), read again when they change."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.seen: dict[str, tuple[int, dict[str, Any]]] = {}
+
+    def refresh(self, names: list[str]) -> list[dict[str, Any]]:
+        for n in names:
+            if not n.startswith(stack_sampler.PREFIX) or not n.endswith(".json"):
+                continue
+            path = os.path.join(self.folder, n)
+            try:
+                changed = os.stat(path).st_mtime_ns
+                if n in self.seen and self.seen[n][0] == changed:
+                    continue
+                with open(path) as fh:
+                    data = json.load(fh)
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict) and isinstance(data.get("main"), dict):
+                self.seen[n] = (changed, data)
+        return [d for _, d in self.seen.values()]
+
+
+def merged_stacks(reports: list[dict[str, Any]], lines: bool) -> StackCounts | None:
+    """The stack reports of the processes that launch the workload's work, summed: those that initialized CUDA, or
+    (none did: a CPU workload) those `multiprocessing` did not start (spawned workers are helpers), or all. The top
+    lines only if `lines`."""
+    chosen = [r for r in reports if r.get("cuda")] or [r for r in reports if not r.get("child")] or reports
+    if not chosen:
+        return None
+    main: dict[str, float] = {}
+    every: dict[str, float] = {}
+    for r in chosen:
+        for c in stack_sampler.CATEGORIES:
+            main[c] = main.get(c, 0.0) + float(r["main"].get(c, 0.0))
+            every[c] = every.get(c, 0.0) + float((r.get("all") or {}).get(c, 0.0))
+        main["loader"] = main.get("loader", 0.0) + float(r.get("main_loader", 0.0))
+    cpus = [r.get("main_cpu_s") for r in chosen]
+    out = StackCounts(ticks=sum(float(r.get("ticks", 0.0)) for r in chosen), main=main, all=every,
+                      main_cpu_s=sum(float(c) for c in cpus if c is not None) if None not in cpus else None,
+                      wall_s=sum(float(r.get("wall_s", 0.0)) for r in chosen))
+    if lines:
+        rows: dict[tuple[str, int, str, str], list[float]] = {}
+        for r in chosen:
+            for row in r.get("lines") or []:
+                try:
+                    key = (str(row[0]), int(row[1]), str(row[2]), str(row[3]))
+                    counts = rows.setdefault(key, [0.0, 0.0])
+                    counts[0] += float(row[4])
+                    counts[1] += float(row[5])
+                except (IndexError, TypeError, ValueError):
+                    continue
+        top = sorted(rows.items(), key=lambda kv: -kv[1][1])[:LINES_KEPT]
+        out.lines = [StackLine(*key, main=v[0], all=v[1]) for key, v in top]
+    return out
+
+
+def main_shares(main: Mapping[str, float], ticks: float, cpu_s: float | None, wall_s: float | None) -> dict[str, float]:
+    """The main thread's share of the time in each category (and "loader", its input waits on a DataLoader) from its
+    samples over a span, with its CPU time over the span where known: a sample needs the interpreter lock, which a
+    thread running Python gives up when it blocks, so the samples find it waiting more often than it does. Its input
+    waits are capped at its share off the CPU; what they lose goes to the other categories seen, in proportion
+    (to host_compute where none was seen)."""
+    if ticks <= 0:
+        return {}
+    counts = {c: max(0.0, float(main.get(c, 0.0))) for c in stack_sampler.CATEGORIES}
+    total = sum(counts.values())
+    if total <= 0:
+        return {}
+    shares = {c: v / total for c, v in counts.items()}
+    loader = min(counts["input_wait"], max(0.0, float(main.get("loader", 0.0)))) / total
+    if cpu_s is not None and wall_s:
+        off = min(1.0, max(0.0, 1.0 - cpu_s / wall_s))
+        excess = shares["input_wait"] - off
+        if excess > 0:
+            loader *= off / shares["input_wait"]
+            shares["input_wait"] = off
+            rest = 1.0 - off - excess
+            if rest > 0:
+                for c in shares:
+                    if c != "input_wait":
+                        shares[c] *= (rest + excess) / rest
+            else:
+                shares["host_compute"] += excess
+    shares["loader"] = loader
+    return shares
+
+
+def others_busy(main: Mapping[str, float], every: Mapping[str, float], ticks: float) -> float | None:
+    """The Python threads beside the main one at work (not waiting), on average over a span's samples."""
+    if ticks <= 0:
+        return None
+    return max(0.0, sum(float(every.get(c, 0.0)) - float(main.get(c, 0.0)) for c in BUSY) / ticks)
+
+
 class ProgressReader:
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(self, folder: str | Path, clock: Any = time.monotonic) -> None:
         self.folder = str(folder)
         self._steps = _Mapped(self.folder, progress.PREFIX, progress.FILE_BYTES)
         self._allocator = _Mapped(self.folder, allocator_counters.PREFIX, allocator_counters.FILE_BYTES)
+        self._stacks = _Reports(self.folder)
+        self._clock = clock
+        self._first_s: float | None = None
+        self._lines_s: float | None = None  # when a sample last carried the top lines
 
     def read(self) -> tuple[tuple[float, float, float] | None, dict[str, float] | None]:
-        """`totals()` and `allocator()` from one listing of the folder (what the sampler reads each sample)."""
+        """`totals()` and `allocator()` from one listing of the folder."""
+        return self.read_all()[:2]
+
+    def read_all(self) -> tuple[tuple[float, float, float] | None, dict[str, float] | None, StackCounts | None]:
+        """`totals()`, `allocator()` and `stacks()` from one listing of the folder (what the sampler reads each
+        sample)."""
         try:
             names = os.listdir(self.folder)
         except OSError:
             names = []
-        return self._totals(self._steps.refresh(names)), self._counters(self._allocator.refresh(names))
+        return self._totals(self._steps.refresh(names)), self._counters(self._allocator.refresh(names)), \
+            self._read_stacks(names)
+
+    def stacks(self) -> StackCounts | None:
+        """The stack sampler's counts summed over the workload's launching processes (the top lines now and then);
+        None where no process reported (not Python, not under `run`)."""
+        return self.read_all()[2]
+
+    def _read_stacks(self, names: list[str]) -> StackCounts | None:
+        reports = self._stacks.refresh(names)
+        if not reports:
+            return None
+        now = self._clock()
+        if self._first_s is None:
+            self._first_s = now
+        every = min(LINES_EVERY_MAX_S, max(LINES_EVERY_S, LINES_EVERY_SHARE * (now - self._first_s)))
+        lines = self._lines_s is None or now - self._lines_s >= every
+        if lines:
+            self._lines_s = now
+        return merged_stacks(reports, lines)
 
     def totals(self) -> tuple[float, float, float] | None:
         """Steps, samples and tokens reported so far by every process; None before the first step."""

@@ -249,10 +249,11 @@ class Sampler:
         c2 = clock()
         workload = self.tree.read() if self.tree is not None else None
         if workload is not None and self.progress is not None:
-            done, alloc = self.progress.read()
-            if done is not None or alloc is not None:  # a copy: the tree's reading is shared until its next one
+            done, alloc, stacks = self.progress.read_all()
+            if done is not None or alloc is not None or stacks is not None:  # a copy: the tree's reading is shared
                 steps = {"steps_total": done[0], "samples_total": done[1], "tokens_total": done[2]} if done else {}
-                workload = msgspec.structs.replace(workload, **steps, **(_allocator_fields(alloc) if alloc else {}))
+                workload = msgspec.structs.replace(workload, **steps, **(_allocator_fields(alloc) if alloc else {}),
+                                                   **({"stacks": stacks} if stacks is not None else {}))
         c3 = clock()
         cost["gpu"] += c1 - c0
         cost["host"] += c2 - c1

@@ -17,13 +17,15 @@ from typing import Iterable, Iterator
 from gputriage.model.clock_events import POWER_CAP_BIT, THERMAL_OR_HW_BITS
 from gputriage.model.numbers import median
 from gputriage.model.run import ProcessSummary
-from gputriage.model.sample import Sample
-from gputriage.model.window import GPU_FIELDS, HOST_FIELDS, WindowMetrics
+from gputriage.model.sample import Sample, StackCounts
+from gputriage.model.window import GPU_FIELDS, HOST_FIELDS, SHARE_FIELDS, WindowMetrics
+from gputriage.sampling.progress import main_shares, others_busy
 
 WINDOW_S = 1.0
 PROCESS_COMPUTES_PCT = 5.0  # a process whose kernels run this share of the time computes on the GPU
 MAX_PROCESSES = 64  # processes tallied per run (a job forking CUDA processes without end stays bounded)
 CAPACITY = 1 << 17  # windows per GPU before pairs are merged: 36 h at 1 s
+STACK_SNAPSHOTS = 512  # the stack sampler's top lines kept over a run (every other one dropped beyond)
 FIELDS = GPU_FIELDS + HOST_FIELDS
 _MAX_FIELDS = {"util_max_pct", "sm_active_max_pct", "power_max_w", "temperature_max_c", "used_max_bytes", "neighbours",
                "job_computing", "job_gpu_processes", "job_gpus", "steps_total", "samples_total", "tokens_total",
@@ -220,6 +222,32 @@ def _allocator_rates(bucket: list[Sample], before: Sample | None) -> dict[str, f
             "alloc_retries_per_s": ((b.alloc_retries_total or 0.0) - (a.alloc_retries_total or 0.0)) / dt}
 
 
+def _stack_shares(bucket: list[Sample], before: Sample | None) -> dict[str, float]:
+    """The main thread's share of the window in each of the stack sampler's categories, from the counts at the
+    previous window's last sample (when there is one) to this window's last."""
+    points = [s.workload.stacks for s in ([before] if before is not None else []) + bucket
+              if s.workload is not None and s.workload.stacks is not None]
+    if len(points) < 2:
+        return {}
+    a, b = points[0], points[-1]
+    ticks = b.ticks - a.ticks
+    main = {k: v - a.main.get(k, 0.0) for k, v in b.main.items()}
+    every = {k: v - a.all.get(k, 0.0) for k, v in b.all.items()}
+    if ticks <= 0 or min(main.values(), default=0.0) < 0:  # nothing new, or the processes read changed
+        return {}
+    cpu = b.main_cpu_s - a.main_cpu_s if b.main_cpu_s is not None and a.main_cpu_s is not None else None
+    shares = main_shares(main, ticks, cpu, b.wall_s - a.wall_s)
+    if not shares:
+        return {}
+    out = {field: shares[c] for c, field in SHARE_FIELDS.items()}
+    out["host_input_loader_share"] = shares["loader"]
+    out["host_stack_samples"] = ticks
+    busy = others_busy(main, every, ticks)
+    if busy is not None:
+        out["host_others_busy"] = busy
+    return out
+
+
 def host_values(bucket: list[Sample], before: Sample | None = None) -> dict[str, float]:
     """The host's and the workload's figures over one window's samples; `before`, the previous window's
     last sample, for the rates of cumulative counters."""
@@ -253,6 +281,7 @@ def host_values(bucket: list[Sample], before: Sample | None = None) -> dict[str,
     put("allocator_reserved_bytes", (w.allocator_reserved_bytes for w in work))
     put("allocator_allocated_bytes", (w.allocator_allocated_bytes for w in work))
     out.update(_allocator_rates(bucket, before))
+    out.update(_stack_shares(bucket, before))
     # float32 columns: a time as seconds after the window's start (unix seconds would lose minutes)
     put("progress_dt_s", (s.t_s - bucket[0].t_s for s in bucket
                           if s.workload is not None and s.workload.steps_total is not None), _max)
@@ -284,6 +313,7 @@ class Windower:
         self._edge = 0.0
         # (gpu, pid, job) -> [samples, samples with utilization, its sum, samples computing, most memory]
         self._processes: dict[tuple[int, int, bool], list[float]] = {}
+        self._stacks: list[tuple[float, StackCounts]] = []  # (unix s, counts with the top lines), oldest first
 
     @property
     def window_s(self) -> float:
@@ -304,6 +334,14 @@ class Windower:
                 self._edge += self.window_s
         self._bucket.append(s)
         self._tally(s)
+        if s.workload is not None and s.workload.stacks is not None and s.workload.stacks.lines is not None:
+            self._stacks.append((s.t_s, s.workload.stacks))
+            if len(self._stacks) > STACK_SNAPSHOTS:  # thinned, the first and the newest kept
+                self._stacks = self._stacks[:-1:2] + self._stacks[-1:]
+
+    def stack_snapshots(self) -> list[tuple[float, StackCounts]]:
+        """The stack sampler's counts with its top lines, as samples carried them (unix s, counts), oldest first."""
+        return list(self._stacks)
 
     def _tally(self, s: Sample) -> None:
         for job, procs in ((True, s.job_processes), (False, s.neighbours)):
