@@ -15,7 +15,7 @@ from gputriage.diagnosis.run.regimes import MIN_REGIME_S, regime_changes
 from gputriage.model.run import Regime, RunMeta
 from gputriage.model.sample import Sample
 from gputriage.sampling.session import replay
-from recordings import runs
+from recordings import judged, runs
 
 COUNTERS = ("steps_total", "samples_total", "tokens_total")
 
@@ -78,3 +78,17 @@ def test_blips_and_edges_are_no_regime_change() -> None:
     assert regime_changes(0, timeline, 1.0) == []
     longer = [*timeline[:2], Regime(40.0, 60.0, "host_bound"), Regime(60.0, 90.0, "compute_bound")]
     assert [f.evidence["to"] for f in regime_changes(0, longer, 1.0)] == ["host_bound", "compute_bound"]
+
+
+def test_a_job_recorded_changing_regime_on_an_h200_names_each_regime_and_both_changes() -> None:
+    """`examples/workloads/regime_shift.py --seconds 180` under `gputriage run` on an H200: 60 s of bf16 GEMMs, 60 s
+    waiting 150 ms on the host every step, 60 s of GEMMs again; profiled once (`--profile auto`), in the middle."""
+    rec = runs("runs_regime_shift.json.gz")["regime_shift"]
+    report = judged(rec)
+    lasting = [r for r in report.verdict.per_gpu["0"].timeline if r.summary]
+    assert [r.regime for r in lasting][0::2] == ["compute_bound", "compute_bound"]
+    assert lasting[1].regime != "compute_bound" and lasting[1].evidence["util_pct"] < 50
+    changes = [f for f in report.findings if f.id == "run.regime_changed"]
+    assert [round(f.evidence["at_s"] / 10) * 10 for f in changes] == [70, 130]  # +74 s and +134 s
+    assert changes[0].evidence["rate_after"] < 0.5 * changes[0].evidence["rate_before"]
+    assert "-80%" in changes[0].symptom

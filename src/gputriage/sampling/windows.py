@@ -165,6 +165,10 @@ def _nanmax(values: list[float]) -> float:
     return max(_known(values), default=NAN)
 
 
+def _computes(sm_util_pct: float | None) -> bool:
+    return sm_util_pct is None or sm_util_pct >= PROCESS_COMPUTES_PCT
+
+
 def gpu_values(bucket: list[Sample], gpu: int) -> dict[str, float]:
     """A GPU's figures over one window's samples."""
     rows = [g for g in (s.gpu(gpu) for s in bucket) if g is not None]
@@ -201,7 +205,10 @@ def gpu_values(bucket: list[Sample], gpu: int) -> dict[str, float]:
     if reasons:
         out["throttled_share"] = sum(1 for x in reasons if x & THERMAL_OR_HW_BITS) / len(reasons)
         out["power_capped_share"] = sum(1 for x in reasons if x & POWER_CAP_BIT) / len(reasons)
-    out["neighbours"] = float(max((sum(1 for n in s.neighbours if n.gpu == gpu) for s in bucket), default=0))
+    # other processes that share the GPU's time: those whose kernels run, or whose use NVML did not say; one that
+    # only holds memory (20 GiB left idle beside a job, recorded on an H200) takes none of it
+    out["neighbours"] = float(max((sum(1 for n in s.neighbours if n.gpu == gpu and _computes(n.sm_util_pct))
+                                   for s in bucket), default=0))
     known = [[p.sm_util_pct for p in s.job_processes if p.gpu == gpu and p.sm_util_pct is not None] for s in bucket]
     if any(known):
         out["job_computing"] = float(max(sum(1 for u in us if u >= PROCESS_COMPUTES_PCT) for us in known))

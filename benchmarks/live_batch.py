@@ -1,0 +1,94 @@
+"""Run workloads under `gputriage run` in several modes on a GPU machine and keep what it said: each run's JSON
+report, the run store, and a table (workload, mode, expected cause, verdict, top Python lines, finding ids).
+
+    python benchmarks/live_batch.py --out DIR [--seconds 10] [--modes default,no-profile,no-gpm]
+                                    [--workloads name,name] [--budget-s 540]
+
+The expected cause is read from each workload's docstring (the words before its last full stop naming a
+bottleneck); the verdict code never sees the workload's name. Stops starting runs when the time budget is spent,
+so a batch ends inside the device's limit with what it measured kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKLOADS = ROOT / "examples" / "workloads"
+MODES = {"default": [], "no-profile": ["--no-profile"], "no-gpm": ["--no-gpm"]}
+CAUSES = ("input_starved", "launch_bound", "sync_bound", "h2d_copy_bound", "memory_bound", "compute_bound",
+          "tensor_cores_idle", "underfilled", "throttled", "vram_pressure", "contended", "comm_bound", "idle",
+          "host_bound")
+
+
+def expected(script: Path) -> str:
+    doc = script.read_text().split('"""')[1]
+    found = [c for c in CAUSES if c in doc]
+    return found[-1] if found else "?"
+
+
+def run_one(script: Path, mode: str, seconds: float, out: Path, store: Path, limit_s: float) -> dict:
+    report = out / f".{script.stem}.{mode}.json"  # appended to reports.jsonl, then removed
+    argv = [sys.executable, "-m", "gputriage", "run", "--store", str(store), "-o", str(report), "--quiet",
+            *MODES[mode], "--", sys.executable, str(script), "--seconds", str(seconds)]
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=limit_s)
+        code, tail = proc.returncode, (proc.stdout + proc.stderr)[-600:]
+    except subprocess.TimeoutExpired:
+        code, tail = None, "timed out"
+    row = {"workload": script.stem, "mode": mode, "expected": expected(script), "rc": code,
+           "wall_s": round(time.monotonic() - t0, 1)}
+    try:
+        r = json.loads(report.read_text())
+    except (OSError, ValueError):
+        row["error"] = tail
+        return row
+    with open(out / "reports.jsonl", "a") as f:
+        f.write(json.dumps({"workload": script.stem, "mode": mode, "report": r}) + "\n")
+    report.unlink()
+    v = r.get("verdict") or {}
+    row["verdict"] = v.get("bottleneck")
+    row["source"] = v.get("source")
+    g = next(iter((v.get("per_gpu") or {}).values()), {})
+    row["summary"] = g.get("summary", "")
+    row["findings"] = [f["id"] for f in r.get("findings", [])]
+    row["host_lines"] = (r.get("host_lines") or r.get("host", {}).get("top_lines") or [])[:4]
+    row["throughput"] = (r.get("throughput") or {}).get("samples_per_s")
+    row["compile"] = r.get("compile")
+    return row
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--modes", default="default,no-profile,no-gpm")
+    p.add_argument("--workloads", default="")
+    p.add_argument("--budget-s", type=float, default=540.0)
+    a = p.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    names = [n for n in a.workloads.split(",") if n]
+    scripts = [WORKLOADS / f"{n}.py" for n in names]
+    start, rows = time.monotonic(), []
+    for script in scripts:
+        for mode in a.modes.split(","):
+            left = a.budget_s - (time.monotonic() - start)
+            if left < a.seconds + 20:
+                rows.append({"workload": script.stem, "mode": mode, "skipped": "time budget spent"})
+                continue
+            row = run_one(script, mode, a.seconds, a.out, a.out / "runs.sqlite", min(left, a.seconds * 6 + 60))
+            rows.append(row)
+            ok = "RIGHT" if row.get("verdict") == row["expected"] else "wrong"
+            print(f"{row['workload']:24} {mode:10} expected {row['expected']:15} got {row.get('verdict')!s:15} "
+                  f"{ok}  {row['wall_s']}s  {row.get('findings', [])}  {row.get('host_lines', '')}", flush=True)
+            (a.out / "table.json").write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
