@@ -28,8 +28,8 @@ def _ray() -> Any:
 
 def join(address: str, connect_timeout_s: float = CONNECT_TIMEOUT_S) -> Any:
     """The `ray` module, joined to the cluster at `address` (quiet: no Ray log line reaches the terminal)."""
+    probe(address, connect_timeout_s)  # before Ray's import (seconds): an address that is not Ray's is said at once
     ray = _ray()
-    probe(address, connect_timeout_s)
     try:
         ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
