@@ -36,20 +36,21 @@ MATMUL_SLOW = FindingSpec(
     symptom="A GEMM rate is far under the datasheet figure",
     cause="Clocks held down (thermal, power), another process on the GPU, MIG, or a slow library build",
     decision="Run `gputriage check` (clock-event reasons, other processes, MIG, framework build) and bench again",
-    condition="best GEMM rate of a dtype < 60% of its dense datasheet figure", thresholds=(MATMUL_LOW,))
+    condition=f"best GEMM rate of a dtype < {MATMUL_LOW.value:.0%} of its dense datasheet figure",
+    thresholds=(MATMUL_LOW,))
 MEMORY_SLOW = FindingSpec(
     id="bench.memory_bandwidth_low", step=2, severity=Severity.warn, commands=BENCH, needs=("gpu", "torch", "spec"),
     symptom="Device memory bandwidth is far under its datasheet figure",
     cause="Another process, ECC/row-remap state, or memory clocks held down",
     decision="Check for other processes, ECC/row-remap state and clocks (`gputriage check`)",
-    condition="copy or read bandwidth < 75% of the datasheet", thresholds=(MEMORY_LOW,))
+    condition=f"copy or read bandwidth < {MEMORY_LOW.value:.0%} of the datasheet", thresholds=(MEMORY_LOW,))
 PCIE_SLOW = FindingSpec(
     id="bench.pcie_bandwidth_low", step=5, severity=Severity.warn, commands=BENCH, needs=("gpu", "torch"),
     symptom="Pinned host↔device copies are far under the link's rate",
     cause="A degraded link (fewer lanes or a lower generation than the card supports), or the pinned buffer sits on "
           "a NUMA node remote from the GPU",
     decision="Pin the process to the GPU's NUMA node (numactl --cpunodebind) and check the link under load",
-    condition="pinned copy rate < 70% of the raw link rate", thresholds=(PCIE_LOW,))
+    condition=f"pinned copy rate < {PCIE_LOW.value:.0%} of the raw link rate", thresholds=(PCIE_LOW,))
 SPECS = (GPU_SHARED, MATMUL_SLOW, MEMORY_SLOW, PCIE_SLOW)
 
 

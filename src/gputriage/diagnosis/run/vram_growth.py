@@ -36,8 +36,8 @@ VRAM_GROWING = FindingSpec(
           "that keep changing",
     decision="Run it under `gputriage run` (Python), which tells the two apart from the allocator's counters; "
              "torch.cuda.memory._record_memory_history() and a snapshot show which allocations stay",
-    condition="GPU memory used grows >= 256 MiB over a steady state of >= 5 s, at a fitted rate that each half of "
-              "it shows at least a quarter of",
+    condition=f"GPU memory used grows >= {GROWTH_MIN.value:g} MiB over a steady state of >= {GROWTH_MIN_S.value:g} "
+              f"s, at a fitted rate that each half of it shows at least {HALF_SHARE.value:.0%} of",
     thresholds=(GROWTH_MIN, GROWTH_MIN_S, HALF_SHARE, HELD_SHARE))
 
 

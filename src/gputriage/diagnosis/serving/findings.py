@@ -62,8 +62,8 @@ GPU_UNDERFILLED = FindingSpec(
           "memory and launches, and has room for a bigger batch at almost no latency cost",
     decision="Serve more requests at once (batch more: continuous batching, a higher concurrency per replica) "
              "before adding GPUs; fewer, fuller replicas cost less per token",
-    condition="SM activity (GPU-Util) below the threshold at the lightest load, and output tokens/s x >= 1.6 when "
-              "the load doubles")
+    condition="SM activity (GPU-Util) below the threshold at the lightest load, and output tokens/s x >= "
+              f"{SCALING.value:g} when the load doubles")
 PREFILL_INTERFERENCE = FindingSpec(
     id="load.prefill_interference", step=2, severity=Severity.warn, commands=LOAD, thresholds=(PREFILL_ITL,),
     symptom="Long prompts stall everyone else's tokens: inter-token latency spikes while they are prefilled",

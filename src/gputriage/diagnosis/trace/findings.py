@@ -62,8 +62,8 @@ SLOW_GEMMS = FindingSpec(
           "clocks are held down (power, thermal)",
     decision="Look for other processes on the GPU and clock-event reasons (`gputriage check`, or `gputriage run`, "
              "which sees both); compare with `gputriage bench`",
-    condition="a tensor-core GEMM of >= 100 µs taking >= 20% of kernel time, not under the memory roof, reaches < 50% "
-              "of the datasheet rate",
+    condition=f"a tensor-core GEMM of >= {SLOW_GEMM_MIN_US.value:g} µs taking >= {SLOW_GEMM_SHARE.value:g}% of kernel "
+              f"time, not under the memory roof, reaches < {SLOW_GEMM.value:g}% of the datasheet rate",
     thresholds=(SLOW_GEMM, SLOW_GEMM_MIN_US, SLOW_GEMM_SHARE))
 PAGEABLE_COPY_CAUSE = ("Copies from pageable memory are staged through a driver buffer and run at a fraction of the "
                        "link's speed, and they block the host")
@@ -92,7 +92,7 @@ FP64_GEMMS = FindingSpec(
     decision="Keep fp64 where the computation needs it (solvers, ill-conditioned systems); where it does not, TF32 "
              "(torch.backends.cuda.matmul.allow_tf32 = True on fp32) or bf16 run an order of magnitude faster, and "
              "mixed-precision refinement keeps fp64 accuracy for linear solves",
-    condition="fp64 GEMMs >= 10% of the window", thresholds=(FINDING_MIN,))
+    condition=f"fp64 GEMMs >= {FINDING_MIN.value:g}% of the window", thresholds=(FINDING_MIN,))
 ALL_SPECS = (*SPECS.values(), SLOW_GEMMS, FP64_GEMMS)
 
 
