@@ -53,10 +53,17 @@ class ChildProbe:
         if line is None:
             self.stop(0)
             return Unavailable("timeout", f"{self.module} gave no answer within {timeout_s:g} s")
+        return self.parse(self.module, line)
+
+    @staticmethod
+    def parse(module: str, line: str | None) -> Reading:
+        """A child's JSON line (an Unavailable for none, or one that is not JSON)."""
+        if line is None:
+            return Unavailable("error", f"{module} ended without an answer")
         try:
             return json.loads(line)
         except json.JSONDecodeError:
-            return Unavailable("error", f"{self.module} said {line[:100]!r}")
+            return Unavailable("error", f"{module} said {line[:100]!r}")
 
     def send(self, line: str) -> None:
         try:

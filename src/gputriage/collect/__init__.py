@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import time
 
-from gputriage.backends import cache
 from gputriage.backends.child import ChildProbe
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import NvmlBackend
-from gputriage.backends.torch_install import fingerprint as torch_fingerprint
 from gputriage.collect import (
     container,
     cpu,
@@ -41,13 +39,19 @@ def collect_snapshot(nvml: NvmlBackend, host: Host, *, window_s: float = DEFAULT
                      use_cache: bool = True) -> Snapshot:
     """Read every fact of this machine.
 
-    Two helper children start first: the link load (PCIe copies through the CUDA driver, started
-    once the idle window closes, and the link read meanwhile) and, unless its answer is cached
-    for this torch build and driver, the framework probe (imports torch). The CPU, page-fault and
-    GPM windows run while the static facts are read; the helpers' own CPU time is subtracted.
+    Two helper children start first: the framework probe (imports torch), unless its answer is cached
+    for this torch build and driver, before NVML starts when the driver's version can be read without
+    it; and the link load (PCIe copies through the CUDA driver, started once the idle window closes,
+    and the link read meanwhile). The CPU, page-fault and GPM windows run while the static facts are
+    read; the helpers' own CPU time is subtracted. The framework probe is waited for only briefly
+    (`collect.framework`); `use_cache=False` waits for it.
     """
     ctx = Context(nvml=nvml, host=host)
     taken_at = time.time()
+    torch_probe = framework.FrameworkProbe(host, use_cache=use_cache) if use_framework else None
+    early = torch_probe.early_driver() if torch_probe is not None else None
+    if torch_probe is not None and early is not None:
+        torch_probe.start(early)  # the import overlaps NVML's start as well
     facts: list[Fact] = list(driver.collect(ctx))
 
     # helpers start first (their set-up overlaps the idle window; their CPU time is subtracted)
@@ -57,17 +61,12 @@ def collect_snapshot(nvml: NvmlBackend, host: Host, *, window_s: float = DEFAULT
     if ctx.gpus and load_ms > 0 and not shared:  # never take an exclusive-mode GPU from a job about to start
         load_child = ChildProbe("gputriage.probes.link_load", "--ms", str(load_ms), "--wait", stdin=True)
         ctx.ignore_pids.add(load_child.pid)
-    framework_child, framework_key, framework_info = None, None, None
-    torch_fp = torch_fingerprint() if use_framework and ctx.gpus else None
-    if torch_fp is not None:
-        driver_version = next((f.value for f in facts if f.name == "driver.version"), None)
-        framework_key = framework.cache_key(torch_fp, driver_version, host.environ)
-        cached = cache.read(framework.CACHE_NAME) if use_cache else None
-        if isinstance(cached, dict) and cached.get("key") == framework_key:
-            framework_info = cached
-        else:
-            framework_child = ChildProbe("gputriage.probes.torch_info")
-            ctx.ignore_pids.add(framework_child.pid)
+    if torch_probe is not None and not ctx.gpus:
+        torch_probe.cancel()  # no GPU for torch to use: its version, not its CUDA
+    elif torch_probe is not None:
+        torch_probe.start(early or next((f.value for f in facts if f.name == "driver.version"), None))
+        if torch_probe.pid is not None:
+            ctx.ignore_pids.add(torch_probe.pid)
 
     t0 = host.monotonic()
     cpu_first, vm_first, gpm_first = cpu.begin(ctx), memory.begin(ctx), utilization.gpm_begin(ctx)
@@ -101,23 +100,12 @@ def collect_snapshot(nvml: NvmlBackend, host: Host, *, window_s: float = DEFAULT
             facts += pcie.not_loaded(ctx, Unavailable("error", f"read at idle: the link load failed ({problem})"))
         load_child.stop()
 
-    if framework_info is not None:
-        facts += framework.facts_from_info(framework_info, src="torch:child (cached)")
-    elif framework_child is not None:
-        info = framework_child.json_line(timeout_s=60.0)
-        framework_child.stop()
-        if isinstance(info, dict) and framework_key is not None:
-            cache.write(framework.CACHE_NAME, info | {"key": framework_key})
-        facts += framework.facts_from_info(info)
-    else:
-        why: Unavailable
-        if not use_framework:
-            why = Unavailable("not_found", "skipped (--no-framework)")
-        elif not ctx.gpus:
-            why = Unavailable("not_found", "skipped: NVML sees no GPU")
-        else:
-            why = Unavailable("not_installed", "torch is not importable")
-        facts += framework.facts_from_info(why)
+    if torch_probe is None:
+        facts += framework.facts_from_info(Unavailable("not_found", "not probed (--no-framework)"))
+    elif ctx.gpus:
+        facts += torch_probe.facts()
+    else:  # the version the install says, nothing of CUDA
+        facts += framework.unprobed(Unavailable("not_found", "not probed: NVML sees no GPU"))
 
     raw = {"nvml": dict(nvml.records), "host": dict(host.records)}
     return Snapshot(facts=tuple(facts), taken_at=taken_at, hostname=host.hostname(), tool_version=__version__, raw=raw)

@@ -1,13 +1,16 @@
 """Run in a child process by `check`: what this Python's torch sees, as one JSON line.
 
 torch is imported in a child so its import time and memory stay out of gputriage's process.
-`is_available()` does not create a CUDA context.
+`is_available()` does not create a CUDA context. Given a cache key, the answer is also cached, so a
+`check` that stopped waiting for it finds it next time.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+
+from gputriage.backends import cache
 
 
 def framework_info() -> dict:
@@ -27,7 +30,16 @@ def framework_info() -> dict:
 
 
 def main(argv: list[str]) -> int:
-    print(json.dumps(framework_info()), flush=True)
+    """`--cache NAME --key KEY`: also keep the answer in gputriage's cache under that key, before printing it (the
+    process that started this one may have stopped waiting: the next one reads the cache)."""
+    info = framework_info()
+    options = dict(zip(argv[::2], argv[1::2]))
+    if "--cache" in options and "--key" in options:
+        cache.write(options["--cache"], info | {"key": options["--key"]})
+    try:
+        print(json.dumps(info), flush=True)
+    except BrokenPipeError:  # nobody reads any more: the cache holds the answer
+        pass
     return 0
 
 

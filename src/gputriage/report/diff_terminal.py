@@ -13,6 +13,14 @@ from gputriage.report.style import figure_text
 _fig = figure_text
 
 
+def verdicts(d: Diff) -> str:
+    """The two sides' verdicts in words: one when they agree, A → B when not ("none" where a side has none: no GPU
+    sampled, or a run that failed before a steady state)."""
+    if d.verdict_a == d.verdict_b:
+        return d.verdict_a or "none on either side"
+    return f"{d.verdict_a or 'none'} → {d.verdict_b or 'none'}"
+
+
 def render_baseline(b: Baseline, console: Console | None = None) -> None:
     console = console or Console()
     console.print(Text(f"baseline {b.name}: runs {', '.join(map(str, b.runs))}", style="bold"))
@@ -22,7 +30,8 @@ def render_baseline(b: Baseline, console: Console | None = None) -> None:
     for k, f in sorted(b.figures.items()):
         t.add_row(k, _fig(f))
     console.print(t)
-    console.print(Text("verdicts: " + ", ".join(f"{k} ×{n}" for k, n in b.verdicts.items()), style="dim"))
+    console.print(Text("verdicts: " + (", ".join(f"{k} ×{n}" for k, n in b.verdicts.items()) or "none"),
+                       style="dim"))
     console.print(Text("environment: " + "; ".join(f"{k}: {v}" for k, v in b.fingerprint.items()), style="dim"))
 
 
@@ -48,8 +57,7 @@ def render_diff(d: Diff, console: Console | None = None) -> None:
     if unknown:
         console.print(Text("one run on each side: the noise is unknown and no change is called (a baseline of "
                            "several runs measures it)", style="yellow"))
-    verdicts = f"verdict: {d.verdict_a} → {d.verdict_b}" if d.verdict_a != d.verdict_b else f"verdict: {d.verdict_a}"
-    console.print(Text(verdicts, style="bold magenta" if d.verdict_a != d.verdict_b else "dim"))
+    console.print(Text(f"verdict: {verdicts(d)}", style="bold magenta" if d.verdict_a != d.verdict_b else "dim"))
     if d.environment:
         console.print(Text("environment changed:", style="bold yellow"))
         for e in d.environment:

@@ -16,7 +16,14 @@ GPU_COLUMNS = (("name", "name"), ("VRAM used", "vram"), ("util", "util"), ("SM a
 
 
 def _shown(v: object) -> str:
-    return "not installed" if isinstance(v, Unavailable) else str(v)
+    """A fact's value, or why it has none in words ("not installed" only where that is the reason)."""
+    if not isinstance(v, Unavailable):
+        return str(v)
+    if v.reason == "not_installed":
+        return "not installed"
+    if not v.detail:
+        return f"not read ({v.reason})"
+    return v.detail if v.detail.startswith("not ") else f"not read: {v.detail}"
 
 
 def check_page(report: CheckReport, verbose: bool = False) -> Page:

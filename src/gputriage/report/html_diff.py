@@ -4,6 +4,7 @@ is outside the noise; the verdicts; what changed in the environment."""
 from __future__ import annotations
 
 from gputriage.model.baseline import Diff, Figure
+from gputriage.report.diff_terminal import verdicts
 from gputriage.report.html_page import Page, Raw, esc, table
 from gputriage.report.style import figure_text
 
@@ -51,7 +52,7 @@ def diff_html(d: Diff) -> str:
     if unknown:
         out.append('<p class="muted">One run on a side: the noise is unknown and no change is called (a baseline '
                    "of several runs measures it).</p>")
-    verdict = (f"{esc(d.verdict_a)} → {esc(d.verdict_b)}" if d.verdict_a != d.verdict_b else esc(d.verdict_a))
+    verdict = esc(verdicts(d))
     out.append(f"<p><b>Verdict:</b> {verdict}</p>")
     if d.regressions:
         out.append(f'<p class="worse">Regressions: {esc(", ".join(d.regressions))}</p>')

@@ -179,11 +179,12 @@ def _throughput(r: RunReport, console: Console) -> None:
     rates = [x for x in (_rate(t.steps_per_s, "steps"), _rate(t.samples_per_s, "samples"),
                          _rate(t.tokens_per_s, "tokens")) if x]
     if t.metric_pattern is not None:
-        rates.append(f"{t.metric_median:,.4g} (median of {t.metric_lines} lines matching {t.metric_pattern!r})"
+        rates.append(f"{t.metric_median:,.4g} (median of {t.metric_lines} line{'s' * (t.metric_lines != 1)} matching "
+                     f"{t.metric_pattern!r})"
                      if t.metric_median is not None else f"no line matched {t.metric_pattern!r} in the steady state")
     line = Text("throughput: ", style="bold")
     line.append(", ".join(rates) or "no steady rate", style="bold cyan")
-    line.append(f" over the steady {t.steady_s:.0f} s ({t.source})", style="dim")
+    line.append((f" over the steady {t.steady_s:.0f} s" if t.steady_s >= 1 else "") + f" ({t.source})", style="dim")
     console.print(line)
     if t.mfu_pct is not None:
         console.print(Text(f"  MFU {t.mfu_pct:.1f}%: {t.achieved_tflops:,.1f} TFLOP/s of the model's math against "

@@ -140,12 +140,14 @@ def regression(d: Diff) -> Finding | None:
         return None
     moved = {c.figure: c for c in d.changes}
     parts = [f"{k} {moved[k].change_pct:+.1f}% (noise {moved[k].noise_pct:.1f}%)" for k in d.regressions]
-    env = "; ".join(f"{e.key}: {e.a} -> {e.b}" for e in d.environment if e.key != "command")
+    changed = "; ".join(f"{e.key}: {e.a} -> {e.b}" for e in d.environment)
     return REGRESSION.finding(
         {"baseline": d.a, "regressions": {k: moved[k].change_pct for k in d.regressions},
          "environment": {e.key: [e.a, e.b] for e in d.environment}},
-        symptom=f"Below baseline {d.a}: " + ", ".join(parts),
-        cause=REGRESSION.cause + (f". In the environment: {env}" if env else ". The environment is the same"))
+        symptom=f"Below {d.a}: " + ", ".join(parts),  # d.a says what it is: "baseline NAME" or "run ID"
+        cause=REGRESSION.cause + (f". What changed: {changed}" if changed else
+                                  ". Nothing recorded in the environment changed (GPUs, driver, CUDA, torch, "
+                                  "clocks, ECC, power limit, PCIe link, variables, command)"))
 
 
 def against(report: RunReport, base: Baseline, label: str) -> None:

@@ -61,8 +61,9 @@ def throughput(host: Windows, timeline: list[Regime], run_start_s: float, gpus: 
     times = [p[0] for p in points] + [t for t, _ in read]
     if body:
         t0, t1 = run_start_s + body[0].start_s, run_start_s + body[-1].end_s
-    else:  # no timeline (no GPU sampled): the whole run
-        t0, t1 = min(times), max(times)
+    else:  # no timeline (no GPU sampled): the whole run, as far as the host was sampled or the workload reported
+        ends = [w.t1_s for w in host][-1:]
+        t0, t1 = min([run_start_s, *times]) if run_start_s else min(times), max(times + ends)
     out.steady_s = round(t1 - t0, 1)
     if points:
         steady = _rates(points, t0, t1)
