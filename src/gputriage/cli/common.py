@@ -85,6 +85,10 @@ def api_errors() -> Iterator[None]:
         fail(str(exc), exits.BAD_INPUT)
 
 
+OPTION_METAVARS = {"currency": "CODE", "model": "NAME", "price": "PER_GPU_HOUR"}  # an option's value, where its
+# declaration names none
+
+
 def argument_name(param: Any) -> str:
     """An argument as the help shows it: RUN, [ID] when it may be left out, COMMAND... when it takes several."""
     name = param.metavar or (param.name or "").upper()
@@ -104,6 +108,8 @@ class Command(typer.core.TyperCommand):
     def format_options(self, ctx: Any, formatter: Any) -> None:
         args, opts = [], []
         for param in self.get_params(ctx):
+            if param.param_type_name == "option" and param.metavar is None and not getattr(param, "is_flag", True):
+                param.metavar = OPTION_METAVARS.get(param.name or "", (param.name or "value").upper())  # not <str>
             record = param.get_help_record(ctx)
             if record is None:
                 continue

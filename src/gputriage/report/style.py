@@ -78,7 +78,8 @@ def finding_text(f: Finding, why: bool = True) -> Table:
 
 class Tagged:
     """A bold text with a dim tag after it (a finding's symptom and its [id · subject]). Wrapped, the tag stays
-    on the line of the text's last word: where it would fall alone on a line, that word goes down with it."""
+    whole on the line of the text's last word: where it would fall on a line of its own, or break, that word
+    goes down with it."""
 
     def __init__(self, text: str, tag: str) -> None:
         self.text, self.tag = text, tag
@@ -86,10 +87,9 @@ class Tagged:
     def lines(self, console: Console, width: int) -> Text:
         whole = Text(self.text, style="bold")
         whole.append(f"  {self.tag}", style="dim")
-        wrapped = whole.wrap(console, width)
         words = self.text.rsplit(" ", 1)
-        if len(wrapped) < 2 or wrapped[-1].plain.strip() != self.tag or len(words) < 2:
-            return whole
+        if len(words) < 2 or whole.wrap(console, width)[-1].plain.rstrip().endswith(f"{words[1]}  {self.tag}"):
+            return whole  # the tag whole, on the line of the text's last word
         out = Text(words[0] + "\n", style="bold")
         out.append(words[1], style="bold")
         out.append(f"  {self.tag}", style="dim")
