@@ -235,3 +235,51 @@ def test_load_against_a_server_that_stalls_ends_with_timeouts():
         with pytest.raises(GputriageError, match="cannot read the served model"):
             load(srv.url, concurrency=[1], requests_per_step=1, warmup=0, timeout_s=1, sample_gpus=False,
                  store=False)
+
+
+# --- typed snapshot facts -----------------------------------------------------------------------------
+def _declared_names() -> list[str]:
+    from gputriage.model.fact_types import GPU, HOST
+
+    return sorted(HOST) + [f"gpu.0.{name}" for name in sorted(GPU)]
+
+
+HOSTILE_TEXT = st.text(alphabet=st.sampled_from(list("ab ·\x1b[31m\x07\x00\r\n\x9b\u202e\u2066\x7f")), max_size=30)
+json_scalars = (st.none() | st.booleans() | st.integers(-2**70, 2**70) | HOSTILE_TEXT
+                | st.floats(allow_nan=False, allow_infinity=False))
+fact_values = st.one_of(  # often of a fact's own type (text, a count, a share), else anything JSON holds
+    HOSTILE_TEXT, st.integers(0, 4096), st.floats(0, 100), st.lists(st.integers(0, 64) | HOSTILE_TEXT, max_size=4),
+    st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["pid", "code", "blame", "count", "lines", "rx_errors", "name", "x"]) | HOSTILE_TEXT, inner,
+        max_size=5), max_leaves=20))
+PRINTABLE = __import__("re").compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(_declared_names()), fact_values, min_size=1, max_size=6), HOSTILE_TEXT)
+def test_snapshot_facts_of_any_type(changes, hostname):
+    """Any value under any declared fact's name: the check is made and drawn (terminal, Markdown, HTML) without
+    a control character in what is printed, or the file is refused with GputriageError, naming the fact."""
+    import io
+
+    from gputriage.report import terminal
+    from gputriage.report.check_markdown import render as render_markdown
+    from gputriage.report.check_terminal import render as render_terminal
+    from gputriage.report.html import render_html
+
+    data = json.loads(SNAPSHOT)
+    data["facts"] = [f for f in data["facts"] if f["name"] not in changes]
+    data["facts"] += [{"name": name, "source": "fuzz", "value": value} for name, value in changes.items()]
+    data["hostname"] = hostname
+    path = _file(json.dumps(data).encode(), ".json")
+    try:
+        report = api.check(path)
+    except GputriageError as exc:
+        assert "fact " in str(exc) and any(name in str(exc) for name in changes)
+        return
+    finally:
+        path.unlink()
+    buf = io.StringIO()
+    render_terminal(report, terminal.console(file=buf, width=80, color_system=None), verbose=True)
+    for text in (buf.getvalue(), render_markdown(report), render_html(report)):
+        assert PRINTABLE.search(text.replace("\t", " ")) is None
