@@ -73,6 +73,31 @@ class Series(msgspec.Struct, omit_defaults=True):
     workload_cpu_pct: list[Optional[float]] = []  # the workload's processes, % of one core
 
 
+class HostLine(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A line of the workload's Python code and the share of the steady time its threads spent there, doing what
+    (the stack sampler's category: gpu_wait, input_wait, copy, host_compute, compile, gc, launch)."""
+
+    file: str
+    line: int
+    function: str
+    category: str
+    share: float  # of the steady time, in the thread(s) that ran it
+    main: bool = True  # the main thread's (else another Python thread's)
+    inferred: bool = False  # CPU time of the main thread between its waits that no sample caught: its line unknown
+
+
+class HostStacks(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Where the workload's Python threads spent the steady state, from the stack sampler in its processes
+    (`inworkload.stack_sampler`: Python workloads under `run`, and `monitor()`'s block)."""
+
+    span_s: float  # the time the counts cover
+    samples: float  # the main thread's samples over it
+    main_shares: dict[str, float] = {}  # the main thread's time per category (waits capped at its time off the CPU)
+    main_cpu_pct: Optional[float] = None  # its CPU, % of a core
+    others_busy: Optional[float] = None  # the other Python threads at work beside it (threads, on average)
+    lines: list[HostLine] = []  # the top lines, most time first
+
+
 class GpuVerdict(msgspec.Struct, kw_only=True):
     gpu: int
     bottleneck: Optional[Bottleneck] = None
@@ -88,6 +113,7 @@ class GpuVerdict(msgspec.Struct, kw_only=True):
     timeline: list[Regime] = []
     shares: dict[str, float] = {}
     series: Series = msgspec.field(default_factory=Series)
+    lines: list[HostLine] = []  # a host-side verdict: the workload's Python lines where the steady time went
 
 
 class ProfilerEffect(msgspec.Struct):
@@ -246,3 +272,4 @@ class RunReport(msgspec.Struct, kw_only=True):
     cost: Optional[Cost] = None  # the GPU time paid for and the useful share of it
     baseline: Optional[Diff] = None  # `run --baseline NAME`: this run against it
     compile: Optional[CompileStats] = None  # what torch.compile did in the workload (Python workloads under run)
+    stacks: Optional[HostStacks] = None  # where its Python threads spent the steady state (the stack sampler)

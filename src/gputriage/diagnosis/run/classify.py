@@ -45,6 +45,19 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
 - The GPU idles a quarter of the time or more (GPU-Util < 75%): the host does not keep it fed.
   Which host-side cause, from what the counters can tell apart:
   - input_starved, certain, when iowait >= 10%.
+  - Where the workload is Python run by `run` (or `monitor()`'s block), from where its main thread spent the
+    window (the stack sampler, >= 20 samples): the category it spent most time in names the cause —
+    waiting for input (a queue, a socket, sleep; a DataLoader) input_starved; computing on the host
+    input_starved (it makes its batches: lists, tokens, augmentation), or host_bound where it reads results
+    back from the GPU (PCIe TX, below), saves to storage, or computes on several cores; waiting on the GPU
+    (.item(), synchronize) sync_bound, or host_bound where it reads results back; copying (.to, .cuda,
+    copy_, pinning) h2d_copy_bound; compiling or collecting garbage host_bound; launching (inside torch's
+    ops) launch_bound. A category within 0.6 of the first (and >= 20% of the time) stays possible. Left to
+    the rules below when a Python thread beside it works (>= 0.85 threads on average: the interpreter lock,
+    a server's launching thread) while it waits, computes or launches, and when it launches kernels that
+    fill the GPU. Where it waits for input from outside the process (not a DataLoader, nothing busy
+    beside it, little read), the run says so (`run.input_rate_bound`): the input rate is the limit.
+  Without stack samples (a workload that is not Python, `watch`, the exporter):
   - host_bound, when the workload reads under 20 MB/s: it computes on the host while the GPU
     waits. It reads >= 100 MiB/s back from the GPU (PCIe TX beyond a tenth of PCIe RX, which the
     copies to the GPU cause by themselves: activations or parameters copied to the host each step),
@@ -102,7 +115,9 @@ from gputriage.diagnosis.run.host_side import (
     INPUT_HELPERS_CPU,
     INPUT_READ,
     MAIN_THREAD_WAITS,
+    OTHERS_BUSY,
     READ_REQUESTS,
+    STACK_SAMPLES,
     helpers_busy,
     host_side,
 )
@@ -343,14 +358,15 @@ LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
     B.contended: (IDLE_UTIL,),
     B.vram_pressure: (ALLOC_CHURN, VRAM_PRESSURE, UNDERFILLED_UTIL, SM_GAPS_PER_UTIL),
     B.throttled: (THROTTLED_SHARE, POWER_LIMIT_LOWERED),
-    B.h2d_copy_bound: (SM_IDLE, PCIE_RX_BUSY, COPY_TIME_SHARE),
+    B.h2d_copy_bound: (SM_IDLE, PCIE_RX_BUSY, COPY_TIME_SHARE, STACK_SAMPLES),
     B.underfilled: (UNDERFILLED_UTIL, UNDERFILLED_SM, LIGHT_POWER),
-    B.input_starved: (HOST_BOUND_UTIL, IOWAIT, INPUT_READ, INPUT_HELPERS_CPU, GPU_MOSTLY_IDLE_UTIL, HOT_THREAD),
-    B.launch_bound: (HOST_BOUND_UTIL, HOT_THREAD, SMALL_KERNEL_SM_PER_UTIL, SMALL_KERNEL_OCC_PER_UTIL,
-                     SMALL_KERNEL_POWER_PER_UTIL),
-    B.sync_bound: (HOST_BOUND_UTIL, INPUT_READ),
-    B.host_bound: (HOST_BOUND_UTIL, HOST_READS_BACK, READ_REQUESTS, HOST_WRITES, HOST_PARALLEL_CPU, INPUT_READ,
-                   MAIN_THREAD_WAITS, HOT_THREAD),
+    B.input_starved: (HOST_BOUND_UTIL, IOWAIT, STACK_SAMPLES, OTHERS_BUSY, INPUT_READ, INPUT_HELPERS_CPU,
+                      GPU_MOSTLY_IDLE_UTIL, HOT_THREAD),
+    B.launch_bound: (HOST_BOUND_UTIL, STACK_SAMPLES, OTHERS_BUSY, HOT_THREAD, SMALL_KERNEL_SM_PER_UTIL,
+                     SMALL_KERNEL_OCC_PER_UTIL, SMALL_KERNEL_POWER_PER_UTIL),
+    B.sync_bound: (HOST_BOUND_UTIL, STACK_SAMPLES, INPUT_READ),
+    B.host_bound: (HOST_BOUND_UTIL, STACK_SAMPLES, OTHERS_BUSY, HOST_READS_BACK, READ_REQUESTS, HOST_WRITES,
+                   HOST_PARALLEL_CPU, INPUT_READ, MAIN_THREAD_WAITS, HOT_THREAD),
     B.compute_bound: (SM_LOW, TENSOR_BUSY, SM_GAPS_PER_UTIL),
     B.memory_bound: (SM_LOW, DRAM_BUSY, MEM_UTIL_BUSY, CUDA_MATH_BUSY),
     B.tensor_cores_idle: (SM_BUSY, TENSOR_IDLE, DRAM_BUSY, CUDA_MATH_BUSY),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from gputriage.diagnosis.bottlenecks import MEANINGS, severity_of
 from gputriage.diagnosis.run.classify import LABEL_NEEDS, LABEL_THRESHOLDS
+from gputriage.diagnosis.run.host_side import INPUT_READ, LOADER_WAITS, OTHERS_BUSY, RATE_WAITS
 from gputriage.diagnosis.thresholds import IOWAIT, SWAP_IN
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
@@ -85,7 +86,19 @@ OUT_OF_MEMORY = FindingSpec(
              "else holds memory on the GPU (`gputriage check`)",
     condition="PyTorch's caching allocator raised an out-of-memory error in the workload (its counters, reported "
               "by Python workloads under `run`)")
-SPECS = (*VERDICT_SPECS.values(), IDLE_EDGES, HOST_SWAPPING, HOST_IOWAIT, JOB_SHARES_GPU, IDLE_CONTEXT, OUT_OF_MEMORY)
+INPUT_RATE_BOUND = FindingSpec(
+    id="run.input_rate_bound", step=4, severity=severity_of(B.input_starved), commands=RUN, needs=("gpu", "workload"),
+    symptom="The GPU waits for input that arrives slowly from outside the process",
+    cause="The workload's main thread spends most of its time blocked for input from outside the process (a queue "
+          "fed by a paced source, a socket, requests) while no thread of it is busy and little is read: neither the "
+          "host nor the GPU sets the pace, the input rate does",
+    decision="The input rate is the limit: batch requests (answer several per step), share the GPU (several models "
+             "or jobs on it: MPS, MIG), or use a smaller one",
+    condition="the verdict is input_starved and the main thread of the Python workload (its stack sampler) waits for "
+              "input on no DataLoader most of the steady time, no Python thread busy beside it, little read, no "
+              "iowait", thresholds=(RATE_WAITS, LOADER_WAITS, OTHERS_BUSY, INPUT_READ, IOWAIT))
+SPECS = (*VERDICT_SPECS.values(), INPUT_RATE_BOUND, IDLE_EDGES, HOST_SWAPPING, HOST_IOWAIT, JOB_SHARES_GPU,
+         IDLE_CONTEXT, OUT_OF_MEMORY)
 
 
 def job_process_findings(processes: list[ProcessSummary]) -> list[Finding]:

@@ -1,7 +1,9 @@
 """Which host-side cause keeps the GPU waiting, in a window whose GPU idles a quarter of the time or more
-(the rules in `classify`'s docstring, "The GPU idles a quarter of the time or more"): from the workload's
-CPU (its processes holding a GPU context apart from their helpers, their busiest and main threads), what
-it reads from files and writes to storage, and what it reads back from the GPU."""
+(the rules in `classify`'s docstring, "The GPU idles a quarter of the time or more"): from where the main thread
+of a Python workload spends its time (the stack sampler's shares, `from_stacks`), and else — a workload that is
+not Python, or not run by `run` — from the workload's CPU (its processes holding a GPU context apart from their
+helpers, their busiest and main threads), what it reads from files and writes to storage, and what it reads back
+from the GPU."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Mapping
 from gputriage.diagnosis.thresholds import H200_RECORDINGS, IOWAIT
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
-from gputriage.model.window import WindowMetrics
+from gputriage.model.window import SHARE_FIELDS, WindowMetrics
 
 GPU_MOSTLY_IDLE_UTIL = Threshold("mostly_idle_util_pct", 30.0, "%",
                                  "GPU-Util under which the GPU idles most of the time",
@@ -46,6 +48,72 @@ HOST_PARALLEL_CPU = Threshold("host_compute_cpu_pct", 250.0, "% of a core per GP
 INPUT_READ = Threshold("input_read_mb_per_s", 20.0, "MB/s",
                        "the workload's reads (files, pipes, sockets) that say it loads input while the GPU waits",
                        f"{H200_RECORDINGS}: a file-fed loader 300+ MB/s, a sync-bound loop < 1 MB/s")
+
+STACK_SAMPLES = Threshold("stack_min_samples", 20.0, "samples",
+                          "the main thread's stack samples in a window for their shares to decide the host-side cause",
+                          "judgement: 100 samples a second; 20 put each share within 0.11 (binomial, two sigmas)")
+OTHERS_BUSY = Threshold("python_threads_busy", 0.85, "threads",
+                        "Python threads beside the main one at work (not waiting), on average, that say one of them "
+                        "holds the interpreter lock the main thread needs, or does the work itself",
+                        "judgement: HOT_THREAD's share of a core")
+LOADER_WAITS = Threshold("loader_wait_share", 0.5, "of the input waits",
+                         "the main thread's input waits spent in a DataLoader that say its workers, not the world "
+                         "outside the process, make the input", "judgement")
+RATE_WAITS = Threshold("input_rate_wait_share", 0.5, "of the steady time",
+                       "the main thread's time blocked for input from outside the process (queues, sockets, sleep) "
+                       "that says the input rate sets the pace", "judgement: most of its time")
+CLOSE_SHARE = 0.6  # a second category this close to the first (and >= 0.2 of the time) stays possible
+_BY_CATEGORY = {"gpu_wait": B.sync_bound, "input_wait": B.input_starved, "copy": B.h2d_copy_bound,
+                "host_compute": B.input_starved, "compile": B.host_bound, "gc": B.host_bound, "launch": B.launch_bound}
+
+
+def stack_shares(m: WindowMetrics | Mapping[str, float]) -> dict[str, float] | None:
+    """The main thread's share of the time per category (a window's, or a verdict's evidence), when enough samples
+    stand behind them; else None."""
+    get = m.get if isinstance(m, Mapping) else lambda name: getattr(m, name)
+    if (get("host_stack_samples") or 0.0) < STACK_SAMPLES.value:
+        return None
+    return {c: get(field) or 0.0 for c, field in SHARE_FIELDS.items()}
+
+
+def stacks_say(shares: Mapping[str, float], b: B) -> bool:
+    """The main thread's dominant category names `b`, as `from_stacks` names it."""
+    top = max(shares, key=lambda c: shares[c])
+    return _BY_CATEGORY[top] == b or (b == B.host_bound and top in ("host_compute", "gpu_wait"))
+
+
+def waits_on_loader(input_share: float, loader_share: float | None, workload_cpu_pct: float | None,
+                    gpu_process_cpu_pct: float | None) -> bool:
+    """The main thread's input waits are on a DataLoader's workers (or busy input workers run beside it)."""
+    return (loader_share or 0.0) >= LOADER_WAITS.value * input_share or \
+        helpers_busy(workload_cpu_pct, gpu_process_cpu_pct)
+
+
+def from_stacks(m: WindowMetrics, small: bool | None) -> tuple[B, list[B]] | None:
+    """The host-side cause from where the main thread spent the window (see `classify`'s doc); None where its
+    stacks were not sampled, or leave it to the CPU's figures: a Python thread at work beside it (the interpreter
+    lock, a server's launching thread), kernels that fill the GPU while it launches."""
+    shares = stack_shares(m)
+    if shares is None:
+        return None
+    top = max(shares, key=lambda c: shares[c])
+    if (m.host_others_busy or 0.0) >= OTHERS_BUSY.value and top in ("input_wait", "host_compute", "launch"):
+        return None
+    if top == "launch" and small is False:
+        return None
+    host_work_seen = reads_back_or_saves(m.pcie_tx_mib_per_s, m.pcie_rx_mib_per_s, m.write_mb_per_s)
+    if top == "host_compute" and (host_work_seen or computes_in_threads(
+            m.gpu_process_cpu_pct if m.gpu_process_cpu_pct is not None else m.workload_cpu_pct, m.job_gpu_processes)):
+        b = B.host_bound  # it computes on what it read back from the GPU, or on several cores: not the input
+    elif top == "gpu_wait" and host_work_seen:
+        b = B.host_bound  # reads results back to work on them on the host
+    else:
+        b = _BY_CATEGORY[top]
+    close = {_BY_CATEGORY[c] for c, v in shares.items() if c != top and v >= max(0.2, CLOSE_SHARE * shares[top])}
+    if top == "host_compute" and b == B.input_starved:
+        close.add(B.host_bound)  # the batches it makes, or work on results: frames cannot tell which
+    close.discard(b)
+    return b, sorted(close, key=lambda x: x.value)
 
 
 def helpers_cpu(workload_cpu_pct: float | None, gpu_process_cpu_pct: float | None) -> float | None:
@@ -114,6 +182,9 @@ def host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, lis
     `small`: the kernels that run cover under half the SMs (None: cannot tell)."""
     if (m.iowait_pct or 0.0) >= IOWAIT.value:
         return B.input_starved, []
+    stacked = from_stacks(m, small)
+    if stacked is not None:
+        return stacked
     hot = (m.top_thread_pct or 0.0) >= HOT_THREAD.value
     launch = [B.launch_bound] if hot and small is None else []
     reads = m.read_mb_per_s

@@ -18,6 +18,7 @@ from gputriage.diagnosis.run.findings import (
     out_of_memory,
     verdict_finding,
 )
+from gputriage.diagnosis.run.host_stacks import annotate, run_stacks, steady_span, with_lines
 from gputriage.diagnosis.run.merge import merge
 from gputriage.diagnosis.run.regimes import regime_changes
 from gputriage.diagnosis.run.throughput import throughput
@@ -145,12 +146,15 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
         why = "out of GPU memory" if oom is not None else "its output says why"
         v.summary = f"no verdict: the command failed (exit {exit_code}) after {early:.1f} s, before a steady state " \
                     f"({why})"
+    stacks = run_stacks(rec.windows, *steady_span(verdicts, started, ended))  # the workload's Python threads
+    for v in verdicts.values():
+        annotate(v, stacks)
     first = dominant(verdicts)
     verdict = RunVerdict(bottleneck=first.bottleneck if first else None, source="sampler",
                          per_gpu={str(k): v for k, v in verdicts.items()})
     findings: list[Finding] = []
     for i, v in verdicts.items():
-        f = verdict_finding(v, static.get(i, GpuStatic()))
+        f = with_lines(verdict_finding(v, static.get(i, GpuStatic())), v)
         if f is not None:
             findings.append(f)
         if workload and early is None:
@@ -208,4 +212,4 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
                      notes=notes, processes=processes, blind_spots=blind, throughput=done,
                      cost=cost({i: rec.windows.series[i] for i in used}, static, started, ended,
                                rec.meta.price_per_gpu_hour, rec.meta.currency) if rec.gpus else None,
-                     compile=rec.compile)
+                     compile=rec.compile, stacks=stacks)

@@ -1,0 +1,193 @@
+"""Where a Python workload's threads spent a run's steady state, from the stack sampler in its processes
+(`inworkload.stack_sampler`, read by `sampling.progress`): the main thread's time per category and the lines the
+time went to (`run_stacks`); the lines each host-side verdict names, and its summary said from the main thread's
+time where the stacks decided it (`annotate`); a main thread waiting for input from outside the process, with
+nothing busy beside it: the input rate sets the pace (`run.input_rate_bound`)."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import msgspec
+
+from gputriage.diagnosis.bottlenecks import INPUT_WORKERS_DECISION
+from gputriage.diagnosis.run.findings import INPUT_RATE_BOUND
+from gputriage.diagnosis.run.host_side import (
+    INPUT_READ,
+    OTHERS_BUSY,
+    RATE_WAITS,
+    stack_shares,
+    stacks_say,
+    waits_on_loader,
+)
+from gputriage.diagnosis.thresholds import IOWAIT
+from gputriage.model.bottleneck import HOST_BOUND
+from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.finding import Finding
+from gputriage.model.recording import WindowedRun
+from gputriage.model.run import GpuVerdict, HostLine, HostStacks
+from gputriage.model.sample import StackCounts
+from gputriage.sampling.progress import main_shares, others_busy
+
+TOP_LINES = 10  # lines a run's report keeps
+VERDICT_LINES = 5  # lines a host-side verdict names
+MIN_LINE_SHARE = 0.005  # lines under half a percent of the steady time are left out
+NAMES_LINES = HOST_BOUND | {B.h2d_copy_bound}  # verdicts that name the workload's lines
+DOING = {"gpu_wait": "waits on the GPU", "input_wait": "waits for input", "copy": "copies",
+         "host_compute": "computes on the host", "compile": "compiles", "gc": "collects garbage",
+         "launch": "runs torch ops (launching)"}
+COMPILE_DECISION = (
+    "torch.compile compiles while the GPU waits: find why it compiles again (TORCH_LOGS=recompiles,graph_breaks), "
+    "mark changing sizes dynamic (torch._dynamo.mark_dynamic) or pad them to a few shapes, and keep the compiled "
+    "code's cache between runs (TORCHINDUCTOR_CACHE_DIR)")
+GC_DECISION = (
+    "Garbage collection holds the interpreter while the GPU waits: gc.freeze() after building the model and data, "
+    "fewer short-lived Python objects in the loop (tensors, not lists of floats), or gc.disable() with a "
+    "gc.collect() every N steps")
+
+
+def steady_span(verdicts: Mapping[int, GpuVerdict], started: float, ended: float) -> tuple[float, float]:
+    """The steady state of the lead GPU's verdict (unix s); the whole run where no GPU was judged."""
+    lead = next(iter(verdicts.values()), None)
+    if lead is None:
+        return started, ended
+    return started + lead.startup_s, ended - lead.shutdown_s
+
+
+def _at(snapshots: list[tuple[float, StackCounts]], t: float) -> StackCounts | None:
+    """The last counts taken at or before `t`."""
+    out = None
+    for when, counts in snapshots:
+        if when > t:
+            break
+        out = counts
+    return out
+
+
+def run_stacks(run: WindowedRun, t0: float, t1: float) -> HostStacks | None:
+    """The main thread's time per category and the top lines from `t0` to `t1` (unix s): the counts carried
+    nearest before each, subtracted (from the first where none came before `t0`)."""
+    snapshots = run.stack_snapshots()
+    if not snapshots:
+        return None
+    end = _at(snapshots, t1) or snapshots[-1][1]
+    start = _at(snapshots, t0)
+    if start is end or (start is not None and end.ticks - start.ticks <= 0):
+        start = None
+    base = start or StackCounts()
+    ticks = end.ticks - base.ticks
+    main = {k: v - base.main.get(k, 0.0) for k, v in end.main.items()}
+    every = {k: v - base.all.get(k, 0.0) for k, v in end.all.items()}
+    wall = end.wall_s - base.wall_s
+    cpu = end.main_cpu_s - (base.main_cpu_s or 0.0) if end.main_cpu_s is not None and \
+        (start is None or base.main_cpu_s is not None) else None
+    shares = main_shares(main, ticks, cpu, wall)
+    if not shares:
+        return None
+    seen = sum(max(0.0, main.get(c, 0.0)) for c in DOING)
+    lines = _lines(end, start, shares, seen, ticks)
+    return HostStacks(span_s=round(wall, 1), samples=round(ticks), main_shares={c: round(shares[c], 3) for c in DOING},
+                      main_cpu_pct=round(100.0 * cpu / wall, 1) if cpu is not None and wall > 0 else None,
+                      others_busy=_rounded(others_busy(main, every, ticks)), lines=lines)
+
+
+def _rounded(x: float | None) -> float | None:
+    return None if x is None else round(x, 2)
+
+
+def _lines(end: StackCounts, start: StackCounts | None, shares: dict[str, float], seen: float,
+           ticks: float) -> list[HostLine]:
+    """Each line's share of the steady time: the main thread's samples there, corrected as its category's share was
+    (its waits capped at its time off the CPU), and other threads' (a thread-second a second each)."""
+    before = {(x.file, x.line, x.function, x.category): x for x in (start.lines or [] if start else [])}
+    observed = dict.fromkeys(DOING, 0.0)
+    rows = []
+    for x in end.lines or []:
+        b = before.get((x.file, x.line, x.function, x.category))
+        main = max(0.0, x.main - (b.main if b else 0.0))
+        other = max(0.0, (x.all - x.main) - ((b.all - b.main) if b else 0.0))
+        rows.append((x, main, other))
+        observed[x.category] = observed.get(x.category, 0.0) + main
+    out = []
+    for x, main, other in rows:
+        seen_share = main / seen if seen > 0 else 0.0
+        category_seen = observed.get(x.category, 0.0) / seen if seen > 0 else 0.0
+        factor = shares.get(x.category, 0.0) / category_seen if category_seen > 0 else 1.0
+        share = seen_share * factor + other / ticks
+        if share >= MIN_LINE_SHARE:
+            out.append(HostLine(file=x.file, line=x.line, function=x.function, category=x.category,
+                                share=round(share, 3), main=main >= other))
+    waits = [x for x in out if x.main and x.category == "input_wait"]
+    for c in DOING:  # CPU time between waits that no sample caught: the function that waited, its line unknown
+        missing = shares.get(c, 0.0) - (observed.get(c, 0.0) / seen if seen > 0 else 0.0)
+        if c != "input_wait" and observed.get(c, 0.0) == 0 and missing >= MIN_LINE_SHARE and waits:
+            w = waits[0]
+            out.append(HostLine(file=w.file, line=w.line, function=w.function, category=c, share=round(missing, 3),
+                                inferred=True))
+    return sorted(out, key=lambda x: -x.share)[:TOP_LINES]
+
+
+def rate_bound(evidence: Mapping[str, float]) -> bool:
+    """The main thread waited for input from outside the process most of the time (no DataLoader), nothing of the
+    workload busy beside it, little read, no iowait: the input rate sets the pace."""
+    shares = stack_shares(evidence)
+    if shares is None:
+        return False
+    waits = shares["input_wait"]
+    return waits >= RATE_WAITS.value and waits == max(shares.values()) and \
+        not waits_on_loader(waits, evidence.get("host_input_loader_share"), evidence.get("workload_cpu_pct"),
+                            evidence.get("gpu_process_cpu_pct")) and \
+        (evidence.get("host_others_busy") or 0.0) < OTHERS_BUSY.value and \
+        (evidence.get("read_mb_per_s") or 0.0) < INPUT_READ.value and (evidence.get("iowait_pct") or 0.0) < IOWAIT.value
+
+
+def annotate(v: GpuVerdict, stacks: HostStacks | None) -> None:
+    """A host-side verdict names the lines the steady time went to; where the main thread's time decided it, its
+    summary says what that thread did, and its decision follows (the input rate, compiling, garbage collection)."""
+    if stacks is None or v.bottleneck not in NAMES_LINES:
+        return
+    v.lines = stacks.lines[:VERDICT_LINES]
+    shares = stack_shares(v.evidence)
+    if shares is None or not stacks_say(shares, v.bottleneck):
+        return  # the CPU's figures decided it (a busy thread beside the main one, no stack samples)
+    util = v.evidence.get("util_pct")
+    doing = ", ".join(f"{DOING[c]} {s:.0%}" for c, s in sorted(shares.items(), key=lambda kv: -kv[1]) if s >= 0.1)
+    at = next((x for x in v.lines if x.main and not x.inferred), None)
+    where = f" (most at {_short(at.file)}:{at.line} in {at.function}, {at.share:.0%})" if at else ""
+    gpu = f"GPU-Util {util:.0f}% while" if util is not None else "While"
+    v.summary = f"{gpu} the main thread {doing or 'is seen'}{where}: {v.bottleneck.value}"
+    top = max(shares, key=lambda c: shares[c])
+    if v.bottleneck == B.input_starved and rate_bound(v.evidence):
+        free = f"the GPU has {100 - util:.0f}% headroom (GPU-Util {util:.0f}%)" if util is not None else \
+            "the GPU has headroom"
+        v.summary = f"{gpu} the main thread waits for input from outside the process {shares['input_wait']:.0%} of " \
+                    f"the time{where}, nothing busy beside it: the input rate is the limit"
+        v.decision = f"The input rate is the limit: {free}: batch requests (answer several per step), share the " \
+                     "GPU (several models or jobs on it: MPS, MIG), or use a smaller one"
+    elif v.bottleneck == B.input_starved and top == "input_wait" and waits_on_loader(
+            shares["input_wait"], v.evidence.get("host_input_loader_share"), v.evidence.get("workload_cpu_pct"),
+            v.evidence.get("gpu_process_cpu_pct")):
+        v.decision = INPUT_WORKERS_DECISION
+    elif top == "compile":
+        v.decision = COMPILE_DECISION
+    elif top == "gc":
+        v.decision = GC_DECISION
+
+
+def _short(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def with_lines(f: Finding | None, v: GpuVerdict) -> Finding | None:
+    """A verdict's finding with the lines it names in its evidence; input_starved at the input rate is
+    `run.input_rate_bound`."""
+    if f is None:
+        return None
+    evidence = dict(f.evidence)
+    if v.lines:
+        evidence["top_lines"] = [msgspec.to_builtins(x) for x in v.lines]
+    if v.bottleneck == B.input_starved and rate_bound(v.evidence):
+        return INPUT_RATE_BOUND.finding(evidence, subject=f.subject, severity=f.severity,
+                                        symptom=f"GPU {v.gpu}: the input rate is the limit ({v.share:.0%} of "
+                                                "steady time)", cause=f.cause, decision=f.decision)
+    return msgspec.structs.replace(f, evidence=evidence) if v.lines else f
