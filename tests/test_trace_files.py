@@ -18,7 +18,7 @@ from gputriage.trace.files import Salvaging, read_salvaged
 
 TRACES = Path(__file__).parent / "fixtures" / "h200" / "traces"
 RAW = gzip.decompress((TRACES / "healthy.json.gz").read_bytes())  # 125 kB of JSON: well under a megabyte
-PACKED = gzip.compress(RAW)
+PACKED = gzip.compress(RAW, mtime=0)  # the same bytes in every test process (-n auto collects ids each)
 GT = [sys.executable, "-m", "gputriage"]
 
 
