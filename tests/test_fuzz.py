@@ -256,7 +256,7 @@ PRINTABLE = __import__("re").compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\
 
 
 @FUZZ
-@given(st.dictionaries(st.sampled_from(_declared_names()), fact_values, min_size=1, max_size=6), HOSTILE_TEXT)
+@given(st.dictionaries(st.sampled_from(_declared_names()), fact_values, min_size=1, max_size=3), HOSTILE_TEXT)
 def test_snapshot_facts_of_any_type(changes, hostname):
     """Any value under any declared fact's name: the check is made and drawn (terminal, Markdown, HTML) without
     a control character in what is printed, or the file is refused with GputriageError, naming the fact."""

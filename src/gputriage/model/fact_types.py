@@ -19,6 +19,7 @@ Int = Annotated[int, msgspec.Meta(ge=-(1 << 62), le=1 << 62)]  # a NUMA node (-1
 Small = Annotated[int, msgspec.Meta(ge=0, le=1 << 20)]  # a number of GPUs, cores, nodes, a PCIe width
 Number = Annotated[float, msgspec.Meta(ge=-1e18, le=1e18)]  # finite: rates, percentages, windows
 Pct = Annotated[float, msgspec.Meta(ge=0, le=1e6)]  # a share in %, never negative (over 100: a sum of cores)
+Version = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,9}(\.[0-9]{1,9}){0,3}$")]  # 13.0, 9.0: rules compare them
 
 
 class Xid(TypedDict):
@@ -36,17 +37,6 @@ class AerErrors(TypedDict):
 
 class _ProcessRequired(TypedDict):
     pid: Count
-
-
-class ProcessContainer(TypedDict, total=False):  # model.owner.Container, as a fact holds it
-    cgroup: str
-    runtime: Optional[str]
-    id: Optional[str]
-    pod_uid: Optional[str]
-    qos: Optional[str]
-    pod: Optional[str]
-    namespace: Optional[str]
-    name: Optional[str]
 
 
 class Container(TypedDict, total=False):
@@ -72,10 +62,6 @@ class Process(_ProcessRequired, total=False):
     sm_util_pct: Optional[Pct]
     sm_util_window_s: Optional[Number]
     container: Optional[Container]
-    sm_util_pct: Optional[Pct]  # NVML per-process utilization over sm_util_window_s
-    sm_util_window_s: Optional[Number]
-    age_s: Optional[Number]
-    container: Optional[ProcessContainer]
 
 
 class Interface(TypedDict):
@@ -96,7 +82,7 @@ class ReadProbe(TypedDict, total=False):
 
 
 GPU: dict[str, Any] = {  # the name after gpu.N.
-    "name": str, "uuid": str, "pci.bus_id": str, "pci.device_id": str, "compute_capability": str,
+    "name": str, "uuid": str, "pci.bus_id": str, "pci.device_id": str, "compute_capability": Version,
     "compute_mode": str,
     "memory.total_bytes": Count, "memory.used_bytes": Count, "memory.free_bytes": Count,
     "pcie.link_gen.current": Small, "pcie.link_gen.max": Small, "pcie.link_gen.gpu_max": Small,
@@ -118,7 +104,7 @@ GPU: dict[str, Any] = {  # the name after gpu.N.
 }
 
 HOST: dict[str, Any] = {
-    "driver.nvml": bool, "driver.version": str, "driver.nvml_version": str, "driver.cuda_version": str,
+    "driver.nvml": bool, "driver.version": str, "driver.nvml_version": str, "driver.cuda_version": Version,
     "gpu.count": Small,
     "host.cpu.count": Small, "host.cpu.per_core_busy_pct": list[Pct], "host.cpu.iowait_pct": Pct,
     "host.cpu.window_ms": Number, "host.cpu.max_core_busy_pct": Pct, "host.cpu.median_core_busy_pct": Pct,
@@ -135,7 +121,7 @@ HOST: dict[str, Any] = {
     "host.numa.node_count": Small, "host.process.cpu_affinity": list[Count],
     "kernel.xid_events": list[Xid], "kernel.fallen_off_bus": Count, "kernel.nvrm_errors": Count,
     "kernel.aer_errors": AerErrors,
-    "torch.version": str, "torch.cuda.build_version": str, "torch.cuda.available": bool,
+    "torch.version": str, "torch.cuda.build_version": Version, "torch.cuda.available": bool,
     "torch.cuda.arch_list": list[str], "torch.cuda.error": str,
 }
 

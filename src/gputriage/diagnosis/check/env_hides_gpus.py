@@ -15,7 +15,7 @@ def visible(value: str, count: int, uuids: list[str]) -> tuple[list[str], str | 
     """The entries CUDA will use, and the first it stops at (None when it reads them all)."""
     used: list[str] = []
     for entry in (x.strip() for x in value.split(",")):
-        if entry.lstrip("-").isdigit():
+        if entry.lstrip("-").isdecimal():
             if not 0 <= int(entry) < count:
                 return used, entry
         elif entry.upper().startswith(("GPU-", "MIG-")):

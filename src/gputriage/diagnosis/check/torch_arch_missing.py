@@ -10,7 +10,7 @@ def supported(capability: str, arch_list: list[str]) -> bool:
     cc = major * 10 + minor
     for arch in arch_list:
         kind, _, num = arch.partition("_")
-        digits = "".join(ch for ch in num if ch.isdigit())
+        digits = "".join(ch for ch in num if ch.isdecimal())
         if not digits:
             continue
         value = int(digits)
