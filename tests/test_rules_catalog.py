@@ -41,6 +41,8 @@ SCENARIOS: dict[str, dict] = {
     "util.busy_but_sms_idle": {G + "util.gpu_pct": 99, G + "gpm.sm_active_pct": 24.1},
     "vram.nearly_full": {G + "memory.used_bytes": int(0.93 * 150754820096)},
     "vram.processes_outside_namespace": {G + "processes": [{"pid": 91234, "used_bytes": 2**30, "visible": False}]},
+    "gpu.idle_held": {G + "processes": [{"pid": 9, "used_bytes": 20 * 2**30, "visible": True, "sm_util_pct": 0.0,
+                                         "sm_util_window_s": 10.0, "age_s": 7200.0}]},
     "vram.shared_by_processes": {G + "processes": [{"pid": 7, "used_bytes": 2**30, "visible": True},
                                                   {"pid": 8, "used_bytes": 2**30, "visible": True}]},
     "container.shm_small": {"host.container.kind": "docker", "host.shm.total_bytes": 64 * 2**20},

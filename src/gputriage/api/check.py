@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gputriage.api._common import GputriageError, open_budget
+from gputriage.api._common import GputriageError, configured_price, open_budget
 from gputriage.model.catalog import Catalog
 from gputriage.model.check import CheckReport, check_report
 from gputriage.model.finding import triage_order
@@ -37,10 +37,14 @@ def snapshot_with(snap: Snapshot, facts: list) -> Snapshot:
 
 
 def check(source: Snapshot | str | Path | None = None, *, budget: str | Path | None = None,
+          price_per_gpu_hour: float | None = None, currency: str | None = None,
           **snapshot_options: object) -> CheckReport:
-    """The playbook's findings on this machine, or on a recorded snapshot (a Snapshot or its file)."""
+    """The playbook's findings on this machine, or on a recorded snapshot (a Snapshot or its file). With a price
+    per GPU-hour (else the config file's `[cost]`), the GPU-hours a finding counts are also said in money."""
     from gputriage.diagnosis.budget import check_snapshot
     from gputriage.diagnosis.check import evaluate
+    from gputriage.diagnosis.check.gpu_idle_held import ID as IDLE_HELD
+    from gputriage.diagnosis.idle_held import priced
     from gputriage.model.snapshot import SnapshotError
 
     limits = open_budget(budget)
@@ -53,6 +57,8 @@ def check(source: Snapshot | str | Path | None = None, *, budget: str | Path | N
     findings = evaluate(snap)
     if limits is not None:
         findings = triage_order(findings + check_snapshot(limits, snap))
+    price, unit = (price_per_gpu_hour, currency) if price_per_gpu_hour is not None else configured_price()
+    findings = priced(findings, (IDLE_HELD,), price, currency or unit or "USD")
     return check_report(snap, findings)
 
 

@@ -17,6 +17,7 @@ from gputriage.backends.commands import CommandResult, run_command
 from gputriage.model.reading import Reading, Unavailable
 
 KMSG_MAX_BYTES = 8 * 1024 * 1024
+CLOCK_TICKS_PER_S = 100  # USER_HZ: the unit of /proc/PID/stat's times, 100 on x86-64 and arm64 (sysconf(_SC_CLK_TCK))
 
 
 class Host:
@@ -117,14 +118,16 @@ class Host:
         return Unavailable("not_found", "Cpus_allowed_list")
 
     def process_info(self, pid: int) -> Reading:
-        """Name and user of a process, through psutil when live, else from /proc."""
+        """Name, user, command line and age (`age_s`, since it started) of a process, through psutil when live,
+        else from the recorded /proc (the user named through /etc/passwd)."""
         if self.is_live:
             import psutil
 
             try:
                 p = psutil.Process(pid)
                 with p.oneshot():
-                    return {"name": p.name(), "user": p.username(), "cmdline": " ".join(p.cmdline())[:200]}
+                    return {"name": p.name(), "user": p.username(), "cmdline": " ".join(p.cmdline())[:200],
+                            "age_s": max(0.0, time.time() - p.create_time())}
             except psutil.NoSuchProcess:
                 return Unavailable("not_found", f"pid {pid} is not in this PID namespace")
             except psutil.AccessDenied:
@@ -136,7 +139,43 @@ class Host:
             return Unavailable("not_found", f"pid {pid} is not in this PID namespace")
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         uid = fields.get("Uid", "").split()
-        return {"name": fields.get("Name", "").strip(), "user": uid[0] if uid else "", "cmdline": ""}
+        return {"name": fields.get("Name", "").strip(), "user": self._user_name(uid[0]) if uid else "", "cmdline": "",
+                "age_s": self._recorded_age_s(pid)}
+
+    def _user_name(self, uid: str) -> str:
+        """A recorded machine's user name for a uid, from its /etc/passwd (the uid where it does not say)."""
+        passwd = self.read_text("/etc/passwd")
+        for line in passwd.splitlines() if isinstance(passwd, str) else []:
+            parts = line.split(":")
+            if len(parts) > 2 and parts[2] == uid:
+                return parts[0]
+        return uid
+
+    def _recorded_age_s(self, pid: int) -> float | None:
+        """Seconds since a recorded process started: the uptime then, less its start time (/proc/PID/stat field
+        22, clock ticks after boot; proc(5)), as `ps -o etimes` counts it."""
+        stat, uptime = self.read_text(f"/proc/{pid}/stat"), self.read_text("/proc/uptime")
+        if not isinstance(stat, str) or not isinstance(uptime, str):
+            return None
+        try:
+            start_ticks = int(stat[stat.rindex(")") + 2:].split()[19])
+            return max(0.0, float(uptime.split()[0]) - start_ticks / CLOCK_TICKS_PER_S)
+        except (ValueError, IndexError):
+            return None
+
+    def process_environ(self, pid: int, names: tuple[str, ...]) -> Reading:
+        """The variables `names` of a process's environment, {name: value} for those it has. Neither the rest of
+        it nor these are kept in `records`: an environment can hold secrets, and a snapshot is shared."""
+        try:
+            with open(self.path(f"/proc/{pid}/environ"), "rb") as fh:
+                data = fh.read(1 << 20)
+        except FileNotFoundError:
+            return Unavailable("not_found", f"/proc/{pid}/environ")
+        except PermissionError:
+            return Unavailable("no_permission", f"/proc/{pid}/environ (another user's process)")
+        except OSError as exc:
+            return Unavailable("error", f"/proc/{pid}/environ: {exc.strerror or exc}")
+        return environ_values(data, names)
 
     def kernel_log(self) -> Reading:
         """The kernel ring buffer: `dmesg`, else /dev/kmsg; denied → Unavailable(no_permission)."""
@@ -206,6 +245,17 @@ def parse_cpu_list(text: str) -> list[int]:
         else:
             cpus.append(int(part))
     return cpus
+
+
+def environ_values(data: bytes, names: tuple[str, ...]) -> dict[str, str]:
+    """The variables `names` of /proc/PID/environ's NUL-separated NAME=value entries, and only those."""
+    wanted = {n.encode() for n in names}
+    out: dict[str, str] = {}
+    for entry in data.split(b"\0"):
+        name, sep, value = entry.partition(b"=")
+        if sep and name in wanted:
+            out[name.decode()] = value.decode(errors="replace")
+    return out
 
 
 def cpu_mask_words(words: list[int]) -> list[int]:

@@ -29,6 +29,12 @@ def check(
     refresh: bool = typer.Option(False, "--refresh", help="Re-import torch even if its answer is cached."),
     full: bool = typer.Option(False, "--full", help="Also run the quick disk-read probes (~2 s, 64 MiB temp file)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every finding, OK ones included."),
+    price: Optional[float] = typer.Option(None, "--price", metavar="PER_GPU_HOUR", min=0.0,
+                                          help="Price per GPU-hour: the GPU-hours a process held idle are also said "
+                                               "in money (default: price_per_gpu_hour under [cost] in the config "
+                                               "file; no price is assumed)."),
+    currency: Optional[str] = typer.Option(None, "--currency", help="Currency of --price (default: the config "
+                                                                     "file's, else USD)."),
 ) -> None:
     """Run the triage playbook: driver, link, utilization, VRAM, CPU, disk, memory, container, Xid, power,
     thermals, NUMA, network. Findings come in five steps: is the GPU used, is it starved or choking, VRAM,
@@ -52,7 +58,7 @@ def check(
         except OSError as exc:
             fail(f"cannot write {save}: {exc.strerror or exc}", exits.BAD_INPUT)
     try:
-        report = api.check(snap, budget=budget)
+        report = api.check(snap, budget=budget, price_per_gpu_hour=price, currency=currency)
     except api.GputriageError as exc:
         fail(str(exc), exits.BAD_INPUT)
     if as_json:

@@ -45,3 +45,18 @@ POWER_LIMIT_LOWERED = Threshold(
 SWAP_IN = Threshold(
     "swap_in_pages_per_s", 10.0, "pages/s", "Swap-in rate at which the host pages instead of feeding the GPU",
     f"{PLAYBOOK}, task 9 (vmstat si); judgement for the exact figure")
+IDLE_HELD_BYTES = Threshold(
+    "idle_held_min_bytes", float(1 << 30), "bytes",
+    "GPU memory a process holds at or above which, computing nothing, it keeps the GPU from others",
+    "a CUDA context with no tensors holds about 0.5 GiB on an H200 (the computing process of the two-process "
+    "recording, tests/fixtures/gpu_holders, held 1.05 GB with a 128 MiB matrix); 1 GiB is more than any bare context")
+IDLE_HELD_SM = Threshold(
+    "idle_held_max_sm_util_pct", 1.0, "%",
+    "NVML per-process utilization (share of time its kernels ran) under which a process computes nothing",
+    "NVML gives whole percents, and no sample at all for a process that ran no kernel (H200, driver 580: the 20 GiB "
+    "holder had none while its neighbour read 99-100%); under 1% is 0")
+IDLE_HELD_MIN_S = Threshold(
+    "idle_held_min_s", 600.0, "s",
+    "How long a process holds memory and computes nothing before it is said to hold the GPU idle",
+    "judgement: longer than a checkpoint save, an evaluation on the CPU or a data-loader restart (seconds to a few "
+    "minutes), short enough that a forgotten notebook or a hung job is named within the hour")

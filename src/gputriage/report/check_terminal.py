@@ -12,6 +12,7 @@ from rich.text import Text
 from gputriage.model.check import CheckReport
 from gputriage.model.finding import STEPS, Severity
 from gputriage.model.reading import Unavailable
+from gputriage.report.holders_terminal import SM_HELP, check_processes
 from gputriage.report.style import SEVERITY_STYLE, finding_text, show
 
 MEANING = {
@@ -131,6 +132,13 @@ def render(report: CheckReport, console: Console, verbose: bool = False) -> None
                 f"{k.split('.')[-1].replace('_pct', '')}: {v.split(': ', 1)[1]}" for k, v in MEANING.items()
                 if k.startswith("gpm")) + ". util = " + MEANING["util.gpu_pct"].split(": ", 1)[1] + ".",
                 style="dim"))
+        console.print()
+    count = snap.get("gpu.count")
+    holders = check_processes({i: snap.get(f"gpu.{i}.processes") for i in range(count)}) \
+        if isinstance(count, int) else None
+    if holders is not None:
+        console.print(holders)
+        console.print(Text(f"  {SM_HELP} over the last seconds the driver keeps", style="dim"))
         console.print()
     seq, rnd = snap.get("host.fs.cwd.seq_read_mbps"), snap.get("host.fs.cwd.rand_read_4k_iops")
     if not isinstance(seq, Unavailable) or not isinstance(rnd, Unavailable):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gputriage.backends.host import Host
+from gputriage.backends.host import Host, environ_values
 from gputriage.model.reading import Reading, Unavailable
 
 
@@ -35,6 +35,13 @@ class FakeHost(Host):
             self.records[path] = value
             return value
         return super().read_text(path, limit)
+
+    def process_environ(self, pid: int, names: tuple[str, ...]) -> Reading:
+        """From `files` ("/proc/PID/environ": NUL-separated text) where given, else the root."""
+        value = self.files.get(f"/proc/{pid}/environ")
+        if isinstance(value, (str, Unavailable)):
+            return value if isinstance(value, Unavailable) else environ_values(value.encode(), names)
+        return super().process_environ(pid, names)
 
     def kernel_log(self) -> Reading:
         if self._kernel_log is not None:

@@ -31,6 +31,7 @@ RULE_MODULES = (
     "fs_low_space",
     "fs_slow_reads",
     "fs_slow_type",
+    "gpu_idle_held",
     "gpu_lost",
     "kernel_log_unreadable",
     "mem_low_available",
