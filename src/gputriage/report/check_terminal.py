@@ -13,7 +13,7 @@ from gputriage.model.check import CheckReport
 from gputriage.model.finding import STEPS, Severity
 from gputriage.model.reading import Unavailable
 from gputriage.report.holders_terminal import SM_HELP, check_processes
-from gputriage.report.style import SEVERITY_STYLE, finding_text, show
+from gputriage.report.style import SEVERITY_STYLE, finding_text, indented, show
 
 MEANING = {
     "util.gpu_pct": "nvidia-smi GPU-Util: share of time at least one kernel ran; 100% can mean one SM busy",
@@ -128,7 +128,7 @@ def render(report: CheckReport, console: Console, verbose: bool = False) -> None
         if any(not isinstance(snap.get(f"gpu.{i}.gpm.sm_active_pct"), Unavailable)
                for i in range(snap.get("gpu.count") or 0)):
             window = snap.get("gpu.0.gpm.window_ms")
-            console.print(Text(f"  GPM window {show(window)} ms. " + "; ".join(
+            console.print(indented(f"GPM window {show(window)} ms. " + "; ".join(
                 f"{k.split('.')[-1].replace('_pct', '')}: {v.split(': ', 1)[1]}" for k, v in MEANING.items()
                 if k.startswith("gpm")) + ". util = " + MEANING["util.gpu_pct"].split(": ", 1)[1] + ".",
                 style="dim"))
@@ -138,7 +138,7 @@ def render(report: CheckReport, console: Console, verbose: bool = False) -> None
         if isinstance(count, int) else None
     if holders is not None:
         console.print(holders)
-        console.print(Text(f"  {SM_HELP} over the last seconds the driver keeps", style="dim"))
+        console.print(indented(f"{SM_HELP} over the last seconds the driver keeps", style="dim"))
         console.print()
     seq, rnd = snap.get("host.fs.cwd.seq_read_mbps"), snap.get("host.fs.cwd.rand_read_4k_iops")
     if not isinstance(seq, Unavailable) or not isinstance(rnd, Unavailable):
