@@ -8,6 +8,8 @@ from rich.table import Table
 from rich.text import Text
 
 from gputriage.model.fleet import FleetReport, NodeResult
+from gputriage.model.safe_text import NAME_CHARS, safe_text
+from gputriage.report.style import plural
 
 
 def _g(v: float | None, fmt: str = "{:g}") -> str:
@@ -15,13 +17,14 @@ def _g(v: float | None, fmt: str = "{:g}") -> str:
 
 
 def _name(n: NodeResult) -> str:
-    return n.name or (n.figures.hostname if n.figures else "") or n.hostname or n.address or n.node_id[:8]
+    name = n.name or (n.figures.hostname if n.figures else "") or n.hostname or n.address or n.node_id[:8]
+    return safe_text(name, NAME_CHARS)  # what a node says of itself is printed bounded, without control characters
 
 
 def gpus_cell(n: NodeResult) -> str:
     """The node's GPUs as its driver lists them, and those Ray counts that the driver does not see."""
     f = n.figures
-    seen = f"{f.gpus} x {f.gpu_name or '?'}" if f is not None and f.gpus else ""
+    seen = f"{f.gpus} x {safe_text(f.gpu_name or '?', NAME_CHARS)}" if f is not None and f.gpus else ""
     if n.gpus_not_visible:
         gone = f"{n.gpus_not_visible} GPU{'s' if n.gpus_not_visible != 1 else ''} not visible to the driver"
         return f"{seen}, {gone}" if seen else gone
@@ -31,11 +34,11 @@ def gpus_cell(n: NodeResult) -> str:
 def _row(n: NodeResult) -> list[str]:
     f = n.figures
     if not n.ok or f is None:
-        return [_name(n), f"failed: {n.error}" if n.error else "failed", "", "", "", "", "", "", ""]
+        return [_name(n), f"failed: {safe_text(n.error)}" if n.error else "failed", "", "", "", "", "", "", ""]
     link = f"G{_g(f.pcie_gen)} x{_g(f.pcie_width)}" if f.pcie_gen is not None else "-"
     bench = (f"{_g(f.bf16_tflops, '{:.0f}')} TF {_g(f.memory_gbs, '{:.0f}')} GB/s"
              if f.bf16_tflops is not None or f.memory_gbs is not None else "")
-    return [_name(n), gpus_cell(n), f.driver or "-", link,
+    return [_name(n), gpus_cell(n), safe_text(f.driver or "-", NAME_CHARS), link,
             _g(f.sm_clock_max_mhz, "{:.0f}"), _g(f.power_limit_w, "{:.0f}"),
             _g(f.sm_active_pct if f.sm_active_pct is not None else f.util_pct, "{:.0f}%"), bench,
             str(len(n.findings))]
@@ -44,8 +47,8 @@ def _row(n: NodeResult) -> list[str]:
 def render(r: FleetReport, console: Console) -> None:
     ok = sum(1 for n in r.nodes if n.ok)
     head = Text("gputriage fleet", style="bold")
-    head.append(f"  {r.address}  {ok} of {len(r.nodes)} nodes answered" + (" (with bench --quick)" if r.bench else ""),
-                style="dim")
+    head.append(f"  {r.address}  {ok} of {len(r.nodes)} nodes answered"
+                + (" (with bench --quick)" if r.bench else ""), style="dim")
     console.print(head)
     for note in r.notes:
         console.print(Text(note, style="yellow"))
@@ -62,20 +65,21 @@ def render(r: FleetReport, console: Console) -> None:
     if r.outliers:
         console.print(Text("\nbelow the fleet (more than a robust spread under its median):", style="bold yellow"))
         for o in r.outliers:
-            console.print(Text(f"  {o.node}: {o.figure} {o.value:g} {o.unit} against a median of {o.fleet_median:g} "
+            console.print(Text(f"  {safe_text(o.node, NAME_CHARS)}: {o.figure} {o.value:g} {o.unit} against a median "
+                               f"of {o.fleet_median:g} "
                                f"(threshold {o.threshold:g})", style="yellow"))
     if r.drift:
         console.print(Text("\ndrift across nodes:", style="bold yellow"))
         for d in r.drift:
-            console.print(Text(f"  {d.key}: " + "; ".join(f"{v} on {', '.join(ns)}" for v, ns in d.values.items()),
-                               style="yellow"))
+            console.print(Text(f"  {d.key}: " + "; ".join(f"{safe_text(v, NAME_CHARS)} on {safe_text(', '.join(ns))}"
+                                                         for v, ns in d.values.items()), style="yellow"))
     if r.findings_by_id:
         console.print(Text("\nfindings (`gputriage rules ID`):", style="bold"))
         for fid, nodes in r.findings_by_id.items():
-            console.print(Text(f"  {fid}: {', '.join(nodes)}"))
+            console.print(Text(f"  {fid}: {safe_text(', '.join(nodes))}"))
     w = r.waste
     if w is not None:
-        line = Text(f"\nidle at the check: {100 - w.busy_pct:.0f}% of {w.gpus} GPUs by {w.measure} = "
+        line = Text(f"\nidle at the check: {100 - w.busy_pct:.0f}% of {plural(w.gpus, 'GPU')} by {w.measure} = "
                     f"{w.idle_gpu_equivalents:g} GPUs' worth", style="bold")
         if w.not_visible:
             line.append(f" ({w.not_visible} not visible to the driver, counted idle)")
