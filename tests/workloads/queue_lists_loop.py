@@ -1,7 +1,8 @@
 """A loop fed by a slow queue that builds lists in Python on its main thread, no GPU: a producer thread puts an
-item every 60 ms (a paced source), the main thread takes each and builds 400 lists of 500 floats from it (about
-15-30 ms on a CPU core). The stack sampler should name both lines of this file: the queue wait (input_wait, most
-of the time) and the list building (host_compute, about a third), and the producer's sleep on its own thread."""
+item every 150 ms (a paced source), the main thread takes each and builds 400 lists of 500 floats from it (about
+12 ms on a free CPU core, several times that on a loaded one). The stack sampler should name both lines of this
+file: the queue wait (input_wait, most of the time) and the list building (host_compute), and the producer's sleep
+on its own thread."""
 
 import argparse
 import queue
@@ -9,7 +10,7 @@ import random
 import threading
 import time
 
-PERIOD_S = 0.06
+PERIOD_S = 0.15
 
 
 def producer(q: "queue.Queue[float]", stop: threading.Event) -> None:

@@ -296,6 +296,7 @@ class StackSampler:
         self.lock = threading.Lock()
         self.started_s = time.time()
         self.skip: set[int] = set()
+        self.threads = 0  # threads seen at the last sample
         self.cuda = False
         try:  # the main thread's CPU time, read from this thread: what the samples miss of its running (below)
             self.main_clock: Optional[int] = time.pthread_getcpuclockid(self.gc.main_ident or 0)
@@ -314,6 +315,9 @@ class StackSampler:
         """One round: every thread's stack, classified and counted."""
         main = self.gc.main_ident
         frames = sys._current_frames()
+        if len(frames) != self.threads:  # a thread started or ended: gputriage's own are left out from now
+            self.threads = len(frames)
+            self._refresh_skipped()
         c, cuda = self.counts, self.cuda
         with self.lock:
             c.ticks += 1
