@@ -28,7 +28,8 @@ class Monitor:
     `isolated=False` samples on a thread of this process (`live()` then shows the last second). Around its
     block, a thread reports PyTorch's caching allocator as `run`'s hook does
     (`gputriage.inworkload.allocator_counters`), so vram_pressure rests on what the allocator did, not on how
-    full the GPU is."""
+    full the GPU is, and another samples its Python threads' stacks (`gputriage.inworkload.stack_sampler`): the
+    report names the lines of the block where the host's time went (`m.report.stacks`)."""
 
     def __init__(self, *, store: str | Path | bool | None = False, budget: str | Path | None = None,
                  period_s: float | None = None, use_gpm: bool = True, kind: str = "monitor",
@@ -50,24 +51,28 @@ class Monitor:
         self._allocator_dir = allocator_dir
         self._allocator_stop: threading.Event | None = None  # set: this monitor started the allocator's thread
         self._allocator_thread: threading.Thread | None = None
+        self._stacks_thread: threading.Thread | None = None  # the stack sampler's, stopped with the allocator's
         self._last_second: LastSecond | None = None  # `live()`'s reader of the last second
 
     def _report_allocator(self) -> None:
         """Sampling this process: report PyTorch's caching allocator from it, as `run`'s hook does."""
         import tempfile
 
-        from gputriage.inworkload import allocator_counters
+        from gputriage.inworkload import allocator_counters, stack_sampler
 
         if self.pid == os.getpid() and self._allocator_dir is None:
             self._allocator_dir = tempfile.mkdtemp(prefix="gputriage-monitor-")
             self._allocator_stop = threading.Event()
             self._allocator_thread = allocator_counters.start(self._allocator_dir, self._allocator_stop)
+            self._stacks_thread = stack_sampler.start(self._allocator_dir, self._allocator_stop)
 
     def _stop_allocator(self) -> None:
         """The thread's last read, before the sampler's last sample."""
         if self._allocator_stop is not None and self._allocator_thread is not None:
             self._allocator_stop.set()
             self._allocator_thread.join(5.0)
+            if self._stacks_thread is not None:
+                self._stacks_thread.join(5.0)
 
     def _remove_allocator_dir(self) -> None:
         import shutil

@@ -11,6 +11,7 @@ from gputriage.model.run import GpuVerdict, RunReport
 from gputriage.report.html_diff import diff_html
 from gputriage.report.html_page import Page, esc, findings_html, kv, table, when
 from gputriage.report.html_trace import add_trace
+from gputriage.report.stack_lines import DOING, about, line_text, main_thread, place, thread
 
 ACTIVITY = (("util_pct", "GPU-Util", "#7f8c8d"), ("sm_active_pct", "SM activity", "#3b7dd8"),
             ("tensor_active_pct", "tensor pipes", "#a34bc9"), ("dram_active_pct", "DRAM", "#2e8b57"),
@@ -53,7 +54,19 @@ def _verdict(r: RunReport) -> str:
         out.append(f"<p><b>GPU {esc(key)}</b> {esc(name)}: <b>{esc(g.bottleneck.value)}</b> "
                    f'<span class="muted">{g.share:.0%} of steady time, confidence {g.confidence:.2f}</span><br>'
                    f'{esc(g.summary)}{undecided}</p><p class="decision">Do: {esc(g.decision)}</p>')
+        if g.lines:  # where the host's time went, by the workload's Python lines
+            out.append('<p class="muted">At: ' + "; ".join(esc(line_text(x, r.meta.cwd)) for x in g.lines[:3]) + "</p>")
     return "".join(out)
+
+
+def _stacks(r: RunReport) -> str:
+    """Where the workload's Python threads spent the steady state (the stack sampler), line by line."""
+    s = r.stacks
+    assert s is not None
+    return (f"<p>The main thread {esc(main_thread(s))} <span class=\"muted\">({esc(about(s))})</span></p>" +
+            table(("share of the steady time", "line", "doing", "thread"),
+                  ((f"{x.share:.0%}", place(x, r.meta.cwd), DOING.get(x.category, x.category), thread(x))
+                   for x in s.lines), numeric=(0,)))
 
 
 def _marks(r: RunReport) -> list[dict[str, Any]]:
@@ -208,6 +221,8 @@ def run_page(r: RunReport) -> Page:
     if r.cost is not None:
         page.section("Cost", _cost(r))
     page.section("Host", _host(r))
+    if r.stacks is not None:
+        page.section("Python threads", _stacks(r))
     if r.blind_spots:
         page.section("What this run could not see", table(
             ("verdict", "why", "what would see it"), ((b.bottleneck.value, b.why, b.how) for b in r.blind_spots)))

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from gputriage.model.finding import Severity
 from gputriage.model.run import GpuVerdict, RunReport
+from gputriage.report.stack_lines import about, line_text, main_thread
 from gputriage.report.style import finding_text
 from gputriage.report.trace_terminal import render_profile_window, render_verdict
 
@@ -111,6 +112,8 @@ def _gpu(r: RunReport, key: str, v: GpuVerdict, console: Console) -> None:
         console.print(Text(f"  the sampler cannot tell {' / '.join(b.value for b in v.undecided_between)} apart: "
                            "`gputriage run --profile auto -- ...` separates them", style="yellow"))
     console.print(Text("  do: " + v.decision, style="green"))
+    for x in v.lines[:3]:  # where the host's time went, by the workload's Python lines
+        console.print(Text("  at: " + line_text(x, r.meta.cwd), style="cyan"))
     _timeline_plot(v, console)
     if v.timeline:
         console.print(Text("  timeline: " + " · ".join(f"{t.start_s:.0f}–{t.end_s:.0f}s {t.regime}"
@@ -146,6 +149,16 @@ def _host(r: RunReport, console: Console) -> None:
     if parts:
         console.print(Text("host: " + ", ".join(parts) + " (medians)" + ("; " + ", ".join(peaks) if peaks else ""),
                            style="dim"))
+
+
+def _stacks(r: RunReport, console: Console) -> None:
+    """Where the workload's Python threads spent the steady state (the stack sampler), line by line."""
+    s = r.stacks
+    if s is None:
+        return
+    console.print(Text(f"python: the main thread {main_thread(s)} ({about(s)})", style="dim"))
+    for x in s.lines:
+        console.print(Text("  " + line_text(x, r.meta.cwd), style="dim"))
 
 
 def _processes(r: RunReport, console: Console) -> None:
@@ -244,6 +257,7 @@ def render(r: RunReport, console: Console) -> None:
     _throughput(r, console)
     _cost(r, console)
     _host(r, console)
+    _stacks(r, console)
     _processes(r, console)
     _blind_spots(r, console)
     profile = r.profile
@@ -257,6 +271,7 @@ def render(r: RunReport, console: Console) -> None:
             line.append(f" ({m.why or m.source})")
             console.print(line)
     said = {f"run.{v.bottleneck.value}" for v in r.verdict.per_gpu.values() if v.bottleneck}  # shown above
+    said |= {"run.input_rate_bound"} if "run.input_starved" in said else set()  # the verdict said at the input rate
     extra = [f for f in r.findings if f.id not in said]
     if extra:
         console.print()

@@ -1,0 +1,100 @@
+"""Where a Python workload's threads spent its steady state, as `run --json`, the terminal, the HTML report and
+`gputriage.monitor()` give it: on CPU, a loop that waits on a slow queue and builds lists names both lines of its
+file with their shares, with the profiler left to decide (`--profile auto`) and without it (`--no-profile`)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from gputriage.model.run import HostLine, HostStacks, RunReport
+from gputriage.report import run_terminal
+from gputriage.report.html import render_html
+
+WORKLOAD = Path(__file__).parent / "workloads" / "queue_lists_loop.py"
+SOURCE = WORKLOAD.read_text().splitlines()
+WAIT = SOURCE.index("        item = q.get()  # waits for the next item") + 1
+BUILD = next(i for i, line in enumerate(SOURCE, 1) if line.strip().startswith("rows = [[item"))
+SLEEP = next(i for i, line in enumerate(SOURCE, 1) if "time.sleep(PERIOD_S)" in line)
+
+
+def lines_of(stacks: dict[str, Any]) -> dict[tuple[int, str], dict[str, Any]]:
+    return {(x["line"], x["category"]): x for x in stacks["lines"] if x["file"] == str(WORKLOAD)}
+
+
+@pytest.mark.parametrize("mode", [[], ["--no-profile"]])
+def test_run_json_names_the_wait_and_the_list_building_with_their_shares(tmp_path, mode):
+    r = subprocess.run([sys.executable, "-m", "gputriage", "run", "--json", "--no-store", *mode, "--",
+                        sys.executable, str(WORKLOAD), "--seconds", "5"], capture_output=True, text=True, timeout=180,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads(r.stdout)
+    stacks = report["stacks"]
+    found = lines_of(stacks)
+    wait, build, sleep = found[(WAIT, "input_wait")], found[(BUILD, "host_compute")], found[(SLEEP, "input_wait")]
+    assert wait["function"] == "main" and wait.get("main", True) and 0.05 <= wait["share"] <= 1.0
+    assert build["function"] == "<listcomp>" and 0.005 <= build["share"] < 1.0
+    assert sleep["function"] == "producer" and sleep["main"] is False and sleep["share"] > 0.5  # its own thread
+    shares = stacks["main_shares"]
+    assert shares["input_wait"] > 0 and shares["host_compute"] > 0 and shares["gpu_wait"] == shares["launch"] == 0
+    assert sum(shares.values()) == pytest.approx(1.0, abs=0.01)
+
+
+REPORT = RunReport(command=["python", "serve.py"], stacks=HostStacks(
+    span_s=30.0, samples=2900, main_shares={"input_wait": 0.72, "host_compute": 0.27, "gc": 0.01}, main_cpu_pct=27.0,
+    others_busy=0.0, lines=[HostLine(file="/srv/app/serve.py", line=31, function="main", category="input_wait",
+                                     share=0.72),
+                            HostLine(file="/srv/app/serve.py", line=12, function="producer", category="input_wait",
+                                     share=0.99, main=False)]))
+REPORT.meta.cwd = "/srv/app"
+
+
+def test_the_terminal_and_the_page_show_the_lines():
+    console = Console(file=io.StringIO(), width=200)
+    run_terminal.render(REPORT, console)
+    out = console.file.getvalue()
+    assert "python: the main thread waits for input 72%, computes on the host 27%, collects garbage 1%" in out
+    assert "72% serve.py:31 main (waits for input)" in out
+    assert "99% serve.py:12 producer (waits for input, another thread)" in out
+    page = render_html(REPORT)
+    assert "Python threads" in page and "serve.py:31 main" in page and "another thread" in page
+
+
+MONITORED = textwrap.dedent("""
+    import json, queue, threading, time, gputriage
+    q = queue.Queue()
+    def producer():
+        while True:
+            time.sleep(0.1)
+            q.put(1)
+    threading.Thread(target=producer, daemon=True).start()
+    with gputriage.monitor(isolated=ISOLATED) as m:
+        t0 = time.time()
+        while time.time() - t0 < 2.5:
+            item = q.get()  # the wait
+            rows = [[i * 1.0 for i in range(500)] for _ in range(300)]  # the lists
+    print(json.dumps([[x.line, x.category, x.main] for x in m.report.stacks.lines]))
+""")
+
+
+@pytest.mark.parametrize("isolated", [True, False])
+def test_monitor_names_the_lines_of_its_block(tmp_path, isolated):
+    script = tmp_path / "m.py"
+    script.write_text(MONITORED.replace("ISOLATED", str(isolated)))
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    seen = {(line, cat, main) for line, cat, main in json.loads(r.stdout.strip().splitlines()[-1])}
+    source = script.read_text().splitlines()
+    wait = next(i for i, s in enumerate(source, 1) if "# the wait" in s)
+    build = next(i for i, s in enumerate(source, 1) if "# the lists" in s)
+    assert (wait, "input_wait", True) in seen and (build, "host_compute", True) in seen
+    sleep = next(i for i, s in enumerate(source, 1) if "time.sleep(0.1)" in s)
+    assert {line for line, _, main in seen if not main} <= {sleep, 0}  # the producer's (or a collection)
