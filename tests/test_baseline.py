@@ -72,7 +72,7 @@ def test_a_change_inside_the_noise_is_not_called():
     assert d.changes[0].noise_pct == 8.8 and d.changes[0].called is False and regression(d) is None
     d = diff(base, slower, "baseline nightly", "this run")
     assert d.changes[0].called is True and d.regressions == ["samples_per_s"]
-    assert regression(d).symptom == "Below baseline baseline nightly: samples_per_s -25.0% (noise 8.8%)"
+    assert regression(d).symptom == "Below baseline nightly: samples_per_s -25.0% (noise 8.8%)"
 
 
 def test_two_single_runs_have_no_known_noise_and_nothing_is_called(tmp_path):

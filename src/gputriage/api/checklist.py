@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gputriage.api._common import GputriageError, NoStoreError, open_store
+from gputriage.api._common import GputriageError, NoStoreError, open_store, stored_report
 from gputriage.api.baseline import _report
 from gputriage.api.check import check
-from gputriage.api.load import show_load
 from gputriage.diagnosis.checklist import KINDS, evaluate
 from gputriage.model.checklist import ChecklistReport
+from gputriage.model.load import LoadReport
 from gputriage.model.run import RunReport
 
 
@@ -37,5 +37,5 @@ def checklist(kind: str, run_id: int | None = None, store: str | Path | None = N
             baselines = db.has_baselines()
         finally:
             db.close()
-    load = show_load(load_id, store) if load_id is not None else None
+    load: LoadReport | None = stored_report(load_id, "load", LoadReport, store) if load_id is not None else None
     return evaluate(kind, run=run, baselines=baselines, load=load)
