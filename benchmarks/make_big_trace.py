@@ -1,6 +1,9 @@
-"""Build a large Kineto trace by replicating the steps of a real one (times shifted, ids offset).
+"""Build a large Kineto trace by replicating the steps of a real one (times shifted, ids offset), in the
+profiler's own layout: each event's text is copied as Kineto wrote it, only its timestamp and ids changed,
+so a reader's speed on the result is its speed on a trace of that size.
 
     python benchmarks/make_big_trace.py SOURCE.json[.gz] OUT.json --copies 5
+    python benchmarks/make_big_trace.py SOURCE.json[.gz] OUT.json --mb 80
 """
 
 from __future__ import annotations
@@ -8,48 +11,70 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import re
 from pathlib import Path
 
-ID_KEYS = ("External id", "correlation", "Ev Idx")
+EVENT_START = "\n  {"
+ID_OFFSET = 10_000_000
+_TS = re.compile(r'"ts": (-?[0-9.]+)')
+_IDS = re.compile(r'"(External id|correlation|Ev Idx|id)": ?(\d+)')
+
+
+def read_text(path: Path) -> str:
+    raw = path.read_bytes()
+    return (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
+
+
+def split(text: str) -> tuple[str, list[str], str]:
+    """The text before the first event, each event's text (from its `\\n  {`), and the closing text."""
+    key = text.index('"traceEvents"')
+    first = text.index(EVENT_START, key)
+    close = text.rindex("\n  ]")
+    return text[:first], text[first:close].split(EVENT_START)[1:], text[close:]
+
+
+def span_us(events: list[str]) -> float:
+    stamps = [(float(m.group(1)), e) for e in events if (m := _TS.search(e))]
+    ends = [t + float(json.loads("{" + e.rstrip().rstrip(",")).get("dur", 0) or 0) for t, e in stamps]
+    return max(ends) - min(t for t, _ in stamps) + 1000.0
+
+
+def shifted(event: str, k: int, span: float) -> str:
+    if not k:
+        return event
+    event = _TS.sub(lambda m: f'"ts": {float(m.group(1)) + k * span:.3f}', event, count=1)
+    return _IDS.sub(lambda m: f'"{m.group(1)}": {int(m.group(2)) + k * ID_OFFSET}', event)
+
+
+def build(source: Path, out: Path, copies: int) -> int:
+    """Write `copies` copies of the source's events to `out`; its size in bytes."""
+    head, events, tail = split(read_text(source))
+    timed = [e for e in events if '"ph": "X"' in e or '"ph": "f"' in e or '"ph": "s"' in e]
+    span = span_us(timed)
+    with open(out, "w") as fh:
+        fh.write(head)
+        for k in range(copies):
+            for e in (events if k == 0 else timed):
+                body = shifted(e, k, span).rstrip()
+                fh.write(EVENT_START + (body if body.endswith(",") else body + ","))
+        fh.write(EVENT_START + '"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": 0\n  }')
+        fh.write(tail)
+    return out.stat().st_size
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("source", type=Path)
     ap.add_argument("out", type=Path)
-    ap.add_argument("--copies", type=int, default=5)
+    ap.add_argument("--copies", type=int, default=None)
+    ap.add_argument("--mb", type=float, default=None, help="copies enough for about this many MB")
     args = ap.parse_args()
-    opener = gzip.open if args.source.read_bytes()[:2] == b"\x1f\x8b" else open
-    with opener(args.source, "rt") as fh:
-        data = json.load(fh)
-    events = data.pop("traceEvents")
-    timed = [e for e in events if isinstance(e.get("ts"), (int, float))]
-    t0 = min(e["ts"] for e in timed)
-    t1 = max(e["ts"] + e.get("dur", 0) for e in timed)
-    span = t1 - t0 + 1000.0
-    head = json.dumps(data, indent=2)[:-2]  # without the closing "\n}"
-    with open(args.out, "w") as out:
-        out.write(head + ',\n  "traceEvents": [')
-        first = True
-        for k in range(args.copies):
-            for e in events:
-                if not isinstance(e.get("ts"), (int, float)) and k:
-                    continue  # metadata once
-                c = dict(e)
-                if isinstance(c.get("ts"), (int, float)):
-                    c["ts"] = c["ts"] + k * span
-                if "id" in c and isinstance(c["id"], int):
-                    c["id"] += k * 10_000_000
-                if "args" in c and isinstance(c["args"], dict):
-                    a = dict(c["args"])
-                    for key in ID_KEYS:
-                        if isinstance(a.get(key), int):
-                            a[key] += k * 10_000_000
-                    c["args"] = a
-                out.write(("\n  " if first else ",\n  ") + json.dumps(c))
-                first = False
-        out.write("\n  ]\n}\n")
-    print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.0f} MB, {args.copies} copies)")
+    copies = args.copies or 5
+    if args.mb:
+        size = len(read_text(args.source).encode())
+        copies = max(1, round(args.mb * 1e6 / size))
+    size = build(args.source, args.out, copies)
+    print(f"wrote {args.out} ({size / 1e6:.0f} MB, {copies} copies)")
 
 
 if __name__ == "__main__":

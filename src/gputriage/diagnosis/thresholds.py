@@ -60,3 +60,9 @@ IDLE_HELD_MIN_S = Threshold(
     "How long a process holds memory and computes nothing before it is said to hold the GPU idle",
     "judgement: longer than a checkpoint save, an evaluation on the CPU or a data-loader restart (seconds to a few "
     "minutes), short enough that a forgotten notebook or a hung job is named within the hour")
+TENTATIVE_TRACE = Threshold(
+    "tentative_trace_confidence", 0.5, "confidence",
+    "Trace confidence under which its verdict is a best guess, worded as tentative (the terminal says so, the JSON "
+    "sets `tentative`): the window holds under half the kernels, busy time or idle gaps a sure verdict needs, or "
+    "the file was cut",
+    "judgement; the figure under which a trace's verdict does not override a decided sampler's (sure_trace_confidence)")

@@ -76,6 +76,10 @@ class Anatomy(msgspec.Struct, kw_only=True):
     warmup_skipped_us: float = 0.0
     queued_skipped_us: float = 0.0
     startup_skipped_us: float = 0.0  # before the first CUDA call of a window without step markers
+    profiler_skipped_us: float = 0.0  # GPU idle while the profiler stalled the workload (CUPTI buffer requests)
+    start_us: float = 0.0  # the judged span, in the trace's clock
+    end_us: float = 0.0
+    allocator_calls: dict[str, int] = {}  # cudaMalloc/cudaFree calls in the window, by name
     underfilled_us: float = 0.0  # busy time in kernels whose blocks cover under half the SMs
     underfilled_busy_pct: float = 0.0
     steps: list[StepRow] = []
@@ -117,11 +121,23 @@ class TraceVerdict(msgspec.Struct, kw_only=True):
     device: Optional[int] = None
     ranks_agreeing: Optional[int] = None
     ranks: Optional[int] = None
+    tentative: bool = False  # confidence under diagnosis.thresholds.TENTATIVE_TRACE: a best guess, worded as one
+    basis: str = ""  # a job of several ranks: "the ranks' averaged shares"
 
 
 class Overlap(msgspec.Struct):
     comm_us: float
     overlapped_pct: float  # of communication time that ran while a compute kernel ran
+
+
+class CompiledShare(msgspec.Struct, kw_only=True):
+    """GPU time launched from inside torch.compile'd regions, against the rest (eager code, graph breaks)."""
+
+    regions: int  # compiled regions the trace holds (calls into compiled code on the host, nested marks merged)
+    compiled_us: float  # GPU activity time launched inside them
+    outside_us: float  # launched outside them
+    outside_pct: float  # of the GPU activity time whose launch is known
+    outside_ops: dict[str, float] = {}  # GPU µs launched outside, by the outermost op that launched it (top 5)
 
 
 class RankAnalysis(msgspec.Struct, kw_only=True):
@@ -145,6 +161,7 @@ class RankAnalysis(msgspec.Struct, kw_only=True):
     truncated: bool = False  # the file ends inside its events: judged over the span whose record is whole
     elementwise_median_bytes: float = 0.0  # per elementwise op, from the launching ops' shapes
     elementwise_large_kernels: int = 0  # distinct elementwise kernels over tensors beyond any L2
+    compiled: Optional[CompiledShare] = None  # where torch.compile'd regions exist
 
     def main(self) -> Optional[Anatomy]:
         return next((a for a in self.anatomy if a.device == self.main_device), None)

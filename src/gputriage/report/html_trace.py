@@ -7,6 +7,7 @@ from gputriage.model.trace import Anatomy, KernelRow, RankAnalysis, TraceReport
 from gputriage.report.html_page import Page, Raw, bar, esc, findings_html, kv, stack, table
 from gputriage.report.kernel_names import SHORT_KIND, short_name
 from gputriage.report.style import plural
+from gputriage.report.trace_terminal import compiled_line
 
 BUSY_COLORS = ("#2e6fc7", "#3b9d5d", "#8d4fc4", "#17a2b8", "#2c3e94", "#5aa469", "#b07cc6")
 IDLE_COLORS = ("#d9822b", "#c0392b", "#e0b13a", "#b5651d", "#e8a3a3", "#95a5a6", "#7f6a4f")
@@ -24,6 +25,9 @@ def anatomy_html(page: Page, a: Anatomy, sync: str) -> str:
            f'{plural(a.gaps, "idle gap")}, median '
            f"{a.median_gap_us} µs; {a.underfilled_busy_pct}% of busy time in kernels whose blocks cover under half "
            "the SMs.</p>"]
+    if a.allocator_calls:
+        out.append('<p class="muted">Caching allocator: ' + esc(", ".join(
+            f"{n:,} {call}" for call, n in a.allocator_calls.items())) + " calls in the window.</p>")
     if a.steps:
         x = list(range(len(a.steps)))
         out.append(page.chart(
@@ -77,6 +81,8 @@ def rank_html(page: Page, r: RankAnalysis, n: int) -> str:
     if r.overlap:
         body.append(f"<p>Communication: {r.overlap.comm_us / 1000:,.1f} ms of collectives, "
                     f"{r.overlap.overlapped_pct:.0f}% of it overlapped by computation.</p>")
+    if r.compiled:
+        body.append(f"<p>{esc(compiled_line(r.compiled))}.</p>")
     if r.kernels:
         body.append("<h3>Kernels</h3>" + kernels_html(r.kernels))
     return "".join(body)
@@ -87,9 +93,13 @@ def verdict_html(t: TraceReport) -> str:
     if v.bottleneck is None:
         return '<p class="big">no verdict</p><p class="muted">The trace holds too little to decide.</p>'
     ranks = f"; {v.ranks_agreeing} of {v.ranks} ranks agree" if v.ranks else ""
-    return (f'<p class="big" data-bottleneck="{esc(v.bottleneck.value)}">{esc(v.bottleneck.value)}</p>'
+    basis = f"; from {v.basis}" if v.basis else ""
+    guess = ('<p class="muted" data-tentative="true">Tentative: the window holds too little to be sure (confidence '
+             f"{v.confidence:.2f}); profile the steady state for longer.</p>" if v.tentative else "")
+    return (f'<p class="big" data-bottleneck="{esc(v.bottleneck.value)}">{esc(v.bottleneck.value)}'
+            f'{" (tentative)" if v.tentative else ""}</p>' + guess +
             f'<p class="why">{v.share_pct:.0f}% of the profiled window; GPU idle {v.gpu_idle_pct:.0f}%; '
-            f"confidence {v.confidence:.2f}{esc(ranks)}</p>"
+            f"confidence {v.confidence:.2f}{esc(ranks)}{esc(basis)}</p>"
             + (f'<p class="decision">Do: {esc(v.decision)}</p>' if v.decision else ""))
 
 

@@ -8,9 +8,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gputriage.diagnosis.trace.verdict import too_little
 from gputriage.model.run import ProfilerEffect, ProfileReport
 from gputriage.model.safe_text import KERNEL_CHARS, NAME_CHARS, safe_text
-from gputriage.model.trace import Anatomy, KernelRow, RankAnalysis, TraceReport, rate_unit
+from gputriage.model.trace import Anatomy, CompiledShare, KernelRow, RankAnalysis, TraceReport, rate_unit
 from gputriage.report.kernel_names import SHORT_KIND, short_name
 from gputriage.report.style import finding_text, hanging, plural
 
@@ -25,11 +26,21 @@ def render_verdict(trace: Optional[TraceReport], error: Optional[str], console: 
         console.print(Text(f"\nprofile: {error}", style="yellow"))
         return
     v = trace.verdict if trace else None
-    if v is None or v.bottleneck is None:
+    if trace is None or v is None or v.bottleneck is None:
         return
-    line = Text("\ntrace verdict: ", style="bold")
-    line.append(v.bottleneck.value, style="bold magenta")
+    a = trace.ranks[0].main() if trace.ranks and not v.basis else None
+    if v.tentative and a is not None and too_little(a):
+        line = Text(f"\ntoo little GPU work to judge: {a.kernels} kernel{'s' if a.kernels != 1 else ''}, "
+                    f"{a.busy_us / 1000:.1f} ms busy in a {a.window_us / 1000:.1f} ms window; a guess: ", style="bold")
+        line.append(v.bottleneck.value, style="magenta")
+    else:
+        line = Text("\ntrace verdict" + (" (tentative)" if v.tentative else "") + ": ", style="bold")
+        line.append(v.bottleneck.value, style="magenta" if v.tentative else "bold magenta")
     line.append(f"  {v.share_pct:.0f}% of the profiled window, GPU idle {v.gpu_idle_pct:.0f}%", style="dim")
+    if v.tentative:
+        line.append(f", confidence {v.confidence:.2f}: profile the steady state for longer", style="dim")
+    if v.basis:
+        line.append(f"; from {v.basis} ({v.ranks_agreeing} of {v.ranks} ranks' own verdicts agree)", style="dim")
     console.print(line)  # what to do is the verdict's finding, below
 
 
@@ -71,6 +82,9 @@ def _anatomy(a: Anatomy, console: Console) -> None:
                        f"{plural(a.gaps, 'idle gap')}, median "
                        f"{a.median_gap_us} µs; {a.underfilled_busy_pct}% of busy time in kernels whose blocks cover "
                        "under half the SMs", style="dim"))
+    if a.allocator_calls:
+        console.print(Text("caching allocator: " + ", ".join(f"{n:,} {call}" for call, n in a.allocator_calls.items())
+                           + " calls in the window", style="dim"))
     if a.steps:
         durs = sorted(x.dur_us for x in a.steps)
         busy = sorted(x.gpu_busy_pct for x in a.steps)
@@ -131,8 +145,17 @@ def _rank(r: RankAnalysis, top: int, console: Console) -> None:
         console.print(Text(f"communication: {r.overlap.comm_us / 1000:.1f} ms of collectives on GPU {r.main_device}, "
                            f"{r.overlap.overlapped_pct:.0f}% overlapped by computation; only the rest (busy "
                            "communication above) adds to step time", style="dim"))
+    if r.compiled:
+        console.print(Text(compiled_line(r.compiled), style="dim"))
     if r.kernels and top > 0:
         _kernels(r.kernels, top, console)
+
+
+def compiled_line(c: CompiledShare) -> str:
+    """torch.compile's coverage of the GPU's work, in one sentence."""
+    ops = ", ".join(f"{op} {us / 1000:.1f} ms" for op, us in c.outside_ops.items())
+    return (f"torch.compile: {c.regions:,} compiled region{'s' if c.regions != 1 else ''}; {c.outside_pct:.0f}% of "
+            f"GPU time ({c.outside_us / 1000:.1f} ms) launched outside them" + (f", by {ops}" if ops else ""))
 
 
 def render(report: TraceReport, console: Console, top: int = 10) -> None:

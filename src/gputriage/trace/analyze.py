@@ -11,11 +11,13 @@ from gputriage.model.numbers import median
 from gputriage.model.specs import match
 from gputriage.model.trace import Overlap, RankAnalysis
 from gputriage.trace import kernel_kinds as kk
-from gputriage.trace.anatomy import WARMUP_STEP_RATIO, gpu_kinds
 from gputriage.trace.anatomy import analyze as anatomy_of
+from gputriage.trace.anatomy import gpu_kinds
+from gputriage.trace.compiled import share as compiled_share
 from gputriage.trace.kernels import table
 from gputriage.trace.load import KERNEL, Columns
 from gputriage.trace.load_parallel import read
+from gputriage.trace.window import WARMUP_STEP_RATIO
 
 LARGE_TENSOR_BYTES = 64 * 2**20  # elementwise ops over tensors this large stream from HBM (beyond any L2)
 
@@ -90,8 +92,11 @@ def analyze_file(path: str | Path) -> RankAnalysis:
     main = max(anatomies, key=lambda a: a.busy_us)
     result.main_device = main.device
     if cols.truncated:
+        in_file = sum(1 for d in cols.g_dev if d == main.device)
+        beyond = sum(1 for d, t in zip(cols.g_dev, cols.g_ts) if d == main.device and t >= main.end_us)
         result.problems.append(f"judged over the {main.window_us / 1000:.1f} ms where both the host's and the GPU's "
-                               "record are whole (a cut file loses GPU activities from anywhere in the window)")
+                               "record are whole (a cut file loses GPU activities from anywhere in the window: "
+                               f"{beyond:,} of the {in_file:,} GPU activities read lie beyond it and are left out)")
     if main.warmup_skipped_us:
         result.problems.append(
             f"the first profiled step ({main.warmup_skipped_us / 1000:.0f} ms, over {WARMUP_STEP_RATIO:g}x the later "
@@ -100,6 +105,10 @@ def analyze_file(path: str | Path) -> RankAnalysis:
         result.problems.append(
             f"the first {main.startup_skipped_us / 1000:.1f} ms, before the first CUDA call, are left out: the "
             "profiler starting (no step markers tell the workload's own start)")
+    if main.profiler_skipped_us >= STARTUP_NOTE_US:
+        result.problems.append(
+            f"{main.profiler_skipped_us / 1000:.1f} ms of GPU idle while the profiler stalled the workload for its own "
+            "buffers (CUPTI's buffer requests) are left out: the profiler's time, not the workload's")
     if main.queued_skipped_us:
         result.problems.append(
             f"the first {main.queued_skipped_us / 1000:.0f} ms are left out: the GPU was still running work queued "
@@ -107,5 +116,6 @@ def analyze_file(path: str | Path) -> RankAnalysis:
     result.kernels = table(cols, kinds, spec)
     result.elementwise_median_bytes, result.elementwise_large_kernels = _elementwise_bytes(cols, kinds)
     result.overlap = _overlap(cols, kinds, main.device)
+    result.compiled = compiled_share(cols, main.device, main.start_us, main.end_us)
     result.analysis_s = round(time.perf_counter() - t0, 3)
     return result

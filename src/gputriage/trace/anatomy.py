@@ -24,8 +24,13 @@ host was doing:
 host_in_ops gaps are attributed to the optimizer step they fall in (an optimizer on CPU tensors), else
 to the outermost framework op covering the gap's middle.
 - allocator: the host had been in cudaMalloc/cudaFree (which synchronize the device) as the gap
-  began — the caching allocator is releasing and re-acquiring memory, typical near full VRAM.
+  began — the caching allocator is releasing and re-acquiring memory (near full VRAM, or emptied by
+  `torch.cuda.empty_cache()`). Whatever a gap's cause, the part of it the host spent in those calls
+  is allocator time too.
 - unattributed: no launch record links the next activity to a host thread.
+
+Idle time while the profiler stalled the workload for its own bookkeeping (CUPTI's buffer requests:
+`window.profiler_own`) is left out of the window, as are the profiler's start and warm-up.
 
 Communication (NCCL) counts as busy only where no computation runs beside it: the exposed part, what
 adds to step time; overlapped collectives cost nothing.
@@ -45,6 +50,7 @@ from gputriage.model.trace import Anatomy, HostWork, StepRow, SyncOp, Syncs, Tim
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.load import KERNEL, MEMCPY, Columns
 from gputriage.trace.thread_ops import ThreadOps, thread_ops
+from gputriage.trace.window import Intervals, complete_until, profiler_own, profiler_warmup_end
 
 UNDERFILLED_BLOCKS_PER_SM = 0.5  # below: the kernel's blocks leave most SMs without work
 QUEUED_US = 1000.0  # a first kernel that starts this long after its launch waited behind earlier work
@@ -140,6 +146,9 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
     sync_idx = [i for i, n in enumerate(cols.r_name) if cols.names[n] in blocking]
     sync_idx.sort(key=lambda i: cols.r_ts[i] + cols.r_dur[i])
     sync_ends = [cols.r_ts[i] + cols.r_dur[i] for i in sync_idx]
+    alloc_idx = [i for i in sync_idx if cols.names[cols.r_name[i]] in ALLOC_CALLS]
+    allocating = Intervals.union((cols.r_ts[i], cols.r_ts[i] + cols.r_dur[i]) for i in alloc_idx)
+    own = profiler_own(cols)
     devices = sorted(set(cols.g_dev))
     host_start = min(min(cols.o_ts, default=float("inf")), min(cols.r_ts, default=float("inf")))
     host_start = 0.0 if host_start == float("inf") else host_start  # the first host event
@@ -156,6 +165,7 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         warm_end = profiler_warmup_end(cols, host_start)
         if warm_end is not None:
             step_lo, skipped = warm_end, warm_end - host_start
+    whole_until = complete_until(cols) if cols.truncated else float("inf")
     out = []
     for dev in devices:
         idx = [i for i, d in enumerate(cols.g_dev) if d == dev]
@@ -177,7 +187,7 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
             idx = [i for i in idx if cols.g_ts[i] + cols.g_dur[i] >= lo]
             hi = max([hi] + [cols.g_ts[i] + cols.g_dur[i] for i in idx[-1:]])
         if cols.truncated:  # judge only the span where every launch still has its GPU activity
-            hi = max(lo, min(hi, last_gpu, complete_until(cols)))
+            hi = max(lo, min(hi, last_gpu, whole_until))
             idx = [i for i in idx if cols.g_ts[i] < hi]
         busy = dict.fromkeys(kk.BUSY_KINDS, 0.0)
         idle = dict.fromkeys(IDLE_KINDS, 0.0)
@@ -186,27 +196,32 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         gaps: list[float] = []
         prev = -1
         underfilled = 0.0
+        profiler_us = 0.0
         cursor = lo
         durations = []
         for i in idx:
             s, e = cols.g_ts[i], cols.g_ts[i] + cols.g_dur[i]
             s_clip = max(s, lo)
             if s_clip > cursor:
-                gap = s_clip - cursor
-                gaps.append(gap)
-                cause, op = _gap_cause(cols, ops, corr_to_rt, sync_idx, sync_ends, cursor, s_clip, i,
-                                       kinds[prev] in READ_BACK if prev >= 0 else False)
-                if cause == "host_after_read":
-                    op = _launching_op(cols, ops, corr_to_rt, prev)
-                idle[cause] += gap
-                if cause == "sync" and op is not None:
-                    entry = sync_by_op.setdefault(op, {"gpu_idle_after_us": 0.0, "gaps": 0})
-                    entry["gpu_idle_after_us"] += gap
-                    entry["gaps"] += 1
-                elif cause in ("host_in_ops", "host_after_read"):
-                    tally = host_work.setdefault((op or "?", cause[5:]), [0, 0.0])
-                    tally[0] += 1
-                    tally[1] += gap
+                theirs = own.covered(cursor, s_clip)  # the profiler's own stalls: not the workload's time
+                profiler_us += theirs
+                gap = s_clip - cursor - theirs
+                if gap > 0:
+                    gaps.append(gap)
+                    cause, op = _gap_cause(cols, ops, corr_to_rt, sync_idx, sync_ends, cursor, s_clip, i,
+                                           kinds[prev] in READ_BACK if prev >= 0 else False)
+                    if cause == "host_after_read":
+                        op = _launching_op(cols, ops, corr_to_rt, prev)
+                    gap -= _allocating(idle, allocating, cursor, s_clip, gap, cause)
+                    idle[cause] += gap
+                    if cause == "sync" and op is not None:
+                        entry = sync_by_op.setdefault(op, {"gpu_idle_after_us": 0.0, "gaps": 0})
+                        entry["gpu_idle_after_us"] += gap
+                        entry["gaps"] += 1
+                    elif cause in ("host_in_ops", "host_after_read"):
+                        tally = host_work.setdefault((op or "?", cause[5:]), [0, 0.0])
+                        tally[0] += 1
+                        tally[1] += gap
             if e > cursor:
                 add = e - max(s_clip, cursor)
                 busy[kinds[i]] += add
@@ -219,46 +234,38 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         if busy[kk.COMM]:  # communication counts only where no computation overlaps it
             busy, underfilled = _exposed_communication(cols, kinds, idx, lo, sum(busy.values()))
         if hi > cursor:  # trailing idle: the host did not issue more work
-            idle["host_outside_ops"] += hi - cursor
+            theirs = own.covered(cursor, hi)
+            profiler_us += theirs
+            rest = hi - cursor - theirs
+            idle["host_outside_ops"] += rest - _allocating(idle, allocating, cursor, hi, rest, "host_outside_ops")
         syncs = _sync_summary(cols, ops, sync_idx, lo, hi, sync_by_op)
         steps = _steps(cols, idx, kinds, until=hi if cols.truncated else None) if cols.steps else []
-        out.append(_anatomy(dev, hi - lo, busy, idle, syncs, gaps, durations, steps, underfilled, skipped, queued,
-                            startup, host_work))
+        a = _anatomy(dev, hi - lo - profiler_us, busy, idle, syncs, gaps, durations, steps, underfilled, skipped,
+                     queued, startup, host_work)
+        a.profiler_skipped_us, a.start_us, a.end_us = round(profiler_us, 1), lo, hi
+        a.allocator_calls = _calls(cols, alloc_idx, lo, hi)
+        out.append(a)
     return out
 
 
-def complete_until(cols: Columns) -> float:
-    """In a truncated trace, where the GPU's record starts to have holes: the first framework op of a kind
-    that launches GPU work (nearly always, elsewhere in the file) whose GPU work is missing. Kineto writes
-    the host's ops first and the GPU's activities in blocks, so a cut can remove activities from anywhere
-    in the window, while the ops that launched them are all there."""
-    launched = set(cols.g_ext)
-    seen: dict[int, list[int]] = {}
-    for i, (name, ext) in enumerate(zip(cols.o_name, cols.o_ext)):
-        if ext >= 0:
-            seen.setdefault(name, []).append(i)
-    first = float("inf")
-    for idx in seen.values():
-        lost = [i for i in idx if cols.o_ext[i] not in launched]
-        if len(idx) - len(lost) >= LAUNCHING_SHARE * len(idx) and lost:  # a kind that launches, some of it lost
-            first = min(first, min(cols.o_ts[i] for i in lost))
-    return first
+def _allocating(idle: dict[str, float], allocating: Intervals, a: float, b: float, gap: float, cause: str) -> float:
+    """The part of an idle gap the host spent in cudaMalloc/cudaFree, booked as allocator time (what the caching
+    allocator cost, whatever else the host did in the gap); the time booked."""
+    if cause == "allocator":
+        return 0.0
+    spent = min(gap, allocating.covered(a, b))
+    idle["allocator"] += spent
+    return spent
 
 
-LAUNCHING_SHARE = 0.5  # of an op's instances with GPU work, for the op to be one that launches it
-WARMUP_STEP_RATIO = 3.0
-
-
-def profiler_warmup_end(cols: Columns, host_start: float) -> float | None:
-    """Where a training loop's first profiled step ends, when that step ran far slower than the rest
-    (CUDA lazy loading and CUPTI instrumenting each kernel's first launch: profiler warm-up, not the
-    workload). Steps are delimited by optimizer steps; None when fewer than 3 or no outlier."""
-    ends = sorted(ts + dur for ts, dur, _ in cols.optimizer_steps)
-    if len(ends) < 3:
-        return None
-    first = ends[0] - host_start
-    rest = [b - a for a, b in zip(ends, ends[1:])]
-    return ends[0] if first > WARMUP_STEP_RATIO * _median(rest) else None
+def _calls(cols: Columns, idx: list[int], lo: float, hi: float) -> dict[str, int]:
+    """How many of the calls `idx` started in [lo, hi], by name."""
+    out: dict[str, int] = {}
+    for i in idx:
+        if lo <= cols.r_ts[i] <= hi:
+            name = cols.names[cols.r_name[i]]
+            out[name] = out.get(name, 0) + 1
+    return out
 
 
 def _gap_cause(cols: Columns, ops: dict[int, ThreadOps], corr_to_rt: dict[int, int], sync_idx: list[int],

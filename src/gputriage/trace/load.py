@@ -31,6 +31,9 @@ ARRAY_KEY = b'"traceEvents"'
 KERNEL, MEMCPY, MEMSET = 0, 1, 2
 GPU_CATS = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "gpu_memset": MEMSET}
 RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
+# how Kineto marks torch.compile'd code on the host: the region dynamo entered (a cpu_op in recent versions), the
+# autograd function around the compiled graph, the call into the compiled graph itself
+COMPILED_ANNOTATIONS = ("Torch-Compiled Region", "CompiledFunction", "## Call CompiledFxGraph", "torch_compile")
 
 
 class TraceError(Exception):
@@ -114,6 +117,11 @@ class Columns:
     steps: list[tuple[str, float, float]] = field(default_factory=list)
     # Optimizer.step#... spans on the host (step boundaries when there are no ProfilerStep markers)
     optimizer_steps: list[tuple[float, float, str]] = field(default_factory=list)  # start, duration, name
+    # Kineto's overhead events (CUPTI's buffer requests, CUDA's lazy loading...): name, start, duration
+    overheads: list[tuple[str, float, float]] = field(default_factory=list)
+    # annotations of torch.compile'd code on the host (## Call CompiledFxGraph ##): thread, start, duration
+    compiled: list[tuple[int, float, float]] = field(default_factory=list)
+    activities_whole: bool = False  # metadata Kineto writes after its last activity was read: none is missing
     header: Header = field(default_factory=Header)
     events: int = 0
     skipped_kinds: dict[str, int] = field(default_factory=dict)
@@ -192,11 +200,13 @@ def _add(cols: Columns, events: list[Event]) -> None:
     array.extend: an append per field per event would cost more than the JSON decode)."""
     gpu, rt, ops = [], [], []
     skipped = cols.skipped_kinds
+    metadata = False
     for e in events:
         cat = e.cat
         if e.ph != "X":
             key = cat or e.ph
             skipped[key] = skipped.get(key, 0) + 1
+            metadata = metadata or e.ph == "M"
         elif cat in GPU_CATS:
             gpu.append(e)
         elif cat in RUNTIME_CATS:
@@ -207,9 +217,15 @@ def _add(cols: Columns, events: list[Event]) -> None:
             cols.steps.append((e.name, e.ts, e.dur))
         elif cat == "user_annotation" and e.name.startswith("Optimizer.step#"):
             cols.optimizer_steps.append((e.ts, e.dur, e.name))
+        elif cat == "user_annotation" and e.name.startswith(COMPILED_ANNOTATIONS):
+            cols.compiled.append((_tid(e.tid), e.ts, e.dur))
+        elif cat == "overhead":
+            cols.overheads.append((e.name, e.ts, e.dur))
         else:
             key = cat or e.ph
             skipped[key] = skipped.get(key, 0) + 1
+    if gpu or rt or metadata:
+        cols.activities_whole = _metadata_last(events) if metadata else False
     if gpu:
         args = [e.args or _NO_ARGS for e in gpu]
         cols.g_ts.extend([e.ts for e in gpu])
@@ -244,6 +260,16 @@ def _add(cols: Columns, events: list[Event]) -> None:
     cols.events += len(events)
 
 
+def _metadata_last(events: list[Event]) -> bool:
+    """Whether metadata (which Kineto writes after its activities) follows the chunk's last activity."""
+    for e in reversed(events):
+        if e.ph == "M":
+            return True
+        if e.cat in GPU_CATS or e.cat in RUNTIME_CATS:
+            return False
+    return False
+
+
 def load(path: str | Path) -> Columns:
     """The trace's columns, read in one stream (`load_parallel.read` reads a large file on several cores)."""
     path = Path(path)
@@ -267,6 +293,7 @@ def load(path: str | Path) -> Columns:
     except (OSError, EOFError) as exc:
         if cols.events == 0:
             raise TraceError(f"{path}: cannot read: {exc}") from None
+        cols.truncated = True
         cols.problems.append(f"the file ends early ({exc}); {cols.events} events were read")
     except RecursionError:
         raise TraceError(f"{path}: not a Kineto trace (JSON nested too deep)") from None

@@ -94,8 +94,9 @@ def _read_range(path: str, start: int, end: int) -> dict[str, Any]:
         if buf.strip():
             L._decode_events(bytes(buf), cols, Path(path), offset)
     out: dict[str, Any] = {k: v for k, v in vars(cols).items() if isinstance(v, array)}
-    out.update(names=cols.names, steps=cols.steps, optimizer_steps=cols.optimizer_steps,
-               skipped=cols.skipped_kinds, events=cols.events, memory_bytes=_own_memory_bytes())
+    out.update(names=cols.names, steps=cols.steps, optimizer_steps=cols.optimizer_steps, overheads=cols.overheads,
+               compiled=cols.compiled, activities_whole=cols.activities_whole, skipped=cols.skipped_kinds,
+               events=cols.events, memory_bytes=_own_memory_bytes())
     return out
 
 
@@ -141,6 +142,9 @@ def load(path: Path, size: int, workers: int) -> L.Columns | None:
                               else values)
         cols.steps += part["steps"]
         cols.optimizer_steps += part["optimizer_steps"]
+        cols.overheads += part["overheads"]
+        cols.compiled += part["compiled"]
+        cols.activities_whole = part["activities_whole"]  # the last part's (a file read in parts is never cut)
         for k, n in part["skipped"].items():
             cols.skipped_kinds[k] = cols.skipped_kinds.get(k, 0) + n
         cols.events += part["events"]

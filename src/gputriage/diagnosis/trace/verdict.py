@@ -1,12 +1,13 @@
 """The trace's verdict: the dominant bottleneck of a profiled window, with its share.
 
-A GPU that idles is not the limit, so idle time is judged first: when the GPU idles at least 25% of
-the window, the verdict is the largest idle cause (launch → launch_bound, sync → sync_bound, host
-computation in framework ops or after reading a result back → host_bound, other host work →
-input_starved, allocator → vram_pressure). Host↔device copies that run with no kernel beside them
-leave the SMs idle too: where idle time and such copies together reach 25% of the window and the
-copies outweigh every idle cause, the verdict is h2d_copy_bound (pinned batches copied on the compute
-stream before each step: 47% of the window). Otherwise it is the largest busy kind:
+A GPU that idles is not the limit, so the SMs' idle time is judged first. Host↔device copies that run
+with no kernel beside them leave the SMs idle: where idle time and such copies together reach 25% of
+the window and the copies take at least as much of it as any idle cause, the verdict is h2d_copy_bound
+(pinned batches copied on the compute stream before each step: 47% of the window; an optimizer
+offloaded to the host, its copies 68% against 28% of host computation). Else, when the GPU idles at
+least 25% of the window, the verdict is the largest idle cause (launch → launch_bound, sync →
+sync_bound, host computation in framework ops or after reading a result back → host_bound, other
+host work → input_starved, allocator → vram_pressure). Otherwise it is the largest busy kind:
 tensor-core GEMMs and attention → compute_bound, GEMMs on CUDA cores → tensor_cores_idle, fp64
 GEMMs → compute_bound (the precision the code asks for; on A100, H100, H200 and B200 they run on
 the fp64 tensor cores, `trace.fp64_gemms` says what lower precision would give),
@@ -17,12 +18,13 @@ communication that no computation overlaps → comm_bound — unless most busy t
 blocks cover under half the SMs (communication aside: NCCL uses few blocks by design), which is
 underfilled. A window with no GPU work gets no verdict; a short one (fewer than 10
 kernels and under 50 ms busy) or one cut short by a truncated file gets one with a confidence that
-says so.
+says so, and under `thresholds.TENTATIVE_TRACE` the verdict is marked tentative.
 """
 
 from __future__ import annotations
 
 from gputriage.diagnosis.bottlenecks import D2H_COPY_DECISION, DECISIONS
+from gputriage.diagnosis.thresholds import TENTATIVE_TRACE
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
 from gputriage.model.trace import Anatomy, KernelRow, TraceVerdict
@@ -108,12 +110,12 @@ def decide(a: Anatomy, complete: bool = True, memory_roof_us: dict[str, float] |
     copying = 100 * sum(a.busy_of(k) for k in COPIES) / w  # the SMs idle while a copy runs alone
     if a.busy_us <= 0:
         verdict, share = B.idle, 100.0
+    elif copying > 0 and idle_pct + copying >= IDLE_VERDICT.value and copying >= max(shares.values(), default=0.0):
+        verdict, share = B.h2d_copy_bound, copying  # copies that take more of the window than any idle cause
     elif idle_pct >= IDLE_VERDICT.value and shares:
         verdict = max(shares, key=lambda k: shares[k])
         share = shares[verdict]
         idle_verdict = True
-    elif idle_pct + copying >= IDLE_VERDICT.value and copying >= max(shares.values(), default=0.0):
-        verdict, share = B.h2d_copy_bound, copying
     elif 100 * a.underfilled_us / a.busy_us >= UNDERFILLED_BUSY.value:
         verdict, share = B.underfilled, 100 * a.underfilled_us / w
     else:
@@ -122,7 +124,7 @@ def decide(a: Anatomy, complete: bool = True, memory_roof_us: dict[str, float] |
     everything = {**busy_shares, **shares}
     confidence = sufficiency(a, idle_verdict) * (1.0 if complete else 0.5)
     return TraceVerdict(bottleneck=verdict, share_pct=round(share, 1), gpu_idle_pct=round(idle_pct, 1),
-                        confidence=round(confidence, 2),
+                        confidence=round(confidence, 2), tentative=round(confidence, 2) < TENTATIVE_TRACE.value,
                         decision=D2H_COPY_DECISION if verdict == B.h2d_copy_bound and mostly_d2h(a) else
                         DECISION[verdict], device=a.device,
                         shares_pct={k.value: round(v, 1) for k, v in sorted(everything.items(), key=lambda kv: -kv[1])
