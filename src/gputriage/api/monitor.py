@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+import msgspec
 
 from gputriage.api._common import GputriageError, configured_price, open_budget, open_store
+from gputriage.backends.host import Host
+from gputriage.backends.nvml import PynvmlBackend
+from gputriage.diagnosis.run.judge import judge
+from gputriage.diagnosis.run.live import live_labels
+from gputriage.inworkload import allocator_counters, stack_sampler
 from gputriage.model.run import RunReport
-
-if TYPE_CHECKING:
-    import subprocess
-
-    from gputriage.model.sample import Sample
-    from gputriage.sampling.live import LastSecond
-    from gputriage.sampling.session import Session
-    from gputriage.sampling.store import Store
+from gputriage.model.sample import Sample
+from gputriage.sampling.live import LastSecond
+from gputriage.sampling.progress import ProgressReader
+from gputriage.sampling.session import Session
+from gputriage.sampling.store import Store, StoreError
 
 
 class Monitor:
@@ -56,10 +64,6 @@ class Monitor:
 
     def _report_allocator(self) -> None:
         """Sampling this process: report PyTorch's caching allocator from it, as `run`'s hook does."""
-        import tempfile
-
-        from gputriage.inworkload import allocator_counters, stack_sampler
-
         if self.pid == os.getpid() and self._allocator_dir is None:
             self._allocator_dir = tempfile.mkdtemp(prefix="gputriage-monitor-")
             self._allocator_stop = threading.Event()
@@ -75,8 +79,6 @@ class Monitor:
                 self._stacks_thread.join(5.0)
 
     def _remove_allocator_dir(self) -> None:
-        import shutil
-
         if self._allocator_stop is not None and self._allocator_dir is not None:
             shutil.rmtree(self._allocator_dir, ignore_errors=True)
 
@@ -90,18 +92,11 @@ class Monitor:
             raise
 
     def _enter_here(self) -> Monitor:
-        from gputriage.backends.host import Host
-        from gputriage.backends.nvml import PynvmlBackend
-        from gputriage.sampling.session import Session
-        from gputriage.sampling.store import StoreError
-
         self._db = open_store(self._store)
         self.session = s = Session(PynvmlBackend(record=False, bounded=False), Host(), self._db, self.kind,
                                    [self.kind], period_s=self._period_s, use_gpm=self._use_gpm)
         s.meta.price_per_gpu_hour, s.meta.currency = self._price, self._currency
         if self._allocator_dir is not None:
-            from gputriage.sampling.progress import ProgressReader
-
             s.sampler.progress = ProgressReader(self._allocator_dir)
         try:
             s.open()
@@ -112,10 +107,6 @@ class Monitor:
         return self
 
     def _enter_child(self) -> Monitor:
-        import json
-        import subprocess
-        import sys
-
         options = {"store": str(self._store) if isinstance(self._store, (str, Path)) else self._store,
                    "budget": str(self._budget_path) if self._budget_path else None, "period_s": self._period_s,
                    "use_gpm": self._use_gpm, "kind": self.kind, "pid": self.pid,
@@ -133,9 +124,6 @@ class Monitor:
     def live(self) -> tuple[Sample, dict[int, str]] | None:
         """The latest sample, and each GPU's bottleneck over the last second, named as the exporter names it
         (None before any sample, and when the sampler runs in a child process)."""
-        from gputriage.diagnosis.run.live import live_labels
-        from gputriage.sampling.live import LastSecond
-
         if self.session is None:
             return None
         recent = list(self.session.sampler.recent)
@@ -155,8 +143,6 @@ class Monitor:
 
     def _finish(self) -> None:
         if self._child is not None:
-            import msgspec
-
             assert self._child.stdin is not None and self._child.stdout is not None
             self._child.stdin.close()
             text = self._child.stdout.read()
@@ -166,8 +152,6 @@ class Monitor:
             except msgspec.DecodeError:
                 raise GputriageError(f"the sampler process failed: {text.strip()[:200]}") from None
             return
-        from gputriage.diagnosis.run.judge import judge
-
         assert self.session is not None
         self.report = judge(self.session.finish(), None, budget=self._budget)
         self.session.save(self.report)
@@ -177,11 +161,6 @@ class Monitor:
 
 def _monitor_child() -> None:
     """The sampler process of an isolated `Monitor`: samples until its stdin closes, prints the report."""
-    import json
-    import sys
-
-    import msgspec
-
     options = json.loads(sys.argv[1])
     try:
         m = Monitor(isolated=False, **options)
