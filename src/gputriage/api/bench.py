@@ -12,6 +12,7 @@ from gputriage.api._common import GputriageError, open_store
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import PynvmlBackend
 from gputriage.diagnosis import bench as judge
+from gputriage.diagnosis.verify import Context, with_verify
 from gputriage.model.bench import BenchError, BenchReport, BenchResult, GpuProcess
 from gputriage.model.probe import ProbeResult
 from gputriage.model.specs import match
@@ -95,7 +96,7 @@ def _measure(quick: bool, disk: bool, target: Path, gpu: bool,
                  for r in results],
         errors=[BenchError(e.get("probe", "?"), e.get("error", "")) for e in errors],
         other_processes=[GpuProcess(gpu=o["gpu"], pid=o["pid"], used_bytes=o.get("used_bytes")) for o in others],
-        findings=judge.findings(results, link_now, others))
+        findings=with_verify(judge.findings(results, link_now, others), Context("bench")))
     return report, machine, results
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gputriage.api._common import GputriageError, configured_price, open_budget
+from gputriage.diagnosis.verify import Context, with_verify
 from gputriage.model.catalog import Catalog
 from gputriage.model.check import CheckReport, check_report
 from gputriage.model.finding import triage_order
@@ -59,7 +60,7 @@ def check(source: Snapshot | str | Path | None = None, *, budget: str | Path | N
         findings = triage_order(findings + check_snapshot(limits, snap))
     price, unit = (price_per_gpu_hour, currency) if price_per_gpu_hour is not None else configured_price()
     findings = priced(findings, (IDLE_HELD,), price, currency or unit or "USD")
-    return check_report(snap, findings)
+    return check_report(snap, with_verify(findings, Context("check")))
 
 
 def catalog(command: str | None = None) -> Catalog:

@@ -4,7 +4,7 @@ entry (`FindingSpec`) every finding is made from, with its thresholds."""
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, Optional
 
 import msgspec
 
@@ -66,6 +66,8 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
     decision: str
     evidence: dict[str, Any] = {}
     subject: str = ""  # what it is about: "gpu.0", "host", ...
+    impact: Optional[float] = None  # the share of GPU time (or of throughput) the fix would recover, where estimated
+    verify: str = ""  # a command that shows whether the fix worked
 
     def to_json(self) -> dict[str, Any]:
         return msgspec.to_builtins(self)
@@ -104,11 +106,12 @@ class FindingSpec(msgspec.Struct, frozen=True, kw_only=True):
     needs: tuple[str, ...] = ()
 
     def finding(self, evidence: dict[str, Any] | None = None, *, subject: str = "", severity: Severity | None = None,
-                symptom: str | None = None, cause: str | None = None, decision: str | None = None) -> Finding:
+                symptom: str | None = None, cause: str | None = None, decision: str | None = None,
+                impact: float | None = None) -> Finding:
         """One occurrence; the wording may be made concrete (symptom with the figures), the id never changes."""
         return Finding(id=self.id, severity=severity or self.severity, step=self.step, symptom=symptom or self.symptom,
                        cause=cause or self.cause, decision=decision or self.decision, evidence=evidence or {},
-                       subject=subject)
+                       subject=subject, impact=None if impact is None else round(min(1.0, max(0.0, impact)), 3))
 
     def threshold(self, name: str) -> float:
         for t in self.thresholds:
@@ -118,5 +121,7 @@ class FindingSpec(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def triage_order(findings: list[Finding]) -> list[Finding]:
-    """Step, then most severe first, then id and subject: the order every report shows."""
-    return sorted(findings, key=lambda f: (f.step, -f.severity.rank, f.id, f.subject))
+    """The order every report shows: findings whose fix has an estimated impact first, the largest first; then the
+    others by triage step, most severe first, then id and subject."""
+    return sorted(findings, key=lambda f: (f.impact is None, -(f.impact or 0.0), f.step, -f.severity.rank, f.id,
+                                           f.subject))

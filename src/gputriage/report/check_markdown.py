@@ -25,6 +25,8 @@ def render(report: CheckReport) -> str:
             lines += [f"- **{f.severity.value.upper()}** `{f.id}`{' (' + f.subject + ')' if f.subject else ''}: "
                       f"{f.symptom}",
                       f"  - why: {f.cause}", f"  - do: {f.decision}"]
+            if f.verify:
+                lines.append(f"  - verify: `{f.verify}`")
             if f.evidence:
                 lines.append(f"  - evidence: `{evidence_text(f.evidence)}`")
         lines.append("")

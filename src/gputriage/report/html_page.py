@@ -85,6 +85,9 @@ def findings_html(findings: Iterable[Finding]) -> str:
                    f'{badge(f.severity.value, SEVERITY_LABEL[f.severity])}<b>{esc(f.symptom)}</b> '
                    f'<span class="fid">{esc(f.id)}{subject}</span>'
                    f'<div class="muted">{esc(f.cause)}</div><div class="decision">Do: {esc(f.decision)}</div>'
+                   + (f'<div class="impact">Gain: up to {f.impact:.0%} of the GPU\'s time (estimated)</div>'
+                      if f.impact is not None else "")
+                   + (f'<div class="verify">Verify: <code>{esc(f.verify)}</code></div>' if f.verify else "")
                    + (f'<div class="evidence">{evidence}</div>' if evidence else "") + "</div>")
     return "".join(out) or '<p class="muted">No findings.</p>'
 

@@ -71,6 +71,10 @@ def finding_text(f: Finding, why: bool = True) -> Table:
     if why:
         t.add_row(Text("why:", style="dim"), Text(f.cause))
     t.add_row(Text("do:", style="dim"), Text(f.decision, style="green"))
+    if f.impact is not None:
+        t.add_row(Text("gain:", style="dim"), Text(f"up to {f.impact:.0%} of the GPU's time (estimated)"))
+    if f.verify:
+        t.add_row(Text("verify:", style="dim"), Text(f.verify, style="bold"))
     if f.evidence:
         t.add_row(Text("evidence:", style="dim"), Text(evidence_text(f.evidence), style="cyan"))
     return t

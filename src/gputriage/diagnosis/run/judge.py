@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import msgspec
+
 from gputriage.diagnosis.budget import Budget, check_windows
+from gputriage.diagnosis.impact import with_impact
 from gputriage.diagnosis.run.blind_spots import blind_spots
 from gputriage.diagnosis.run.classify import computes
 from gputriage.diagnosis.run.compile import compile_findings
@@ -19,12 +22,14 @@ from gputriage.diagnosis.run.findings import (
     verdict_finding,
 )
 from gputriage.diagnosis.run.host_stacks import annotate, run_stacks, steady_span, with_lines
+from gputriage.diagnosis.run.idle_held import idle_held_findings
 from gputriage.diagnosis.run.merge import merge
 from gputriage.diagnosis.run.regimes import regime_changes
 from gputriage.diagnosis.run.throughput import throughput
 from gputriage.diagnosis.run.verdict import gpu_verdict, holds_workload_memory
 from gputriage.diagnosis.run.vram_growth import vram_growing
 from gputriage.diagnosis.trace.findings import as_profiler_artefact
+from gputriage.diagnosis.verify import Context, with_verify
 from gputriage.model.bottleneck import HOST_BOUND
 from gputriage.model.finding import Finding, triage_order
 from gputriage.model.numbers import median
@@ -169,9 +174,11 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
     findings += compile_findings(rec.compile)
     if oom is not None:
         findings.append(oom)
-    processes = rec.windows.processes()
+    processes = [msgspec.structs.replace(p, owner=rec.owners[p.pid]) if p.pid in rec.owners else p
+                 for p in rec.windows.processes()]
     if workload:
         findings += job_process_findings(processes)
+    findings += idle_held_findings(processes, static, rec.owners, rec.meta.price_per_gpu_hour, rec.meta.currency)
     trace = profile.trace if profile else None
     if profile is not None and trace is not None and early is None:
         lead = next(iter(verdicts.values()), None)
@@ -190,7 +197,8 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
     notes = [rec.store_error] if rec.store_error else []
     if not rec.gpus:
         sampled = "the host and the workload were" if rec.kind == "run" else "the host was"
-        notes.append(f"no GPU was sampled ({rec.meta.system.get('nvml', 'NVML sees no GPU')}); only {sampled} sampled")
+        why = str(rec.meta.system.get("nvml", "NVML sees no GPU")).removeprefix("unavailable (").removesuffix(")")
+        notes.append(f"no GPU was sampled ({why}); only {sampled} sampled")  # not "(unavailable (no_driver: ...))"
         if rec.meta.price_per_gpu_hour is not None:
             notes.append(unpriced(rec.meta.price_per_gpu_hour, rec.meta.currency))
     used = list(verdicts)
@@ -208,7 +216,9 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
                         ) if rec.gpus else []
     return RunReport(id=rec.run_id, kind=rec.kind, command=rec.command, started_s=rec.started_s, ended_s=rec.ended_s,
                      exit_code=exit_code, complete=complete, samples=rec.windows.count, meta=rec.meta, verdict=verdict,
-                     findings=triage_order(findings), host=host_summary(rec.windows.host), profile=profile,
+                     findings=triage_order(with_verify(with_impact(findings, verdicts), Context(
+                         rec.kind, workload=rec.command, run_id=rec.run_id))),
+                     host=host_summary(rec.windows.host), profile=profile,
                      notes=notes, processes=processes, blind_spots=blind, throughput=done,
                      cost=cost({i: rec.windows.series[i] for i in used}, static, started, ended,
                                rec.meta.price_per_gpu_hour, rec.meta.currency) if rec.gpus else None,
