@@ -153,6 +153,8 @@ class Monitor:
                 raise GputriageError(f"the sampler process failed: {text.strip()[:200]}") from None
             return
         assert self.session is not None
+        if self._allocator_stop is not None:  # the in-process threads' last counts, written as they stopped
+            self.session.wait_for_a_sample()
         self.report = judge(self.session.finish(), None, budget=self._budget)
         self.session.save(self.report)
         if self._db is not None:

@@ -8,6 +8,7 @@ import platform
 import socket
 import sqlite3
 import sys
+import time
 from typing import Any, Iterable
 
 from gputriage.backends.host import Host
@@ -126,6 +127,14 @@ class Session:
         if pid is not None:
             self.sampler.pid = pid
         self.sampler.start()
+
+    def wait_for_a_sample(self) -> None:
+        """Until the sampler has taken one more sample (two periods at most): what the workload reported just now
+        (its last step, its allocator's last counts) is then in the recording."""
+        seen = self.sampler.count
+        deadline = time.monotonic() + 2 * self.cadences.gpu_s + 0.5
+        while self.sampler.count == seen and time.monotonic() < deadline:
+            time.sleep(min(0.01, self.cadences.gpu_s / 4))
 
     def finish(self) -> Recording:
         """Stop sampling, shut NVML down; what was recorded (the same on a second call)."""
