@@ -11,6 +11,7 @@ from rich.text import Text
 
 from gputriage.model.finding import Severity
 from gputriage.model.run import GpuVerdict, RunReport
+from gputriage.model.safe_text import safe_text
 from gputriage.report.stack_lines import about, line_text, main_thread
 from gputriage.report.style import finding_text
 from gputriage.report.trace_terminal import render_profile_window, render_verdict
@@ -81,7 +82,7 @@ def _header(r: RunReport) -> Text:
     if r.id is not None:
         head.append(f" #{r.id}")
     if r.kind == "run":
-        head.append(f"  {' '.join(r.command)}")
+        head.append(f"  {safe_text(' '.join(r.command), newline='⏎')}")  # kept in the store: one line, bounded
     head.append("\n")
     if r.started_s:
         head.append(dt.datetime.fromtimestamp(r.started_s).strftime("%Y-%m-%d %H:%M:%S"), style="dim")
