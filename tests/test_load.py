@@ -141,6 +141,37 @@ def test_request_rate_runs_send_poisson_arrivals(server):
     assert step["duration_s"] > 1.0  # ten arrivals 0.25 s apart on average
 
 
+@needs_server
+def test_a_tiny_kv_cache_planted_in_a_live_server_is_named(model, tmp_path):
+    """`transformers serve --cb-num-blocks 4 --cb-block-size 16` (a KV cache of 64 tokens, 36-token requests:
+    one sequence fits) swept from 1 to 8 requests in flight. What the plant does depends on the CPU the server
+    gets: on an idle machine it thrashes (throughput 110 → 12 tok/s, TPOT 13.8 → 369 ms: load.throughput_collapse);
+    on the loaded 2-core dev machine (load average 8 to 14) its sequences took turns instead — TTFT 0.4-0.6 s →
+    8-18 s while throughput rose 1.1-1.5x (load.queueing), in each of four sweeps of 24-token prompts. Either
+    names the cache; no finding is the plant missed. A server on this machine with its CPUs saturated is said."""
+    from serving import Server
+
+    srv = Server(model, "--cb-num-blocks", "4", "--cb-block-size", "16", log=tmp_path / "serve.log")
+    try:
+        r = load(srv.url, "--concurrency", "1,8", "--requests", "6", "--input-tokens", "24", "--output-tokens", "12",
+                 "--warmup", "1", "--timeout", "120", "--no-gpus", "--no-store", "--json", timeout=300)
+    finally:
+        srv.stop()
+    assert r.returncode == 0, r.stderr[-3000:]
+    rep = json.loads(r.stdout)
+    one, eight = rep["steps"]
+    assert one["ok"] == eight["ok"] == 6 and rep["meta"]["local_server"] is True
+    fs = {f["id"]: f for f in rep["findings"]}
+    named = {"load.throughput_collapse", "load.queueing"} & set(fs)
+    assert named, (fs.keys(), one, eight)
+    if "load.throughput_collapse" in named:
+        assert eight["output_tokens_per_s"] <= 0.5 * one["output_tokens_per_s"]
+    else:
+        assert eight["ttft"]["p50_ms"] >= 2 * one["ttft"]["p50_ms"]
+    busy = [s for s in rep["steps"] if s.get("machine_cpu_pct", 0) >= 90]
+    assert ("load.shared_cpu" in fs) == bool(busy)
+
+
 def test_an_admission_cap_is_named_queueing_and_an_open_server_is_not():
     """Recorded against `transformers serve` on the dev machine's CPU: with a KV cache of 4 blocks of 16 tokens
     (`--cb-num-blocks 4 --cb-block-size 16`, 40-token requests), from concurrency 2 to 4 TTFT grows 4x while
