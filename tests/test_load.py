@@ -1,6 +1,7 @@
 """`gputriage load` against a real OpenAI-compatible server (`transformers serve`, continuous batching, a tiny
-model made here): the sweep's figures, request rates, the knee, the store, the report; an admission cap named
-on a recorded sweep; the server's Prometheus metrics read from a real exporter (prometheus-client)."""
+model made here): the sweep's figures, request rates, the knee, the store, the report, a KV cache planted too
+small; an admission cap named on recorded sweeps; the server's Prometheus metrics read from a real exporter
+(prometheus-client)."""
 
 from __future__ import annotations
 
