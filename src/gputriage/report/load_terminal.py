@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gputriage.model.load import Knee, LoadReport, LoadStep
+from gputriage.model.safe_text import NAME_CHARS, safe_text
 from gputriage.report.style import finding_text
 
 Column = tuple[str, Callable[[LoadStep], str]]  # header, cell
@@ -145,7 +146,7 @@ def render(r: LoadReport, console: Console) -> None:
     head = Text("gputriage load", style="bold")
     if r.id is not None:
         head.append(f" #{r.id}")
-    head.append(f"  {m.url}{m.endpoint}  {m.model}\n", style="")
+    head.append(f"  {safe_text(m.url + m.endpoint, NAME_CHARS)}  {safe_text(m.model, NAME_CHARS)}\n", style="")
     shape = ("concurrency sweep" if m.shape == "sweep" else f"request rates, burstiness {m.burstiness:g}")
     prompt = (f"prompts from {m.prompts_file}" if m.prompts_file else
               f"~{m.input_tokens} input tokens" + (f" ({m.long_prompt_share:.0%} x{m.long_prompt_factor:g} long)"
