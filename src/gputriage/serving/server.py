@@ -41,8 +41,8 @@ def reachable(base: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
         with socket.create_connection((host, port), timeout=timeout_s):
             return
     except ConnectionRefusedError:
-        raise LoadInputError(f"{base}: nothing listens there (connection refused); start the server, or give its "
-                             "URL") from None
+        raise LoadInputError(f"{base}: nothing listens there (connection refused): is the server started, and is "
+                             "this its port?") from None
     except socket.gaierror as exc:
         raise LoadInputError(f"{base}: no such host ({exc.strerror or exc})") from None
     except TimeoutError:
