@@ -4,22 +4,36 @@ its share of the GPU's time (NVML per-process utilization), and a process holdin
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from conftest import host_files
 from gputriage.backends.cgroup import cgroup_path, container_of, owner, with_environ
 from gputriage.backends.host import environ_values
 from gputriage.cli.main import app
+from gputriage.cli.watch import frame
 from gputriage.collect import collect_snapshot
 from gputriage.diagnosis.check import evaluate
+from gputriage.diagnosis.run.judge import judge
+from gputriage.diagnosis.thresholds import IDLE_HELD_SM
 from gputriage.model.owner import Container
 from gputriage.model.reading import Unavailable
+from gputriage.model.run import GpuStatic, RunMeta
+from gputriage.model.sample import GpuSample, Sample
 from gputriage.model.snapshot import Snapshot
+from gputriage.sampling.holders import Holders
+from gputriage.sampling.idle_streaks import IDLE_PCT
+from gputriage.sampling.sampler import Cadences, Sampler
+from gputriage.sampling.session import replay
 from gputriage.testing.fake_host import FakeHost
 from gputriage.testing.fake_nvml import FakeNvml
+from gputriage.testing.stream_nvml import StreamNvml
+
+SCENARIOS = json.loads((Path(__file__).parent / "fixtures" / "h200" / "scenario_samples.json").read_text())
 
 CGROUPS = Path(__file__).parent / "fixtures" / "gpu_holders" / "cgroup"
 CID = "4f1c9a7e2b3d5f60718293a4b5c6d7e8f9012a3b4c5d6e7f8091a2b3c4d5e6f7"
@@ -205,3 +219,142 @@ def test_check_says_the_cost_at_a_price_and_shows_the_processes(tmp_path):
     row = next(line for line in text.splitlines() if " 507 " in line)
     assert "jovyan" in row and "20.6G" in row and "notebooks/jupyter-alice-0" in row and "2.5h" in row
     assert "research/llm-pretrain-0/trainer" in text
+
+
+# --- over the minutes of a watch: run.idle_held ----------------------------------------------------------------
+SNAP_FACTS = {f["name"]: f.get("value") for f in json.loads(RECORDED.read_text())["facts"]}
+
+
+def _recorded_gpu() -> GpuSample:
+    """GPU 0 as the recorded snapshot read it while one process computed and the other held 20 GiB."""
+    g = "gpu.0."
+    return GpuSample(index=0, util_pct=SNAP_FACTS[g + "util.gpu_pct"], mem_util_pct=SNAP_FACTS[g + "util.memory_pct"],
+                     power_mw=SNAP_FACTS[g + "power.draw_mw"], sm_clock_mhz=SNAP_FACTS[g + "clock.sm_mhz"],
+                     used_bytes=SNAP_FACTS[g + "memory.used_bytes"], temperature_c=SNAP_FACTS[g + "temperature_c"],
+                     sm_active_pct=SNAP_FACTS[g + "gpm.sm_active_pct"],
+                     sm_occupancy_pct=SNAP_FACTS[g + "gpm.sm_occupancy_pct"],
+                     tensor_active_pct=SNAP_FACTS[g + "gpm.tensor_active_pct"],
+                     dram_active_pct=SNAP_FACTS[g + "gpm.dram_bw_util_pct"])
+
+
+def _watched(minutes: float, nvml_at=lambda t: _recorded_nvml(), kind: str = "watch"):
+    """A watch of `minutes`, 1 sample a second; every 2 s the processes are read through `Holders` from the NVML
+    answers `nvml_at(t)` gives (the recorded ones by default), named on the Kubernetes node of `k8s_node/`."""
+    holders = Holders(_recorded_nvml(), FakeHost(HOLDERS / "k8s_node"), [0])
+    t0, samples, procs = 1_796_206_700.0, [], []
+    for k in range(int(minutes * 60)):
+        if k % 2 == 0:
+            holders.nvml = nvml_at(k)
+            procs = holders.read()
+        samples.append(Sample(t_s=t0 + k, gpus=[_recorded_gpu()], job_processes=procs))
+    meta = RunMeta(gpus={"0": GpuStatic(name="NVIDIA H200", memory_total_bytes=SNAP_FACTS["gpu.0.memory.total_bytes"],
+                                        gpm=True)}, price_per_gpu_hour=3.5, currency="USD")
+    rec = replay(samples, meta, kind=kind)
+    rec.owners = holders.owners
+    return judge(rec, None)
+
+
+def test_a_watch_names_the_process_that_held_20_gib_idle_with_its_gpu_hours_and_cost():
+    report = _watched(12)
+    (f,) = [f for f in report.findings if f.id == "run.idle_held"]
+    (h,) = f.evidence["holders"]
+    total = SNAP_FACTS["gpu.0.memory.total_bytes"]
+    assert (h["pid"], h["user"], h["container"]["pod"], h["container"]["namespace"]) == \
+        (507, "jovyan", "jupyter-alice-0", "notebooks")
+    assert h["used_min_bytes"] == 22114467840 and h["idle_s"] == 12 * 60 - 1
+    assert h["gpu_share"] == round(22114467840 / total, 3)  # pid 506 computed beside it all along
+    assert f.evidence["gpu_hours"] == round((12 * 60 - 1) / 3600 * h["gpu_share"], 4)
+    assert f.evidence["cost"] == round(f.evidence["gpu_hours"] * 3.5, 2)
+    assert "pid 507 (python3, user jovyan, pod notebooks/jupyter-alice-0) held 20.6 GiB with no kernel for 12 min" \
+        in f.symptom
+    # the processes of the report carry who they are
+    assert {p.pid: (p.owner.container.pod if p.owner and p.owner.container else None)
+            for p in report.processes} == {506: "llm-pretrain-0", 507: "jupyter-alice-0"}
+    assert {p.pid: p.computing_share for p in report.processes} == {506: 1.0, 507: 0.0}
+
+
+def test_a_process_that_computes_between_idle_stretches_is_not_idle_held():
+    def nvml_at(t: int) -> FakeNvml:
+        nvml = _recorded_nvml()
+        if 360 <= t < 370:  # 6 min in, the holder runs kernels for 10 s
+            nvml.set("nvmlDeviceGetProcessUtilization", 0, [{"pid": 506, "timeStamp": t, "smUtil": 99},
+                                                              {"pid": 507, "timeStamp": t, "smUtil": 35}])
+        return nvml
+
+    report = _watched(12, nvml_at)
+    assert not [f for f in report.findings if f.id == "run.idle_held"]
+    longest = next(p for p in report.processes if p.pid == 507).idle_longest_s
+    assert longest is not None and 5 * 60 < longest < 10 * 60
+
+
+def test_under_ten_minutes_no_process_is_idle_held():
+    assert not [f for f in _watched(9).findings if f.id == "run.idle_held"]
+
+
+def test_the_streaks_idle_level_is_the_declared_threshold():
+    assert IDLE_HELD_SM.value == IDLE_PCT
+
+
+def test_a_watch_samples_every_process_on_the_gpus_with_its_share_and_owner():
+    class Recorded(StreamNvml):  # the GPU's counters from a recorded loop; the processes as the H200 answered
+        def call(self, fn, index=None, *args):
+            if fn in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetProcessUtilization"):
+                return _recorded_nvml().call(fn, index)
+            return super().call(fn, index, *args)
+
+    got: list[Sample] = []
+    sampler = Sampler(Recorded(SCENARIOS["healthy_bf16"]["samples"]), FakeHost(HOLDERS / "k8s_node"), [0],
+                      cadences=Cadences(gpu_s=0.01), sinks=(got.append,))
+    sampler.holders = Holders(sampler.nvml, FakeHost(HOLDERS / "k8s_node"), [0])
+    sampler.start()
+    deadline = time.monotonic() + 10
+    while not (got and got[-1].job_processes) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    sampler.stop()
+    assert {(p.pid, p.used_bytes, p.sm_util_pct) for p in got[-1].job_processes} == \
+        {(506, 1050673152, 99.0), (507, 22114467840, 0.0)}
+    assert not got[-1].neighbours
+    assert sampler.holders.owners[507].container.pod == "jupyter-alice-0"
+
+
+def test_the_watch_view_lists_the_processes_with_their_pods():
+    holders = Holders(_recorded_nvml(), FakeHost(HOLDERS / "k8s_node"), [0])
+    sample = Sample(t_s=1_796_206_700.0, gpus=[_recorded_gpu()], job_processes=holders.read())
+    console = Console(width=140, record=True)
+    console.print(frame(sample, {"0": GpuStatic(memory_total_bytes=SNAP_FACTS["gpu.0.memory.total_bytes"])}, {},
+                        holders.owners))
+    text = console.export_text()
+    row = next(line for line in text.splitlines() if " 507 " in line)
+    assert "jovyan" in row and "20.6G" in row and " 0%" in row and "notebooks/jupyter-alice-0" in row
+    assert "research/llm-pretrain-0/trainer" in next(line for line in text.splitlines() if " 506 " in line)
+
+
+# --- the exporter: per-process series labelled as dcgm-exporter labels pods ------------------------------------
+def test_the_exporter_serves_each_process_with_its_pod_labels_share_and_idle_time():
+    pytest.importorskip("prometheus_client")
+    from gputriage.api.exporter import exporter
+    from gputriage.report.prometheus import families
+
+    ex = exporter(nvml=_recorded_nvml(), host=FakeHost(HOLDERS / "k8s_node"), price_per_gpu_hour=3.5,
+                  check_every_s=0).open()
+    t0 = 1_796_206_700.0
+    for k in range(12 * 60):  # 12 minutes of 1 s samples, judged as the judge thread does every second
+        ex.sampler.recent.append(Sample(t_s=t0 + k, gpus=[_recorded_gpu()]))
+        ex.judge_once()
+    series = {(s.name, s.labels["pid"]): s for f in families(ex.state()) if f.name.startswith("gputriage_gpu_process")
+              for s in f.samples}
+    idle = series[("gputriage_gpu_process_idle_held", "507")]
+    assert {k: idle.labels[k] for k in ("gpu", "pod", "namespace", "container", "process", "user")} == \
+        {"gpu": "0", "pod": "jupyter-alice-0", "namespace": "notebooks", "container": "", "process": "python3",
+         "user": "jovyan"}
+    assert idle.value == 1.0 and series[("gputriage_gpu_process_idle_held", "506")].value == 0.0
+    assert series[("gputriage_gpu_process_memory_bytes", "507")].value == 22114467840
+    assert series[("gputriage_gpu_process_sm_util_ratio", "506")].value == 0.99
+    assert series[("gputriage_gpu_process_sm_util_ratio", "506")].labels["container"] == "trainer"
+    # read every 5 s of the samples' time: the stretch so far is what the last read saw
+    held_s = series[("gputriage_gpu_process_idle_seconds", "507")].value
+    assert 12 * 60 - 10 <= held_s <= 12 * 60 and series[("gputriage_gpu_process_idle_seconds", "506")].value == 0
+    share = round(22114467840 / SNAP_FACTS["gpu.0.memory.total_bytes"], 3)
+    assert series[("gputriage_gpu_process_idle_held_gpu_hours", "507")].value == round(held_s / 3600 * share, 4)
+    price = next(s for f in families(ex.state()) if f.name == "gputriage_price_per_gpu_hour" for s in f.samples)
+    assert price.value == 3.5 and price.labels["currency"] == "USD"

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputriage.api._common import GputriageError
+from gputriage.api._common import GputriageError, configured_price
 from gputriage.api.check import check
+from gputriage.diagnosis.idle_held import judge_live
 from gputriage.diagnosis.run.live import live_labels
 from gputriage.exporter import DEFAULT_PORT, Exporter, ExporterError
 from gputriage.model.check import CheckReport
@@ -24,24 +25,29 @@ def _check() -> CheckReport | None:
 
 
 def exporter(*, listen: str = "127.0.0.1", port: int = DEFAULT_PORT, period_s: float = 0.5, window_s: float = 60.0,
-             check_every_s: float = 60.0, nvml: Any = None, host: Any = None) -> Exporter:
+             check_every_s: float = 60.0, nvml: Any = None, host: Any = None, price_per_gpu_hour: float | None = None,
+             currency: str | None = None) -> Exporter:
     """The exporter, not started: its live label is `watch`'s, its scrape the Prometheus renderer's, its
-    periodic check the playbook's. `nvml`/`host`: backends to read (default: this machine's);
-    `check_every_s` 0: no periodic check."""
+    periodic check the playbook's, the processes holding a GPU idle judged as `watch` judges them. `nvml`/`host`:
+    backends to read (default: this machine's); `check_every_s` 0: no periodic check; `price_per_gpu_hour`: served
+    for the dashboards' cost panels (default: the config file's [cost])."""
+    price, unit = (price_per_gpu_hour, currency) if price_per_gpu_hour is not None else configured_price()
     try:
         from gputriage.report.prometheus import StateCollector
     except ImportError:
         raise GputriageError("`gputriage exporter` needs prometheus-client: pip install 'gputriage[exporter]'") \
             from None
     return Exporter(label=live_labels, collector=StateCollector, check=_check, listen=listen, port=port,
-                    period_s=period_s, window_s=window_s, check_every_s=check_every_s, nvml=nvml, host=host)
+                    period_s=period_s, window_s=window_s, check_every_s=check_every_s, nvml=nvml, host=host,
+                    held=judge_live, price_per_gpu_hour=price, currency=currency or unit or "USD")
 
 
 def start_exporter(*, listen: str = "127.0.0.1", port: int = DEFAULT_PORT, period_s: float = 0.5,
-                   window_s: float = 60.0, check_every_s: float = 60.0, nvml: Any = None, host: Any = None) -> Exporter:
+                   window_s: float = 60.0, check_every_s: float = 60.0, nvml: Any = None, host: Any = None,
+                   price_per_gpu_hour: float | None = None, currency: str | None = None) -> Exporter:
     """The exporter (`exporter()`), serving at its `url` until `stop()`."""
     ex = exporter(listen=listen, port=port, period_s=period_s, window_s=window_s, check_every_s=check_every_s,
-                  nvml=nvml, host=host)
+                  nvml=nvml, host=host, price_per_gpu_hour=price_per_gpu_hour, currency=currency)
     try:
         return ex.start()
     except ExporterError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from typing import Optional
 
 import typer
 
@@ -21,11 +22,19 @@ def exporter(
     window: float = typer.Option(60.0, "--window", metavar="S", help="Seconds over which bottleneck shares count."),
     check_every: float = typer.Option(60.0, "--check-every", metavar="S",
                                       help="Run the check this often (its findings, Xid, PCIe replays); 0: never."),
+    price: Optional[float] = typer.Option(None, "--price", metavar="P", min=0.0,
+                                          help="Price per GPU-hour, served as gputriage_price_per_gpu_hour for the "
+                                               "dashboard's cost panels (default: price_per_gpu_hour under [cost] in "
+                                               "the config file; none is assumed)."),
+    currency: Optional[str] = typer.Option(None, "--currency", help="Currency of --price (default: the config "
+                                                                     "file's, else USD)."),
 ) -> None:
     """Serve each GPU's readings at /metrics under dcgm-exporter's names and units (DCGM_FI_DEV_GPU_UTIL,
     DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_POWER_USAGE, ...), so existing dashboards work,
-    plus gputriage_bottleneck{gpu,bottleneck}, gputriage_bottleneck_share, gputriage_finding{id,severity} and
-    gputriage_gpu_process_memory_bytes. A scrape never waits on NVML: it reads what the sampler last read."""
+    plus gputriage_bottleneck{gpu,bottleneck}, gputriage_bottleneck_share, gputriage_finding{id,severity}, and per
+    process on the GPUs, labelled pod, namespace, container, pid, process and user as dcgm-exporter labels pods:
+    gputriage_gpu_process_memory_bytes, _sm_util_ratio, _idle_seconds, _idle_held and _idle_held_gpu_hours. A scrape
+    never waits on NVML: it reads what the sampler last read."""
     from gputriage.api import GputriageError  # the library at the command's start: `gputriage --help` stays quick
     from gputriage.api.exporter import start_exporter
 
@@ -35,7 +44,8 @@ def exporter(
     for s in (signal.SIGINT, signal.SIGTERM):  # from the start: a stop asked during start-up is not lost
         signal.signal(s, lambda *_: done.set())
     try:
-        ex = start_exporter(listen=listen, port=port, period_s=period, window_s=window, check_every_s=check_every)
+        ex = start_exporter(listen=listen, port=port, period_s=period, window_s=window, check_every_s=check_every,
+                            price_per_gpu_hour=price, currency=currency)
     except GputriageError as exc:
         fail(str(exc), exits.BAD_INPUT)
     gpus = f"{len(ex.gpus)} GPU{'s' if len(ex.gpus) != 1 else ''}" if ex.gpus else \

@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 import typer
 from rich.console import Group
@@ -19,8 +19,10 @@ from gputriage.cli import exits
 from gputriage.cli.common import FAIL_ON_HELP, err, exit_for, fail, out, parse_fail_on
 from gputriage.cli.run import PERIOD_HELP
 from gputriage.model.clock_events import decode_reasons
+from gputriage.model.owner import ProcessOwner
 from gputriage.model.run import GpuStatic
 from gputriage.model.sample import Sample
+from gputriage.report.holders_terminal import live_processes
 
 
 def _bar(pct: float | None, width: int = 10) -> str:
@@ -30,7 +32,9 @@ def _bar(pct: float | None, width: int = 10) -> str:
     return "█" * n + "·" * (width - n)
 
 
-def frame(sample: Sample, static: dict[str, GpuStatic], labels: dict[int, str]) -> Group:
+def frame(sample: Sample, static: dict[str, GpuStatic], labels: dict[int, str],
+          owners: Mapping[int, ProcessOwner] | None = None) -> Group:
+    """One view: each GPU, the processes holding them (`owners`: who each pid is), the host."""
     t = Table(box=None, header_style="bold", pad_edge=False)
     for col in ("GPU", "util", "SM act", "tens", "DRAM", "VRAM", "power", "clock", "state"):
         t.add_column(col, no_wrap=True, justify="left" if col == "state" else "right")
@@ -57,7 +61,9 @@ def frame(sample: Sample, static: dict[str, GpuStatic], labels: dict[int, str]) 
                    f"{(host.disk_write_bytes_per_s or 0) / 1e6:.0f} MB/s  net rx "
                    f"{(host.net_rx_bytes_per_s or 0) / 1e6:.0f}"
                    f" MB/s  swap-in {host.swap_in_pages_per_s or 0:.0f}/s", style="dim")
-    return Group(*([t] if sample.gpus else []), cpu, Text("Ctrl-C to stop", style="dim"))
+    holders = live_processes(sample.job_processes + sample.neighbours, owners or {}, sample.t_s)
+    return Group(*([t] if sample.gpus else []), *([holders] if holders is not None else []), cpu,
+                 Text("Ctrl-C to stop", style="dim"))
 
 
 def watch(
@@ -98,7 +104,9 @@ def watch(
                 stop.wait(0.25)
                 now = m.live()
                 if now is not None:
-                    live.update(frame(now[0], m.session.meta.gpus, now[1]), refresh=out.is_terminal)
+                    holders = m.session.sampler.holders
+                    live.update(frame(now[0], m.session.meta.gpus, now[1], holders.owners if holders else None),
+                                refresh=out.is_terminal)
     except KeyboardInterrupt:  # a second stop while the view was drawn: the summary still comes
         pass
     m.__exit__(None, None, None)

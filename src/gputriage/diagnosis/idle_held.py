@@ -13,7 +13,9 @@ from typing import Any, Mapping
 import msgspec
 
 from gputriage.diagnosis.thresholds import IDLE_HELD_BYTES, IDLE_HELD_MIN_S, IDLE_HELD_SM
+from gputriage.model.exporter import HeldProcess
 from gputriage.model.finding import Finding
+from gputriage.model.run import GpuStatic
 
 THRESHOLDS = (IDLE_HELD_BYTES, IDLE_HELD_SM, IDLE_HELD_MIN_S)
 DECISION = ("Stop the process or free its memory (a notebook's kernel left open: restart or shut it down; a job "
@@ -78,4 +80,17 @@ def priced(findings: list[Finding], ids: tuple[str, ...], price_per_gpu_hour: fl
         out.append(msgspec.structs.replace(
             f, evidence={**f.evidence, "cost": cost, "currency": currency, "price_per_gpu_hour": price_per_gpu_hour},
             symptom=f"{f.symptom}: {cost:g} {currency} at {price_per_gpu_hour:g} {currency}/GPU-hour"))
+    return out
+
+
+def judge_live(held: list[HeldProcess], static: Mapping[int, GpuStatic]) -> list[HeldProcess]:
+    """The exporter's processes with `idle_held` (memory >= the threshold, no kernel for >= the minutes) and the
+    GPU-hours of the stretch so far, each GPU's share counted as for the findings."""
+    out = []
+    for p in held:
+        others = any((q.sm_util_pct or 0.0) >= IDLE_HELD_SM.value for q in held if q.gpu == p.gpu and q.pid != p.pid)
+        used = p.used_bytes or 0
+        share = gpu_share(used, static.get(p.gpu, GpuStatic()).memory_total_bytes, others)
+        is_held = used >= IDLE_HELD_BYTES.value and p.idle_s >= IDLE_HELD_MIN_S.value
+        out.append(msgspec.structs.replace(p, idle_held=is_held, idle_gpu_hours=gpu_hours(p.idle_s, share)))
     return out

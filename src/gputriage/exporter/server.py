@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import NvmlBackend, PynvmlBackend
 from gputriage.exporter.checked import Checked, checked
+from gputriage.exporter.holders import HolderTracker, Judge
 from gputriage.model.check import CheckReport
 from gputriage.model.exporter import ExporterState
 from gputriage.model.run import GpuStatic
@@ -53,11 +54,18 @@ class Exporter:
         check_every_s: float = 60.0,
         nvml: NvmlBackend | None = None,
         host: Host | None = None,
+        held: Judge | None = None,
+        price_per_gpu_hour: float | None = None,
+        currency: str = "USD",
     ) -> None:
+        """`held`: judges which processes hold a GPU idle (diagnosis.idle_held.judge_live); `price_per_gpu_hour`:
+        served as gputriage_price_per_gpu_hour, for the dashboards' cost panels."""
         self.listen, self.port, self.period_s = listen, port, period_s
         self.window_s, self.check_every_s = window_s, check_every_s
         self._label, self._collector, self._run_check = label, collector, check
         self._nvml, self._host = nvml, host
+        self._held, self.price_per_gpu_hour, self.currency = held, price_per_gpu_hour, currency
+        self.tracker: HolderTracker | None = None
         self._stop = threading.Event()
         self._labels: dict[int, collections.deque[tuple[float, str]]] = {}
         self._checked = Checked()
@@ -80,9 +88,11 @@ class Exporter:
         nvml = self._nvml or PynvmlBackend(record=False, bounded=False)
         self.gpus, self.static, self.system = gpu_static(nvml)
         self._nvml = nvml
+        self._host = host = self._host or Host()
+        self.tracker = HolderTracker(nvml, host, self.gpus, self.static, self._held)
         self.sampler = Sampler(
             nvml,
-            self._host or Host(),
+            host,
             self.gpus,
             cadences=Cadences(gpu_s=self.period_s, ring_s=max(10.0, 3 * self.period_s)),
         )
@@ -137,6 +147,8 @@ class Exporter:
         for i, b in labels.items():
             if i in self._labels:
                 self._labels[i].append((recent[-1].t_s, b))
+        if self.tracker is not None:  # who holds the GPUs, read again every few seconds of the samples' time
+            self.tracker.update(recent[-1].t_s)
         return labels
 
     def _judge(self) -> None:
@@ -177,4 +189,7 @@ class Exporter:
             checked_s=c.checked_s,
             xid_last=c.xid_last,
             pcie_replays=c.pcie_replays,
+            holders=list(self.tracker.held) if self.tracker is not None else [],
+            price_per_gpu_hour=self.price_per_gpu_hour,
+            currency=self.currency,
         )

@@ -9,8 +9,23 @@ from typing import Optional
 import msgspec
 
 from gputriage.model.finding import Finding
+from gputriage.model.owner import ProcessOwner
 from gputriage.model.run import GpuStatic
 from gputriage.model.sample import GpuProcess, Sample
+
+
+class HeldProcess(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A process holding a GPU, as a scrape serves it: what it holds, its share of the GPU's time, how long it has
+    held memory with no kernel, and who it is."""
+
+    gpu: int
+    pid: int
+    used_bytes: Optional[int] = None
+    sm_util_pct: Optional[float] = None  # NVML per-process utilization since the previous reading
+    idle_s: float = 0.0  # how long it has held memory and run no kernel, up to now (0 while it computes)
+    idle_held: bool = False  # held long enough, with enough memory, to count as holding the GPU idle
+    idle_gpu_hours: float = 0.0  # the GPU-hours that idle stretch kept from use (its share of the GPU)
+    owner: Optional[ProcessOwner] = None
 
 
 class ExporterState(msgspec.Struct, kw_only=True):
@@ -26,3 +41,6 @@ class ExporterState(msgspec.Struct, kw_only=True):
     checked_s: Optional[float] = None  # unix seconds of the last check
     xid_last: dict[int, int] = {}  # GPU -> the last Xid the kernel log names for it (from the last check)
     pcie_replays: dict[int, int] = {}  # GPU -> NVML's PCIe replay counter (from the last check)
+    holders: list[HeldProcess] = []  # every process on the GPUs, each named and with its share of their time
+    price_per_gpu_hour: Optional[float] = None  # what a GPU-hour costs (the config file's [cost], or --price)
+    currency: str = "USD"

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Protocol
 
 from gputriage.model.compile import CompileStats
+from gputriage.model.owner import ProcessOwner
 from gputriage.model.run import GpuStatic, ProcessSummary, RunMeta
 from gputriage.model.sample import Sample, StackCounts
 from gputriage.model.window import Windows
@@ -48,6 +49,7 @@ class Recording:
     run_id: int | None = None
     store_error: str | None = None
     compile: CompileStats | None = None  # what torch.compile did in the workload, as it reported it
+    owners: dict[int, ProcessOwner] = field(default_factory=dict)  # who the processes on the GPUs are, by pid
 
     @property
     def static(self) -> dict[int, GpuStatic]:

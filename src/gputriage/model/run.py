@@ -12,6 +12,7 @@ from gputriage.model.baseline import Diff
 from gputriage.model.bottleneck import Bottleneck
 from gputriage.model.compile import CompileStats
 from gputriage.model.finding import Finding
+from gputriage.model.owner import ProcessOwner
 from gputriage.model.trace import TraceReport
 
 RUN_SCHEMA = "gputriage.run"
@@ -247,6 +248,12 @@ class ProcessSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
     used_max_bytes: Optional[int] = None
     sm_util_mean_pct: Optional[float] = None  # NVML per-process utilization, mean over the samples that had it
     computing_share: Optional[float] = None  # of those samples, the share in which its kernels ran >= 5% of the time
+    first_s: Optional[float] = None  # unix seconds it was first and last seen
+    last_s: Optional[float] = None
+    idle_longest_s: Optional[float] = None  # the longest stretch it held memory and ran no kernel (< 1%)
+    idle_until_s: Optional[float] = None  # when that stretch ended (unix s)
+    idle_used_min_bytes: Optional[int] = None  # the least memory it held through that stretch
+    owner: Optional[ProcessOwner] = None  # its name, user, container and pod, where they could be read
 
 
 class RunReport(msgspec.Struct, kw_only=True):

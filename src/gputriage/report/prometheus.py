@@ -14,6 +14,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from gputriage.model.exporter import ExporterState
 from gputriage.model.sample import GpuSample
+from gputriage.report.prometheus_holders import holder_families
 
 LABELS = ["gpu", "UUID", "device", "modelName", "Hostname", "pci_bus_id"]
 MIB = 1 << 20
@@ -123,11 +124,7 @@ def _own(state: ExporterState) -> Iterator[Metric]:
     if state.checked_s is not None:
         yield GaugeMetricFamily("gputriage_check_timestamp_seconds", "When the last check ran (unix seconds).",
                                 value=state.checked_s)
-    procs = GaugeMetricFamily("gputriage_gpu_process_memory_bytes", "GPU memory held by each process with a "
-                              "compute context.", labels=["gpu", "pid", "Hostname"])
-    for p in state.processes:
-        procs.add_metric([str(p.gpu), str(p.pid), state.hostname], float(p.used_bytes or 0))
-    yield procs
+    yield from holder_families(state)
     yield GaugeMetricFamily("gputriage_gpus", "GPUs this exporter samples.", value=float(len(state.gpus)))
 
 

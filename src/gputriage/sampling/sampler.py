@@ -29,6 +29,7 @@ from gputriage.backends.process_tree import ProcessDetail, ProcessTree, rates
 from gputriage.backends.procfs import cpu_busy_pct, keyed_values, parse_diskstats, parse_net_dev, parse_proc_stat
 from gputriage.model.sample import GpuProcess, HostSample, Sample, WorkloadSample
 from gputriage.sampling.gpu_reader import GpuReader
+from gputriage.sampling.holders import Holders
 from gputriage.sampling.progress import ProgressReader
 
 DEFAULT_PERIOD_S = 0.2  # the GPU-Util refresh of recent datacenter GPUs, when the driver does not say
@@ -216,6 +217,7 @@ class Sampler:
         self.host = HostReader(host, every=c.every(c.host_s))
         self.tree: ProcessTreeReader | None = None
         self.progress: ProgressReader | None = None  # what the workload reports through gputriage.step()
+        self.holders: Holders | None = None  # with no workload (a watch): every process on the GPUs, as its own
         self.pid = pid
         self.recent: collections.deque[Sample] = collections.deque(maxlen=max(1, c.every(c.ring_s)))
         self.count = 0
@@ -272,6 +274,10 @@ class Sampler:
             if self.tree is not None and tick % neighbours_every == 0:
                 c1 = time.thread_time()
                 self.neighbours, self.job_processes = self.tree.gpu_processes()
+                self.cost_s["neighbours"] += time.thread_time() - c1
+            elif self.holders is not None and tick % neighbours_every == 0:
+                c1 = time.thread_time()
+                self.job_processes = self.holders.read()
                 self.cost_s["neighbours"] += time.thread_time() - c1
             s.neighbours = self.neighbours  # every sample carries the last lists, as for other slow values
             s.job_processes = self.job_processes

@@ -11,13 +11,16 @@ import sys
 import time
 from typing import Any, Iterable
 
+from gputriage.backends.cgroup import owner
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import FI_NVLINK_LINK_COUNT, FI_NVLINK_SPEED_MBPS_COMMON, NvmlBackend, field_key
+from gputriage.model.owner import ProcessOwner
 from gputriage.model.reading import Unavailable
 from gputriage.model.recording import Recording
 from gputriage.model.run import GpuStatic, RunMeta, RunReport
 from gputriage.model.sample import Sample
 from gputriage.model.version import __version__
+from gputriage.sampling.holders import Holders
 from gputriage.sampling.sampler import Cadences, Sampler, default_period
 from gputriage.sampling.store import Store, StoreError
 from gputriage.sampling.windows import Windower
@@ -126,6 +129,8 @@ class Session:
         """Start sampling (the workload's process tree if `pid`)."""
         if pid is not None:
             self.sampler.pid = pid
+        else:  # a watch: every process on the GPUs is what is watched, each named once
+            self.sampler.holders = Holders(self.nvml, self.host, self.gpus)
         self.sampler.start()
 
     def wait_for_a_sample(self) -> None:
@@ -144,8 +149,19 @@ class Session:
             self.nvml.shutdown()
             self._recording = Recording(kind=self.kind, command=self.command, meta=self.meta, gpus=self.gpus,
                                         windows=self.windows, recent=list(self.sampler.recent), run_id=self.run_id,
-                                        store_error=self.store_error)
+                                        store_error=self.store_error, owners=self._owners())
         return self._recording
+
+    def _owners(self) -> dict[int, ProcessOwner]:
+        """Who each process seen on the GPUs is: as looked up when first seen (a watch), else now, for those
+        still running (one that has exited cannot be named any more)."""
+        owners = dict(self.sampler.holders.owners) if self.sampler.holders is not None else {}
+        for p in self.windows.processes():
+            if p.pid not in owners:
+                o = owner(self.host, p.pid)
+                if o.visible and not o.note:
+                    owners[p.pid] = o
+        return owners
 
     def discard(self) -> None:
         """Take the run back out of the store: nothing ran (its command could not start)."""

@@ -19,6 +19,7 @@ from gputriage.model.numbers import median
 from gputriage.model.run import ProcessSummary
 from gputriage.model.sample import Sample, StackCounts
 from gputriage.model.window import GPU_FIELDS, HOST_FIELDS, SHARE_FIELDS, WindowMetrics
+from gputriage.sampling.idle_streaks import IdleStreaks
 from gputriage.sampling.progress import main_shares, others_busy
 
 WINDOW_S = 1.0
@@ -320,6 +321,7 @@ class Windower:
         self._edge = 0.0
         # (gpu, pid, job) -> [samples, samples with utilization, its sum, samples computing, most memory]
         self._processes: dict[tuple[int, int, bool], list[float]] = {}
+        self._idle = IdleStreaks()  # each process's longest stretch holding memory with no kernel
         self._stacks: list[tuple[float, StackCounts]] = []  # (unix s, counts with the top lines), oldest first
 
     @property
@@ -366,13 +368,15 @@ class Windower:
                     t[3] += p.sm_util_pct >= PROCESS_COMPUTES_PCT
                 if p.used_bytes is not None:
                     t[4] = max(t[4], p.used_bytes)
+                self._idle.add(key, s.t_s, p.used_bytes, p.sm_util_pct)
 
     def processes(self) -> list[ProcessSummary]:
         """Every process seen on a sampled GPU, the workload's first, then by GPU and pid."""
         return [ProcessSummary(gpu=gpu, pid=pid, job=job, samples=int(t[0]),
                                used_max_bytes=int(t[4]) if t[4] >= 0 else None,
                                sm_util_mean_pct=round(t[2] / t[1], 1) if t[1] else None,
-                               computing_share=round(t[3] / t[1], 2) if t[1] else None)
+                               computing_share=round(t[3] / t[1], 2) if t[1] else None,
+                               **self._idle.fields((gpu, pid, job)))
                 for (gpu, pid, job), t in sorted(self._processes.items(), key=lambda kv: (not kv[0][2], kv[0][:2]))]
 
     def _close(self, t1: float) -> None:
