@@ -19,7 +19,7 @@ COMMANDS = ("check", "run", "watch", "monitor", "trace", "bench", "load")
 def entries() -> dict[str, FindingSpec]:
     from gputriage.diagnosis import bench, budget
     from gputriage.diagnosis.check import default_rules
-    from gputriage.diagnosis.run import baseline, regimes, vram_growth
+    from gputriage.diagnosis.run import baseline, idle_held, regimes, vram_growth
     from gputriage.diagnosis.run import compile as run_compile
     from gputriage.diagnosis.run import findings as run_findings
     from gputriage.diagnosis.serving import findings as load_findings
@@ -29,7 +29,7 @@ def entries() -> dict[str, FindingSpec]:
     specs: list[FindingSpec] = [s for rule in default_rules() for s in rule.specs]
     specs += [*run_findings.SPECS, *trace_findings.ALL_SPECS, *trace_judge.SPECS, *bench.SPECS, *budget.SPECS.values(),
               *baseline.SPECS, *load_findings.SPECS, vram_growth.VRAM_GROWING, *run_compile.SPECS,
-              *regimes.SPECS]
+              *regimes.SPECS, *idle_held.SPECS]
     out: dict[str, FindingSpec] = {}
     for s in specs:
         if s.id in out and out[s.id] != s:
