@@ -237,3 +237,18 @@ def test_an_error_message_quoting_a_file_is_one_clean_line(tmp_path):
     path.write_text("{")
     r = gt("check", "--from", str(path))
     assert r.returncode == 3 and clean(r.stderr).count("\n") == 1
+
+
+def test_a_check_report_file_is_held_to_the_snapshots_types(tmp_path):
+    report = json.loads(gt("check", "--from", str(H200_SNAPSHOT), "--json", "--fail-on", "never").stdout)
+    page = tmp_path / "r.html"
+    for taken_at in (-1e20, 1e300):  # a time no calendar holds is shown as unknown, not a crash
+        path = tmp_path / "check.json"
+        path.write_text(json.dumps(dict(report, taken_at=taken_at)))
+        r = gt("report", str(path), "-o", str(page))
+        assert r.returncode == 0, r.stderr
+    for name, value in (("gpu.count", 10**9), ("gpu.0.temperature_c", "hot")):  # 10**9 GPUs would never end
+        path = tmp_path / "check.json"
+        path.write_text(json.dumps(dict(report, facts=dict(report["facts"], **{name: value}))))
+        r = gt("report", str(path), "-o", str(page))
+        assert r.returncode == 3 and f"fact {name}" in clean(r.stderr)

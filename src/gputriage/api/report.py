@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from gputriage.api._common import GputriageError, UsageError
+from gputriage.model.fact_types import typed
 from gputriage.model.safe_text import KERNEL_CHARS, safe_tree
 from gputriage.trace.files import read_salvaged
 
@@ -52,6 +53,12 @@ def _decode(path: Path, kind: str) -> Reportable:
                                              types[kind])
     except (msgspec.MsgspecError, RecursionError) as exc:
         raise GputriageError(f"{path}: not a readable gputriage {kind} report ({str(exc)[:300]})") from None
+    if isinstance(report, CheckReport):  # its facts are a snapshot's: each of its declared type, as when one is read
+        try:
+            report.facts = {name: value if isinstance(value, dict) and set(value) == {"unavailable"}
+                            else typed(name, value) for name, value in report.facts.items()}
+        except ValueError as exc:
+            raise GputriageError(f"{path}: not a readable gputriage check report ({exc})") from None
     return report
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 from typing import Optional
 
@@ -13,6 +12,7 @@ from rich.text import Text
 from gputriage.cli import exits
 from gputriage.cli.common import fail, out, print_json
 from gputriage.model.safe_text import safe_text
+from gputriage.report.style import local_time
 
 
 def runs(
@@ -35,7 +35,7 @@ def runs(
         return
     rows = []
     for r in listed:
-        started = dt.datetime.fromtimestamp(r["started"]).strftime("%m-%d %H:%M")  # type: ignore[arg-type]
+        started = local_time(r["started"], "%m-%d %H:%M")  # type: ignore[arg-type]
         dur = f"{r['ended'] - r['started']:.0f}s" if r["ended"] else "cut"  # type: ignore[operator]
         rows.append([str(r["id"]), str(r["kind"]), started, dur, "" if r["exit_code"] is None else str(r["exit_code"]),
                      str(r["bottleneck"] or "-"), " ".join(r["command"])])  # type: ignore[arg-type]

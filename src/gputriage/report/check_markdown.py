@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 from gputriage.model.check import CheckReport
 from gputriage.model.finding import STEPS
-from gputriage.report.style import evidence_text
+from gputriage.report.style import evidence_text, local_time
 
 
 def render(report: CheckReport) -> str:
-    when = dt.datetime.fromtimestamp(report.taken_at).isoformat(timespec="seconds") if report.taken_at else "?"
+    when = local_time(report.taken_at, "%Y-%m-%dT%H:%M:%S")
     counts = report.summary.counts
     findings = report.findings
     lines = [f"# gputriage check — {report.hostname}", "",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from rich.console import Console
@@ -13,7 +12,7 @@ from gputriage.model.check import CheckReport
 from gputriage.model.finding import STEPS, Severity
 from gputriage.model.reading import Unavailable
 from gputriage.report.holders_terminal import SM_HELP, check_processes
-from gputriage.report.style import SEVERITY_STYLE, finding_text, indented, show
+from gputriage.report.style import SEVERITY_STYLE, finding_text, indented, local_time, show
 
 MEANING = {
     "util.gpu_pct": "nvidia-smi GPU-Util: share of time at least one kernel ran; 100% can mean one SM busy",
@@ -98,7 +97,7 @@ def _gpu_table(snap: Facts, width: int) -> Table | None:
 
 
 def _header(snap: Facts) -> Text:
-    when = dt.datetime.fromtimestamp(snap.taken_at).strftime("%Y-%m-%d %H:%M:%S") if snap.taken_at else "?"
+    when = local_time(snap.taken_at)
     driver = snap.get("driver.version")
     cuda = snap.get("driver.cuda_version")
     torch = snap.get("torch.version")

@@ -15,7 +15,7 @@ import msgspec
 from gputriage.model.finding import Finding
 from gputriage.model.safe_text import KERNEL_CHARS, safe_text
 from gputriage.model.version import __version__
-from gputriage.report.style import SEVERITY_LABEL, plain
+from gputriage.report.style import SEVERITY_LABEL, local_time, plain
 
 PALETTE = ("#3b7dd8", "#2e8b57", "#a34bc9", "#d9822b", "#c0392b", "#17a2b8", "#7f8c8d", "#8e6c3a", "#5d6d7e",
            "#e67e22")
@@ -143,4 +143,5 @@ def kv(pairs: Iterable[tuple[str, Any]]) -> str:
 def when(unix_s: float | None) -> str:
     if not unix_s:
         return ""
-    return dt.datetime.fromtimestamp(unix_s).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+    shown = local_time(unix_s, "%Y-%m-%d %H:%M:%S %Z")
+    return "" if shown == "?" else shown

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -120,6 +121,16 @@ def hanging(label: str, text: str | Text, style: str = "", mark_style: str | Non
 def indented(text: str | Text, indent: int = 2, style: str = "") -> Padding:
     """A paragraph whose every line, wrapped ones included, starts `indent` columns in."""
     return Padding(text if isinstance(text, Text) else Text(text, style=style), (0, 0, 0, indent))
+
+
+def local_time(unix_s: float | None, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+    """A unix time as this machine's local time; '?' for none, or one no calendar holds (a file says -1e20)."""
+    if not unix_s:
+        return "?"
+    try:
+        return dt.datetime.fromtimestamp(unix_s).astimezone().strftime(fmt)
+    except (OverflowError, OSError, ValueError):
+        return "?"
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
