@@ -34,10 +34,10 @@ def write(tmp_path: Path, name: str, data: bytes) -> Path:
 
 @pytest.mark.parametrize("data, problem", [
     (PACKED, None),
-    (gzip.compress(RAW[:1000]) + gzip.compress(RAW[1000:]), None),  # members one after another, as `cat a.gz b.gz`
+    (gzip.compress(RAW[:1000], mtime=0) + gzip.compress(RAW[1000:], mtime=0), None),  # as `cat a.gz b.gz`
     (PACKED + bytes(16), None),  # zero padding after the data, as some tools write
     (PACKED + b"junk", "not gzip"),
-])
+], ids=["whole", "two-members", "zero-padding", "trailing-junk"])
 def test_a_whole_file_is_read_whole(tmp_path, data, problem):
     out, found = read_salvaged(write(tmp_path, "t.json.gz", data))
     assert out == RAW
@@ -82,7 +82,8 @@ def test_a_cut_gzip_trace_under_a_megabyte_is_analyzed_as_a_cut_plain_one(tmp_pa
 
 
 @pytest.mark.parametrize("data", [b"\x1f\x8b" + bytes(range(256)) * 8, PACKED[:10],
-                                  PACKED[:20] + os.urandom(200) + PACKED[220:]])
+                                  PACKED[:20] + bytes(i * 37 % 256 for i in range(200)) + PACKED[220:]],
+                         ids=["magic-then-noise", "header-only", "damaged-at-the-start"])
 def test_a_gzip_file_with_nothing_readable_is_exit_3_for_trace_and_report(tmp_path, data):
     path = write(tmp_path, "broken.json.gz", data)
     for args in (("trace", str(path)), ("report", str(path), "-o", str(tmp_path / "r.html"))):
