@@ -21,6 +21,7 @@ from gputriage.api._common import (
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import PynvmlBackend
 from gputriage.diagnosis.serving.judge import judge
+from gputriage.diagnosis.verify import Context, with_verify
 from gputriage.model.load import LoadReport, Slo
 from gputriage.model.sample import Sample
 from gputriage.model.specs import by_name
@@ -80,6 +81,9 @@ def load(url: str, *, concurrency: Sequence[int] = (), max_concurrency: int = 32
         raise GputriageError(str(exc)) from None
     bandwidth = _bandwidth_gbs(store, measured.meta.gpu_names) if weight_bytes else None
     report = judge(measured, bandwidth, weight_bytes)
+    sweep = ["--rate", ",".join(f"{r:g}" for r in rates)] if rates else \
+        ["--concurrency", ",".join(str(c) for c in concurrency)] if concurrency else []
+    report.findings = with_verify(report.findings, Context("load", load_args=[measured.meta.url, *sweep]))
     if report.steps:
         keep_report(report, "load", [measured.meta.url], store)
     return report
