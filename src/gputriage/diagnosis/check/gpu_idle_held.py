@@ -44,8 +44,9 @@ def evaluate(ev: Evidence) -> list[Finding]:
             Severity.info, {"holders": holders, "gpu_hours": hours, "sm_util_window_s": window,
                             "others_computing": [p["pid"] for p in computing]},
             subject=f"gpu.{i}",
-            symptom=f"GPU {i}: {named}; none ran a kernel in the last {window:g} s — up to {hours:g} GPU-hours "
-                    f"held idle since they started"))
+            symptom=f"GPU {i}: {named}; {'it' if len(held) == 1 else 'none of them'} ran "
+                    f"{'no' if len(held) == 1 else 'a'} kernel in the last {window:g} s — up to {hours:.2f} "
+                    f"GPU-hours held idle since {'it' if len(held) == 1 else 'they'} started"))
     return out
 
 

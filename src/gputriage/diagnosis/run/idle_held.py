@@ -63,5 +63,5 @@ def idle_held_findings(processes: list[ProcessSummary], static: Mapping[int, Gpu
         hours = round(hours, 4)
         named = "; ".join(said)
         out.append(IDLE_HELD.finding({"holders": holders, "gpu_hours": hours}, subject=f"gpu.{gpu}",
-                                     symptom=f"GPU {gpu}: {named} — {hours:g} GPU-hours held idle"))
+                                     symptom=f"GPU {gpu}: {named} — {hours:.2f} GPU-hours held idle"))
     return priced(out, (IDLE_HELD.id,), price_per_gpu_hour, currency)
