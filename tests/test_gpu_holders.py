@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 from rich.console import Console
 from typer.testing import CliRunner
@@ -358,3 +359,17 @@ def test_the_exporter_serves_each_process_with_its_pod_labels_share_and_idle_tim
     assert series[("gputriage_gpu_process_idle_held_gpu_hours", "507")].value == round(held_s / 3600 * share, 4)
     price = next(s for f in families(ex.state()) if f.name == "gputriage_price_per_gpu_hour" for s in f.samples)
     assert price.value == 3.5 and price.labels["currency"] == "USD"
+
+
+def test_a_fleet_nodes_result_carries_who_holds_its_gpus(tmp_path, monkeypatch):
+    from gputriage.api.fleet import REPLAY_ENV, on_node
+    from gputriage.model.fleet import NodeResult
+
+    path = tmp_path / "node.json"
+    _on_k8s_node().save(path)
+    monkeypatch.setenv(REPLAY_ENV, str(path))
+    node = msgspec.json.decode(on_node(bench=False), type=NodeResult)
+    by_pid = {p.pid: p for p in node.processes}
+    assert (by_pid[507].used_bytes, by_pid[507].sm_util_pct, by_pid[507].owner.user) == (22114467840, 0.0, "jovyan")
+    assert by_pid[507].owner.container.pod == "jupyter-alice-0" and by_pid[506].sm_util_pct == 99.0
+    assert "gpu.idle_held" in {f.id for f in node.findings}

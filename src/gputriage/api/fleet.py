@@ -20,6 +20,7 @@ from gputriage.api.check import check, snapshot
 from gputriage.diagnosis.fleet import compare
 from gputriage.fleet import FleetError, run_on_nodes
 from gputriage.model.fleet import FleetReport, NodeResult
+from gputriage.model.owner import GpuHolder
 
 REPLAY_ENV = "GPUTRIAGE_FLEET_REPLAY"  # a node that has it reads this recorded snapshot instead of its machine
 REPLAY_BENCH_ENV = "GPUTRIAGE_FLEET_REPLAY_BENCH"  # and this recorded `bench --json` instead of benching
@@ -44,7 +45,14 @@ def on_node(bench: bool) -> bytes:
     figs = compare.figures(report, results)
     figs.hostname = figs.hostname or socket.gethostname()
     return msgspec.json.encode(NodeResult(node_id="", figures=figs, findings=report.findings,
-                                          seconds=round(time.monotonic() - t0, 2)))
+                                          processes=holders(report.facts), seconds=round(time.monotonic() - t0, 2)))
+
+
+def holders(facts: dict[str, Any]) -> list[GpuHolder]:
+    """The processes on a node's GPUs, as its check listed them."""
+    count = facts.get("gpu.count")
+    return [GpuHolder.from_fact(i, p) for i in range(count if isinstance(count, int) else 0)
+            for p in facts.get(f"gpu.{i}.processes") or [] if isinstance(p, dict) and isinstance(p.get("pid"), int)]
 
 
 def fleet_check(address: str, *, bench: bool = False, timeout_s: float = 300.0, all_nodes: bool = False,

@@ -8,6 +8,7 @@ from typing import Optional
 import msgspec
 
 from gputriage.model.finding import Finding
+from gputriage.model.owner import GpuHolder
 
 FLEET_SCHEMA = "gputriage.fleet"
 FLEET_VERSION = 1
@@ -45,6 +46,7 @@ class NodeResult(msgspec.Struct, kw_only=True):
     seconds: Optional[float] = None
     figures: Optional[NodeFigures] = None
     findings: list[Finding] = []
+    processes: list[GpuHolder] = []  # who holds each of its GPUs, as its check listed them
 
 
 class Outlier(msgspec.Struct, kw_only=True):

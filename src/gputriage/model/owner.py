@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import msgspec
 
@@ -46,3 +46,24 @@ class ProcessOwner(msgspec.Struct, kw_only=True, omit_defaults=True):
     started_s: Optional[float] = None  # unix seconds it started (a live machine's; a recorded one says only its age)
     container: Optional[Container] = None
     note: str = ""  # why a field is missing
+
+
+class GpuHolder(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A process on a GPU as `check` listed it (a fleet node's result carries them)."""
+
+    gpu: int
+    pid: int
+    used_bytes: Optional[int] = None
+    sm_util_pct: Optional[float] = None  # NVML per-process utilization over the check's window
+    owner: Optional[ProcessOwner] = None
+
+    @classmethod
+    def from_fact(cls, gpu: int, entry: dict[str, Any]) -> GpuHolder:
+        """One entry of a check's gpu.N.processes fact."""
+        c = entry.get("container")
+        owner = ProcessOwner(pid=int(entry["pid"]), visible=entry.get("visible", True) is not False,
+                             name=entry.get("name"), user=entry.get("user"), cmdline=entry.get("cmdline") or None,
+                             age_s=entry.get("age_s"), note=entry.get("note") or "",
+                             container=msgspec.convert(c, Container) if isinstance(c, dict) else None)
+        return cls(gpu=gpu, pid=int(entry["pid"]), used_bytes=entry.get("used_bytes"),
+                   sm_util_pct=entry.get("sm_util_pct"), owner=owner)
