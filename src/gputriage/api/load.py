@@ -69,7 +69,6 @@ def load(url: str, *, concurrency: Sequence[int] = (), max_concurrency: int = 32
                         prompts_file=Path(prompts_file) if prompts_file else None, chat=chat, model=model, slo=slo,
                         timeout_s=timeout_s, ignore_eos=ignore_eos, tokenizer=Path(tokenizer) if tokenizer else None,
                         metrics=metrics)
-    check_store(store)  # a store that cannot take the result is said before the sweep, not after it
     if weight_bytes is not None and not (math.isfinite(weight_bytes) and weight_bytes > 0):
         raise UsageError(f"the weights' size {weight_bytes:g} bytes: a positive number")
     check_store(store)  # a store that cannot be written is said before the sweep, not after it
