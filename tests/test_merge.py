@@ -53,8 +53,9 @@ def test_a_host_bound_trace_from_a_window_the_profiler_starved_does_not_override
     starved = merge(sampler, trace, ProfilerEffect(inside_pct=26.0, outside_pct=95.0))
     assert starved.bottleneck == B.compute_bound and starved.source == "sampler"
     assert "26%" in starved.why and "95%" in starved.why
-    # the same verdicts with the GPU as busy while profiled: the trace is believed
-    assert merge(sampler, trace, ProfilerEffect(inside_pct=90.0, outside_pct=95.0)).bottleneck == B.input_starved
+    # the same verdicts with the GPU as busy while profiled as otherwise: the trace is believed (below 90%
+    # outside; at 90% or more, a host-side trace is the profiler's overhead: test_profiler_lifecycle.py)
+    assert merge(sampler, trace, ProfilerEffect(inside_pct=80.0, outside_pct=85.0)).bottleneck == B.input_starved
     # nor does any trace verdict from a window unlike the rest of the run: a batch-1 decode profiled at
     # GPU-Util 18% in a run at 95% is no picture of the run, whatever its kernels say
     unlike = merge(_v("memory_bound"), _t("compute_bound"), ProfilerEffect(18.0, 95.0))
@@ -124,9 +125,10 @@ def test_a_profiled_run_merges_the_trace_and_keeps_the_profilers_own_effect_apar
                       decision="feed it")
     samples = from_flat_rows(ROWS)
     t_mid = samples[len(samples) // 2].t_s
-    # the recorded compute-bound stream; the profiled window is as busy as the rest: the trace is believed
-    report = judged(samples, profile=_profile(t_mid, "input_starved", [starved]))
-    assert report.verdict.bottleneck == B.input_starved and report.verdict.source == "trace"
+    # the recorded compute-bound stream; the profiled window is as busy as the rest: a trace about its kernels is
+    # believed (a host-side one, at this GPU-Util, is the profiler's overhead: test_profiler_lifecycle.py)
+    report = judged(samples, profile=_profile(t_mid, "memory_bound", []))
+    assert report.verdict.bottleneck == B.memory_bound and report.verdict.source == "trace"
     assert report.verdict.profiler_effect.inside_pct >= 90
     # the same with GPU-Util low inside the profiled window: the profiler starved it, the sampler stands
     for s in samples:

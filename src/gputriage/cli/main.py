@@ -19,6 +19,7 @@ from gputriage.cli.common import natural_help
 from gputriage.cli.exporter import exporter
 from gputriage.cli.fleet import fleet_app
 from gputriage.cli.load import load
+from gputriage.cli.profile import profile
 from gputriage.cli.report import report
 from gputriage.cli.rules import rules
 from gputriage.cli.run import run
@@ -55,7 +56,7 @@ def _pipe_safe(command: Callable[..., None]) -> Callable[..., None]:
 
 
 for _command in (check, bench, snapshot, rules, watch, trace, runs, show, diff, checklist, report, load,
-                 exporter):
+                 exporter, profile):
     app.command()(_pipe_safe(_command))
 app.add_typer(baseline_app, name="baseline")
 app.add_typer(fleet_app, name="fleet")

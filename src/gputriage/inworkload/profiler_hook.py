@@ -1,29 +1,28 @@
 """The profiler `run --profile` starts inside a Python workload, without editing it.
 
-The workload loads this file at interpreter start through a `sitecustomize` that gputriage puts
-first on its PYTHONPATH (`trace.inject`); it uses the standard library only, since it runs in the
-workload's own interpreter, whatever is installed there. A background thread waits until the
-workload has initialized CUDA, then `skip_s` seconds more (warm-up), imports what the profiler needs
-(off the main thread) and asks for a start. The main thread starts torch.profiler at its next
-optimizer step (a training loop, from its third step on: the first steps load kernels and autotune),
-at a module forward when forwards have run for a second without a step (inference), or — for plain
-tensor code where neither hook fires, or once no hook has fired for 3 s — in a SIGUSR2 handler,
-deferred while the workload is importing (never where the workload installed a SIGUSR2 handler of
-its own, as schedulers' requeue helpers do: the signal would be theirs). The profile covers at least
-`steps` optimizer steps and `window_s` seconds, at most `max_s` seconds (or, without an optimizer, a
-time window counted from when the profiler runs: on a GPU its start waits seconds for CUPTI and the
-queued work); it is stopped the same way, or at exit, and the Kineto trace written before
-interpreter shutdown, so a crash at exit cannot lose it. A window that saw no GPU work (still
-compiling or loading) is profiled again, a few times at most. What happened is logged next to the
-trace (`OUT.log`), with the times the profiler held the workload. The variables that arm it are
-removed at start, so child processes (data loader workers) are not profiled — except in a
-distributed launcher (torchrun), whose ranks each profile themselves into `trace.rankN.json`. The
-hooks return at once while `torch.compile` traces them: a graph compiled while they are armed is the
-graph compiled without them.
+The workload loads this file at interpreter start through a `sitecustomize` that gputriage puts first on its
+PYTHONPATH (`trace.inject`); it uses the standard library only. A background thread waits until the workload has
+initialized CUDA, then `skip_s` seconds more (warm-up), imports what the profiler needs (off the main thread) and
+asks for a start. The main thread starts torch.profiler at its next optimizer step (from a loop's third step on:
+the first load kernels and autotune), at a module forward when forwards have run for a second without a step
+(inference), or — for plain tensor code, or once no hook has fired for 3 s — in a SIGUSR2 handler, deferred while
+the workload is importing (never where the workload installed a SIGUSR2 handler of its own, as schedulers' requeue
+helpers do). The profile covers at least `steps` optimizer steps and `window_s` seconds, at most `max_s` seconds
+(counted from when the profiler runs: on a GPU its start waits seconds for CUPTI and the queued work); it is
+stopped the same way, or at exit, and the Kineto trace written before interpreter shutdown. A window that saw no
+GPU work (still compiling or loading) is profiled again, a few times at most. What happened is logged next to the
+trace (`OUT.log`); when the profiler held the workload is written as it happens (`OUT.holds`: `K began T` before
+the profiler starts, `started`, `stopping`, `stopped`, `exported`, or `released` where it failed), so a start that
+stalls the workload for seconds is known even when no trace comes of it. The variables that arm it are removed at
+start, so child processes (data loader workers) are not profiled — except in a distributed launcher (torchrun),
+whose ranks each profile themselves into `trace.rankN.json`. The hooks return at once while `torch.compile` traces
+them: a graph compiled while they are armed is the graph compiled without them.
 
-Gated (`GPUTRIAGE_PROFILE_GATE`), a window starts only once gputriage has asked for it: its sampler
-writes into the gate file how many windows it wants (the first at the steady state, another when the
-profiled one did not look like the rest of the run, none under `--profile auto` when it can decide).
+Gated (`GPUTRIAGE_PROFILE_GATE`), a window starts only once gputriage has asked for it: its sampler writes into the
+gate file how many windows it wants (the first at the steady state, another when the profiled one did not look like
+the rest of the run, when the run changed regime, or when asked from another terminal; none under `--profile auto`
+when it can decide). The hook stays armed while the workload runs: after each window it waits for the next ask,
+and window K is written to its own file (`window_path`).
 """
 
 from __future__ import annotations
@@ -65,23 +64,32 @@ class Profiler:
         self.steps_profiled = 0
         self.steps_seen = 0
         self.stops = 0
-        self.started = 0.0
-        self.begin = 0.0
+        self.started = self.begin = 0.0
         self.hooks: list[Any] = []
         self.compiling: Callable[[], bool] = lambda: False  # torch.compiler.is_compiling once set up (a flag read)
         self.seen_step = False
         self.signal_taken = False  # the workload replaced the SIGUSR2 handler
         self.acting = False
-        self.first_forward = 0.0
-        self.last_hook = 0.0
+        self.first_forward = self.last_hook = 0.0
         self.born = clock()
+        self.window = 1  # the window asked for now; window K is written to window_path(out, K)
         self.lock = threading.Lock()
         self.done = threading.Event()
 
+    def path(self) -> str:  # this window's trace
+        return window_path(self.out, self.window)
+
     # --- what the main thread does -------------------------------------------------------------
-    def note(self, msg: str) -> None:
-        with open(self.out + ".log", "a") as fh:
-            fh.write(msg + "\n")
+    def note(self, msg: str, suffix: str = ".log") -> None:
+        try:
+            with open(self.out + suffix, "a") as fh:
+                fh.write(msg + "\n")
+        except OSError:
+            pass  # the folder is gone: gputriage has finished with this run
+
+    def mark(self, event: str, t: Optional[float] = None, window: int = 0) -> None:
+        """A moment of the profiler's hold on the workload, written as it happens (`OUT.holds`)."""
+        self.note("%d %s %.3f" % (window or self.window, event, self.clock() if t is None else t), ".holds")
 
     def finish(self) -> None:
         for h in self.hooks:
@@ -105,6 +113,7 @@ class Profiler:
 
     def _start(self, where: str) -> None:
         t = self.clock()
+        self.mark("began", t)  # before CUPTI starts: a start that never returns still shows its hold
         try:
             assert self.make is not None
             prof = self.make()
@@ -112,27 +121,31 @@ class Profiler:
         except Exception as exc:
             self.prof = False
             self.note("ERROR start: %s: %s" % (type(exc).__name__, exc))
+            self.mark("released")
             self.finish()
             return
         self.started, self.begin = self.clock(), t
+        self.mark("started", self.started)
         self.prof = prof  # published once running: the window counts from here
         self.note("started at %s (+%.1f s, %.2f s to start)" % (where, t - self.born, self.started - t))
 
     def _stop(self, where: str) -> None:
-        prof, self.prof = self.prof, False
+        prof, self.prof, k = self.prof, False, self.window
+        path = self.path()
+        self.mark("stopping", None, k)
         try:
             prof.stop()
-            stopped = self.clock()
-            prof.export_chrome_trace(self.out + ".tmp")
-            os.replace(self.out + ".tmp", self.out)
-            exported = self.clock()
+            self.mark("stopped", stopped := self.clock(), k)
+            prof.export_chrome_trace(path + ".tmp")
+            os.replace(path + ".tmp", path)
+            self.mark("exported", exported := self.clock(), k)
             self.note("stopped at %s after %d optimizer steps (+%.1f s, %.2f s profiled)"
                       % (where, self.steps_profiled, stopped - self.born, stopped - self.started))
-            # when the profiler held the workload: from asking for the start (CUPTI drains the GPU's queue
-            # first) to the end of the export; the profiled window inside it
-            self.note("window %.3f %.3f %.3f %.3f" % (self.begin, self.started, stopped, exported))
+            # the hold (from the start, when CUPTI drains the GPU's queue, to the export's end), the window inside
+            self.note("window %.3f %.3f %.3f %.3f %d" % (self.begin, self.started, stopped, exported, k))
         except Exception as exc:
             self.note("ERROR stop: %s: %s" % (type(exc).__name__, exc))
+            self.mark("released", None, k)
             self.finish()
         self.stops += 1  # the trace is on disk (or failed): the worker may judge it
         if where == "exit":
@@ -214,55 +227,58 @@ class Profiler:
         hundreds of MB, and this runs inside the workload."""
         kinds = (b"kernel", b"gpu_memcpy", b"gpu_memset") if self.cuda else (b"cpu_op",)
         try:
-            with open(self.out, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            with open(self.path(), "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 return any(data.find(b'"cat": "%s"' % k) >= 0 for k in kinds)
         except (OSError, ValueError):
             return True  # no trace to judge (or an empty one): nothing to try again
 
     def worker(self) -> None:
-        windows = 0  # windows profiled that saw work
+        """Each window asked for, in turn (ungated: one), for as long as the workload runs."""
+        while self.wait_gate(self.window) and self.profile_window():
+            self.window += 1
+            self.prof, self.steps_profiled = None, 0  # re-armed: gputriage may ask for another window
+        self.finish()
+
+    def profile_window(self) -> bool:
+        """One window asked for, profiled again (ATTEMPTS in all) while it sees no GPU work. False: give up."""
         for attempt in range(ATTEMPTS):
-            self.wait_gate(windows + 1)  # gated, nothing is set up before gputriage asks
-            if not self.profile_once():
-                return
-            if self.prof is not False or attempt + 1 == ATTEMPTS:
-                break
-            if self.saw_work():
-                windows += 1
-                if not self.gate:
-                    break
-                self.prof, self.steps_profiled = None, 0  # gputriage may ask for another window
-                continue
+            if not self.profile_once() or self.prof is not False:
+                return False  # failed, or the workload ended inside the window
+            if attempt + 1 == ATTEMPTS or self.saw_work():
+                return True
             self.note("no %s in the window (still compiling or loading?): profiling again in %.0f s"
                       % ("GPU work" if self.cuda else "framework op", self.skip_s))
             self.prof, self.steps_profiled = None, 0
             time.sleep(self.skip_s)
-        self.finish()
+        return True
 
-    def wait_gate(self, window: int) -> None:
-        """Gated: wait until gputriage has asked for this many windows (for as long as the workload runs)."""
-        while self.gate:
+    def wait_gate(self, window: int) -> bool:
+        """Whether to profile this window: ungated, the first only; gated, once gputriage has asked for this many
+        windows (waiting for as long as the workload runs)."""
+        if not self.gate:
+            return window == 1
+        while not self.done.is_set():
             try:
                 with open(self.gate) as fh:
                     if int(fh.read().strip() or 0) >= window:
-                        return
+                        return True
             except (OSError, ValueError):
                 pass
             time.sleep(0.1)
+        return False
 
     def prepare(self) -> bool:
         """Wait for CUDA and the warm-up, then set up (once). False: give up."""
-        if self.make is None:
-            deadline = time.time() + CUDA_WAIT_S
-            while not self.ready():
-                if time.time() > deadline:
-                    return False
-                time.sleep(0.1)
-            if not self.gate:  # gated, gputriage asks once the run is steady: the warm-up is behind it
-                time.sleep(self.skip_s)
-            if not self.setup():
+        if self.make is not None:
+            return True
+        deadline = time.time() + CUDA_WAIT_S
+        while not self.ready():
+            if time.time() > deadline:
                 return False
-        return True
+            time.sleep(0.1)
+        if not self.gate:  # gated, gputriage asks once the run is steady: the warm-up is behind it
+            time.sleep(self.skip_s)
+        return self.setup()
 
     def profile_once(self) -> bool:
         """One window: ask for a start, then a stop. False: give up."""
@@ -270,19 +286,21 @@ class Profiler:
             return False
         if self.ranked:  # every rank asks at the same instant: the next optimizer step is the same step
             time.sleep(RANK_ALIGN_S - time.time() % RANK_ALIGN_S)
-        for want in ("start", "stop"):
-            if not self._ask(want):
-                return False
-            if want == "start" and not self._hold_window():
-                return False
-        return True
+        stops = self.stops
+        if not (self._ask("start") and self._hold_window()) or (self.prof and not self._ask("stop")):
+            return False
+        t = time.time()  # stopped (by a step, or asked now): wait for the export before judging it
+        while self.stops == stops and time.time() - t < 120 and not self.done.is_set():
+            time.sleep(0.02)
+        return self.stops > stops
 
     def _ask(self, want: str) -> bool:
         """Ask the main thread to start or stop; a hook acts at the next step or forward; where none fires
         (plain tensor code, a CUDA graph replayed), a signal handler does (retried while it defers)."""
-        stops = self.stops
         with self.lock:
             self.want, self.want_t = want, self.clock()
+        if want == "start":
+            self.mark("asked", self.want_t)  # the workload runs on until the main thread begins the start
         t0 = time.time()
         while self.want == want and time.time() - t0 < (120 if self.seen_step else 30):
             hooks_fire = self.first_forward or self.seen_step
@@ -306,24 +324,29 @@ class Profiler:
         if self.want == want:
             self.note("ERROR %s: the workload never reached a point where the profiler could %s" % (want, want))
             return False
-        if want == "stop":  # the main thread took the request: wait for the export before judging it
-            t2 = time.time()
-            while self.stops == stops and time.time() - t2 < 120:
-                time.sleep(0.02)
         return True
 
     def _hold_window(self) -> bool:
-        """Wait while the profiler runs its window. False when it failed or the workload ended."""
+        """Wait while the profiler runs its window (a step may stop it first). False when it failed or the workload
+        ended."""
         t1 = time.time()
         while time.time() - t1 < 60 and not self.done.is_set():
-            if self.prof is False:
-                return False
+            if self.prof is False:  # stopped at a step (its window was long enough), or failed (then done is set)
+                break
             spent = self.clock() - self.started if self.prof else 0.0
             if (self.steps_profiled >= self.steps and spent >= self.window_s) or \
                     spent >= (self.max_s if self.seen_step else self.window_s):
                 break
             time.sleep(0.02)
         return not self.done.is_set()
+
+
+def window_path(out: str, window: int) -> str:
+    """Where window K is written: `out` for the first, `trace.w2.json` (`trace.rank1.w2.json`) for the second."""
+    if window <= 1:
+        return out
+    root, ext = os.path.splitext(out)
+    return "%s.w%d%s" % (root, window, ext)
 
 
 def importing() -> bool:

@@ -50,6 +50,8 @@ class RunMeta(msgspec.Struct, kw_only=True):
     flops_per_step: Optional[float] = None
     price_per_gpu_hour: Optional[float] = None  # the user's price (for the run's cost); none is assumed
     currency: str = "USD"
+    profile_gate: Optional[str] = None  # a running `run --profile`: where `gputriage profile RUN_ID` asks for a window
+    gputriage_pid: Optional[int] = None  # the `gputriage run` process (SIGUSR1 asks it for a profile window)
 
 
 class Regime(msgspec.Struct, omit_defaults=True):
@@ -124,6 +126,9 @@ class ProfilerEffect(msgspec.Struct):
     inside_pct: float
     outside_pct: float
     in_startup: bool = False
+    held_pct: Optional[float] = None  # while it held the workload outside the window: starting, stopping, exporting
+    held_s: Optional[float] = None  # seconds it held the workload in all (left out of the sampler's verdict)
+    gpu: Optional[int] = None
 
 
 class MergedVerdict(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -146,6 +151,23 @@ class RunVerdict(msgspec.Struct, kw_only=True):
     profiler_effect: Optional[ProfilerEffect] = None
 
 
+class ProfileWindow(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One window the profiler took (`run --profile`, re-armed in each new regime or asked with `gputriage profile`)."""
+
+    index: int  # 1, 2, ... in the order they were asked for
+    kind: str = "steady"  # steady (the steady state, or again), regime (the run changed regime), asked (by a user)
+    why: str = ""  # why gputriage asked for it
+    window_s: Optional[list[float]] = None  # unix seconds: the profiled window
+    held_s: Optional[list[float]] = None  # unix seconds: from its start to the end of its export
+    trace_file: Optional[str] = None  # where its trace was kept (--keep-trace, `gputriage profile --out`)
+    bottleneck: Optional[Bottleneck] = None  # its trace's verdict
+    confidence: Optional[float] = None
+    gpu_idle_pct: Optional[float] = None
+    regime: Optional[str] = None  # the sampler's regime of the timeline the window fell in
+    used: bool = False  # the trace the run's verdict was merged with
+    error: Optional[str] = None
+
+
 class ProfileReport(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What `run --profile` profiled, and the trace's analysis."""
 
@@ -156,8 +178,10 @@ class ProfileReport(msgspec.Struct, kw_only=True, omit_defaults=True):
     log: list[str] = []
     window_s: Optional[list[float]] = None  # unix seconds: the profiled window
     held_s: Optional[list[float]] = None  # unix seconds: from the start request to the end of the export
-    held_all_s: list[list[float]] = []  # every profiled window's (a window unlike the run is profiled again)
+    held_all_s: list[list[float]] = []  # every hold: each window's, and a start or export that wrote no trace
     kept_trace: Optional[str] = None
+    windows: list[ProfileWindow] = []  # every window profiled, in order, with the regime it was taken in
+    effects: dict[str, ProfilerEffect] = {}  # per GPU: what the profiler cost it (GPU-Util inside vs outside)
 
 
 class HostSummary(msgspec.Struct, kw_only=True, omit_defaults=True):

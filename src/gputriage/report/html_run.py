@@ -11,6 +11,7 @@ from gputriage.model.run import GpuVerdict, RunReport
 from gputriage.report.html_diff import diff_html
 from gputriage.report.html_page import Page, esc, findings_html, kv, table, when
 from gputriage.report.html_trace import add_trace
+from gputriage.report.profile_terminal import cost_line, window_line
 from gputriage.report.stack_lines import DOING, about, line_text, main_thread, place, thread
 
 ACTIVITY = (("util_pct", "GPU-Util", "#7f8c8d"), ("sm_active_pct", "SM activity", "#3b7dd8"),
@@ -195,6 +196,9 @@ def _profile(page: Page, r: RunReport) -> None:
     if effect:
         pairs.append(("GPU-Util", f"{effect.inside_pct:.0f}% while profiled, {effect.outside_pct:.0f}% in the rest of "
                                   "the steady run"))
+    pairs += [(f"window {w.index}", window_line(w, r.started_s)) for w in p.windows
+              if len(p.windows) > 1 or w.kind != "steady"]
+    pairs += [(f"cost on GPU {g}", cost_line(g, e, p.window_s is not None)) for g, e in sorted(p.effects.items())]
     pairs.append(("error", p.error))
     pairs.append(("trace kept", p.kept_trace))
     page.section("Profiler", kv(pairs))

@@ -12,6 +12,7 @@ from rich.text import Text
 from gputriage.model.finding import Severity
 from gputriage.model.run import GpuVerdict, RunReport
 from gputriage.model.safe_text import safe_text
+from gputriage.report.profile_terminal import render_profile_extra
 from gputriage.report.stack_lines import about, line_text, main_thread
 from gputriage.report.style import finding_text
 from gputriage.report.trace_terminal import render_profile_window, render_verdict
@@ -265,6 +266,7 @@ def render(r: RunReport, console: Console) -> None:
     if profile is not None:
         render_verdict(profile.trace, profile.error, console)
         render_profile_window(profile, r.verdict.profiler_effect, r.started_s, console)
+        render_profile_extra(profile, r.started_s, console)
         m = r.verdict.merged
         if m is not None and m.bottleneck is not None:
             line = Text("verdict: ", style="bold")

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 import re
 import shutil
+import signal
 import sqlite3
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +92,8 @@ def run_workload(plan: RunPlan, store: Store | None) -> RunReport:
             argv, env, folder = inject.prepare(argv, env, steps=plan.profile_steps, skip_s=plan.profile_skip_s,
                                                gated=True)
             stack.callback(inject.clean, folder)
+            # the run row says where `gputriage profile RUN_ID` asks for a window, and whom SIGUSR1 reaches
+            session.meta.profile_gate, session.meta.gputriage_pid = str(folder), os.getpid()
         elif inject.is_python(argv):  # no profiler: the allocator's counters and the stack sampler all the same
             env, hooks = inject.prepare_hooks(env)
             stack.callback(inject.clean, hooks)
@@ -100,14 +105,14 @@ def run_workload(plan: RunPlan, store: Store | None) -> RunReport:
             raise WorkloadNotStarted(workload)
         stack.callback(workload.close)  # its signal handlers restored; ended if gputriage fails meanwhile
         session.start(workload.pid)
-        gate = GateKeeper(session, folder, plan.profile) if folder is not None else None
+        gate = GateKeeper(session, folder, plan.profile, plan.keep_trace, say=_say) if folder is not None else None
         if gate is not None:
             stack.callback(gate.stop)
+            _on_sigusr1(stack, gate)
         code = workload.wait()
         if gate is not None:
             gate.stop()
-        profiled = read_profile(folder, plan.keep_trace, plan.profile, gate.gate.reasons if gate else []) \
-            if folder is not None else None
+        profiled = read_profile(folder, plan.keep_trace, plan.profile, keeper=gate) if folder is not None else None
         recording = session.finish()
         recording.compile = read_compile_stats(progress)  # what torch.compile did, as the workload reported it
         report = judge(recording, code, profile=profiled, budget=plan.budget,
@@ -121,6 +126,19 @@ def run_workload(plan: RunPlan, store: Store | None) -> RunReport:
             report.notes.append(session.store_error)
         return report
     raise AssertionError("unreachable")  # pragma: no cover  (mypy: ExitStack may swallow exceptions)
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"gputriage: {message}\n")
+
+
+def _on_sigusr1(stack: contextlib.ExitStack, gate: GateKeeper) -> None:
+    """SIGUSR1 to `gputriage run` asks for a profile window (restored when the run ends); not from a thread."""
+    try:
+        previous = signal.signal(signal.SIGUSR1, lambda _s, _f: gate.request())
+    except (ValueError, AttributeError):  # not the main thread, or no SIGUSR1 here
+        return
+    stack.callback(signal.signal, signal.SIGUSR1, previous)
 
 
 def mfu_against_bench(db: Store, report: RunReport) -> None:

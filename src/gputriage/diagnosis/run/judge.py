@@ -4,8 +4,6 @@ findings, budget violations."""
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import msgspec
 
 from gputriage.diagnosis.budget import Budget, check_windows
@@ -24,6 +22,8 @@ from gputriage.diagnosis.run.findings import (
 from gputriage.diagnosis.run.host_stacks import annotate, run_stacks, steady_span, with_lines
 from gputriage.diagnosis.run.idle_held import idle_held_findings
 from gputriage.diagnosis.run.merge import merge
+from gputriage.diagnosis.run.profiler_cost import place_windows, profiler_costs
+from gputriage.diagnosis.run.profiler_cost import profiler_effect as profiler_effect
 from gputriage.diagnosis.run.regimes import regime_changes
 from gputriage.diagnosis.run.throughput import throughput
 from gputriage.diagnosis.run.verdict import gpu_verdict, holds_workload_memory
@@ -34,10 +34,9 @@ from gputriage.model.bottleneck import HOST_BOUND
 from gputriage.model.finding import Finding, triage_order
 from gputriage.model.numbers import median
 from gputriage.model.recording import Recording
-from gputriage.model.run import GpuStatic, GpuVerdict, HostSummary, ProfilerEffect, ProfileReport, RunReport, RunVerdict
+from gputriage.model.run import GpuStatic, GpuVerdict, HostSummary, ProfileReport, RunReport, RunVerdict
 from gputriage.model.window import Windows
 
-MIN_EFFECT_POINTS = 3
 FAILED_EARLY_S = 10.0  # a command that fails this soon, before reporting a step, ran no more than its start-up
 MIN_STEADY_S = 3.0  # a failed command whose GPU computed less than this after its start-up had no steady state
 
@@ -53,41 +52,6 @@ def workload_gpus(rec: Recording) -> list[int]:
                for w in s):
             used.append(i)
     return used or rec.gpus[:1]
-
-
-def profiler_effect(rec: Recording, gpu: int, v: GpuVerdict, window_s: list[float] | None,
-                    held_s: Sequence[Sequence[float]] = ()) -> ProfilerEffect | None:
-    """Median GPU-Util while the profiler ran and over the rest of the steady run (start-up and
-    shut-down left out), outside the time the profiler held the workload. From the samples when the
-    ring still holds the profiled window, else from the windows; None with too few points."""
-    if not window_s or rec.started_s is None or rec.ended_s is None:
-        return None
-    t0, t1 = window_s
-    held = list(held_s) or [window_s]
-    steady_from = rec.started_s + v.startup_s
-    steady_to = rec.ended_s - v.shutdown_s
-    from_samples = bool(rec.recent) and rec.recent[0].t_s <= t0
-    points: list[tuple[float, float | None]]
-    if from_samples:
-        points = [(s.t_s, g.util_pct if (g := s.gpu(gpu)) else None) for s in rec.recent]
-    else:  # the ring no longer holds the window: each window by its middle
-        points = [((w.t0_s + w.t1_s) / 2, w.util_pct) for w in rec.windows.series[gpu]]
-    if t1 <= steady_from:  # profiled before the steady run began: a warm-up, whatever its GPU-Util
-        before = [u for t, u in points if u is not None and t0 <= t <= t1]
-        steady = [u for t, u in points if u is not None and steady_from <= t <= steady_to]
-        return ProfilerEffect(inside_pct=float(median(before)) if before else 0.0,
-                              outside_pct=float(median(steady)) if steady else 0.0, in_startup=True)
-    inside, outside = [], []
-    for t, util in points:
-        if util is None or not steady_from <= t <= steady_to:
-            continue
-        if t0 <= t <= t1:
-            inside.append(util)
-        elif not any(h0 <= t <= h1 for h0, h1 in held):
-            outside.append(util)
-    if len(inside) < (MIN_EFFECT_POINTS if from_samples else 1) or len(outside) < MIN_EFFECT_POINTS:
-        return None
-    return ProfilerEffect(inside_pct=float(median(inside)), outside_pct=float(median(outside)))
 
 
 def host_summary(host: Windows) -> HostSummary:
@@ -180,12 +144,15 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
         findings += job_process_findings(processes)
     findings += idle_held_findings(processes, static, rec.owners, rec.meta.price_per_gpu_hour, rec.meta.currency)
     trace = profile.trace if profile else None
+    lead = next(iter(verdicts.values()), None)
+    if profile is not None and early is None:  # what the profiler cost each GPU; the regime of each window
+        profile.effects = profiler_costs(rec, verdicts, profile, held)
+        verdict.profiler_effect = profile.effects.get(str(lead.gpu)) if lead else None
+        place_windows(profile, lead.timeline if lead else [], rec.started_s)
     if profile is not None and trace is not None and early is None:
-        lead = next(iter(verdicts.values()), None)
-        effect = profiler_effect(rec, lead.gpu, lead, profile.window_s, held) if lead else None
+        effect = verdict.profiler_effect
         merged = merge(lead, trace.verdict, effect)
         verdict.bottleneck, verdict.source, verdict.merged = merged.bottleneck, merged.source, merged
-        verdict.profiler_effect = effect
         trace_findings = list(trace.findings)
         if merged.profiler_starved:  # the trace's host-side idle is the profiler's own
             host_side = {f"trace.{b.value}" for b in HOST_BOUND}

@@ -12,6 +12,12 @@ workload's first step) overrides no sampler verdict, decided or not. A host_boun
 on a thread beside the main one (busy while the main thread waits) stands against a trace's
 input_starved: the trace sees the launching thread wait, not what for. Where the sampler was
 undecided, a trace unsure of its verdict settles it only with one of the causes the sampler left open.
+
+A trace whose idle the profiler caused is discounted: where the GPU was busy outside the profiled window
+(GPU-Util >= BUSY_OUTSIDE) and the trace names a host-side cause (launch, host, input, sync) that the sampler
+neither named nor left open, the trace's idle is the profiler's per-op overhead (it records every op the host
+launches: a busy training loop, 100% GPU-Util and 85% SM activity unprofiled on an H200, read 47% idle and
+launch_bound in its trace), and the sampler's verdict stands, with or without GPM.
 """
 
 from __future__ import annotations
@@ -28,6 +34,10 @@ PROFILER_DROP = Threshold("profiler_drop_util_pts", 25.0, "GPU-Util points",
                           "GPU-Util difference between the profiled window and the rest of the steady run that makes "
                           "the window unlike the run",
                           "judgement, from H200 runs where CUPTI start-up held a sync-heavy loop (26% vs 95%)")
+BUSY_OUTSIDE = Threshold("profiler_busy_outside_util_pct", 90.0, "% GPU-Util",
+                         "GPU-Util outside the profiled window at which a trace's host-side idle is the profiler's own "
+                         "overhead", "H200: a BERT-large-like bf16 loop at 100% unprofiled read 47% idle in its trace "
+                         "(launch_bound); a host-bound loop reads under 75%")
 SURE_TRACE = Threshold("sure_trace_confidence", 0.5, "confidence",
                        "trace confidence under which a trace does not override a decided sampler verdict", "judgement")
 
@@ -58,6 +68,15 @@ def merge(sampler: GpuVerdict | None, trace: TraceVerdict | None,
     if starved and t in HOST_BOUND:
         return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t, profiler_starved=True,
                              profiler_note=note, why=f"{note}: the trace's {t.value} is its own overhead")
+    if effect is not None and effect.outside_pct >= BUSY_OUTSIDE.value and t in HOST_BOUND and s is not None \
+            and s not in HOST_BOUND and t not in undecided:
+        idle = f", {trace.gpu_idle_pct:.0f}% idle" if trace is not None and trace.gpu_idle_pct else ""
+        note = (f"the GPU was busy outside the profiled window (GPU-Util {effect.outside_pct:.0f}%, "
+                f"{effect.inside_pct:.0f}% while profiled)")
+        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t, profiler_starved=True,
+                             profiler_note=note,
+                             why=f"{note}: the trace's {t.value}{idle} is the profiler's own overhead on every op, "
+                                 f"not the workload's; the sampler's {s.value} stands")
     if decided and effect is not None and abs(drop) >= PROFILER_DROP.value:
         return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t, profiler_starved=starved,
                              profiler_note=note if starved else "",

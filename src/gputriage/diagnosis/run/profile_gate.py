@@ -24,11 +24,23 @@ they arrive, say when to ask it for a window:
   for seconds, and that is no steady state to compare with. Likewise when a workload that reports
   its steps (`gputriage.step()`) reports its first after every window profiled so far: those
   windows were its warm-up (a steady state of loading, compiling or building plans), not its work.
+- Re-armed in a new regime (`rearm`): once the run has had a steady state, a GPU whose steady state changes to
+  another (`_family`) and keeps it for REARM_AFTER_S, or a workload whose reported step rate falls by more than
+  its noise for as long (RATE_NOISE_K robust deviations of the rates of the regime before, and RATE_FALL_SHARE of
+  it at least), gets one more window, at most REARM_PER_HOUR automatic windows in any hour (one profile held an
+  H200 workload 3.5 s at the median, 0.7-6.9 s from the 10th to the 90th percentile, 8.9 s at most, over 77
+  recorded holds: `benchmarks/profiler_cost.py`). Under `auto`, a new regime is profiled
+  only where the sampler cannot decide it (as above), a fall of the rate always (the labels do not explain it).
+- Asked from outside (`ask`: `gputriage profile RUN_ID`, SIGUSR1 to `gputriage run`): one more window, at once,
+  outside the budget.
+The windows in which the profiler held the workload (`held`: from its start to its export's end, one still
+running to infinity) are no regime: they feed no label and no rate.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from gputriage.diagnosis.run.classify import label
 from gputriage.diagnosis.run.verdict import holds_workload_memory
@@ -48,7 +60,20 @@ UNLIKE_UTIL_POINTS = Threshold("profile_unlike_util_points", 40.0, "points of GP
                                "distance from the steady state's GPU-Util at which a profiled window is profiled "
                                "again", "recorded H200 runs: the profiler costs 0-30 points (small kernels); a "
                                "warm-up window read 0% against 84%")
-MAX_WINDOWS = 2  # windows asked for in all
+REARM_AFTER_S = Threshold("profile_rearm_after_s", 10.0, "s",
+                          "how long a new regime (or a fall of the step rate) lasts before the profiler is re-armed "
+                          "for one window in it", "judgement: the same as run.regime_changed's shortest regime")
+REARM_PER_HOUR = Threshold("profile_rearm_per_hour", 6, "windows an hour",
+                           "most windows profiled automatically in any hour of a long run (one held an H200 workload "
+                           "3.5 s at the median, 8.9 s at most: benchmarks/profiler_cost.py)",
+                           "judgement: 0.6% of an hour at the median, 1.5% at the longest")
+RATE_NOISE_K = Threshold("profile_rate_noise_k", 3.0, "robust deviations",
+                         "fall of the median step rate, in robust deviations (1.4826 MAD) of the rates before, that "
+                         "re-arms the profiler", J)
+RATE_FALL_SHARE = Threshold("profile_rate_fall_share", 0.2, "of the rate before",
+                            "least fall of the step rate that re-arms the profiler, whatever its noise",
+                            "judgement, as run.regime_changed's regime_rate_change_share")
+MAX_WINDOWS = 2  # windows asked for the steady state in all (the first and one again)
 IN_USE_PCT = 1.0  # GPU-Util or SM activity from which the workload uses the GPU (a host-bound loop: 4-5%)
 HISTORY = 600  # windows kept per GPU for the comparison
 
@@ -68,6 +93,8 @@ class _Gpu:
     computed_at: float | None = None  # when it was first in use: computing, or holding the workload's memory
     first_used_bytes: float | None = None
     reference_util: float | None = None  # median GPU-Util of the steady state the first window was asked in
+    last_t1: float = 0.0  # end of its last window that was no hold
+    last_steps: tuple[float, float] | None = None  # (end, steps) of its last window that reported steps
 
 
 class ProfileGate:
@@ -76,10 +103,24 @@ class ProfileGate:
     def __init__(self, mode: str, static: dict[int, GpuStatic]) -> None:
         self.mode, self.static = mode, static
         self.gpus: dict[int, _Gpu] = {i: _Gpu() for i in static}
-        self.asked = 0
-        self.reasons: list[str] = []
+        self.asked = 0  # windows asked for in all (what the gate file holds)
+        self.reasons: list[str] = []  # why, window by window
+        self.kinds: list[str] = []  # steady, regime or asked, window by window
+        self.notes: list[str] = []  # what was not profiled, and why (the budget spent)
         self.profiled: list[tuple[float, float]] = []  # the windows profiled so far (unix s)
+        self.done: set[int] = set()  # the numbers of the windows profiled (or given up) so far
         self.first_step_s: float | None = None  # start of the first window in which the workload reported a step
+        self.holds: list[tuple[float, float]] = []  # when the profiler held the workload (unix s)
+        self.base: dict[int, str] = {}  # each GPU's regime when a window was last asked (or when first steady)
+        self.rates: list[tuple[float, float]] = []  # (window end, steps/s) outside the holds, since the last ask
+        self.auto_asks: list[float] = []  # when each automatic window was asked (the hourly budget)
+
+    def held(self, holds: Sequence[tuple[float, float]]) -> None:
+        """The times the profiler held the workload so far (one still running ends at infinity)."""
+        self.holds = list(holds)
+
+    def _in_hold(self, t0: float, t1: float) -> bool:
+        return any(t1 >= a and t0 <= b for a, b in self.holds)
 
     def add(self, gpu: int, w: WindowMetrics) -> None:
         g = self.gpus.setdefault(gpu, _Gpu())
@@ -90,10 +131,19 @@ class ProfileGate:
             del g.history[:-HISTORY]
         if g.first_used_bytes is None and w.used_bytes is not None:
             g.first_used_bytes = w.used_bytes
+        if self._in_hold(w.t0_s, w.t1_s):  # the profiler's doing, not the workload's: no label, no rate
+            g.last_steps = None
+            return
+        if w.steps_total is not None and gpu == min(self.gpus):
+            if g.last_steps is not None and w.t1_s > g.last_steps[0]:
+                self.rates.append((w.t1_s, (w.steps_total - g.last_steps[1]) / (w.t1_s - g.last_steps[0])))
+                del self.rates[:-HISTORY]
+            g.last_steps = (w.t1_s, w.steps_total)
         if g.computed_at is None and not self._in_use(g, w):
             return
         if g.computed_at is None:
             g.computed_at = w.t0_s
+        g.last_t1 = w.t1_s
         b, others = label(w, self.static.get(gpu, GpuStatic()))
         g.labels = (g.labels + [(b, tuple(others))])[-int(STEADY_WINDOWS.value):]
         families = {_family(b) for b, _ in g.labels}
@@ -109,14 +159,39 @@ class ProfileGate:
             return True
         return holds_workload_memory(w.used_max_bytes, g.first_used_bytes) and self.first_step_s is not None
 
+    def _ask(self, reason: str, kind: str, now_s: float | None = None) -> str:
+        self.asked += 1
+        self.reasons.append(reason)
+        self.kinds.append(kind)
+        if now_s is not None:
+            self.auto_asks.append(now_s)
+        self.base = {i: g.regime for i, g in self.gpus.items() if g.regime is not None}
+        self.rates.clear()  # the rate's reference: the regime profiled now, after the profiler's hold
+        return reason
+
+    def ask(self, reason: str) -> int:
+        """A window asked for from outside (a user): the number it will have."""
+        self._ask(reason, "asked")
+        return self.asked
+
+    def steady_asked(self) -> int:
+        return self.kinds.count("steady")
+
+    def pending(self) -> bool:
+        """A window asked for is not profiled yet."""
+        return any(k not in self.done for k in range(1, self.asked + 1))
+
+    def finished(self, window: int) -> None:
+        """A window the profiler gave up (its start or export failed): no longer pending."""
+        self.done.add(window)
+
     def first(self, now_s: float) -> str | None:
         """Why to ask for the first window now; None: not (yet, or under `auto`, at all)."""
-        if self.asked:
+        if self.steady_asked():
             return None
         reason = self._first(now_s)
         if reason is not None:
-            self.asked = 1
-            self.reasons.append(reason)
+            self._ask(reason, "steady", now_s)
             for g in self.gpus.values():  # what a profiled window must look like: this steady state
                 if g.regime is not None and g.steady_from is not None:
                     utils = [u for a, _, u in g.history if a >= g.steady_from]
@@ -139,18 +214,29 @@ class ProfileGate:
         if self.mode == "on":
             return f"steady state ({said})"
         # most of the windows leave a cause open: not one window that caught the work starting part-way through
-        undecided = {i: g for i, g in steady.items()
-                     if 2 * sum(1 for _, o in g.labels if o) > len(g.labels) or len({b for b, _ in g.labels}) > 1}
+        undecided = {i: g for i, g in steady.items() if self._undecided(g)}
         if not undecided:
             return None
         i, g = min(undecided.items())
-        named = list(dict.fromkeys([b for b, _ in g.labels] + [o for _, others in g.labels for o in others]))
-        return f"the sampler cannot decide on GPU {i}: " + " or ".join(b.value for b in named) + f" ({said})"
+        return f"the sampler cannot decide on GPU {i}: " + self._open(g) + f" ({said})"
 
-    def again(self, window_s: tuple[float, float]) -> str | None:
-        """After a profiled window [t0, t1] (unix s): why to ask for another; None when it is like the run."""
+    @staticmethod
+    def _open(g: _Gpu) -> str:
+        named = list(dict.fromkeys([b for b, _ in g.labels] + [o for _, others in g.labels for o in others]))
+        return " or ".join(b.value for b in named)
+
+    @staticmethod
+    def _undecided(g: _Gpu) -> bool:
+        """Most of its windows leave a cause open, or they name different causes (see `auto`)."""
+        return 2 * sum(1 for _, o in g.labels if o) > len(g.labels) or len({b for b, _ in g.labels}) > 1
+
+    def again(self, window_s: tuple[float, float], window: int = 1) -> str | None:
+        """After a profiled window [t0, t1] (unix s), number `window`: why to ask for another; None when it is like
+        the run (or was asked for another reason than the steady state)."""
         self.profiled.append((window_s[0], window_s[1]))
-        if not self.asked or self.asked >= MAX_WINDOWS:
+        self.done.add(window)
+        kind = self.kinds[window - 1] if 0 < window <= len(self.kinds) else "steady"
+        if kind != "steady" or not self.steady_asked() or self.steady_asked() >= MAX_WINDOWS:
             return None
         t0, t1 = window_s
         for i, g in sorted(self.gpus.items()):
@@ -160,23 +246,70 @@ class ProfileGate:
                 continue
             w, s = float(median(inside)), g.reference_util
             if abs(w - s) >= UNLIKE_UTIL_POINTS.value:
-                self.asked += 1
-                reason = (f"the profiled window was unlike the run on GPU {i} (GPU-Util {w:.0f}% against {s:.0f}% "
-                          "in the steady state): profiled again")
-                self.reasons.append(reason)
-                return reason
+                return self._ask(f"the profiled window was unlike the run on GPU {i} (GPU-Util {w:.0f}% against "
+                                 f"{s:.0f}% in the steady state): profiled again", "steady", t1)
         return None
 
     def late(self) -> str | None:
         """Why to ask for another window now that the workload reported its first step after every window
         profiled so far (they were its warm-up); None otherwise."""
         first = self.first_step_s
-        if first is None or not self.profiled or self.asked >= MAX_WINDOWS or self.asked > len(self.profiled):
+        if first is None or not self.profiled or self.steady_asked() >= MAX_WINDOWS or self.pending():
             return None
         if any(t1 > first for _, t1 in self.profiled):
             return None
-        self.asked += 1
-        reason = (f"the profiled window ended {first - self.profiled[-1][1]:.0f} s before the workload's first "
-                  "reported step (its warm-up): profiled again")
-        self.reasons.append(reason)
-        return reason
+        return self._ask(f"the profiled window ended {first - self.profiled[-1][1]:.0f} s before the workload's "
+                         "first reported step (its warm-up): profiled again", "steady", first)
+
+    def rearm(self, now_s: float) -> str | None:
+        """Why to profile one more window now that the run changed regime; None otherwise (no change, a window
+        still pending, or the hourly budget spent: then a note says so)."""
+        if self.pending() or (self.holds and self.holds[-1][1] > now_s):
+            return None  # a window asked for is not profiled yet, or the profiler holds the workload
+        working = {i: g for i, g in self.gpus.items() if g.computed_at is not None}
+        steady = {i: g.regime for i, g in working.items() if g.regime is not None}
+        if any(i not in self.base for i in steady):  # a GPU's first steady state: the reference, no change
+            self.base = {**steady, **self.base}
+            self.rates.clear()
+            return None
+        reason = self._changed(working) or self._rate_fell()
+        if reason is None:
+            return None
+        self.base = {**self.base, **steady}
+        self.rates.clear()
+        spent = [t for t in self.auto_asks if now_s - t < 3600.0]
+        if len(spent) >= REARM_PER_HOUR.value:
+            self.notes.append(f"{reason}: not profiled, {len(spent)} windows in the last hour already "
+                              f"(at most {REARM_PER_HOUR.value:g})")
+            return None
+        return self._ask(f"{reason}: profiled in the new regime", "regime", now_s)
+
+    def _changed(self, working: dict[int, _Gpu]) -> str | None:
+        for i, g in sorted(working.items()):
+            was = self.base.get(i)
+            if g.regime is None or g.steady_from is None or was is None or g.regime == was:
+                continue
+            if g.last_t1 - g.steady_from < REARM_AFTER_S.value:
+                continue
+            if self.mode == "auto" and not self._undecided(g):
+                self.base[i] = g.regime  # decided by the sampler: its verdict stands, at none of the profiler's cost
+                continue
+            said = f" (the sampler cannot decide: {self._open(g)})" if self.mode == "auto" else ""
+            return f"the run changed regime on GPU {i}: {was} → {g.regime} for {g.last_t1 - g.steady_from:.0f} s{said}"
+        return None
+
+    def _rate_fell(self) -> str | None:
+        """The step rate of the last REARM_AFTER_S against that of the regime before it, beyond its noise."""
+        if not self.rates:
+            return None
+        recent = [r for t, r in self.rates if t > self.rates[-1][0] - REARM_AFTER_S.value]
+        before = [r for t, r in self.rates if t <= self.rates[-1][0] - REARM_AFTER_S.value]
+        if len(recent) < STEADY_WINDOWS.value or len(before) < 2 * STEADY_WINDOWS.value:
+            return None
+        ref, now = float(median(before)), float(median(recent))
+        spread = 1.4826 * float(median([abs(r - ref) for r in before]))
+        if ref <= 0 or ref - now < max(RATE_NOISE_K.value * spread, RATE_FALL_SHARE.value * ref):
+            return None
+        if sum(1 for r in recent if r < ref - RATE_FALL_SHARE.value * ref) * 2 <= len(recent):
+            return None  # not sustained: a slow step or two
+        return f"the workload's step rate fell from {ref:.3g} to {now:.3g} steps/s for {REARM_AFTER_S.value:g} s"
