@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -79,10 +80,15 @@ def watch(
                                           help="Price per GPU-hour (default: the config file's [cost]): the "
                                                "summary counts what the idle share of the watched time cost."),
     currency: Optional[str] = typer.Option(None, "--currency", metavar="CODE"),
+    stacks_every: float = typer.Option(10.0, "--stacks-every", metavar="SECONDS", min=0.0,
+                                       help="Dump the Python stacks of the processes on the GPUs this often with "
+                                            "py-spy, where it is installed and permitted (0: never)."),
 ) -> None:
     """Watch every GPU and the host live; Ctrl-C, SIGTERM or SIGHUP (or --seconds) leaves with a summary."""
     from gputriage import api  # the library and the renderer when the command runs: `gputriage --help` stays quick
+    from gputriage.report.pyspy_terminal import render_pyspy
     from gputriage.report.run_terminal import render
+    from gputriage.sampling.pyspy import gpu_pids, started
 
     threshold = parse_fail_on(fail_on)
     stop = threading.Event()
@@ -96,6 +102,8 @@ def watch(
     assert m.session is not None
     if not m.session.gpus:
         err.print(f"gputriage: no GPU to watch ({m.session.system.get('nvml', 'NVML sees no GPU')}); showing the host")
+    session = m.session
+    stacks = started(lambda: gpu_pids(session.nvml, session.gpus, os.getpid()), stacks_every)  # py-spy, every N s
     t_end = time.monotonic() + seconds if seconds else None
     try:
         with Live(Text("sampling…"), console=out, refresh_per_second=4, transient=False,
@@ -111,8 +119,10 @@ def watch(
         pass
     m.__exit__(None, None, None)
     assert m.report is not None
+    found = stacks.stop()
     out.print()
     render(m.report, out)
+    render_pyspy(found, out)
     for s, handler in previous.items():
         signal.signal(s, handler)
     raise typer.Exit(exit_for(m.report.findings, threshold))
