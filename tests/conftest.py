@@ -80,17 +80,10 @@ def collect(make_host):
 
 
 # --- the run judge over recorded samples -----------------------------------------------------
-from gputriage.diagnosis.run.judge import judge  # noqa: E402
-from gputriage.model.run import GpuStatic, RunMeta  # noqa: E402
-from gputriage.sampling.session import replay  # noqa: E402
+from gputriage.model.run import GpuStatic  # noqa: E402
+from gputriage.testing.recordings import H200_STATIC, judged_samples  # noqa: E402
 
-H200_STATIC = GpuStatic(name="NVIDIA H200", memory_total_bytes=150754820096, power_limit_mw=700000,
-                        power_default_mw=700000, pcie_gen_max=5, pcie_width_max=16)
-
-
-def judged(samples, static: GpuStatic = H200_STATIC, kind: str = "run", **kw):
-    """The run judge's report over recorded samples of GPU 0."""
-    return judge(replay(samples, RunMeta(gpus={"0": static}), kind=kind), 0, **kw)
+judged = judged_samples  # the run judge's report over recorded samples of GPU 0
 
 
 def verdict_of(samples, static: GpuStatic = H200_STATIC):

@@ -250,15 +250,21 @@ def test_the_gallery_under_the_allocator_counters_keeps_every_verdict():
 
 MONITORED = WORKLOAD.split("for _ in range(10):")[0] + textwrap.dedent("""
     import os, gputriage
+    def seen():
+        return [s.workload.cuda_frees_total for s in list(m.session.sampler.recent)
+                if s.workload is not None and s.workload.cuda_frees_total is not None]
+
     with gputriage.monitor(period_s=0.05, isolated=ISOLATED) as m:
         for _ in range(12):
             time.sleep(0.1)
             stats["num_device_free"] += 40
+        deadline = time.time() + 60  # the block ends once the sampler has read the last count, however loaded
+        while not ISOLATED and max(seen(), default=0) < 480 and time.time() < deadline:
+            time.sleep(0.05)
     folder, thread = m._allocator_dir, m._allocator_thread
     print("thread alive", thread.is_alive(), "folder left", os.path.exists(folder))
     if not ISOLATED:
-        frees = [s.workload.cuda_frees_total for s in m.session.sampler.recent
-                 if s.workload is not None and s.workload.cuda_frees_total is not None]
+        frees = seen()
         print("frees", frees[0] < frees[-1], frees[-1] >= 400)
 """)
 
@@ -268,7 +274,7 @@ def test_monitor_reports_the_allocator_of_the_block_it_samples(tmp_path):
     for isolated in (False, True):
         script = tmp_path / f"m{isolated}.py"
         script.write_text(MONITORED.replace("ISOLATED", str(isolated)))
-        r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+        r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr[-2000:]
         assert "thread alive False folder left False" in r.stdout  # stopped and cleaned with the block
         if not isolated:
