@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import threading
 from pathlib import Path
 
 import msgspec
@@ -23,6 +24,15 @@ FIXTURES = Path(__file__).parent / "fixtures" / "h200"
 SCENARIOS = json.loads((FIXTURES / "scenario_samples.json").read_text())
 EXPECTED = {"healthy_bf16": "compute_bound", "input_starved": "input_starved", "fp32_no_tc": "tensor_cores_idle",
             "memory_bound_unfused": "memory_bound", "small_batch": "underfilled"}
+
+
+
+class _NoPause(threading.Event):
+    """The sampler's stop event, without the pause between samples: its cadences count samples, not seconds,
+    so a test of them needs neither a clock nor an idle machine."""
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self.is_set()
 
 
 def stream(name: str) -> list[Sample]:
@@ -101,6 +111,7 @@ def test_another_process_on_the_gpu_is_in_every_sample_and_names_contended(make_
     got: list[Sample] = []
     sampler = Sampler(Shared(rows), make_host(), [0], cadences=Cadences(gpu_s=0.005), pid=os.getpid(),
                       sinks=(got.append,))
+    sampler._stop = _NoPause()
     sampler.start()
     deadline = time.monotonic() + 10
     while len(got) < 1200 and time.monotonic() < deadline:
@@ -233,6 +244,7 @@ def test_the_gpu_processes_are_listed_once_a_second_for_vram_and_neighbours(make
     got: list[Sample] = []
     sampler = Sampler(Counting(SCENARIOS["healthy_bf16"]["samples"]), make_host(), [0],
                       cadences=Cadences(gpu_s=0.01), pid=os.getpid(), sinks=(got.append,))
+    sampler._stop = _NoPause()
     sampler.start()
     deadline = time.monotonic() + 10
     while len(got) < 450 and time.monotonic() < deadline:
