@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -28,6 +29,7 @@ from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Finding, Severity
 from gputriage.model.run import GpuVerdict, ProfilerEffect, ProfileReport, RunMeta
 from gputriage.model.trace import TraceVerdict
+from gputriage.report.html import render_html
 from gputriage.report.run_terminal import render
 from gputriage.runner.gate_keeper import GateKeeper
 from gputriage.runner.profiled import read_profile
@@ -192,6 +194,8 @@ def test_a_hook_whose_export_failed_leaves_its_hold_out_of_the_verdict_and_says_
     text = console.export_text()
     assert "GPU 0: the profiler held the workload 4.0 s and traced nothing: GPU-Util 0% meanwhile" in text
     assert "left out of the sampler's verdict" in text
+    page = render_html(report)
+    assert "cost on GPU 0" in page and "traced nothing" in page
 
 
 def test_every_gpu_says_what_the_profiler_cost_it():
@@ -376,3 +380,52 @@ def test_profile_says_plainly_when_the_run_cannot_be_asked(tmp_path):
     assert proc.returncode == 1
     answer = json.loads(stdout)
     assert answer["state"] == "failed" and "ended before the window was profiled" in answer["error"]
+
+
+LOOP = """
+import os, time, torch
+m = torch.nn.Linear(64, 64); opt = torch.optim.SGD(m.parameters(), lr=0.01)
+t = time.time()
+while time.time() - t < 150 and not os.path.exists("stop"):
+    m(torch.randn(16, 64)).pow(2).mean().backward(); opt.step(); opt.zero_grad()
+    time.sleep(0.01)  # light on the CPU: tests run beside it
+print("loop done")
+"""
+
+
+def test_gputriage_run_takes_a_window_from_profile_and_from_sigusr1(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "loop.py").write_text(LOOP)
+    store_path = tmp_path / "runs.sqlite"
+    env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
+    run = subprocess.Popen(GT + ["run", "--store", str(store_path), "--json", "--", sys.executable, "loop.py"],
+                           cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def running() -> dict | None:
+            if not store_path.exists():
+                return None
+            db = Store(store_path, readonly=True)
+            try:
+                row = db.run(1)
+            finally:
+                db.close()
+            return row if row and row["meta"].get("profile_gate") else None
+
+        wait_for(lambda: running() is not None, "the run's row in the store", 120)
+        row = running()
+        assert row is not None and row["ended"] is None and row["meta"]["gputriage_pid"] == run.pid
+        r = subprocess.run(GT + ["profile", "1", "--store", str(store_path), "--out", str(tmp_path / "asked.json"),
+                                 "--wait", "240"], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert (tmp_path / "asked.json").stat().st_size > 100
+        os.kill(run.pid, signal.SIGUSR1)
+        kept = tmp_path / "gputriage-profile-1-w2.json"
+        wait_for(kept.exists, "the window asked by SIGUSR1", 240)
+    finally:
+        (tmp_path / "stop").write_text("")
+        stdout, stderr = run.communicate(timeout=240)
+    assert run.returncode == 0, stderr[-2000:]
+    assert f"profile window 2, asked by SIGUSR1 to gputriage run: its trace will be written to {kept}" in stderr
+    profile = json.loads(stdout)["profile"]
+    assert [(w["index"], w["kind"]) for w in profile["windows"]] == [(1, "asked"), (2, "asked")]
+    assert profile["windows"][1]["trace_file"] == str(kept)

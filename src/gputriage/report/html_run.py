@@ -198,7 +198,8 @@ def _profile(page: Page, r: RunReport) -> None:
                                   "the steady run"))
     pairs += [(f"window {w.index}", window_line(w, r.started_s)) for w in p.windows
               if len(p.windows) > 1 or w.kind != "steady"]
-    pairs += [(f"cost on GPU {g}", cost_line(g, e, p.window_s is not None)) for g, e in sorted(p.effects.items())]
+    pairs += [(f"cost on GPU {g}", cost_line(g, e, p.window_s is not None, any(w.window_s for w in p.windows)))
+              for g, e in sorted(p.effects.items())]
     pairs.append(("error", p.error))
     pairs.append(("trace kept", p.kept_trace))
     page.section("Profiler", kv(pairs))

@@ -31,11 +31,14 @@ def window_line(w: ProfileWindow, run_start: float | None) -> str:
     return ", ".join(parts)
 
 
-def cost_line(gpu: str, e: ProfilerEffect, traced: bool) -> str:
-    """What the profiler cost one GPU: GPU-Util while it held the workload, while it traced, and otherwise."""
+def cost_line(gpu: str, e: ProfilerEffect, traced: bool, any_trace: bool = True) -> str:
+    """What the profiler cost one GPU: GPU-Util while it held the workload, while it traced, and otherwise.
+    `traced`: the effect is measured against the window the run's verdict was merged with (else over the holds);
+    `any_trace`: some window wrote a trace."""
     held = f"held the workload {e.held_s:.1f} s" if e.held_s is not None else "held the workload"
     if not traced:
-        return (f"GPU {gpu}: the profiler {held} and traced nothing: GPU-Util {e.inside_pct:.0f}% meanwhile, "
+        nothing = " and traced nothing" if not any_trace else ""
+        return (f"GPU {gpu}: the profiler {held}{nothing}: GPU-Util {e.inside_pct:.0f}% meanwhile, "
                 f"{e.outside_pct:.0f}% in the rest of the steady run")
     around = f"{e.held_pct:.0f}% while it started and exported, " if e.held_pct is not None else ""
     return (f"GPU {gpu}: the profiler {held}: GPU-Util {around}{e.inside_pct:.0f}% while it traced, "
@@ -48,10 +51,11 @@ def render_profile_extra(profile: ProfileReport, run_start: float | None, consol
         for w in profile.windows:
             console.print(Text(window_line(w, run_start), style="dim"))
     traced = profile.window_s is not None
+    any_trace = any(w.window_s for w in profile.windows) or traced
     if len(profile.effects) > 1 or not traced or any(e.held_pct is not None for e in profile.effects.values()):
         for gpu, e in sorted(profile.effects.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0):
-            console.print(Text(cost_line(gpu, e, traced), style="dim"))
-    if not traced and profile.held_all_s:
+            console.print(Text(cost_line(gpu, e, traced, any_trace), style="dim"))
+    if not any_trace and profile.held_all_s:
         held = sum(b - a for a, b in profile.held_all_s)
         console.print(Text(f"the profiler held the workload {held:.1f} s with no trace to show for it: those seconds "
                            "are left out of the sampler's verdict", style="dim"))

@@ -71,7 +71,10 @@ class GateKeeper:
 
     def _loop(self) -> None:
         while not self.done.wait(self.POLL_S):
-            self.poll(time.time())
+            try:
+                self.poll(time.time())
+            except (OSError, ValueError):  # a file half-written or gone: read again at the next round
+                continue
 
     def poll(self, now_s: float) -> None:
         """One round: the holds and windows so far, then each rule that may ask for a window."""
@@ -131,7 +134,7 @@ class GateKeeper:
         self.asked[k] = a = Asked(k, out, answer)
         self.outs[k] = str(out)
         self._answer(a, state="asked", window=k, trace=str(out))
-        self.say(f"profile window {k} asked ({why}): its trace will be written to {out}")
+        self.say(f"profile window {k}, {why}: its trace will be written to {out}")
 
     def _written(self, k: int, t0: float, t1: float) -> None:
         """A window a user asked for was exported: its trace (each rank's) copied where it was asked to go."""
@@ -172,7 +175,7 @@ class GateKeeper:
             self.thread.join(timeout=5)
         try:
             self.poll(time.time())
-        except OSError:
+        except (OSError, ValueError):
             pass
         for a in list(self.asked.values()):  # the run ended first
             self._answer(a, state="failed", error="the run ended before the window was profiled")
