@@ -164,7 +164,8 @@ def rows(outcomes: list[Outcome]) -> list[dict[str, Any]]:
         got: dict[str, int] = {}
         for o in group:
             if not o.right:
-                said = o.got if o.case.kind != "load" else "; ".join(o.notes)
+                right_cause = o.case.kind == "load" or o.got == o.case.expected[0]  # wrong by a finding
+                said = "; ".join(o.notes) if right_cause else o.got
                 got[said] = got.get(said, 0) + 1
         table.append({"expected": label, "cases": len(group), "right": sum(o.right for o in group),
                       "wrong": sum(not o.right for o in group),
