@@ -143,3 +143,11 @@ def test_the_table_counts_each_expected_cause_and_what_the_wrong_ones_got():
     assert table.index("launch_bound") < table.index("idle")  # the vocabulary's order
     assert "b: expected launch_bound, got input_starved" in table
     assert table.rstrip().endswith("Of 4 recorded cases, 2 right (runs 0/0, traces 2/4, loads 0/0).")
+
+
+def test_a_run_right_in_its_cause_but_missing_a_finding_is_wrong_by_the_finding():
+    case = Case(id="runs_x/vram_leak", kind="run", fixture="f", key="vram_leak", expected=("compute_bound",),
+                why="predictions kept on the GPU", findings=("run.vram_growing",))
+    table = text([Outcome(case, "compute_bound", False, ["run.vram_growing not raised"])])
+    row = next(line for line in table.splitlines() if line.startswith("compute_bound"))
+    assert row.split()[1:4] == ["1", "0", "1"] and row.endswith("run.vram_growing not raised")
