@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from gputriage.model.clock_events import POWER_CAP_BIT, THERMAL_OR_HW_BITS
 from gputriage.model.numbers import median
@@ -175,7 +175,7 @@ def gpu_values(bucket: list[Sample], gpu: int) -> dict[str, float]:
     rows = [g for g in (s.gpu(gpu) for s in bucket) if g is not None]
     out: dict[str, float] = {}
 
-    def put(name: str, values: Iterable[float | int | None], how=_med) -> None:
+    def put(name: str, values: Iterable[float | int | None], how: Callable[[list[float]], float] = _med) -> None:
         xs = [float(v) for v in values if v is not None]
         if xs:
             out[name] = how(xs)
@@ -263,7 +263,7 @@ def host_values(bucket: list[Sample], before: Sample | None = None) -> dict[str,
     hosts = [s.host for s in bucket if s.host is not None]
     work = [s.workload for s in bucket if s.workload is not None]
 
-    def put(name: str, values: Iterable[float | int | None], how=_med) -> None:
+    def put(name: str, values: Iterable[float | int | None], how: Callable[[list[float]], float] = _med) -> None:
         xs = [float(v) for v in values if v is not None]
         if xs:
             out[name] = how(xs)
