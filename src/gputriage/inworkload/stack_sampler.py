@@ -18,8 +18,7 @@ innermost frames do, in CATEGORIES:
 - compile: under dynamo's frame conversion or inductor's compile (`torch/_dynamo/convert_frame.py`,
   `torch/_inductor/compile_fx.py`, autotuning); a compiled graph that runs shows dynamo and inductor frames too,
   and counts as launching;
-- gc: time in garbage collection (`gc.callbacks`: a collection holds the interpreter lock, so no sample sees it),
-  counted as RATE_HZ samples a second;
+- gc: time in garbage collection (`gc.callbacks`: no sample sees a collection), as RATE_HZ samples a second;
 - launch: inside torch's Python code (modules, functional, autograd, optimizers, inductor's generated code), or a
   line of the workload inside a module's forward or that calls `torch.`, `F.`, `@`, `.backward(` — a heuristic:
   a line that calls an ATen op cannot be told from host computation by its frames, since the op is C;
@@ -28,20 +27,20 @@ innermost frames do, in CATEGORIES:
 In a process that has not initialized CUDA nothing waits on, copies to or launches on a GPU: those count as
 host_compute.
 
-A sample needs the interpreter lock, which a thread running Python gives up only when it blocks or after the
-switch interval (5 ms): a main thread that computes for 2 ms between waits on a queue is seen waiting each time.
-The report carries the main thread's CPU time (its CPU clock, read from here), and the reader caps its share of
-input waits at its share off the CPU (`sampling.progress.main_shares`).
-
-Counts per category for the main thread and for all threads, and per line — the innermost frame outside the
-standard library, site-packages and gputriage (`file:line`, function) with the sample's category — are written
-every WRITE_S as JSON (`stacks.PID.json`, replaced atomically) beside `gputriage.step()`'s counters in the folder
-`run` gave the workload; the sampler reads them (`sampling.progress`). Standard library only.
+A sample needs the interpreter lock, which a thread running Python gives up when it blocks or after the switch
+interval (5 ms): one that computes 2 ms between waits on a queue is seen waiting each time. The report carries the
+main thread's CPU time (its CPU clock), and the reader caps its input waits at its time off the CPU
+(`sampling.progress.main_shares`). A thread still at the instruction of the frame it was at is not walked again.
+Counts per category (the main thread's, all threads') and per line — the innermost frame outside the standard
+library, site-packages and gputriage (`file:line`, function), with the sample's category — are written every
+WRITE_S as JSON (`stacks.PID.json`, replaced atomically) beside `gputriage.step()`'s counters in the folder `run`
+gave the workload, which the sampler reads (`sampling.progress`). Standard library only.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import json
 import linecache
@@ -56,8 +55,8 @@ from typing import Any, Optional
 DIR_ENV = "GPUTRIAGE_PROGRESS_DIR"
 PREFIX = "stacks."
 CATEGORIES = ("gpu_wait", "input_wait", "copy", "host_compute", "compile", "gc", "launch")
-RATE_HZ = 100.0  # samples a second (benchmarks/stack_sampler_overhead.py measures what they cost)
-WRITE_S = 0.5  # the report's refresh
+RATE_HZ = 50.0  # samples a second (benchmarks/stack_sampler_overhead.py measures what they cost)
+WRITE_S = 0.5  # the report's refresh: at least once in each 1 s window (a write: 0.5 ms of syscalls on a VM)
 TOP_LINES = 50  # lines written, by the main thread's samples and by all threads'
 MAX_LINES = 4096  # lines counted; beyond, new lines count under OTHER
 MAX_DEPTH = 200  # frames walked per stack
@@ -252,11 +251,9 @@ class GcClock:
             self.started[ident] = time.perf_counter()
             return
         t0 = self.started.pop(ident, None)
-        if t0 is None:
-            return
-        if ident == self.main_ident:
+        if t0 is not None and ident == self.main_ident:
             self.main_s += time.perf_counter() - t0
-        else:
+        elif t0 is not None:
             self.other_s += time.perf_counter() - t0
 
     def take(self) -> tuple[float, float]:
@@ -268,17 +265,14 @@ class GcClock:
 
 def _cuda_ready() -> bool:
     torch = sys.modules.get("torch")
-    if torch is None or getattr(getattr(torch, "__spec__", None), "_initializing", True):
-        return False
     try:
-        return bool(torch.cuda.is_initialized())
-    except Exception:
+        return not getattr(torch.__spec__, "_initializing", True) and bool(torch.cuda.is_initialized())  # type: ignore
+    except Exception:  # no torch, or one without CUDA
         return False
 
 
 def _spawned_child() -> bool:
-    """A process `multiprocessing` started (a spawned DataLoader worker, a pool's): a helper, not the workload's
-    launching process."""
+    """A process `multiprocessing` started (a spawned DataLoader worker): a helper, not a launching process."""
     mp = sys.modules.get("multiprocessing")
     try:
         return mp is not None and mp.parent_process() is not None
@@ -297,6 +291,7 @@ class StackSampler:
         self.started_s = time.time()
         self.skip: set[int] = set()
         self.threads = 0  # threads seen at the last sample
+        self.last: dict[int, tuple[FrameType, int, bool, tuple[int, tuple[str, int, str], bool]]] = {}
         self.cuda = False
         try:  # the main thread's CPU time, read from this thread: what the samples miss of its running (below)
             self.main_clock: Optional[int] = time.pthread_getcpuclockid(self.gc.main_ident or 0)
@@ -319,13 +314,22 @@ class StackSampler:
             self.threads = len(frames)
             self._refresh_skipped()
         c, cuda = self.counts, self.cuda
+        last, seen = self.last, {}
         with self.lock:
             c.ticks += 1
             for ident, frame in frames.items():
                 if ident in self.skip:
                     continue
-                cat, line, loader = self.classifier.classify(frame, cuda)
-                c.add(cat, line, ident == main, loader)
+                before = last.get(ident)
+                # a thread still at the same instruction of the same frame (blocked, or in one long C call) has
+                # the same stack: classified once
+                if before is not None and before[0] is frame and before[1] == frame.f_lasti and before[2] == cuda:
+                    got = before[3]
+                else:
+                    got = self.classifier.classify(frame, cuda)
+                seen[ident] = (frame, frame.f_lasti, cuda, got)
+                c.add(got[0], got[1], ident == main, got[2])
+            self.last = seen
             gc_main, gc_other = self.gc.take()
             if gc_main > 0:
                 c.ticks += gc_main * self.rate_hz  # rounds the collection kept this thread from
@@ -350,12 +354,10 @@ class StackSampler:
         report.update(pid=os.getpid(), t_s=now, wall_s=now - self.started_s, rate_hz=self.rate_hz,
                       main_cpu_s=None if cpu is None else cpu - self.cpu0_s, cuda=self.cuda, child=_spawned_child())
         tmp = f"{self.path}.tmp"
-        try:
+        with contextlib.suppress(OSError):  # a folder gone: the run is over
             with open(tmp, "w") as fh:
                 json.dump(report, fh, separators=(",", ":"))
             os.replace(tmp, self.path)
-        except OSError:
-            pass  # a folder gone: the run is over
 
     def run(self, stop: threading.Event) -> None:
         gc.callbacks.append(self.gc)
@@ -364,7 +366,8 @@ class StackSampler:
         try:
             self._refresh_skipped()
             next_write = time.monotonic() + self.write_s
-            while not stop.wait(self.period_s):
+            while not stop.is_set():
+                time.sleep(self.period_s)  # cheaper to wake from than Event.wait
                 self.sample()
                 if time.monotonic() >= next_write:
                     self._refresh_skipped()
@@ -372,10 +375,9 @@ class StackSampler:
                     next_write = time.monotonic() + self.write_s
             self.write()
         finally:
-            try:
+            self.last = {}  # no frame kept alive once stopped
+            with contextlib.suppress(ValueError):
                 gc.callbacks.remove(self.gc)
-            except ValueError:
-                pass
 
 
 def start(folder: str, stop: Optional[threading.Event] = None, rate_hz: float = RATE_HZ) -> threading.Thread:
