@@ -51,8 +51,8 @@ INPUT_READ = Threshold("input_read_mb_per_s", 20.0, "MB/s",
 
 STACK_SAMPLES = Threshold("stack_min_samples", 20.0, "samples",
                           "the main thread's stack samples in a window for their shares to decide the host-side cause",
-                          "judgement: 50 samples a second; 20 put each share within 0.23 (binomial, two sigmas), enough to name the one "
-                          "the main thread spends most time in")
+                          "judgement: 50 samples a second; 20 put each share within 0.23 (binomial, two sigmas), "
+                          "enough to name the one the main thread spends most time in")
 OTHERS_BUSY = Threshold("python_threads_busy", 0.85, "threads",
                         "Python threads beside the main one at work (not waiting), on average, that say one of them "
                         "holds the interpreter lock the main thread needs, or does the work itself",
