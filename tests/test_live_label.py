@@ -5,6 +5,7 @@ second, including where the CPU of the process on the GPU decides it."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -12,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-import gputriage.backends.nvml
 from gputriage.api.exporter import exporter
 from gputriage.api.monitor import Monitor
 from gputriage.diagnosis.run.classify import label
@@ -22,6 +22,8 @@ from gputriage.sampling.windows import metrics_of
 from gputriage.testing.recorded import from_flat_rows
 from gputriage.testing.recordings import H200_STATIC
 from gputriage.testing.stream_nvml import StreamNvml
+
+MONITOR_MODULE = importlib.import_module("gputriage.api.monitor")  # its PynvmlBackend, as watch opens it
 
 pytest.importorskip("prometheus_client")
 
@@ -62,7 +64,7 @@ def _seconds(samples: list[Sample]) -> list[list[Sample]]:
 
 
 def _watch_labels(monkeypatch, nvml: StreamNvml, samples: list[Sample]) -> list[str]:
-    monkeypatch.setattr(gputriage.backends.nvml, "PynvmlBackend", lambda **_kw: nvml)
+    monkeypatch.setattr(MONITOR_MODULE, "PynvmlBackend", lambda **_kw: nvml)
     m = Monitor(store=False, kind="watch", pid=None, isolated=False)  # what `gputriage watch` opens
     m.__enter__()
     try:
