@@ -255,9 +255,12 @@ MONITORED = WORKLOAD.split("for _ in range(10):")[0] + textwrap.dedent("""
                 if s.workload is not None and s.workload.cuda_frees_total is not None]
 
     with gputriage.monitor(period_s=0.05, isolated=ISOLATED) as m:
-        for _ in range(12):
+        for i in range(12):
             time.sleep(0.1)
             stats["num_device_free"] += 40
+            deadline = time.time() + 60  # an early count read before the rest grow, however loaded the machine
+            while not ISOLATED and i == 0 and not seen() and time.time() < deadline:
+                time.sleep(0.05)
         deadline = time.time() + 60  # the block ends once the sampler has read the last count, however loaded
         while not ISOLATED and max(seen(), default=0) < 480 and time.time() < deadline:
             time.sleep(0.05)
