@@ -82,6 +82,7 @@ def test_what_each_command_emits_is_in_the_catalog(tmp_path):
         report = judged(samples, budget=limits)
         _in_catalog(report.findings, "run")
         emitted |= {f.id for f in report.findings}
+        emitted |= {v.finding for v in report.verdict.per_gpu.values() if v.finding}  # the verdict's own entry
     assert {"run.compute_bound", "run.underfilled", "budget.min_sm_active_pct"} <= emitted
     # bench: a healthy recording, then a slow one on a shared GPU
     from gputriage.diagnosis.bench import findings

@@ -101,9 +101,8 @@ def test_a_service_fed_by_a_paced_queue_is_bound_by_its_input_rate():
     assert "serve.py:31 in main" in v.summary
     assert [(x.line, x.category, x.main) for x in v.lines][:3] == [(12, "input_wait", False), (31, "input_wait", True),
                                                                    (33, "launch", True)]
-    f = next(f for f in report.findings if f.subject == "gpu.0" and f.id.startswith("run.input"))
-    assert f.id == "run.input_rate_bound"
-    assert [x["line"] for x in f.evidence["top_lines"]] == [12, 31, 33]
+    assert v.finding == "run.input_rate_bound"  # stated once, in the verdict
+    assert not [f for f in report.findings if f.id.startswith("run.input")]
     assert report.stacks is not None and report.stacks.main_shares["input_wait"] == pytest.approx(0.9, abs=0.02)
 
 
@@ -112,8 +111,7 @@ def test_a_loop_waiting_on_its_dataloader_is_input_starved_on_its_workers():
     report = judge(stacked_run({"input_wait": 0.8, "launch": 0.2, "loader": 0.8}, lines, cpu_share=0.2), 0)
     v = report.verdict.per_gpu["0"]
     assert v.bottleneck == B.input_starved and v.decision == INPUT_WORKERS_DECISION
-    assert not [f for f in report.findings if f.id == "run.input_rate_bound"]
-    assert [f for f in report.findings if f.id == "run.input_starved" and f.evidence["top_lines"]]
+    assert v.finding == "run.input_starved" and v.lines
 
 
 def test_a_recompiling_loop_is_told_to_find_why_it_compiles():

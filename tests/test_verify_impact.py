@@ -17,17 +17,17 @@ def test_a_starved_runs_verdict_says_what_it_would_recover_and_how_to_verify() -
     rec = runs("runs_typed.json.gz")["input_starved"]
     report = judged(rec)
     v = report.verdict.per_gpu["0"]
-    verdict = next(f for f in report.findings if f.id == "run.input_starved")
     idle = 1 - v.evidence.get("sm_active_pct", v.evidence["util_pct"]) / 100
-    assert verdict.impact is not None and abs(verdict.impact - v.share * idle) < 0.01 and verdict.impact > 0.3
-    assert verdict.verify.startswith("gputriage run -- ") and "input_starved.py" in verdict.verify
-    assert report.findings[0] is verdict  # the largest estimated gain first
+    assert v.finding == "run.input_starved" and v.severity is not None
+    assert v.impact is not None and abs(v.impact - v.share * idle) < 0.01 and v.impact > 0.3
+    assert v.verify.startswith("gputriage run -- ") and "input_starved.py" in v.verify
+    assert not [f for f in report.findings if f.id == "run.input_starved"]  # the verdict is stated once
 
 
 def test_a_healthy_runs_verdict_claims_no_gain() -> None:
     report = judged(runs("runs_typed.json.gz")["healthy"])
-    verdict = next(f for f in report.findings if f.id == "run.compute_bound")
-    assert verdict.impact is None and verdict.verify
+    v = report.verdict.per_gpu["0"]
+    assert v.finding == "run.compute_bound" and v.impact is None and v.verify
 
 
 def test_a_regime_change_that_slowed_the_job_estimates_what_it_cost() -> None:

@@ -161,7 +161,8 @@ def _no_gpu_in(run: RunReport) -> str | None:
 
 
 def _run_ids(run: RunReport) -> set[str]:
-    return {f.id for f in run.findings}
+    """The run's finding ids and its verdicts' (stated in the verdict, not among the findings)."""
+    return {f.id for f in run.findings} | {v.finding for v in run.verdict.per_gpu.values() if v.finding}
 
 
 def _vram_budget(g: Given) -> Verdict:

@@ -36,7 +36,9 @@ def estimate(f: Finding, verdicts: Mapping[int, GpuVerdict] | None = None) -> fl
     ev = f.evidence
     if f.id.startswith("run.") and verdicts:
         for v in verdicts.values():
-            if v.bottleneck in WAITING and f.id == f"run.{v.bottleneck.value}" and f.subject == f"gpu.{v.gpu}":
+            stated = f.id == f"run.{v.bottleneck.value}" if v.bottleneck else False
+            stated = stated or (v.bottleneck == B.input_starved and f.id == "run.input_rate_bound")
+            if v.bottleneck in WAITING and stated and f.subject == f"gpu.{v.gpu}":
                 idle = _idle_share(v)
                 return None if idle is None else v.share * idle
     if f.id == "trace.host_bound":

@@ -11,7 +11,7 @@ import msgspec
 from gputriage.model.baseline import Diff
 from gputriage.model.bottleneck import Bottleneck
 from gputriage.model.compile import CompileStats
-from gputriage.model.finding import Finding
+from gputriage.model.finding import Finding, Severity
 from gputriage.model.owner import ProcessOwner
 from gputriage.model.trace import TraceReport
 
@@ -117,6 +117,12 @@ class GpuVerdict(msgspec.Struct, kw_only=True):
     shares: dict[str, float] = {}
     series: Series = msgspec.field(default_factory=Series)
     lines: list[HostLine] = []  # a host-side verdict: the workload's Python lines where the steady time went
+    # the verdict is stated here once, not repeated among the findings: its catalog entry (`gputriage rules ID`),
+    # severity, what fixing it would recover (share of the GPU's time, where estimated) and how to verify the fix
+    finding: str = ""  # run.<bottleneck>, or run.input_rate_bound for input_starved at the input rate
+    severity: Optional[Severity] = None
+    impact: Optional[float] = None
+    verify: str = ""
 
 
 class ProfilerEffect(msgspec.Struct):

@@ -55,6 +55,10 @@ def _verdict(r: RunReport) -> str:
         out.append(f"<p><b>GPU {esc(key)}</b> {esc(name)}: <b>{esc(g.bottleneck.value)}</b> "
                    f'<span class="muted">{g.share:.0%} of steady time, confidence {g.confidence:.2f}</span><br>'
                    f'{esc(g.summary)}{undecided}</p><p class="decision">Do: {esc(g.decision)}</p>')
+        if g.impact is not None:
+            out.append(f'<p class="impact">Gain: up to {g.impact:.0%} of the GPU\'s time (estimated)</p>')
+        if g.verify:
+            out.append(f'<p class="verify">Verify: <code>{esc(g.verify)}</code></p>')
         if g.lines:  # where the host's time went, by the workload's Python lines
             out.append('<p class="muted">At: ' + "; ".join(esc(line_text(x, r.meta.cwd)) for x in g.lines[:3]) + "</p>")
     return "".join(out)

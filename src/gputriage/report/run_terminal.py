@@ -114,6 +114,10 @@ def _gpu(r: RunReport, key: str, v: GpuVerdict, console: Console) -> None:
         console.print(Text(f"  the sampler cannot tell {' / '.join(b.value for b in v.undecided_between)} apart: "
                            "`gputriage run --profile auto -- ...` separates them", style="yellow"))
     console.print(Text("  do: " + v.decision, style="green"))
+    if v.impact is not None:
+        console.print(Text(f"  gain: up to {v.impact:.0%} of the GPU's time (estimated)", style="dim"))
+    if v.verify:
+        console.print(Text(f"  verify: {v.verify}", style="dim"))
     for x in v.lines[:3]:  # where the host's time went, by the workload's Python lines
         console.print(Text("  at: " + line_text(x, r.meta.cwd), style="cyan"))
     _timeline_plot(v, console)
@@ -273,9 +277,7 @@ def render(r: RunReport, console: Console) -> None:
             line.append(m.bottleneck.value, style="bold magenta")
             line.append(f" ({m.why or m.source})")
             console.print(line)
-    said = {f"run.{v.bottleneck.value}" for v in r.verdict.per_gpu.values() if v.bottleneck}  # shown above
-    said |= {"run.input_rate_bound"} if "run.input_starved" in said else set()  # the verdict said at the input rate
-    extra = [f for f in r.findings if f.id not in said]
+    extra = r.findings  # the verdict is stated above, once
     if extra:
         console.print()
     for f in extra:

@@ -28,7 +28,9 @@ SAMPLER_LABELS = list(B)  # comm_bound from NVLink traffic; in a trace, from the
 VERDICT_SPECS: dict[B, FindingSpec] = {
     b: FindingSpec(id=f"run.{b.value}", step=MEANINGS[b].step, severity=severity_of(b), symptom=MEANINGS[b].symptom,
                    cause=MEANINGS[b].cause, decision=MEANINGS[b].decision, commands=RUN,
-                   condition="the label of most of the steady state's 1 s windows (see `diagnosis.run.classify`)",
+                   condition="the label of most of the steady state's 1 s windows (see `diagnosis.run.classify`); "
+                             "stated once, as the GPU's verdict (`verdict.per_gpu[N].finding`), not among the "
+                             "findings",
                    thresholds=LABEL_THRESHOLDS[b], needs=LABEL_NEEDS[b])
     for b in SAMPLER_LABELS
 }
@@ -40,7 +42,8 @@ IDLE_EDGES = FindingSpec(
     decision="Load once and keep the process (a long-lived worker or server), keep torch.compile's cache between "
              "runs (TORCHINDUCTOR_CACHE_DIR), load weights straight to the GPU, checkpoint asynchronously; profile the "
              "start-up on the host (py-spy, pyinstrument)",
-    condition="start-up + shut-down >= 30 s and >= 25% of the run", thresholds=(IDLE_EDGES_MIN, IDLE_EDGES_SHARE))
+    condition=f"start-up + shut-down >= {IDLE_EDGES_MIN.value:g} s and >= {IDLE_EDGES_SHARE.value:.0%} of the run",
+    thresholds=(IDLE_EDGES_MIN, IDLE_EDGES_SHARE))
 HOST_SWAPPING = FindingSpec(
     id="run.host_swapping", step=4, severity=Severity.warn, commands=RUN,
     symptom="The host swapped pages back in during the run",
@@ -64,7 +67,8 @@ JOB_SHARES_GPU = FindingSpec(
     decision="One computing process per GPU: give each process its own GPU (CUDA_VISIBLE_DEVICES per process, "
              "torchrun --nproc_per_node = the GPU count), or do the work in one process (threads, CUDA streams); "
              "where sharing is wanted, MPS runs the processes' kernels side by side",
-    condition="two or more of the workload's processes each run kernels in >= 25% of the samples on the same GPU",
+    condition=f"two or more of the workload's processes each run kernels in >= {JOB_COMPUTING.value:.0%} of the "
+              "samples on the same GPU",
     thresholds=(JOB_COMPUTING,))
 IDLE_CONTEXT = FindingSpec(
     id="run.idle_cuda_context", step=3, severity=Severity.info, commands=RUN, needs=("gpu",),
@@ -73,8 +77,8 @@ IDLE_CONTEXT = FindingSpec(
           "its context and cached memory sit on the GPU unused",
     decision="Keep CUDA out of helper processes: build tensors on the CPU in workers and move them in the main "
              "process; set CUDA_VISIBLE_DEVICES='' for children that need no GPU",
-    condition="a workload process on a GPU whose kernels ran in < 25% of the samples, while another process of the "
-              "job computes there", thresholds=(JOB_COMPUTING,))
+    condition=f"a workload process on a GPU whose kernels ran in < {JOB_COMPUTING.value:.0%} of the samples, while "
+              "another process of the job computes there", thresholds=(JOB_COMPUTING,))
 OUT_OF_MEMORY = FindingSpec(
     id="run.out_of_memory", step=3, severity=Severity.critical, commands=("run",), needs=("workload",),
     symptom="The workload ran out of GPU memory",

@@ -96,6 +96,18 @@ def failed_early(rec: Recording, exit_code: int | None, verdicts: dict[int, GpuV
     return ran_s if steady_s < MIN_STEADY_S else None
 
 
+def state(v: GpuVerdict, f: Finding | None, verdicts: dict[int, GpuVerdict], context: Context) -> None:
+    """The verdict stated once, in the verdict: what its catalog entry's finding would have said (the link's
+    capacity, causes left open), its severity, its estimated gain and how to verify the fix. It is not repeated
+    among the findings."""
+    if f is None:
+        return
+    f = with_verify(with_impact([f], verdicts), context)[0]
+    v.finding, v.severity, v.impact, v.verify = f.id, f.severity, f.impact, f.verify
+    if not v.undecided_between:  # (the causes left open are said beside the verdict, not in its words)
+        v.summary, v.decision = f.cause, f.decision
+
+
 def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileReport | None = None,
           budget: Budget | None = None, complete: bool = True,
           metric: tuple[str, list[tuple[float, float]]] | None = None) -> RunReport:
@@ -122,10 +134,9 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
     verdict = RunVerdict(bottleneck=first.bottleneck if first else None, source="sampler",
                          per_gpu={str(k): v for k, v in verdicts.items()})
     findings: list[Finding] = []
+    context = Context(rec.kind, workload=rec.command, run_id=rec.run_id)
     for i, v in verdicts.items():
-        f = with_lines(verdict_finding(v, static.get(i, GpuStatic())), v)
-        if f is not None:
-            findings.append(f)
+        state(v, with_lines(verdict_finding(v, static.get(i, GpuStatic())), v), verdicts, context)
         if workload and early is None:
             edges = idle_edges(v, ended - started)
             if edges is not None:
@@ -183,8 +194,7 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
                         ) if rec.gpus else []
     return RunReport(id=rec.run_id, kind=rec.kind, command=rec.command, started_s=rec.started_s, ended_s=rec.ended_s,
                      exit_code=exit_code, complete=complete, samples=rec.windows.count, meta=rec.meta, verdict=verdict,
-                     findings=triage_order(with_verify(with_impact(findings, verdicts), Context(
-                         rec.kind, workload=rec.command, run_id=rec.run_id))),
+                     findings=triage_order(with_verify(with_impact(findings), context)),
                      host=host_summary(rec.windows.host), profile=profile,
                      notes=notes, processes=processes, blind_spots=blind, throughput=done,
                      cost=cost({i: rec.windows.series[i] for i in used}, static, started, ended,
