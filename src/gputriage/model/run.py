@@ -310,3 +310,10 @@ class RunReport(msgspec.Struct, kw_only=True):
     baseline: Optional[Diff] = None  # `run --baseline NAME`: this run against it
     compile: Optional[CompileStats] = None  # what torch.compile did in the workload (Python workloads under run)
     stacks: Optional[HostStacks] = None  # where its Python threads spent the steady state (the stack sampler)
+
+    def beside_verdict(self) -> list[Finding]:
+        """The findings besides the verdict (a report stored before the verdict was stated once also listed it
+        among its findings: `run.<bottleneck>`, `run.input_rate_bound`)."""
+        stated = {f"run.{v.bottleneck.value}" for v in self.verdict.per_gpu.values() if v.bottleneck}
+        stated |= {"run.input_rate_bound"} if "run.input_starved" in stated else set()
+        return [f for f in self.findings if f.id not in stated]

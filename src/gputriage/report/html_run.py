@@ -221,7 +221,7 @@ def run_page(r: RunReport) -> Page:
     if r.notes:
         page.section("Notes", "".join(f"<p>{esc(n)}</p>" for n in r.notes))
     page.section("Verdict", _verdict(r), "verdict")
-    page.section("Findings", findings_html(r.findings))
+    page.section("Findings", findings_html(r.beside_verdict()))
     for key, g in r.verdict.per_gpu.items():
         name = (r.meta.gpus[key].name if key in r.meta.gpus else None) or ""
         page.section(f"GPU {key} {name}".strip() + ": timeline", _gpu(page, r, key, g))

@@ -277,7 +277,7 @@ def render(r: RunReport, console: Console) -> None:
             line.append(m.bottleneck.value, style="bold magenta")
             line.append(f" ({m.why or m.source})")
             console.print(line)
-    extra = r.findings  # the verdict is stated above, once
+    extra = r.beside_verdict()  # the verdict is stated above, once
     if extra:
         console.print()
     for f in extra:
