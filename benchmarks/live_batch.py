@@ -58,7 +58,10 @@ def run_one(script: Path, mode: str, seconds: float, out: Path, store: Path, lim
     g = next(iter((v.get("per_gpu") or {}).values()), {})
     row["summary"] = g.get("summary", "")
     row["findings"] = [f["id"] for f in r.get("findings", [])]
-    row["host_lines"] = (r.get("host_lines") or r.get("host", {}).get("top_lines") or [])[:4]
+    lines = g.get("lines") or (r.get("stacks") or {}).get("lines") or []
+    row["host_lines"] = [f"{Path(x['file']).name}:{x['line']} {x['function']} {x['category']} {x['share']:.0%}"
+                         for x in lines[:4]]
+    row["main_shares"] = (r.get("stacks") or {}).get("main_shares")
     row["throughput"] = (r.get("throughput") or {}).get("samples_per_s")
     row["compile"] = r.get("compile")
     return row
