@@ -1,7 +1,7 @@
 """NVML through nvidia-ml-py: every call returns a plain value or an `Unavailable`, never raises.
 
 `NvmlBackend` is the interface the collectors and the sampler use; `PynvmlBackend` talks to the
-driver, `ReplayNvml` answers from the calls a `PynvmlBackend` recorded (a snapshot's raw NVML
+driver, `nvml_replay.ReplayNvml` answers from the calls a `PynvmlBackend` recorded (a snapshot's raw NVML
 section), so a recorded machine can be replayed on one with no GPU.
 """
 
@@ -365,41 +365,3 @@ class PynvmlBackend(NvmlBackend):
 
         if isinstance(sample, tuple):
             self._bounded(pynvml.nvmlGpmSampleFree, sample[0])
-
-
-class ReplayNvml(NvmlBackend):
-    """Answers from recorded calls. A call that was never recorded is `not_found`."""
-
-    def __init__(self, records: dict[str, Any]) -> None:
-        self.source = dict(records)
-        self.records: dict[str, Any] = {}
-
-    def _answer(self, key: str) -> Reading:
-        if key not in self.source:
-            result: Reading = Unavailable("not_found", f"{key} was not recorded")
-        else:
-            result = decode(self.source[key])
-        self.records[key] = encode(result)
-        return result
-
-    def init(self) -> Unavailable | None:
-        result = self._answer("nvmlInit")
-        return result if isinstance(result, Unavailable) else None
-
-    def call(self, fn: str, index: int | None = None, *args: Any) -> Reading:
-        return self._answer(call_key(fn, index, args))
-
-    def process_samples(self, index: int, since_us: int) -> Reading:
-        """As recorded, whatever the timestamp asked."""
-        return self._answer(call_key("nvmlDeviceGetProcessUtilization", index))
-
-    def gpm_sample(self, index: int, into: Any = None) -> Reading:
-        recorded = self.source.get(f"gpm/{index}")
-        if recorded is None:
-            return Unavailable("not_found", f"gpm/{index} was not recorded")
-        reading = decode(recorded)
-        return reading if isinstance(reading, Unavailable) else ("replay", index)
-
-    def gpm_metrics(self, index: int, first: Any, second: Any,
-                    metric_ids: Iterable[int] = GPM_DEFAULT_METRICS) -> Reading:
-        return self._answer(f"gpm/{index}")

@@ -23,9 +23,7 @@ innermost frames do, in CATEGORIES:
   line of the workload inside a module's forward or that calls `torch.`, `F.`, `@`, `.backward(` — a heuristic:
   a line that calls an ATen op cannot be told from host computation by its frames, since the op is C;
 - host_compute: everything else (the workload's Python, numpy, tokenizers; an optimizer step on CPU tensors
-  cannot be told from one on the GPU and counts as launching).
-In a process that has not initialized CUDA nothing waits on, copies to or launches on a GPU: those count as
-host_compute.
+  counts as launching), and all of it in a process that has not initialized CUDA.
 
 A sample needs the interpreter lock, which a thread running Python gives up when it blocks or after the switch
 interval (5 ms): one that computes 2 ms between waits on a queue is seen waiting each time. The report carries the

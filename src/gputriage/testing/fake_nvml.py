@@ -6,7 +6,8 @@ import copy
 import re
 from typing import Any
 
-from gputriage.backends.nvml import ReplayNvml, call_key, encode
+from gputriage.backends.nvml import call_key, encode
+from gputriage.backends.nvml_replay import ReplayNvml
 from gputriage.model.reading import Reading, Unavailable
 
 
