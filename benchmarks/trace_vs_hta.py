@@ -1,11 +1,17 @@
-"""gputriage trace vs HolisticTraceAnalysis 0.5 on the same files, in one run, each in a fresh
-process: wall time and peak memory (median of N runs each; ours: peak RSS plus, for a large file read
-on several cores, the other readers' PSS), and each tool's answer.
+"""gputriage trace vs HolisticTraceAnalysis 0.5 on the same files, each run in a fresh process: CPU time
+(the process and every process it started, from the parent's rusage: start-up and imports included), MB
+per second per core, wall time, peak memory (ours: peak RSS plus, for a file read on several cores, the
+other readers' PSS) and each tool's answer. gputriage is run with one reader (the CPU time that matters
+on a shared machine) and with the readers it would use by itself (`--readers`); where HTA is not
+installed, a plain reader (`json.load` and a Python loop over the events: the floor of any analysis in
+Python that decodes the whole file) stands in for it, and the table says so.
 
-    python benchmarks/trace_vs_hta.py TRACE.json [TRACE.json ...] [--runs 3] [--hta-python PATH]
+    python benchmarks/trace_vs_hta.py TRACE.json [TRACE.json ...] [--runs 3] [--readers 8]
+        [--hta-python PATH] [--hta-runs 1] [--skip-hta] [--plain]
 
-HTA reads a folder of per-rank traces; each file is given to it as a folder holding a copy with
-`distributedInfo.rank = 0` (HTA needs it). gputriage reads the original file.
+Medians of `--runs`. HTA reads a folder of per-rank traces; each file is given to it as a folder holding
+a copy with `distributedInfo.rank = 0` (HTA needs it). gputriage reads the original file.
+`benchmarks/make_big_trace.py SRC OUT --mb 80` builds a large trace in Kineto's own layout.
 """
 
 from __future__ import annotations
@@ -13,11 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 PEAK = """
@@ -32,11 +40,14 @@ OURS = PEAK + """
 import json, sys, time
 t = time.perf_counter()
 from gputriage.api import analyze_trace
+import gputriage.api.trace, gputriage.trace.analyze  # noqa: E401 (imports apart from the read)
+cpu = time.process_time()
 r = analyze_trace([sys.argv[1]])
+cpu = time.process_time() - cpu
 wall = time.perf_counter() - t
 b = r.verdict.bottleneck
 helpers = sum(x.readers_memory_bytes for x in r.ranks) / 2**20  # a large file's other readers (PSS)
-print(json.dumps({"wall_s": wall, "rss_mb": peak_mb() + helpers,
+print(json.dumps({"wall_s": wall, "rss_mb": peak_mb() + helpers, "read_cpu_s": cpu,
                   "answer": b.value if b else None, "idle_pct": r.verdict.gpu_idle_pct,
                   "readers": max(x.readers for x in r.ranks)}))
 """
@@ -55,14 +66,52 @@ top = cat.sort_values("idle_time", ascending=False).iloc[0]["idle_category"] if 
 print(json.dumps({"wall_s": wall, "rss_mb": peak_mb(),
                   "answer": f"idle {row.get('idle_time_pctg')}%, top idle category {top}"}, default=str))
 """
+# the floor of a Python analysis that decodes the whole file: json.load, then one loop over the events that sorts
+# them by kind and sums the GPU's busy time (no idle attribution, no kernel table)
+PLAIN = PEAK + """
+import gzip, json, sys, time
+t = time.perf_counter()
+opener = gzip.open if open(sys.argv[1], "rb").read(2) == b"\\x1f\\x8b" else open
+with opener(sys.argv[1], "rb") as fh:
+    events = json.load(fh)["traceEvents"]
+gpu, ops, calls = [], 0, 0
+for e in events:
+    if e.get("ph") != "X":
+        continue
+    cat = e.get("cat")
+    if cat in ("kernel", "gpu_memcpy", "gpu_memset"):
+        gpu.append((e["ts"], e["ts"] + e.get("dur", 0)))
+    elif cat == "cpu_op":
+        ops += 1
+    elif cat in ("cuda_runtime", "cuda_driver"):
+        calls += 1
+gpu.sort()
+busy, end = 0.0, float("-inf")
+for s, e in gpu:
+    if e > end:
+        busy += e - max(s, end)
+        end = e
+span = (gpu[-1][1] - gpu[0][0]) if gpu else 0.0
+wall = time.perf_counter() - t
+print(json.dumps({"wall_s": wall, "rss_mb": peak_mb(),
+                  "answer": f"GPU busy {100 * busy / span if span else 0:.1f}% of {span / 1e3:.0f} ms; {ops} ops"}))
+"""
+
+
+def children_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def run(python: str, code: str, arg: str, env: dict[str, str] | None = None) -> dict:
-    p = subprocess.run([python, "-c", code, arg], capture_output=True, text=True, timeout=1800,
+    """One fresh process: what it printed, its CPU time (with every process it started and waited for) and wall."""
+    cpu, t = children_cpu_s(), time.perf_counter()
+    p = subprocess.run([python, "-c", code, arg], capture_output=True, text=True, timeout=3600,
                        env={**os.environ, **(env or {})})
+    cpu, wall = children_cpu_s() - cpu, time.perf_counter() - t
     if p.returncode:
         return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"}
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return {**json.loads(p.stdout.strip().splitlines()[-1]), "cpu_s": cpu, "process_wall_s": wall}
 
 
 def hta_copy(trace: Path) -> Path:
@@ -78,44 +127,69 @@ def hta_copy(trace: Path) -> Path:
     return folder
 
 
+def hta_installed(python: str) -> bool:
+    return subprocess.run([python, "-c", "import hta.trace_analysis"], capture_output=True).returncode == 0
+
+
+def median(rows: list[dict], key: str) -> float:
+    ok = [r[key] for r in rows if key in r]
+    return statistics.median(ok) if ok else float("nan")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("traces", nargs="+", type=Path)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--readers", type=int, default=8, help="readers for the several-core run (1: skip it)")
     ap.add_argument("--hta-python", default=sys.executable)
     ap.add_argument("--skip-hta", action="store_true")
     ap.add_argument("--hta-runs", type=int, default=None, help="runs of HTA (default: --runs; it takes minutes on "
                                                               "large traces)")
-    ap.add_argument("--serial", action="store_true", help="also time gputriage reading with one process")
+    ap.add_argument("--plain", action="store_true", help="also time json.load and a Python loop over the events "
+                                                         "(run anyway where HTA is not installed)")
     args = ap.parse_args()
-    rows = []
+    with_hta = not args.skip_hta and hta_installed(args.hta_python)
+    if not args.skip_hta and not with_hta:
+        print(f"HolisticTraceAnalysis is not installed for {args.hta_python}: not measured; json.load and a Python "
+              "loop stand in for it")
     for trace in args.traces:
-        ours = [run(sys.executable, OURS, str(trace)) for _ in range(args.runs)]
-        serial = [run(sys.executable, OURS, str(trace), {"GPUTRIAGE_TRACE_READERS": "1"})
-                  for _ in range(args.runs)] if args.serial else []
+        mb = trace.stat().st_size / 1e6
+        one = [run(sys.executable, OURS, str(trace), {"GPUTRIAGE_TRACE_READERS": "1"}) for _ in range(args.runs)]
+        several = [run(sys.executable, OURS, str(trace), {"GPUTRIAGE_TRACE_READERS": str(args.readers)})
+                   for _ in range(args.runs)] if args.readers > 1 else []
+        plain = [run(sys.executable, PLAIN, str(trace)) for _ in range(args.runs)] if args.plain or not with_hta \
+            else []
         hta = []
-        if not args.skip_hta:
+        if with_hta:
             folder = hta_copy(trace)
             hta = [run(args.hta_python, HTA, str(folder)) for _ in range(args.hta_runs or args.runs)]
             shutil.rmtree(folder, ignore_errors=True)
-        rows.append((trace, ours, hta, serial))
-    print(f"{'trace':34} {'MB':>6} {'ours s':>8} {'HTA s':>8} {'speed-up':>9} {'ours MB':>8} {'HTA MB':>8} "
-          f"{'RSS ratio':>9}")
-    for trace, ours, hta, serial in rows:
-        ow = statistics.median(r["wall_s"] for r in ours if "wall_s" in r)
-        om = statistics.median(r["rss_mb"] for r in ours if "rss_mb" in r)
-        ok = [r for r in hta if "wall_s" in r]
-        hw = statistics.median(r["wall_s"] for r in ok) if ok else float("nan")
-        hm = statistics.median(r["rss_mb"] for r in ok) if ok else float("nan")
-        print(f"{trace.name[:34]:34} {trace.stat().st_size / 1e6:6.0f} {ow:8.2f} {hw:8.2f} {hw / ow:8.1f}x "
-              f"{om:8.0f} {hm:8.0f} {om / hm:9.2f}")
-        print(f"    gputriage: {ours[0].get('answer')} (GPU idle {ours[0].get('idle_pct')}%), read by "
-              f"{ours[0].get('readers')} process(es)")
-        if serial:
-            sw = statistics.median(r["wall_s"] for r in serial if "wall_s" in r)
-            sm = statistics.median(r["rss_mb"] for r in serial if "rss_mb" in r)
-            print(f"    gputriage read by one process: {sw:.2f} s ({hw / sw:.1f}x HTA), {sm:.0f} MB ({sm / hm:.2f})")
-        print(f"    HTA:       {(hta[0] if hta else {}).get('answer') or (hta[0] if hta else {}).get('error')}")
+        print(f"\n{trace.name}: {mb:.1f} MB")
+        print(f"  {'reader':34} {'CPU s':>7} {'MB/s/core':>10} {'wall s':>7} {'peak MB':>8}  answer")
+        rows = [("gputriage, one reader", one), (f"gputriage, up to {args.readers} readers", several),
+                ("HTA 0.5", hta), ("json.load + Python loop", plain)]
+        for label, res in rows:
+            if not res:
+                continue
+            if all("error" in r for r in res):
+                print(f"  {label:34} failed: {res[0]['error']}")
+                continue
+            cpu = median(res, "cpu_s")
+            readers = f" ({res[0]['readers']} used)" if "readers" in res[0] and label.startswith("gputriage, up") \
+                else ""
+            print(f"  {label + readers:34} {cpu:7.2f} {mb / cpu:10.0f} {median(res, 'process_wall_s'):7.2f} "
+                  f"{median(res, 'rss_mb'):8.0f}  {res[0].get('answer')}")
+        read = median(one, "read_cpu_s")
+        print(f"  gputriage's read and analysis alone (after start-up and imports, one reader): {read:.2f} s of CPU, "
+              f"{mb / read:.0f} MB/s per core")
+        base = median(hta, "cpu_s") if hta else median(plain, "cpu_s")
+        what = "HTA" if hta else "json.load + loop"
+        ours = median(one, "cpu_s")
+        line = f"  CPU time, one reader: {what} {base:.2f} s / gputriage {ours:.2f} s = {base / ours:.1f}x"
+        if several:
+            ratio = median(hta or plain, "process_wall_s") / median(several, "process_wall_s")
+            line += f"; wall, gputriage with up to {args.readers} readers: {ratio:.1f}x shorter"
+        print(line)
 
 
 if __name__ == "__main__":

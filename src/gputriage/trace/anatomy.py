@@ -50,7 +50,7 @@ from gputriage.model.trace import Anatomy, HostWork, StepRow, SyncOp, Syncs, Tim
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.load import KERNEL, MEMCPY, Columns
 from gputriage.trace.thread_ops import ThreadOps, thread_ops
-from gputriage.trace.window import Intervals, complete_until, profiler_own, profiler_warmup_end
+from gputriage.trace.window import Intervals, Sweep, complete_until, profiler_own, profiler_warmup_end
 
 UNDERFILLED_BLOCKS_PER_SM = 0.5  # below: the kernel's blocks leave most SMs without work
 QUEUED_US = 1000.0  # a first kernel that starts this long after its launch waited behind earlier work
@@ -167,13 +167,14 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
             step_lo, skipped = warm_end, warm_end - host_start
     whole_until = complete_until(cols) if cols.truncated else float("inf")
     out = []
+    g_ts, g_dur, g_kind, g_bpsm = cols.g_ts, cols.g_dur, cols.g_kind, cols.g_bpsm
     for dev in devices:
-        idx = [i for i, d in enumerate(cols.g_dev) if d == dev]
-        idx.sort(key=lambda i: cols.g_ts[i])
+        idx = list(range(len(g_ts))) if len(devices) == 1 else [i for i, d in enumerate(cols.g_dev) if d == dev]
+        idx.sort(key=g_ts.__getitem__)
         if not idx:
             continue
-        first_gpu = cols.g_ts[idx[0]]
-        last_gpu = max(cols.g_ts[i] + cols.g_dur[i] for i in idx)
+        first_gpu = g_ts[idx[0]]
+        last_gpu = max(g_ts[i] + g_dur[i] for i in idx)
         lo = step_lo if step_lo is not None else min(first_gpu, max(host_start, first_call))
         startup = max(0.0, lo - host_start) if step_lo is None else 0.0
         queued = 0.0
@@ -184,11 +185,11 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
             queued, lo = first_gpu - lo, first_gpu
         hi = max(step_hi, last_gpu) if step_hi is not None else last_gpu
         if step_lo is not None:
-            idx = [i for i in idx if cols.g_ts[i] + cols.g_dur[i] >= lo]
-            hi = max([hi] + [cols.g_ts[i] + cols.g_dur[i] for i in idx[-1:]])
+            idx = [i for i in idx if g_ts[i] + g_dur[i] >= lo]
+            hi = max([hi] + [g_ts[i] + g_dur[i] for i in idx[-1:]])
         if cols.truncated:  # judge only the span where every launch still has its GPU activity
             hi = max(lo, min(hi, last_gpu, whole_until))
-            idx = [i for i in idx if cols.g_ts[i] < hi]
+            idx = [i for i in idx if g_ts[i] < hi]
         busy = dict.fromkeys(kk.BUSY_KINDS, 0.0)
         idle = dict.fromkeys(IDLE_KINDS, 0.0)
         sync_by_op: dict[str, dict[str, float]] = {}
@@ -198,21 +199,35 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         underfilled = 0.0
         profiler_us = 0.0
         cursor = lo
-        durations = []
-        for i in idx:
-            s, e = cols.g_ts[i], cols.g_ts[i] + cols.g_dur[i]
-            s_clip = max(s, lo)
+        theirs_in, allocs_in = Sweep(own), Sweep(allocating)
+        g_corr, r_ts = cols.g_corr, cols.r_ts
+        n_syncs = len(sync_ends)
+        starts = [g_ts[i] for i in idx]
+        spans = [g_dur[i] for i in idx]
+        small = [kinds[i] != kk.COMM and 0 <= g_bpsm[i] < UNDERFILLED_BLOCKS_PER_SM for i in idx]
+        for i, s, d, few_blocks in zip(idx, starts, spans, small):
+            e = s + d
+            s_clip = s if s > lo else lo
             if s_clip > cursor:
-                theirs = own.covered(cursor, s_clip)  # the profiler's own stalls: not the workload's time
+                # the profiler's own stalls: not the workload's time
+                theirs = theirs_in.covered(cursor, s_clip) if theirs_in.ahead < s_clip else 0.0
                 profiler_us += theirs
                 gap = s_clip - cursor - theirs
                 if gap > 0:
                     gaps.append(gap)
-                    cause, op = _gap_cause(cols, ops, corr_to_rt, sync_idx, sync_ends, cursor, s_clip, i,
-                                           kinds[prev] in READ_BACK if prev >= 0 else False)
+                    # the common case first: no sync returned near the gap's start, and the launch call of what came
+                    # next had begun before the GPU ran dry (`_gap_cause` decides every other)
+                    j = bisect.bisect_left(sync_ends, cursor - SYNC_TOLERANCE_US)
+                    rt = corr_to_rt.get(g_corr[i])
+                    if (j >= n_syncs or sync_ends[j] > s_clip) and rt is not None and r_ts[rt] <= cursor:
+                        cause, op = "launch", None
+                    else:
+                        cause, op = _gap_cause(cols, ops, corr_to_rt, sync_idx, sync_ends, cursor, s_clip, i,
+                                               prev >= 0 and kinds[prev] in READ_BACK)
                     if cause == "host_after_read":
                         op = _launching_op(cols, ops, corr_to_rt, prev)
-                    gap -= _allocating(idle, allocating, cursor, s_clip, gap, cause)
+                    if allocs_in.ahead < s_clip:
+                        gap -= _allocating(idle, allocs_in, cursor, s_clip, gap, cause)
                     idle[cause] += gap
                     if cause == "sync" and op is not None:
                         entry = sync_by_op.setdefault(op, {"gpu_idle_after_us": 0.0, "gaps": 0})
@@ -223,21 +238,20 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
                         tally[0] += 1
                         tally[1] += gap
             if e > cursor:
-                add = e - max(s_clip, cursor)
+                add = e - (s_clip if s_clip > cursor else cursor)
                 busy[kinds[i]] += add
-                if kinds[i] != kk.COMM and 0 <= cols.g_bpsm[i] < UNDERFILLED_BLOCKS_PER_SM:
+                if few_blocks:
                     underfilled += add
                 cursor = e
-            if cols.g_kind[i] == KERNEL:
-                durations.append(cols.g_dur[i])
             prev = i
+        durations = [g_dur[i] for i in idx if g_kind[i] == KERNEL]
         if busy[kk.COMM]:  # communication counts only where no computation overlaps it
             busy, underfilled = _exposed_communication(cols, kinds, idx, lo, sum(busy.values()))
         if hi > cursor:  # trailing idle: the host did not issue more work
-            theirs = own.covered(cursor, hi)
+            theirs = theirs_in.covered(cursor, hi)
             profiler_us += theirs
             rest = hi - cursor - theirs
-            idle["host_outside_ops"] += rest - _allocating(idle, allocating, cursor, hi, rest, "host_outside_ops")
+            idle["host_outside_ops"] += rest - _allocating(idle, allocs_in, cursor, hi, rest, "host_outside_ops")
         syncs = _sync_summary(cols, ops, sync_idx, lo, hi, sync_by_op)
         steps = _steps(cols, idx, kinds, until=hi if cols.truncated else None) if cols.steps else []
         a = _anatomy(dev, hi - lo - profiler_us, busy, idle, syncs, gaps, durations, steps, underfilled, skipped,
@@ -248,7 +262,7 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
     return out
 
 
-def _allocating(idle: dict[str, float], allocating: Intervals, a: float, b: float, gap: float, cause: str) -> float:
+def _allocating(idle: dict[str, float], allocating: Sweep, a: float, b: float, gap: float, cause: str) -> float:
     """The part of an idle gap the host spent in cudaMalloc/cudaFree, booked as allocator time (what the caching
     allocator cost, whatever else the host did in the gap); the time booked."""
     if cause == "allocator":

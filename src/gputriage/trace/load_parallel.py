@@ -74,25 +74,11 @@ def plan(path: Path, size: int, workers: int) -> tuple[bytes, list[tuple[int, in
 def _read_range(path: str, start: int, end: int) -> dict[str, Any]:
     """In a worker: decode the events in [start, end) into columns, as `load` does."""
     cols = L.Columns(path=path)
-    offset = start
     with open(path, "rb") as fh:
         fh.seek(start)
-        left = end - start
-        buf = bytearray()
-        while left > 0:
-            block = fh.read(min(L.BLOCK_BYTES, left))
-            if not block:
-                break
-            left -= len(block)
-            buf += block
-            cut = buf.rfind(L.EVENT_START)
-            if cut <= 0:
-                continue
-            L._decode_in_place(buf, cut, cols, Path(path), offset)
-            offset += cut
-            del buf[:cut]
-        if buf.strip():
-            L._decode_events(bytes(buf), cols, Path(path), offset)
+        rest, offset = L.pump(fh, cols, Path(path), b"", start, left=end - start)
+        if rest.strip():
+            L._decode_events(rest, cols, Path(path), offset)
     out: dict[str, Any] = {k: v for k, v in vars(cols).items() if isinstance(v, array)}
     out.update(names=cols.names, steps=cols.steps, optimizer_steps=cols.optimizer_steps, overheads=cols.overheads,
                compiled=cols.compiled, activities_whole=cols.activities_whole, skipped=cols.skipped_kinds,

@@ -17,6 +17,7 @@ class ThreadOps:
     starts: list[float] = field(default_factory=list)
     ends: list[float] = field(default_factory=list)
     names: list[int] = field(default_factory=list)
+    before: list[float] = field(default_factory=lambda: [0.0])  # before[i]: the durations of ops[:i], summed
 
     def outermost(self, t: float) -> int | None:
         i = bisect.bisect_right(self.starts, t) - 1
@@ -25,14 +26,20 @@ class ThreadOps:
         return None
 
     def coverage(self, a: float, b: float) -> float:
-        """Time in [a, b] covered by top-level ops (they do not overlap each other)."""
-        if b <= a or not self.starts:
+        """Time in [a, b] covered by top-level ops (they do not overlap each other): the ops between, less what the
+        first starts before a and the last ends after b."""
+        if b <= a:
             return 0.0
-        lo = bisect.bisect_right(self.ends, a)
-        hi = bisect.bisect_left(self.starts, b)
-        total = 0.0
-        for i in range(lo, min(hi, len(self.starts))):
-            total += max(0.0, min(self.ends[i], b) - max(self.starts[i], a))
+        starts, ends = self.starts, self.ends
+        lo = bisect.bisect_right(ends, a)
+        hi = bisect.bisect_left(starts, b)
+        if hi <= lo:
+            return 0.0
+        total = self.before[hi] - self.before[lo]
+        if starts[lo] < a:
+            total -= a - starts[lo]
+        if ends[hi - 1] > b:
+            total -= ends[hi - 1] - b
         return total
 
 
@@ -68,4 +75,5 @@ def _top_level(tids: Sequence[int], starts: Sequence[float], durations: Sequence
             t.starts.append(s)
             t.ends.append(s + d)
             t.names.append(name)
+            t.before.append(t.before[-1] + d)
     return out

@@ -67,6 +67,27 @@ class Intervals:
         return len(self.starts)
 
 
+class Sweep:
+    """Time covered by intervals in windows asked for in time order (a window never starts before the last one
+    did): `ahead` is where the next interval that matters starts, so a window ending before it needs no call."""
+
+    def __init__(self, intervals: Intervals) -> None:
+        self.starts, self.ends, self.i = intervals.starts, intervals.ends, 0
+        self.ahead = self.starts[0] if self.starts else float("inf")
+
+    def covered(self, a: float, b: float) -> float:
+        starts, ends, i, n = self.starts, self.ends, self.i, len(self.starts)
+        while i < n and ends[i] <= a:
+            i += 1
+        self.i = i
+        self.ahead = starts[i] if i < n else float("inf")
+        total = 0.0
+        while i < n and starts[i] < b:
+            total += min(ends[i], b) - max(starts[i], a)
+            i += 1
+        return total
+
+
 def profiler_own(cols: Columns) -> Intervals:
     """When the profiler stalled the workload for its own bookkeeping (module doc)."""
     return Intervals.union((ts, ts + dur) for name, ts, dur in cols.overheads if name in PROFILER_OWN)

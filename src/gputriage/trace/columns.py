@@ -1,0 +1,278 @@
+"""A trace as columns (arrays of numbers, names interned), and how a chunk of decoded events is appended to them.
+
+A chunk at a time, a category at a time: one pass sorts its events by category, then each field is read with a
+list comprehension and handed to `array.fromlist` whole. An absent argument is already the value its column keeps
+for it (`events.Args`), so reading a field is a bare attribute load: on CPython 3.11 and later that is faster than
+`operator.attrgetter`, `itertools.compress` or a branch per event.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence, Union
+
+import msgspec
+
+from gputriage.trace.events import (
+    COMPILED_ANNOTATIONS,
+    GPU_CATS,
+    RUNTIME_CATS,
+    Args,
+    Header,
+    _raw_list,
+)
+from gputriage.trace.op_cost import op_cost
+
+
+@dataclass
+class Columns:
+    """The trace as columns. Times in microseconds (the trace's own unit)."""
+
+    names: list[str] = field(default_factory=list)
+    _name_ids: dict[str, int] = field(default_factory=dict)
+    # GPU activities
+    g_ts: array = field(default_factory=lambda: array("d"))
+    g_dur: array = field(default_factory=lambda: array("d"))
+    g_name: array = field(default_factory=lambda: array("i"))
+    g_kind: array = field(default_factory=lambda: array("b"))
+    g_dev: array = field(default_factory=lambda: array("i"))
+    g_stream: array = field(default_factory=lambda: array("q"))
+    g_corr: array = field(default_factory=lambda: array("q"))
+    g_ext: array = field(default_factory=lambda: array("q"))
+    g_bytes: array = field(default_factory=lambda: array("q"))
+    g_bpsm: array = field(default_factory=lambda: array("f"))  # blocks per SM (-1 unknown): < 1 leaves SMs idle
+    # CUDA runtime/driver calls
+    r_ts: array = field(default_factory=lambda: array("d"))
+    r_dur: array = field(default_factory=lambda: array("d"))
+    r_name: array = field(default_factory=lambda: array("i"))
+    r_tid: array = field(default_factory=lambda: array("q"))
+    r_corr: array = field(default_factory=lambda: array("q"))
+    # framework ops
+    o_ts: array = field(default_factory=lambda: array("d"))
+    o_dur: array = field(default_factory=lambda: array("d"))
+    o_name: array = field(default_factory=lambda: array("i"))
+    o_tid: array = field(default_factory=lambda: array("q"))
+    o_ext: array = field(default_factory=lambda: array("q"))
+    o_flops: array = field(default_factory=lambda: array("d"))
+    o_bytes: array = field(default_factory=lambda: array("d"))
+    o_dtype: array = field(default_factory=lambda: array("i"))
+    # ProfilerStep#N spans on the host
+    steps: list[tuple[str, float, float]] = field(default_factory=list)
+    # Optimizer.step#... spans on the host (step boundaries when there are no ProfilerStep markers)
+    optimizer_steps: list[tuple[float, float, str]] = field(default_factory=list)  # start, duration, name
+    # Kineto's overhead events (CUPTI's buffer requests, CUDA's lazy loading...): name, start, duration
+    overheads: list[tuple[str, float, float]] = field(default_factory=list)
+    # annotations of torch.compile'd code on the host (## Call CompiledFxGraph ##): thread, start, duration
+    compiled: list[tuple[int, float, float]] = field(default_factory=list)
+    activities_whole: bool = False  # metadata Kineto writes after its last activity was read: none is missing
+    header: Header = field(default_factory=Header)
+    events: int = 0
+    skipped_kinds: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    truncated: bool = False  # the file ends inside its events: what follows the last one read is unknown
+    _cost_cache: dict[tuple[int, bytes, bytes], tuple[float, float, int]] = field(default_factory=dict)
+    _op_of_ext: Optional[dict[int, int]] = None
+    path: str = ""
+    file_bytes: int = 0
+    workers: int = 1  # processes that read it
+    workers_memory_bytes: int = 0  # their memory (PSS) at their end, summed: beside this process's own
+
+    def op_of_ext(self) -> dict[int, int]:
+        """The framework op (its index) of each external id, the first where a trace repeats one; built once."""
+        if self._op_of_ext is None:
+            self._op_of_ext = dict(zip(reversed(self.o_ext), range(len(self.o_ext) - 1, -1, -1)))
+            self._op_of_ext.pop(-1, None)
+        return self._op_of_ext
+
+    def intern(self, name: str) -> int:
+        i = self._name_ids.get(name)
+        if i is None:
+            i = self._name_ids[name] = len(self.names)
+            self.names.append(name)
+        return i
+
+
+def _tid(value: Union[int, str]) -> int:
+    """A thread id as an integer (a profiler that names its threads: the digits of the name)."""
+    if isinstance(value, int):
+        return value
+    digits = "".join(ch for ch in str(value) if ch.isdigit())
+    return int(digits) if digits else -1
+
+
+_NO_ARGS = Args()
+# ops that never launch GPU work themselves (views, allocations, and composite ops that dispatch to recorded
+# inner ops, which launch): their cost is never read, and costing them was most of the ops' share of the read
+NEVER_LAUNCH = frozenset({
+    "aten::as_strided", "aten::t", "aten::transpose", "aten::view", "aten::_unsafe_view", "aten::_reshape_alias",
+    "aten::reshape", "aten::alias", "aten::slice", "aten::select", "aten::expand", "aten::permute", "aten::unsqueeze",
+    "aten::squeeze", "aten::narrow", "aten::split", "aten::chunk", "aten::unbind", "aten::detach", "detach",
+    "aten::lift_fresh", "aten::resolve_conj", "aten::resolve_neg", "aten::result_type", "aten::empty",
+    "aten::empty_strided", "aten::empty_like", "aten::resize_", "aten::linear", "aten::matmul", "aten::to",
+    "aten::_to_copy", "aten::layer_norm", "aten::contiguous", "aten::flatten", "aten::unflatten"})
+
+
+INTEGERS = frozenset("bBhHiIlLqQ")
+
+
+def _extend(column: array, values: list[Any], mend: Callable[[int], Any]) -> None:
+    """Append values to a column whole (`array.fromlist`: sized once, three times `extend`'s speed, and nothing
+    appended where one value will not go in); where one will not (a null, a thread named rather than numbered),
+    append each value as is or as `mend(i)` makes it."""
+    try:
+        column.fromlist(values)
+    except TypeError:
+        kind = int if column.typecode in INTEGERS else (int, float)
+        column.fromlist([v if isinstance(v, kind) and not isinstance(v, bool) else mend(i)
+                         for i, v in enumerate(values)])
+
+
+def _name_ids(cols: Columns, events: list[Any]) -> list[int]:
+    """Each event's interned name (a dict lookup each; new names added)."""
+    get = cols._name_ids.get
+    ids = [get(e.name) for e in events]
+    if None in ids:
+        ids = [i if i is not None else cols.intern(e.name) for i, e in zip(ids, events)]
+    return ids  # type: ignore[return-value]
+
+
+def _arguments(events: list[Any]) -> list[Args]:
+    args = [e.args for e in events]
+    return args if None not in args else [a if a is not None else _NO_ARGS for a in args]
+
+
+def append(cols: Columns, events: list[Any], kineto: bool = True) -> None:
+    """Append a decoded chunk to the columns (module doc). `kineto`: decoded as Kineto's phases (only complete
+    events carry a category the columns take); else generic events, whose other phases are left out here."""
+    gpu, rt, ops, rest = [], [], [], []
+    for e in events:
+        cat = e.cat
+        if cat == "cpu_op":
+            ops.append(e)
+        elif cat in GPU_CATS:
+            gpu.append(e)
+        elif cat in RUNTIME_CATS:
+            rt.append(e)
+        else:
+            rest.append(e)
+    if not kineto and any(e.ph != "X" for e in ops + gpu + rt):  # generic events: complete ones only
+        rest += [e for e in ops + gpu + rt if e.ph != "X"]
+        ops, gpu, rt = ([e for e in x if e.ph == "X"] for x in (ops, gpu, rt))
+    metadata = _rest(cols, rest) if rest else False
+    if gpu or rt or metadata:
+        cols.activities_whole = _metadata_last(events) if metadata else False
+    if gpu:
+        _gpu(cols, gpu)
+    if rt:
+        _extend(cols.r_ts, [e.ts for e in rt], lambda i: 0.0)
+        _extend(cols.r_dur, [e.dur for e in rt], lambda i: 0.0)
+        cols.r_name.fromlist(_name_ids(cols, rt))
+        _extend(cols.r_tid, [e.tid for e in rt], lambda i: _tid(rt[i].tid))
+        _extend(cols.r_corr, [a.correlation for a in _arguments(rt)], lambda i: -1)
+    if ops:
+        args = _arguments(ops)
+        ids = _name_ids(cols, ops)
+        _extend(cols.o_ts, [e.ts for e in ops], lambda i: 0.0)
+        _extend(cols.o_dur, [e.dur for e in ops], lambda i: 0.0)
+        cols.o_name.fromlist(ids)
+        _extend(cols.o_tid, [e.tid for e in ops], lambda i: _tid(ops[i].tid))
+        _extend(cols.o_ext, [a.external_id for a in args], lambda i: -1)
+        costs = _costs(cols, ids, args)
+        cols.o_flops.fromlist([c[0] for c in costs])
+        cols.o_bytes.fromlist([c[1] for c in costs])
+        cols.o_dtype.fromlist([c[2] for c in costs])
+    cols.events += len(events)
+
+
+def _gpu(cols: Columns, gpu: list[Any]) -> None:
+    args = _arguments(gpu)
+    _extend(cols.g_ts, [e.ts for e in gpu], lambda i: 0.0)
+    _extend(cols.g_dur, [e.dur for e in gpu], lambda i: 0.0)
+    cols.g_name.fromlist(_name_ids(cols, gpu))
+    cols.g_kind.fromlist([GPU_CATS[e.cat] for e in gpu])
+    dev = [a.device for a in args]
+    if -1 in dev or None in dev:  # no device in the arguments: the process id is the device's
+        dev = [d if isinstance(d, int) and d >= 0 else _tid(e.pid) for d, e in zip(dev, gpu)]
+    stream = [a.stream for a in args]
+    if -1 in stream or None in stream:  # nor a stream: the thread id is the stream's
+        stream = [s if isinstance(s, int) and s >= 0 else _tid(e.tid) for s, e in zip(stream, gpu)]
+    _extend(cols.g_dev, dev, lambda i: -1)
+    _extend(cols.g_stream, stream, lambda i: -1)
+    _extend(cols.g_corr, [a.correlation for a in args], lambda i: -1)
+    _extend(cols.g_ext, [a.external_id for a in args], lambda i: -1)
+    _extend(cols.g_bytes, [a.nbytes for a in args], lambda i: 0)
+    _extend(cols.g_bpsm, [a.blocks_per_sm for a in args], lambda i: -1.0)
+
+
+SPECIAL = frozenset({"user_annotation", "overhead", ""})  # of the rest, those read one by one
+
+
+def _rest(cols: Columns, rest: list[Any]) -> bool:
+    """The events the columns do not take: counted by category (phase where there is none), the annotations that
+    mark steps and compiled code and Kineto's overhead events kept. Whether metadata was among them. (Most are
+    the flow arrows between launches and kernels: counted together, in C.)"""
+    counts = Counter([e.cat for e in rest])
+    metadata = False
+    for e in [e for e in rest if e.cat in SPECIAL]:
+        cat = e.cat
+        if not cat:  # counted by its phase
+            counts[""] -= 1
+            counts[e.ph] += 1
+            metadata = metadata or e.ph == "M"
+        elif e.ph != "X":
+            continue
+        elif cat == "overhead":
+            cols.overheads.append((e.name, e.ts, e.dur))
+            counts[cat] -= 1
+        elif e.name.startswith("ProfilerStep#"):
+            cols.steps.append((e.name, e.ts, e.dur))
+            counts[cat] -= 1
+        elif e.name.startswith("Optimizer.step#"):
+            cols.optimizer_steps.append((e.ts, e.dur, e.name))
+            counts[cat] -= 1
+        elif e.name.startswith(COMPILED_ANNOTATIONS):
+            cols.compiled.append((_tid(e.tid), e.ts, e.dur))
+            counts[cat] -= 1
+    skipped = cols.skipped_kinds
+    for key, n in counts.items():
+        if n > 0:
+            skipped[key] = skipped.get(key, 0) + n
+    return metadata
+
+
+def _metadata_last(events: list[Any]) -> bool:
+    """Whether metadata (which Kineto writes after its activities) follows the chunk's last activity."""
+    for e in reversed(events):
+        if e.ph == "M":
+            return True
+        if e.cat in GPU_CATS or e.cat in RUNTIME_CATS:
+            return False
+    return False
+
+
+def _costs(cols: Columns, names: list[int], args: Sequence[Args]) -> list[tuple[float, float, int]]:
+    """op_cost of each op, cached by (op, shapes, dtypes): training steps repeat the same shapes every step."""
+    cache = cols._cost_cache
+    blank = cols.intern("")
+    idle = (0.0, 0.0, blank)
+    never = {cols._name_ids[n] for n in NEVER_LAUNCH if n in cols._name_ids}
+    out: list[tuple[float, float, int]] = []
+    add = out.append
+    for n, a in zip(names, args):
+        dims = a.dims
+        if not dims or n in never:
+            add((a.flops or 0.0, 0.0, blank) if not dims else idle)
+            continue
+        key = (n, bytes(dims), bytes(a.types))
+        hit = cache.get(key)
+        if hit is None:
+            try:
+                flops, nbytes, dtype = op_cost(cols.names[n], _raw_list.decode(dims),
+                                               _raw_list.decode(a.types) if a.types else [])
+            except msgspec.DecodeError:
+                flops, nbytes, dtype = 0.0, 0.0, ""
+            hit = cache[key] = (flops, nbytes, cols.intern(dtype))
+        add((a.flops, hit[1], hit[2]) if a.flops else hit)
+    return out
