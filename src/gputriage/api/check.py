@@ -5,20 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from gputriage.api._common import GputriageError, configured_price, open_budget
+from gputriage.backends.host import Host
+from gputriage.backends.nvml import PynvmlBackend
+from gputriage.collect import DEFAULT_LOAD_MS, collect_snapshot
+from gputriage.diagnosis.budget import check_snapshot
+from gputriage.diagnosis.catalog import for_command
+from gputriage.diagnosis.check import evaluate
+from gputriage.diagnosis.check.gpu_idle_held import ID as IDLE_HELD
+from gputriage.diagnosis.idle_held import priced
 from gputriage.diagnosis.verify import Context, with_verify
 from gputriage.model.catalog import Catalog
 from gputriage.model.check import CheckReport, check_report
 from gputriage.model.finding import triage_order
-from gputriage.model.snapshot import Snapshot
+from gputriage.model.snapshot import Snapshot, SnapshotError
+from gputriage.probes.disk import check_facts
 
 
 def snapshot(*, window_s: float = 0.5, load: bool = True, framework: bool = True, refresh: bool = False,
              full: bool = False) -> Snapshot:
     """Every fact `check` reads on this machine (no GPU, driver or torch needed)."""
-    from gputriage.backends.host import Host
-    from gputriage.backends.nvml import PynvmlBackend
-    from gputriage.collect import DEFAULT_LOAD_MS, collect_snapshot
-
     nvml, host = PynvmlBackend(), Host()
     try:
         snap = collect_snapshot(nvml, host, window_s=window_s, load_ms=DEFAULT_LOAD_MS if load else 0.0,
@@ -26,8 +31,6 @@ def snapshot(*, window_s: float = 0.5, load: bool = True, framework: bool = True
     finally:
         nvml.shutdown()
     if full:
-        from gputriage.probes.disk import check_facts
-
         snap = snapshot_with(snap, check_facts(host.cwd))
     return snap
 
@@ -42,12 +45,6 @@ def check(source: Snapshot | str | Path | None = None, *, budget: str | Path | N
           **snapshot_options: object) -> CheckReport:
     """The playbook's findings on this machine, or on a recorded snapshot (a Snapshot or its file). With a price
     per GPU-hour (else the config file's `[cost]`), the GPU-hours a finding counts are also said in money."""
-    from gputriage.diagnosis.budget import check_snapshot
-    from gputriage.diagnosis.check import evaluate
-    from gputriage.diagnosis.check.gpu_idle_held import ID as IDLE_HELD
-    from gputriage.diagnosis.idle_held import priced
-    from gputriage.model.snapshot import SnapshotError
-
     limits = open_budget(budget)
     if isinstance(source, (str, Path)):
         try:
@@ -65,6 +62,4 @@ def check(source: Snapshot | str | Path | None = None, *, budget: str | Path | N
 
 def catalog(command: str | None = None) -> Catalog:
     """Every finding id a command (or any command) can report, with what it means and what to do."""
-    from gputriage.diagnosis.catalog import for_command
-
     return Catalog(rules=for_command(command))

@@ -6,15 +6,27 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
-from gputriage.api._common import GputriageError, UsageError
+import msgspec
+
+from gputriage.api._common import GputriageError, UsageError, stored_report
+from gputriage.api.check import check
+from gputriage.api.load import show_load, stored_kind
+from gputriage.api.run import show
+from gputriage.api.trace import analyze_trace
+from gputriage.model.baseline import Diff
+from gputriage.model.bench import BenchReport
+from gputriage.model.check import CheckReport
+from gputriage.model.checklist import ChecklistReport
 from gputriage.model.fact_types import typed
+from gputriage.model.fleet import FleetReport
+from gputriage.model.load import LoadReport
+from gputriage.model.run import RunReport
 from gputriage.model.safe_text import KERNEL_CHARS, safe_tree
+from gputriage.model.trace import TraceReport
+from gputriage.report.html import Reportable, render_html
 from gputriage.trace.files import read_salvaged
-
-if TYPE_CHECKING:
-    from gputriage.report.html import Reportable
 
 SCHEMA_HEAD = re.compile(rb'^\s*\{\s*"schema"\s*:\s*"gputriage\.(\w+)"')
 
@@ -26,17 +38,6 @@ def _head(path: Path, size: int = 256) -> bytes:
 
 def _decode(path: Path, kind: str) -> Reportable:
     """A report gputriage wrote with --json (plain or gzipped), back into its model."""
-    import msgspec
-
-    from gputriage.model.baseline import Diff
-    from gputriage.model.bench import BenchReport
-    from gputriage.model.check import CheckReport
-    from gputriage.model.checklist import ChecklistReport
-    from gputriage.model.fleet import FleetReport
-    from gputriage.model.load import LoadReport
-    from gputriage.model.run import RunReport
-    from gputriage.model.trace import TraceReport
-
     types: dict[str, type] = {"run": RunReport, "trace": TraceReport, "bench": BenchReport, "check": CheckReport,
                               "checklist": ChecklistReport, "diff": Diff, "load": LoadReport, "fleet": FleetReport}
     if kind not in types:
@@ -65,21 +66,12 @@ def _decode(path: Path, kind: str) -> Reportable:
 def load_report(targets: Sequence[str], store: str | Path | None = None) -> Reportable:
     """What `targets` name: a run's id in the store; `check` (this machine, now); a file that gputriage
     wrote with --json (run, trace, bench, check, checklist, diff) or a snapshot; else profiler traces."""
-    from gputriage.api.check import check
-    from gputriage.api.run import show
-    from gputriage.api.trace import analyze_trace
-
     if not targets:
         raise UsageError("name what to report: a run's id, `check`, a trace file or a --json file")
     first = targets[0]
     if len(targets) == 1 and first.isdigit():
-        from gputriage.api.load import show_load, stored_kind
-
         kind = stored_kind(int(first), store)
         if kind == "fleet":
-            from gputriage.api._common import stored_report
-            from gputriage.model.fleet import FleetReport
-
             fleet: FleetReport = stored_report(int(first), "fleet", FleetReport, store)
             return fleet
         return show_load(int(first), store) if kind == "load" else show(int(first), store)
@@ -103,8 +95,6 @@ def load_report(targets: Sequence[str], store: str | Path | None = None) -> Repo
 
 def write_html(report: Reportable, output: str | Path) -> Path:
     """The page, written whole or not at all (a temporary file renamed over `output`)."""
-    from gputriage.report.html import render_html
-
     out = Path(output)
     text = render_html(report)
     folder = out.parent if str(out.parent) else Path(".")
