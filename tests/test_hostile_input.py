@@ -252,3 +252,16 @@ def test_a_check_report_file_is_held_to_the_snapshots_types(tmp_path):
         path.write_text(json.dumps(dict(report, facts=dict(report["facts"], **{name: value}))))
         r = gt("report", str(path), "-o", str(page))
         assert r.returncode == 3 and f"fact {name}" in clean(r.stderr)
+
+
+def test_a_stored_run_with_a_start_no_calendar_holds_is_shown_not_a_crash() -> None:
+    import io
+
+    from rich.console import Console
+
+    from gputriage.model.run import RunReport
+    from gputriage.report.run_terminal import render
+
+    console = Console(file=io.StringIO(), width=80)
+    render(RunReport(command=["python", "train.py"], started_s=-1e20, ended_s=5.0), console)
+    assert console.file.getvalue().splitlines()[1].startswith("?")  # type: ignore[attr-defined]

@@ -3,7 +3,6 @@ regimes, the host, the profiler's view, the findings."""
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Optional, Sequence
 
 from rich.console import Console
@@ -14,7 +13,7 @@ from gputriage.model.run import GpuVerdict, RunReport
 from gputriage.model.safe_text import safe_text
 from gputriage.report.profile_terminal import render_profile_extra
 from gputriage.report.stack_lines import about, line_text, main_thread
-from gputriage.report.style import finding_text
+from gputriage.report.style import finding_text, local_time
 from gputriage.report.trace_terminal import render_profile_window, render_verdict
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
@@ -86,7 +85,7 @@ def _header(r: RunReport) -> Text:
         head.append(f"  {safe_text(' '.join(r.command), newline='⏎')}")  # kept in the store: one line, bounded
     head.append("\n")
     if r.started_s:
-        head.append(dt.datetime.fromtimestamp(r.started_s).strftime("%Y-%m-%d %H:%M:%S"), style="dim")
+        head.append(local_time(r.started_s), style="dim")  # '?' for a time no calendar holds
     if r.started_s and r.ended_s:
         head.append(f"  {r.ended_s - r.started_s:.1f} s", style="dim")
     if r.exit_code is not None:
