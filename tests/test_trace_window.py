@@ -16,6 +16,7 @@ from rich.console import Console
 from gputriage import api
 from gputriage.report.trace_terminal import render
 from gputriage.trace.load import load
+from gputriage.trace.window import profiler_own
 
 TRACES = Path(__file__).parent / "fixtures" / "h200" / "traces"
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -83,8 +84,6 @@ def test_lazy_loading_and_a_full_launch_queue_stay_the_workloads():
     cols = load(TRACES / "run_profile_contended_fixed.json.gz")
     names = {name for name, _, _ in cols.overheads}
     assert {"Command Buffer Full", "Activity Buffer Request"} <= names
-    from gputriage.trace.window import profiler_own
-
     own = profiler_own(cols)
     assert len(own) == 1  # the one buffer request, not the 298 full queues
 
