@@ -1,6 +1,6 @@
 """Profile a few steps of one pathology with torch.profiler and write a Kineto chrome trace.
 
-    python benchmarks/_trace_one.py examples/pathologies/launch_bound.py OUT.json [--fixed] [--steps N]
+python benchmarks/_trace_one.py examples/pathologies/launch_bound.py OUT.json [--fixed] [--steps N]
 """
 
 import importlib.util
@@ -24,8 +24,13 @@ def main() -> None:
     torch.cuda.synchronize()
     acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     sched = torch.profiler.schedule(wait=1, warmup=2, active=steps)
-    with torch.profiler.profile(activities=acts, schedule=sched, record_shapes=True, with_flops=True,
-                                on_trace_ready=lambda p: p.export_chrome_trace(out)) as prof:
+    with torch.profiler.profile(
+        activities=acts,
+        schedule=sched,
+        record_shapes=True,
+        with_flops=True,
+        on_trace_ready=lambda p: p.export_chrome_trace(out),
+    ) as prof:
         for _ in range(steps + 3):
             step()
             prof.step()

@@ -36,8 +36,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", metavar="PATH", type=Path, help="write the generated docs page there")
     parser.add_argument("--manifest", type=Path, default=MANIFEST, help="the cases (default: %(default)s)")
     parser.add_argument("--baseline", type=Path, default=BASELINE, help="the ids right before (default: %(default)s)")
-    parser.add_argument("--update-baseline", action="store_true",
-                        help="write the cases right now as the baseline (after a change that makes more right)")
+    parser.add_argument(
+        "--update-baseline",
+        action="store_true",
+        help="write the cases right now as the baseline (after a change that makes more right)",
+    )
     args = parser.parse_args(argv)
     try:
         outcomes = replay(load_manifest(args.manifest), args.manifest.parent)

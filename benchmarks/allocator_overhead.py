@@ -64,9 +64,13 @@ def rate(counters: bool, loop: str, seconds: float, folder: str) -> float:
     env.pop("GPUTRIAGE_PROGRESS_DIR", None)
     if counters:
         env["GPUTRIAGE_PROGRESS_DIR"] = folder
-    out = subprocess.run([sys.executable, "-c", CHILD, "1" if counters else "0", loop, str(seconds),
-                          allocator_counters.__file__], env=env,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, "1" if counters else "0", loop, str(seconds), allocator_counters.__file__],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return float(out.strip().splitlines()[-1])
 
 
@@ -76,8 +80,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--only", choices=("launch", "gemm"), default=None)
     args = ap.parse_args()
-    read_us = float(subprocess.run([sys.executable, "-c", READ], capture_output=True, text=True,
-                                   check=True).stdout.strip())
+    read_us = float(
+        subprocess.run([sys.executable, "-c", READ], capture_output=True, text=True, check=True).stdout.strip()
+    )
     print(f"one read of the allocator's statistics (one GPU): {read_us:.1f} µs; two a second")
     print(f"{'loop':<8} {'unit':<10} {'without':>12} {'with':>12} {'with/without':>13}")
     with tempfile.TemporaryDirectory() as folder:
@@ -89,8 +94,10 @@ def main() -> None:
                 without.append(rate(False, loop, args.seconds, folder))
                 with_.append(rate(True, loop, args.seconds, folder))
             a, b = statistics.median(without), statistics.median(with_)
-            print(f"{loop:<8} {unit:<10} {a:>12,.1f} {b:>12,.1f} {b / a:>13.4f}   runs without "
-                  f"{min(without):,.1f}-{max(without):,.1f}, with {min(with_):,.1f}-{max(with_):,.1f}")
+            print(
+                f"{loop:<8} {unit:<10} {a:>12,.1f} {b:>12,.1f} {b / a:>13.4f}   runs without "
+                f"{min(without):,.1f}-{max(without):,.1f}, with {min(with_):,.1f}-{max(with_):,.1f}"
+            )
 
 
 if __name__ == "__main__":

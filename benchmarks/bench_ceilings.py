@@ -76,8 +76,9 @@ def main() -> None:
     walls, reports = {}, {}
     for kind, extra in (("quick", ["--quick"]), ("full", [])):
         t0 = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "gputriage", "bench", "--json", *extra], capture_output=True,
-                             text=True)
+        out = subprocess.run(
+            [sys.executable, "-m", "gputriage", "bench", "--json", *extra], capture_output=True, text=True
+        )
         walls[kind] = time.perf_counter() - t0
         reports[kind] = out.stdout
         if out.returncode:
@@ -86,8 +87,12 @@ def main() -> None:
             args.save.mkdir(parents=True, exist_ok=True)
             (args.save / f"bench_{kind}.json").write_text(out.stdout)
     ours = {r["name"]: r for r in json.loads(reports["full"])["results"]}
-    recipes = {"matmul.bf16": best_bf16_gemm(args.repeats), "memory.copy": copy_bw(args.repeats),
-               "pcie.h2d_pinned": pinned("h2d", args.repeats // 3), "pcie.d2h_pinned": pinned("d2h", args.repeats // 3)}
+    recipes = {
+        "matmul.bf16": best_bf16_gemm(args.repeats),
+        "memory.copy": copy_bw(args.repeats),
+        "pcie.h2d_pinned": pinned("h2d", args.repeats // 3),
+        "pcie.d2h_pinned": pinned("d2h", args.repeats // 3),
+    }
     print(f"{'figure':22} {'gputriage':>12} {'torch recipe':>13} {'ratio':>7}")
     for name, value in recipes.items():
         o = ours.get(name, {}).get("value")

@@ -27,8 +27,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
     gt = [sys.executable, "-m", "gputriage", "check", "--fail-on", "never", "--json"]
-    cases = {"check (live, this machine)": gt, "check --from h200 snapshot": gt + ["--from", str(SNAPSHOT)],
-             "python -c pass (interpreter alone)": [sys.executable, "-c", "pass"]}
+    cases = {
+        "check (live, this machine)": gt,
+        "check --from h200 snapshot": gt + ["--from", str(SNAPSHOT)],
+        "python -c pass (interpreter alone)": [sys.executable, "-c", "pass"],
+    }
     print(f"{'case':40} {'median s':>9} {'min s':>7} {'max s':>7}")
     for name, argv in cases.items():
         walls = [wall(argv) for _ in range(args.runs)]

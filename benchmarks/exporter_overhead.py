@@ -60,8 +60,11 @@ print(json.dumps({"cpu_s": u.ru_utime + u.ru_stime - u0.ru_utime - u0.ru_stime})
 
 
 def one(mode: str, seconds: float, real: bool) -> float:
-    p = subprocess.Popen([sys.executable, "-c", CHILD, mode, str(seconds), "1" if real else "0", str(FIXTURE)],
-                         stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", CHILD, mode, str(seconds), "1" if real else "0", str(FIXTURE)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout is not None
     first = p.stdout.readline().strip()
     scrapes = 0
@@ -91,8 +94,10 @@ def main() -> None:
     print(f"{'mode':<34}{'CPU s':>8}{'% of a core':>14}")
     print(f"{'sampler alone (0.5 s period)':<34}{s:>8.2f}{100 * s / args.seconds:>13.2f}%")
     print(f"{'exporter, scraped every 1 s':<34}{e:>8.2f}{100 * e / args.seconds:>13.2f}%")
-    print(f"exporter / sampler: {e / s:.2f}x, +{100 * (e - s) / args.seconds:.2f}% of a core; medians of {args.runs} "
-          f"runs of {args.seconds:g} s each; {'NVML' if args.real else 'a replayed H200 stream'}")
+    print(
+        f"exporter / sampler: {e / s:.2f}x, +{100 * (e - s) / args.seconds:.2f}% of a core; medians of {args.runs} "
+        f"runs of {args.seconds:g} s each; {'NVML' if args.real else 'a replayed H200 stream'}"
+    )
 
 
 if __name__ == "__main__":

@@ -21,9 +21,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ROOT / "examples" / "workloads"
 MODES = {"default": [], "no-profile": ["--no-profile"], "no-gpm": ["--no-gpm"]}
-CAUSES = ("input_starved", "launch_bound", "sync_bound", "h2d_copy_bound", "memory_bound", "compute_bound",
-          "tensor_cores_idle", "underfilled", "throttled", "vram_pressure", "contended", "comm_bound", "idle",
-          "host_bound")
+CAUSES = (
+    "input_starved",
+    "launch_bound",
+    "sync_bound",
+    "h2d_copy_bound",
+    "memory_bound",
+    "compute_bound",
+    "tensor_cores_idle",
+    "underfilled",
+    "throttled",
+    "vram_pressure",
+    "contended",
+    "comm_bound",
+    "idle",
+    "host_bound",
+)
 
 
 def expected(script: Path) -> str:
@@ -34,16 +47,36 @@ def expected(script: Path) -> str:
 
 def run_one(script: Path, mode: str, seconds: float, out: Path, store: Path, limit_s: float) -> dict:
     report = out / f".{script.stem}.{mode}.json"  # appended to reports.jsonl, then removed
-    argv = [sys.executable, "-m", "gputriage", "run", "--store", str(store), "-o", str(report), "--quiet",
-            *MODES[mode], "--", sys.executable, str(script), "--seconds", str(seconds)]
+    argv = [
+        sys.executable,
+        "-m",
+        "gputriage",
+        "run",
+        "--store",
+        str(store),
+        "-o",
+        str(report),
+        "--quiet",
+        *MODES[mode],
+        "--",
+        sys.executable,
+        str(script),
+        "--seconds",
+        str(seconds),
+    ]
     t0 = time.monotonic()
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=limit_s)
         code, tail = proc.returncode, (proc.stdout + proc.stderr)[-600:]
     except subprocess.TimeoutExpired:
         code, tail = None, "timed out"
-    row = {"workload": script.stem, "mode": mode, "expected": expected(script), "rc": code,
-           "wall_s": round(time.monotonic() - t0, 1)}
+    row = {
+        "workload": script.stem,
+        "mode": mode,
+        "expected": expected(script),
+        "rc": code,
+        "wall_s": round(time.monotonic() - t0, 1),
+    }
     try:
         r = json.loads(report.read_text())
     except (OSError, ValueError):
@@ -59,8 +92,9 @@ def run_one(script: Path, mode: str, seconds: float, out: Path, store: Path, lim
     row["summary"] = g.get("summary", "")
     row["findings"] = [f["id"] for f in r.get("findings", [])]
     lines = g.get("lines") or (r.get("stacks") or {}).get("lines") or []
-    row["host_lines"] = [f"{Path(x['file']).name}:{x['line']} {x['function']} {x['category']} {x['share']:.0%}"
-                         for x in lines[:4]]
+    row["host_lines"] = [
+        f"{Path(x['file']).name}:{x['line']} {x['function']} {x['category']} {x['share']:.0%}" for x in lines[:4]
+    ]
     row["main_shares"] = (r.get("stacks") or {}).get("main_shares")
     row["throughput"] = (r.get("throughput") or {}).get("samples_per_s")
     row["compile"] = r.get("compile")
@@ -88,8 +122,11 @@ def main() -> None:
             row = run_one(script, mode, a.seconds, a.out, a.out / "runs.sqlite", min(left, a.seconds * 6 + 60))
             rows.append(row)
             ok = "RIGHT" if row.get("verdict") == row["expected"] else "wrong"
-            print(f"{row['workload']:24} {mode:10} expected {row['expected']:15} got {row.get('verdict')!s:15} "
-                  f"{ok}  {row['wall_s']}s  {row.get('findings', [])}  {row.get('host_lines', '')}", flush=True)
+            print(
+                f"{row['workload']:24} {mode:10} expected {row['expected']:15} got {row.get('verdict')!s:15} "
+                f"{ok}  {row['wall_s']}s  {row.get('findings', [])}  {row.get('host_lines', '')}",
+                flush=True,
+            )
             (a.out / "table.json").write_text(json.dumps(rows, indent=1))
 
 

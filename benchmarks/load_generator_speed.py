@@ -33,18 +33,48 @@ def _pin(core: int):  # type: ignore[no-untyped-def]
 
 def one(url: str, c: int, tokens: int, seconds: float, core: int) -> dict:
     _get(url + "/sent?reset=1")
-    r = subprocess.run([sys.executable, "-m", "gputriage", "load", url, "--concurrency", str(c), "--requests",
-                        str(100_000), "--seconds", str(seconds), "--input-tokens", "8", "--output-tokens", str(tokens),
-                        "--warmup", "1", "--no-gpus", "--no-metrics", "--no-store", "--json"],
-                       capture_output=True, text=True, preexec_fn=_pin(core))
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gputriage",
+            "load",
+            url,
+            "--concurrency",
+            str(c),
+            "--requests",
+            str(100_000),
+            "--seconds",
+            str(seconds),
+            "--input-tokens",
+            "8",
+            "--output-tokens",
+            str(tokens),
+            "--warmup",
+            "1",
+            "--no-gpus",
+            "--no-metrics",
+            "--no-store",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        preexec_fn=_pin(core),
+    )
     if r.returncode != 0:
         raise SystemExit(f"gputriage load failed: {r.stderr[-2000:]}")
     step = json.loads(r.stdout)["steps"][0]
     sent = _get(url + "/sent")
-    return {"tok_s": step["output_tokens_per_s"], "cpu_pct": step["client_cpu_pct"],
-            "ttft": step["ttft"]["p50_ms"], "ttft_sent": sent["ttft_p50_ms"],
-            "itl": step["itl"]["p50_ms"], "itl_sent": sent["itl_p50_ms"],
-            "itl_mean": step["itl"]["mean_ms"], "itl_mean_sent": sent["itl_mean_ms"]}
+    return {
+        "tok_s": step["output_tokens_per_s"],
+        "cpu_pct": step["client_cpu_pct"],
+        "ttft": step["ttft"]["p50_ms"],
+        "ttft_sent": sent["ttft_p50_ms"],
+        "itl": step["itl"]["p50_ms"],
+        "itl_sent": sent["itl_p50_ms"],
+        "itl_mean": step["itl"]["mean_ms"],
+        "itl_mean_sent": sent["itl_mean_ms"],
+    }
 
 
 def main() -> None:
@@ -60,9 +90,19 @@ def main() -> None:
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [0, 1]
     server_core, client_core = cores[0], cores[-1]
     url = f"http://127.0.0.1:{args.port}"
-    server = subprocess.Popen([sys.executable, str(HERE / "stream_server.py"), "--port", str(args.port),
-                               "--ttft-ms", str(args.ttft_ms), "--itl-ms", str(args.itl_ms)],
-                              preexec_fn=_pin(server_core))
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            str(HERE / "stream_server.py"),
+            "--port",
+            str(args.port),
+            "--ttft-ms",
+            str(args.ttft_ms),
+            "--itl-ms",
+            str(args.itl_ms),
+        ],
+        preexec_fn=_pin(server_core),
+    )
     try:
         for _ in range(100):
             try:
@@ -70,15 +110,21 @@ def main() -> None:
                 break
             except OSError:
                 time.sleep(0.1)
-        print(f"server: TTFT {args.ttft_ms:g} ms, a chunk every {args.itl_ms:g} ms, on core {server_core}; "
-              f"generator on core {client_core}; medians of {args.runs} runs of {args.seconds:g} s")
-        print(f"{'conc':>5} {'tok/s':>8} {'gen CPU':>8} {'TTFT':>7} {'sent':>7} {'ITL p50':>8} {'sent':>7} "
-              f"{'ITL mean':>9} {'sent':>7}")
+        print(
+            f"server: TTFT {args.ttft_ms:g} ms, a chunk every {args.itl_ms:g} ms, on core {server_core}; "
+            f"generator on core {client_core}; medians of {args.runs} runs of {args.seconds:g} s"
+        )
+        print(
+            f"{'conc':>5} {'tok/s':>8} {'gen CPU':>8} {'TTFT':>7} {'sent':>7} {'ITL p50':>8} {'sent':>7} "
+            f"{'ITL mean':>9} {'sent':>7}"
+        )
         for c in (int(x) for x in args.concurrency.split(",")):
             runs = [one(url, c, args.tokens, args.seconds, client_core) for _ in range(args.runs)]
             m = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-            print(f"{c:>5} {m['tok_s']:>8,.0f} {m['cpu_pct']:>7.0f}% {m['ttft']:>7.2f} {m['ttft_sent']:>7.2f} "
-                  f"{m['itl']:>8.2f} {m['itl_sent']:>7.2f} {m['itl_mean']:>9.2f} {m['itl_mean_sent']:>7.2f}")
+            print(
+                f"{c:>5} {m['tok_s']:>8,.0f} {m['cpu_pct']:>7.0f}% {m['ttft']:>7.2f} {m['ttft_sent']:>7.2f} "
+                f"{m['itl']:>8.2f} {m['itl_sent']:>7.2f} {m['itl_mean']:>9.2f} {m['itl_mean_sent']:>7.2f}"
+            )
         print("latencies in ms: the generator's, then what the server sent")
     finally:
         server.terminate()

@@ -27,30 +27,88 @@ def _cpu() -> float:
 
 def gputriage(url: str, c: int, n: int, isl: int, osl: int) -> tuple[float, dict]:
     cpu0 = _cpu()
-    r = subprocess.run([sys.executable, "-m", "gputriage", "load", url, "--concurrency", str(c), "--requests", str(n),
-                        "--seconds", "600", "--input-tokens", str(isl), "--output-tokens", str(osl), "--warmup", "2",
-                        "--no-gpus", "--no-metrics", "--no-store", "--json"], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gputriage",
+            "load",
+            url,
+            "--concurrency",
+            str(c),
+            "--requests",
+            str(n),
+            "--seconds",
+            "600",
+            "--input-tokens",
+            str(isl),
+            "--output-tokens",
+            str(osl),
+            "--warmup",
+            "2",
+            "--no-gpus",
+            "--no-metrics",
+            "--no-store",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     cpu = _cpu() - cpu0
     if r.returncode != 0:
         raise SystemExit(f"gputriage load failed: {r.stderr[-2000:]}")
     step = json.loads(r.stdout)["steps"][0]
-    return cpu, {"ttft_ms": step["ttft"]["p50_ms"], "itl_ms": step["tpot"]["p50_ms"],
-                 "tokens": step["output_tokens_mean"] * step["ok"]}
+    return cpu, {
+        "ttft_ms": step["ttft"]["p50_ms"],
+        "itl_ms": step["tpot"]["p50_ms"],
+        "tokens": step["output_tokens_mean"] * step["ok"],
+    }
 
 
 def aiperf(binary: str, url: str, model: str, tokenizer: str, c: int, n: int, isl: int, osl: int) -> tuple[float, dict]:
     out = Path(tempfile.mkdtemp(prefix="aiperf-"))
     cpu0 = _cpu()
-    r = subprocess.run([binary, "profile", "--model", model, "--url", url, "--endpoint-type", "completions",
-                        "--streaming", "--concurrency", str(c), "--request-count", str(n), "--isl", str(isl),
-                        "--osl", str(osl), "--tokenizer", tokenizer, "--use-server-token-count", "--ui-type", "none",
-                        "--artifact-dir", str(out), "--num-warmup-requests", "2"], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            binary,
+            "profile",
+            "--model",
+            model,
+            "--url",
+            url,
+            "--endpoint-type",
+            "completions",
+            "--streaming",
+            "--concurrency",
+            str(c),
+            "--request-count",
+            str(n),
+            "--isl",
+            str(isl),
+            "--osl",
+            str(osl),
+            "--tokenizer",
+            tokenizer,
+            "--use-server-token-count",
+            "--ui-type",
+            "none",
+            "--artifact-dir",
+            str(out),
+            "--num-warmup-requests",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+    )
     cpu = _cpu() - cpu0
     if r.returncode != 0:
         raise SystemExit(f"aiperf failed: {r.stdout[-2000:]}")
     d = json.loads((out / "profile_export_aiperf.json").read_text())
-    return cpu, {"ttft_ms": d["time_to_first_token"]["p50"], "itl_ms": d["inter_token_latency"]["p50"],
-                 "tokens": d["output_token_count"]["sum"]}
+    return cpu, {
+        "ttft_ms": d["time_to_first_token"]["p50"],
+        "itl_ms": d["inter_token_latency"]["p50"],
+        "tokens": d["output_token_count"]["sum"],
+    }
 
 
 def main() -> None:
@@ -72,10 +130,10 @@ def main() -> None:
     rows: dict[str, dict[str, list[float]]] = {"gputriage load": {}, "aiperf": {}}
     for _ in range(args.runs):
         for name in rows:
+
             def go(n: int, name: str = name) -> tuple[float, dict]:
                 if name == "aiperf":
-                    return aiperf(args.aiperf, args.url, model, args.tokenizer, args.concurrency, n, args.isl,
-                                  args.osl)
+                    return aiperf(args.aiperf, args.url, model, args.tokenizer, args.concurrency, n, args.isl, args.osl)
                 return gputriage(args.url, args.concurrency, n, args.isl, args.osl)
 
             cpu_few, few = go(args.few)
@@ -89,9 +147,11 @@ def main() -> None:
     for name, m in med.items():
         print(f"{name:<16}{m['ttft_ms']:>13.1f}{m['itl_ms']:>12.2f}{m['cpu_ms_per_1k']:>20.0f}")
     g, a = med["gputriage load"], med["aiperf"]
-    print(f"gputriage / aiperf: TTFT {g['ttft_ms'] / a['ttft_ms']:.2f}, ITL {g['itl_ms'] / a['itl_ms']:.2f}, "
-          f"CPU per token {g['cpu_ms_per_1k'] / a['cpu_ms_per_1k']:.2f}; medians of {args.runs} alternated runs, "
-          f"concurrency {args.concurrency}, {args.many} requests of {args.isl} in / {args.osl} out")
+    print(
+        f"gputriage / aiperf: TTFT {g['ttft_ms'] / a['ttft_ms']:.2f}, ITL {g['itl_ms'] / a['itl_ms']:.2f}, "
+        f"CPU per token {g['cpu_ms_per_1k'] / a['cpu_ms_per_1k']:.2f}; medians of {args.runs} alternated runs, "
+        f"concurrency {args.concurrency}, {args.many} requests of {args.isl} in / {args.osl} out"
+    )
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ def build(source: Path, out: Path, copies: int) -> int:
     with open(out, "w") as fh:
         fh.write(head)
         for k in range(copies):
-            for e in (events if k == 0 else timed):
+            for e in events if k == 0 else timed:
                 body = shifted(e, k, span).rstrip()
                 fh.write(EVENT_START + (body if body.endswith(",") else body + ","))
         fh.write(EVENT_START + '"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": 0\n  }')

@@ -33,18 +33,28 @@ def main() -> None:
             if w:
                 traced.append(w[1] - w[0])
             effect = judged(rec).profile.effects.get("0") if p else None
-            rows.append((f"{path.stem.removesuffix('.json')}/{name}", sum(b - a for a, b in holds),
-                         effect.held_pct if effect else None, effect.inside_pct if effect else None,
-                         effect.outside_pct if effect else None))
+            rows.append(
+                (
+                    f"{path.stem.removesuffix('.json')}/{name}",
+                    sum(b - a for a, b in holds),
+                    effect.held_pct if effect else None,
+                    effect.inside_pct if effect else None,
+                    effect.outside_pct if effect else None,
+                )
+            )
     print(f"{'run':48} {'held s':>7} {'held %':>7} {'traced %':>8} {'else %':>7}")
     for name, s, h, i, o in rows:
+
         def pct(x: float | None) -> str:
             return f"{x:.0f}" if x is not None else "-"
+
         print(f"{name:48} {s:7.2f} {pct(h):>7} {pct(i):>8} {pct(o):>7}")
     q = statistics.quantiles(held, n=10)
-    print(f"\n{len(held)} holds in {len(rows)} runs: median {statistics.median(held):.2f} s, 10th-90th percentile "
-          f"{q[0]:.2f}-{q[-1]:.2f} s, longest {max(held):.2f} s; windows traced: median "
-          f"{statistics.median(traced):.2f} s")
+    print(
+        f"\n{len(held)} holds in {len(rows)} runs: median {statistics.median(held):.2f} s, 10th-90th percentile "
+        f"{q[0]:.2f}-{q[-1]:.2f} s, longest {max(held):.2f} s; windows traced: median "
+        f"{statistics.median(traced):.2f} s"
+    )
 
 
 if __name__ == "__main__":

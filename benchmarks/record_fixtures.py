@@ -14,8 +14,18 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PATHOLOGIES = ["healthy", "input_starved", "pageable_copy", "launch_bound", "item_sync", "fp32_no_tensor_cores",
-               "unfused_elementwise", "small_batch", "vram_churn", "contended"]
+PATHOLOGIES = [
+    "healthy",
+    "input_starved",
+    "pageable_copy",
+    "launch_bound",
+    "item_sync",
+    "fp32_no_tensor_cores",
+    "unfused_elementwise",
+    "small_batch",
+    "vram_churn",
+    "contended",
+]
 
 
 def sh(argv: list[str], **kw) -> subprocess.CompletedProcess:
@@ -36,8 +46,11 @@ def record_check(out: Path) -> None:
             print("check rc", r.returncode, r.stderr[-500:], flush=True)
     (out / "check_timing.json").write_text(json.dumps({"walls_s": walls, "median_s": statistics.median(walls)}))
     print("check walls", [round(w, 3) for w in walls], flush=True)
-    busy = subprocess.Popen([sys.executable, str(ROOT / "examples/pathologies/healthy.py"), "--seconds", "30"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    busy = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples/pathologies/healthy.py"), "--seconds", "30"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     time.sleep(8)
     r = sh(gt + ["snapshot", "-o", str(out / "h200_busy.json")])
     print("snapshot busy:", r.returncode, r.stderr.strip()[-300:], flush=True)
@@ -57,8 +70,7 @@ def record_samples(out: Path, name: str, fixed: bool, seconds: float) -> None:
     script = ROOT / "examples/pathologies" / f"{name}.py"
     argv = [sys.executable, str(script), "--seconds", str(seconds)] + (["--fixed"] if fixed else [])
     t0 = time.time()
-    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             cwd=script.parent)
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=script.parent)
     samples: list = []
     sampler = Sampler(nvml, Host(), [0], cadences=Cadences(gpu_s=0.1), pid=child.pid, sinks=(samples.append,))
     sampler.start()
@@ -66,8 +78,15 @@ def record_samples(out: Path, name: str, fixed: bool, seconds: float) -> None:
     sampler.stop()
     nvml.shutdown()
     key = name + ("_fixed" if fixed else "")
-    rec = {"argv": argv[1:], "started": t0, "wall": time.time() - t0, "returncode": child.returncode,
-           "out": text[-2000:], "sampler_busy_s": sampler.busy_s, "samples": samples}
+    rec = {
+        "argv": argv[1:],
+        "started": t0,
+        "wall": time.time() - t0,
+        "returncode": child.returncode,
+        "out": text[-2000:],
+        "sampler_busy_s": sampler.busy_s,
+        "samples": samples,
+    }
     (out / "samples" / f"{key}.json").write_bytes(msgspec.json.encode(rec))
     print(f"samples {key}: {len(samples)} rows, rc {child.returncode}, {text.strip().splitlines()[-1:]}", flush=True)
 
@@ -75,8 +94,14 @@ def record_samples(out: Path, name: str, fixed: bool, seconds: float) -> None:
 def record_trace(out: Path, name: str, fixed: bool, steps: int = 10, suffix: str = "") -> None:
     key = name + ("_fixed" if fixed else "") + suffix
     path = out / "traces" / f"{key}.json"
-    argv = [sys.executable, str(ROOT / "benchmarks/_trace_one.py"), str(ROOT / "examples/pathologies" / f"{name}.py"),
-            str(path), "--steps", str(steps)] + (["--fixed"] if fixed else [])
+    argv = [
+        sys.executable,
+        str(ROOT / "benchmarks/_trace_one.py"),
+        str(ROOT / "examples/pathologies" / f"{name}.py"),
+        str(path),
+        "--steps",
+        str(steps),
+    ] + (["--fixed"] if fixed else [])
     r = sh(argv, timeout=240)
     size = path.stat().st_size if path.exists() else 0
     print(f"trace {key}: rc {r.returncode}, {size / 1e6:.1f} MB {r.stderr.strip()[-200:]}", flush=True)
@@ -87,8 +112,11 @@ def main() -> None:
     quick = "--quick" in sys.argv
     (out / "samples").mkdir(parents=True, exist_ok=True)
     (out / "traces").mkdir(parents=True, exist_ok=True)
-    phases = sys.argv[2].split(",") if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else \
-        ["check", "samples", "traces", "big"]
+    phases = (
+        sys.argv[2].split(",")
+        if len(sys.argv) > 2 and not sys.argv[2].startswith("--")
+        else ["check", "samples", "traces", "big"]
+    )
     if "check" in phases:
         record_check(out)
     if "traces" in phases:

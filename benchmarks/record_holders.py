@@ -36,23 +36,53 @@ def main() -> None:
         listed = pynvml.nvmlDeviceGetComputeRunningProcesses(h)
         procs = [{"pid": q.pid, "usedGpuMemory": q.usedGpuMemory} for q in listed]
         try:
-            samples = [{"pid": s.pid, "timeStamp": s.timeStamp, "smUtil": s.smUtil, "memUtil": s.memUtil,
-                        "encUtil": s.encUtil, "decUtil": s.decUtil}
-                       for s in pynvml.nvmlDeviceGetProcessUtilization(h, since_us)]
+            samples = [
+                {
+                    "pid": s.pid,
+                    "timeStamp": s.timeStamp,
+                    "smUtil": s.smUtil,
+                    "memUtil": s.memUtil,
+                    "encUtil": s.encUtil,
+                    "decUtil": s.decUtil,
+                }
+                for s in pynvml.nvmlDeviceGetProcessUtilization(h, since_us)
+            ]
         except pynvml.NVMLError as exc:
             samples = [{"error": str(exc)}]
         util = pynvml.nvmlDeviceGetUtilizationRates(h)
-        gpus.append({"index": i, "name": pynvml.nvmlDeviceGetName(h), "util_gpu": util.gpu, "processes": procs,
-                     "process_utilization": samples, "since_us": since_us, "read_us": int(time.time() * 1e6)})
+        gpus.append(
+            {
+                "index": i,
+                "name": pynvml.nvmlDeviceGetName(h),
+                "util_gpu": util.gpu,
+                "processes": procs,
+                "process_utilization": samples,
+                "since_us": since_us,
+                "read_us": int(time.time() * 1e6),
+            }
+        )
     host = {}
     for g in gpus:
         for q in g["processes"]:
             pid = q["pid"]
-            host[str(pid)] = {"cgroup": _read(f"/proc/{pid}/cgroup"), "status": _read(f"/proc/{pid}/status")[:2000],
-                              "cmdline": _read(f"/proc/{pid}/cmdline").replace("\0", " ").strip(),
-                              "stat": _read(f"/proc/{pid}/stat")}
-    a.out.write_text(json.dumps({"recorded_at": time.time(), "driver": pynvml.nvmlSystemGetDriverVersion(),
-                                 "gpus": gpus, "procs": host, "own_pid": os.getpid()}, indent=1))
+            host[str(pid)] = {
+                "cgroup": _read(f"/proc/{pid}/cgroup"),
+                "status": _read(f"/proc/{pid}/status")[:2000],
+                "cmdline": _read(f"/proc/{pid}/cmdline").replace("\0", " ").strip(),
+                "stat": _read(f"/proc/{pid}/stat"),
+            }
+    a.out.write_text(
+        json.dumps(
+            {
+                "recorded_at": time.time(),
+                "driver": pynvml.nvmlSystemGetDriverVersion(),
+                "gpus": gpus,
+                "procs": host,
+                "own_pid": os.getpid(),
+            },
+            indent=1,
+        )
+    )
     print(f"wrote {a.out}: {sum(len(g['processes']) for g in gpus)} processes")
 
 

@@ -83,8 +83,9 @@ def side_by_side(seconds: float, alone: bool = False, period_s: float | None = N
     def start_smi() -> subprocess.Popen | None:
         if not shutil.which("nvidia-smi"):
             return None
-        return subprocess.Popen(["nvidia-smi", "dmon", "-d", "1", "-s", "pucm"], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        return subprocess.Popen(
+            ["nvidia-smi", "dmon", "-d", "1", "-s", "pucm"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
 
     def smi_pct(smi: subprocess.Popen | None) -> float | None:
         if smi is None:
@@ -105,8 +106,15 @@ def side_by_side(seconds: float, alone: bool = False, period_s: float | None = N
         plain, smi = start_plain(), start_smi()
     windows = Windower([0])
     period = period_s or default_period(nvml, [0])
-    s = Sampler(nvml, Host(), [0], pid=workload.pid, cadences=Cadences(gpu_s=period), sinks=(windows.add,),
-                batch_sinks=(lambda batch: store.add_samples(run_id, batch),))
+    s = Sampler(
+        nvml,
+        Host(),
+        [0],
+        pid=workload.pid,
+        cadences=Cadences(gpu_s=period),
+        sinks=(windows.add,),
+        batch_sinks=(lambda batch: store.add_samples(run_id, batch),),
+    )
     p0 = process_cpu_s()
     s.start()
     time.sleep(seconds)
@@ -124,9 +132,16 @@ def side_by_side(seconds: float, alone: bool = False, period_s: float | None = N
     else:
         dmon = smi_pct(smi)
         plain_pct = float(plain.communicate()[0].strip() or "nan")
-    return {"sampler_thread": 100.0 * s.busy_s / seconds, "sampler_process": process_pct, "plain": plain_pct,
-            "smi": dmon, "samples": s.count, "alone": alone, "period_s": period,
-            "parts": {k: 100.0 * v / seconds for k, v in s.cost_s.items()}}
+    return {
+        "sampler_thread": 100.0 * s.busy_s / seconds,
+        "sampler_process": process_pct,
+        "plain": plain_pct,
+        "smi": dmon,
+        "samples": s.count,
+        "alone": alone,
+        "period_s": period,
+        "parts": {k: 100.0 * v / seconds for k, v in s.cost_s.items()},
+    }
 
 
 def per_call_us(n: int = 300) -> list[tuple[str, float]]:
@@ -136,9 +151,15 @@ def per_call_us(n: int = 300) -> list[tuple[str, float]]:
 
     nvml = PynvmlBackend(record=False, bounded=False)
     nvml.init()
-    calls = [("nvmlDeviceGetUtilizationRates", ()), ("nvmlDeviceGetPowerUsage", ()), ("nvmlDeviceGetClockInfo", (1,)),
-             ("nvmlDeviceGetCurrentClocksEventReasons", ()), ("nvmlDeviceGetTemperature", (0,)),
-             ("nvmlDeviceGetMemoryInfo", ()), ("nvmlDeviceGetComputeRunningProcesses", ())]
+    calls = [
+        ("nvmlDeviceGetUtilizationRates", ()),
+        ("nvmlDeviceGetPowerUsage", ()),
+        ("nvmlDeviceGetClockInfo", (1,)),
+        ("nvmlDeviceGetCurrentClocksEventReasons", ()),
+        ("nvmlDeviceGetTemperature", (0,)),
+        ("nvmlDeviceGetMemoryInfo", ()),
+        ("nvmlDeviceGetComputeRunningProcesses", ()),
+    ]
     out = []
     for fn, args in calls:
         c0 = time.thread_time()
@@ -228,8 +249,11 @@ def native_periods_ms(wait_s: float = 3.0) -> list[tuple[str, float, int]]:
 
     h = pynvml.nvmlDeviceGetHandleByIndex(0)
     out = []
-    for name, kind in (("GPU-Util", pynvml.NVML_GPU_UTILIZATION_SAMPLES), ("power", pynvml.NVML_TOTAL_POWER_SAMPLES),
-                       ("SM clock", pynvml.NVML_PROCESSOR_CLK_SAMPLES)):
+    for name, kind in (
+        ("GPU-Util", pynvml.NVML_GPU_UTILIZATION_SAMPLES),
+        ("power", pynvml.NVML_TOTAL_POWER_SAMPLES),
+        ("SM clock", pynvml.NVML_PROCESSOR_CLK_SAMPLES),
+    ):
         try:
             try:
                 _, first = pynvml.nvmlDeviceGetSamples(h, kind, 0)
@@ -261,19 +285,21 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--loop-seconds", type=float, default=8.0)
     ap.add_argument("--alone", action="store_true", help="measure the three one after the other, not at once")
-    ap.add_argument("--period", type=float, default=None,
-                    help="the sampler's GPU period (s); default: what `gputriage run` uses")
-    ap.add_argument("--in-situ", type=float, default=0.0, metavar="S",
-                    help="also time each reading alone at 10 Hz for S seconds")
+    ap.add_argument(
+        "--period", type=float, default=None, help="the sampler's GPU period (s); default: what `gputriage run` uses"
+    )
+    ap.add_argument(
+        "--in-situ", type=float, default=0.0, metavar="S", help="also time each reading alone at 10 Hz for S seconds"
+    )
     args = ap.parse_args()
     cpu = side_by_side(args.seconds, args.alone, args.period)
     how = "each alone over its own" if cpu["alone"] else "all at once over the same"
-    print(f"CPU {how} {args.seconds:.0f} s window, % of one core ({os.cpu_count()} cores), "
-          f"{cpu['samples']} samples taken")
+    print(
+        f"CPU {how} {args.seconds:.0f} s window, % of one core ({os.cpu_count()} cores), {cpu['samples']} samples taken"
+    )
     print(f"{'measure':58} {'value':>10}")
     label = f"gputriage sampler thread, GPU at {1 / cpu['period_s']:g} Hz, GPM+host+tree+store"
-    print(f"{label:58} "
-          f"{cpu['sampler_thread']:9.2f}%")
+    print(f"{label:58} {cpu['sampler_thread']:9.2f}%")
     for part, pct in cpu["parts"].items():
         print(f"{'  of which ' + part:58} {pct:9.2f}%")
     print(f"{'gputriage sampling process, whole (all threads)':58} {cpu['sampler_process']:9.2f}%")

@@ -23,8 +23,9 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=16)
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--kv-heads", type=int, default=8)
-    ap.add_argument("--vocab", type=int, default=32000,
-                    help="vocabulary: the load's words, then filler words up to this size")
+    ap.add_argument(
+        "--vocab", type=int, default=32000, help="vocabulary: the load's words, then filler words up to this size"
+    )
     ap.add_argument("--context", type=int, default=8192)
     args = ap.parse_args()
     words = sorted(set(WORDS))
@@ -38,10 +39,18 @@ def main() -> None:
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
     fast.chat_template = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
     fast.save_pretrained(args.out)
-    cfg = LlamaConfig(vocab_size=len(vocab), hidden_size=args.hidden,
-                      intermediate_size=int(args.hidden * 2.75) // 64 * 64, num_hidden_layers=args.layers,
-                      num_attention_heads=args.heads, num_key_value_heads=args.kv_heads,
-                      max_position_embeddings=args.context, bos_token_id=1, eos_token_id=2, torch_dtype="bfloat16")
+    cfg = LlamaConfig(
+        vocab_size=len(vocab),
+        hidden_size=args.hidden,
+        intermediate_size=int(args.hidden * 2.75) // 64 * 64,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        num_key_value_heads=args.kv_heads,
+        max_position_embeddings=args.context,
+        bos_token_id=1,
+        eos_token_id=2,
+        torch_dtype="bfloat16",
+    )
     torch.manual_seed(0)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     with torch.device(device):

@@ -115,10 +115,12 @@ for _ in range(n):  # a thread that moved since the last round: its stack walked
 print(round_us, (time.thread_time() - t) / n * 1e6, len(sys._current_frames()))
 """
 
-LOOPS = {"kernels": "launch-bound loop, 60 small CUDA kernels a step (kernels/s)",
-         "gemm": "bf16 GEMM loop, 8192^3 (TFLOP/s)",
-         "small_ops": "launch-bound-like loop of small CPU ops (ops/s)",
-         "lists": "Python loop building lists (lists/s)"}
+LOOPS = {
+    "kernels": "launch-bound loop, 60 small CUDA kernels a step (kernels/s)",
+    "gemm": "bf16 GEMM loop, 8192^3 (TFLOP/s)",
+    "small_ops": "launch-bound-like loop of small CPU ops (ops/s)",
+    "lists": "Python loop building lists (lists/s)",
+}
 
 
 def rate(sampled: bool, loop: str, seconds: float, folder: str) -> tuple[float, float]:
@@ -127,8 +129,13 @@ def rate(sampled: bool, loop: str, seconds: float, folder: str) -> tuple[float, 
     env.pop(stack_sampler.DIR_ENV, None)
     if sampled:
         env[stack_sampler.DIR_ENV] = folder
-    out = subprocess.run([sys.executable, "-c", CHILD, "1" if sampled else "0", loop, str(seconds),
-                          str(SAMPLER)], env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, "1" if sampled else "0", loop, str(seconds), str(SAMPLER)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     done, cpu = out.strip().splitlines()[-1].split()
     return float(done), float(cpu)
 
@@ -150,12 +157,19 @@ def main() -> None:
     loops = [x for x in (args.only.split(",") if args.only else LOOPS) if x in LOOPS]
     if not cuda():
         loops = [x for x in loops if x not in ("kernels", "gemm")]
-    round_us, walk_us, threads = (float(x) for x in subprocess.run(
-        [sys.executable, "-c", ROUND, str(SAMPLER)], capture_output=True, text=True, check=True).stdout.split())
+    round_us, walk_us, threads = (
+        float(x)
+        for x in subprocess.run(
+            [sys.executable, "-c", ROUND, str(SAMPLER)], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
     per_s = (round_us + walk_us) * stack_sampler.RATE_HZ
-    print(f"CPU time of one sampling round, {threads:.0f} threads (3 blocked 40 frames deep): {round_us:.1f} us; a "
-          f"stack of 40 frames that moved, walked again: {walk_us:.1f} us; at {stack_sampler.RATE_HZ:.0f} Hz with "
-          f"one such thread: {per_s / 1e4:.2f}% of one core\n", flush=True)
+    print(
+        f"CPU time of one sampling round, {threads:.0f} threads (3 blocked 40 frames deep): {round_us:.1f} us; a "
+        f"stack of 40 frames that moved, walked again: {walk_us:.1f} us; at {stack_sampler.RATE_HZ:.0f} Hz with "
+        f"one such thread: {per_s / 1e4:.2f}% of one core\n",
+        flush=True,
+    )
     print(f"{'loop':<58} {'without':>10} {'with':>10} {'slowdown':>9} {'pairs (min..max)':>18} {'sampler CPU':>12}")
     with tempfile.TemporaryDirectory(prefix="gputriage-stacks-") as folder:
         for loop in loops:
@@ -167,11 +181,16 @@ def main() -> None:
                 with_.append(got[True][0])
                 cpu.append(got[True][1])
                 ratios.append(1.0 - got[True][0] / got[False][0])
-            print(f"{LOOPS[loop]:<58} {statistics.median(without):>10.4g} {statistics.median(with_):>10.4g} "
-                  f"{100 * statistics.median(ratios):>8.2f}% {100 * min(ratios):>8.2f}..{100 * max(ratios):.2f}% "
-                  f"{100 * statistics.median(cpu):>11.2f}%", flush=True)
-    print("\nslowdown: the median over pairs of 1 - rate with / rate without; sampler CPU: its thread's CPU time as a "
-          "share of the loop's wall time (what it takes from a core, the interpreter lock included)")
+            print(
+                f"{LOOPS[loop]:<58} {statistics.median(without):>10.4g} {statistics.median(with_):>10.4g} "
+                f"{100 * statistics.median(ratios):>8.2f}% {100 * min(ratios):>8.2f}..{100 * max(ratios):.2f}% "
+                f"{100 * statistics.median(cpu):>11.2f}%",
+                flush=True,
+            )
+    print(
+        "\nslowdown: the median over pairs of 1 - rate with / rate without; sampler CPU: its thread's CPU time as a "
+        "share of the loop's wall time (what it takes from a core, the interpreter lock included)"
+    )
 
 
 if __name__ == "__main__":

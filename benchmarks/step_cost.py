@@ -31,16 +31,19 @@ print(" ".join(f"{x:.1f}" for x in out))
 
 
 def timed(case: str, env: dict[str, str]) -> float:
-    r = subprocess.run([sys.executable, "-c", CODE, case], capture_output=True, text=True, check=True,
-                       env={**os.environ, **env})
+    r = subprocess.run(
+        [sys.executable, "-c", CODE, case], capture_output=True, text=True, check=True, env={**os.environ, **env}
+    )
     return statistics.median(float(x) for x in r.stdout.split())
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
-        rows = [("a plain Python function that does nothing", timed("noop", {"GPUTRIAGE_PROGRESS_DIR": ""})),
-                ("gputriage.step(), nothing listening", timed("step", {"GPUTRIAGE_PROGRESS_DIR": ""})),
-                ("gputriage.step() under gputriage run", timed("step", {"GPUTRIAGE_PROGRESS_DIR": folder}))]
+        rows = [
+            ("a plain Python function that does nothing", timed("noop", {"GPUTRIAGE_PROGRESS_DIR": ""})),
+            ("gputriage.step(), nothing listening", timed("step", {"GPUTRIAGE_PROGRESS_DIR": ""})),
+            ("gputriage.step() under gputriage run", timed("step", {"GPUTRIAGE_PROGRESS_DIR": folder})),
+        ]
     print(f"{'case':45} {'ns per call':>12}")
     for name, ns in rows:
         print(f"{name:45} {ns:12.0f}")

@@ -24,12 +24,18 @@ def cut(store: Store, run_id: int) -> dict:
     report = json.loads(run["report"]) if run.get("report") else {}
     verdict = report.get("verdict") or {}
     lead = next(iter((verdict.get("per_gpu") or {}).values()), {})
-    return {"command": run["command"], "meta": run["meta"], "exit_code": run["exit_code"],
-            "verdict": lead.get("bottleneck"), "merged": verdict.get("bottleneck"),
-            "profile": {k: v for k, v in (report.get("profile") or {}).items() if k != "trace"} | (
-                {"trace": report["profile"]["trace"]} if (report.get("profile") or {}).get("trace") else {})
-            if report.get("profile") else None,
-            "samples": [msgspec.to_builtins(s) for s in store.samples(run_id)]}
+    return {
+        "command": run["command"],
+        "meta": run["meta"],
+        "exit_code": run["exit_code"],
+        "verdict": lead.get("bottleneck"),
+        "merged": verdict.get("bottleneck"),
+        "profile": {k: v for k, v in (report.get("profile") or {}).items() if k != "trace"}
+        | ({"trace": report["profile"]["trace"]} if (report.get("profile") or {}).get("trace") else {})
+        if report.get("profile")
+        else None,
+        "samples": [msgspec.to_builtins(s) for s in store.samples(run_id)],
+    }
 
 
 def main() -> None:

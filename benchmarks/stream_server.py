@@ -47,18 +47,23 @@ def app(ttft_s: float, itl_s: float, usage: bool = True, words_per_chunk: int = 
                 sent_gaps.append(now - last)
             last = now
         if usage:
-            counts = {"prompt_tokens": words, "completion_tokens": n * words_per_chunk,
-                      "total_tokens": words + n * words_per_chunk}
+            counts = {
+                "prompt_tokens": words,
+                "completion_tokens": n * words_per_chunk,
+                "total_tokens": words + n * words_per_chunk,
+            }
             await resp.write(b"data: " + json.dumps({"choices": [], "usage": counts}).encode() + b"\n\n")
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp
 
     async def sent(req: web.Request) -> web.Response:
-        out = {"requests": len(sent_ttft),
-               "ttft_p50_ms": 1000 * statistics.median(sent_ttft) if sent_ttft else None,
-               "itl_p50_ms": 1000 * statistics.median(sent_gaps) if sent_gaps else None,
-               "itl_mean_ms": 1000 * statistics.fmean(sent_gaps) if sent_gaps else None}
+        out = {
+            "requests": len(sent_ttft),
+            "ttft_p50_ms": 1000 * statistics.median(sent_ttft) if sent_ttft else None,
+            "itl_p50_ms": 1000 * statistics.median(sent_gaps) if sent_gaps else None,
+            "itl_mean_ms": 1000 * statistics.fmean(sent_gaps) if sent_gaps else None,
+        }
         if req.query.get("reset"):
             sent_ttft.clear()
             sent_gaps.clear()
@@ -79,8 +84,13 @@ def main() -> None:
     ap.add_argument("--no-usage", action="store_true", help="send no usage (as some servers do)")
     ap.add_argument("--words-per-chunk", type=int, default=1)
     args = ap.parse_args()
-    web.run_app(app(args.ttft_ms / 1000, args.itl_ms / 1000, not args.no_usage, args.words_per_chunk),
-                host="127.0.0.1", port=args.port, print=None, access_log=None)
+    web.run_app(
+        app(args.ttft_ms / 1000, args.itl_ms / 1000, not args.no_usage, args.words_per_chunk),
+        host="127.0.0.1",
+        port=args.port,
+        print=None,
+        access_log=None,
+    )
 
 
 if __name__ == "__main__":

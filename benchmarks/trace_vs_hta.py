@@ -36,7 +36,9 @@ def peak_mb():  # this process's own high-water mark (ru_maxrss keeps a forking 
     except (OSError, StopIteration):
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 """
-OURS = PEAK + """
+OURS = (
+    PEAK
+    + """
 import json, sys, time
 t = time.perf_counter()
 from gputriage.api import analyze_trace
@@ -51,7 +53,10 @@ print(json.dumps({"wall_s": wall, "rss_mb": peak_mb() + helpers, "read_cpu_s": c
                   "answer": b.value if b else None, "idle_pct": r.verdict.gpu_idle_pct,
                   "readers": max(x.readers for x in r.ranks)}))
 """
-HTA = PEAK + """
+)
+HTA = (
+    PEAK
+    + """
 import json, sys, time, logging
 logging.disable(logging.WARNING)
 t = time.perf_counter()
@@ -66,9 +71,12 @@ top = cat.sort_values("idle_time", ascending=False).iloc[0]["idle_category"] if 
 print(json.dumps({"wall_s": wall, "rss_mb": peak_mb(),
                   "answer": f"idle {row.get('idle_time_pctg')}%, top idle category {top}"}, default=str))
 """
+)
 # the floor of a Python analysis that decodes the whole file: json.load, then one loop over the events that sorts
 # them by kind and sums the GPU's busy time (no idle attribution, no kernel table)
-PLAIN = PEAK + """
+PLAIN = (
+    PEAK
+    + """
 import gzip, json, sys, time
 t = time.perf_counter()
 opener = gzip.open if open(sys.argv[1], "rb").read(2) == b"\\x1f\\x8b" else open
@@ -96,6 +104,7 @@ wall = time.perf_counter() - t
 print(json.dumps({"wall_s": wall, "rss_mb": peak_mb(),
                   "answer": f"GPU busy {100 * busy / span if span else 0:.1f}% of {span / 1e3:.0f} ms; {ops} ops"}))
 """
+)
 
 
 def children_cpu_s() -> float:
@@ -106,8 +115,9 @@ def children_cpu_s() -> float:
 def run(python: str, code: str, arg: str, env: dict[str, str] | None = None) -> dict:
     """One fresh process: what it printed, its CPU time (with every process it started and waited for) and wall."""
     cpu, t = children_cpu_s(), time.perf_counter()
-    p = subprocess.run([python, "-c", code, arg], capture_output=True, text=True, timeout=3600,
-                       env={**os.environ, **(env or {})})
+    p = subprocess.run(
+        [python, "-c", code, arg], capture_output=True, text=True, timeout=3600, env={**os.environ, **(env or {})}
+    )
     cpu, wall = children_cpu_s() - cpu, time.perf_counter() - t
     if p.returncode:
         return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"}
@@ -143,22 +153,33 @@ def main() -> None:
     ap.add_argument("--readers", type=int, default=8, help="readers for the several-core run (1: skip it)")
     ap.add_argument("--hta-python", default=sys.executable)
     ap.add_argument("--skip-hta", action="store_true")
-    ap.add_argument("--hta-runs", type=int, default=None, help="runs of HTA (default: --runs; it takes minutes on "
-                                                              "large traces)")
-    ap.add_argument("--plain", action="store_true", help="also time json.load and a Python loop over the events "
-                                                         "(run anyway where HTA is not installed)")
+    ap.add_argument(
+        "--hta-runs", type=int, default=None, help="runs of HTA (default: --runs; it takes minutes on large traces)"
+    )
+    ap.add_argument(
+        "--plain",
+        action="store_true",
+        help="also time json.load and a Python loop over the events (run anyway where HTA is not installed)",
+    )
     args = ap.parse_args()
     with_hta = not args.skip_hta and hta_installed(args.hta_python)
     if not args.skip_hta and not with_hta:
-        print(f"HolisticTraceAnalysis is not installed for {args.hta_python}: not measured; json.load and a Python "
-              "loop stand in for it")
+        print(
+            f"HolisticTraceAnalysis is not installed for {args.hta_python}: not measured; json.load and a Python "
+            "loop stand in for it"
+        )
     for trace in args.traces:
         mb = trace.stat().st_size / 1e6
         one = [run(sys.executable, OURS, str(trace), {"GPUTRIAGE_TRACE_READERS": "1"}) for _ in range(args.runs)]
-        several = [run(sys.executable, OURS, str(trace), {"GPUTRIAGE_TRACE_READERS": str(args.readers)})
-                   for _ in range(args.runs)] if args.readers > 1 else []
-        plain = [run(sys.executable, PLAIN, str(trace)) for _ in range(args.runs)] if args.plain or not with_hta \
+        several = (
+            [
+                run(sys.executable, OURS, str(trace), {"GPUTRIAGE_TRACE_READERS": str(args.readers)})
+                for _ in range(args.runs)
+            ]
+            if args.readers > 1
             else []
+        )
+        plain = [run(sys.executable, PLAIN, str(trace)) for _ in range(args.runs)] if args.plain or not with_hta else []
         hta = []
         if with_hta:
             folder = hta_copy(trace)
@@ -166,8 +187,12 @@ def main() -> None:
             shutil.rmtree(folder, ignore_errors=True)
         print(f"\n{trace.name}: {mb:.1f} MB")
         print(f"  {'reader':34} {'CPU s':>7} {'MB/s/core':>10} {'wall s':>7} {'peak MB':>8}  answer")
-        rows = [("gputriage, one reader", one), (f"gputriage, up to {args.readers} readers", several),
-                ("HTA 0.5", hta), ("json.load + Python loop", plain)]
+        rows = [
+            ("gputriage, one reader", one),
+            (f"gputriage, up to {args.readers} readers", several),
+            ("HTA 0.5", hta),
+            ("json.load + Python loop", plain),
+        ]
         for label, res in rows:
             if not res:
                 continue
@@ -175,13 +200,18 @@ def main() -> None:
                 print(f"  {label:34} failed: {res[0]['error']}")
                 continue
             cpu = median(res, "cpu_s")
-            readers = f" ({res[0]['readers']} used)" if "readers" in res[0] and label.startswith("gputriage, up") \
-                else ""
-            print(f"  {label + readers:34} {cpu:7.2f} {mb / cpu:10.0f} {median(res, 'process_wall_s'):7.2f} "
-                  f"{median(res, 'rss_mb'):8.0f}  {res[0].get('answer')}")
+            readers = (
+                f" ({res[0]['readers']} used)" if "readers" in res[0] and label.startswith("gputriage, up") else ""
+            )
+            print(
+                f"  {label + readers:34} {cpu:7.2f} {mb / cpu:10.0f} {median(res, 'process_wall_s'):7.2f} "
+                f"{median(res, 'rss_mb'):8.0f}  {res[0].get('answer')}"
+            )
         read = median(one, "read_cpu_s")
-        print(f"  gputriage's read and analysis alone (after start-up and imports, one reader): {read:.2f} s of CPU, "
-              f"{mb / read:.0f} MB/s per core")
+        print(
+            f"  gputriage's read and analysis alone (after start-up and imports, one reader): {read:.2f} s of CPU, "
+            f"{mb / read:.0f} MB/s per core"
+        )
         base = median(hta, "cpu_s") if hta else median(plain, "cpu_s")
         what = "HTA" if hta else "json.load + loop"
         ours = median(one, "cpu_s")

@@ -28,9 +28,11 @@ STAT_QUIET = [
 MEMINFO = "MemTotal: 131072000 kB\nMemFree: 100000000 kB\nMemAvailable: 120000000 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n"
 VMSTAT = ["pgmajfault 100\npswpin 0\n", "pgmajfault 100\npswpin 0\n"]
 PSI = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
-NETDEV = ("Inter-|   Receive |  Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes packets "
-          "errs drop fifo colls carrier compressed\n"
-          "  eth0: 1000000 10000 0 0 0 0 0 0 2000000 20000 0 0 0 0 0 0\n")
+NETDEV = (
+    "Inter-|   Receive |  Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes packets "
+    "errs drop fifo colls carrier compressed\n"
+    "  eth0: 1000000 10000 0 0 0 0 0 0 2000000 20000 0 0 0 0 0 0\n"
+)
 
 
 def recorded_nvml() -> dict[str, Any]:
@@ -44,10 +46,15 @@ def h200() -> FakeNvml:
 
 def host_files(**overrides: Any) -> dict[str, Any]:
     files: dict[str, Any] = {
-        "/proc/stat": STAT_QUIET, "/proc/meminfo": MEMINFO, "/proc/vmstat": VMSTAT, "/proc/loadavg": "0.10 0.2 0.3 "
-                                                                                                     "1/100 1\n",
-        "/proc/pressure/cpu": PSI, "/proc/pressure/memory": PSI, "/sys/fs/cgroup/cpu.max": "max 100000\n",
-        "/proc/mounts": "/dev/nvme0n1p1 / ext4 rw 0 0\n/dev/nvme1n1 /work xfs rw 0 0\n", "/proc/net/dev": NETDEV,
+        "/proc/stat": STAT_QUIET,
+        "/proc/meminfo": MEMINFO,
+        "/proc/vmstat": VMSTAT,
+        "/proc/loadavg": "0.10 0.2 0.3 1/100 1\n",
+        "/proc/pressure/cpu": PSI,
+        "/proc/pressure/memory": PSI,
+        "/sys/fs/cgroup/cpu.max": "max 100000\n",
+        "/proc/mounts": "/dev/nvme0n1p1 / ext4 rw 0 0\n/dev/nvme1n1 /work xfs rw 0 0\n",
+        "/proc/net/dev": NETDEV,
         "/proc/1/cgroup": "0::/\n",
     }
     files.update(overrides)
@@ -56,15 +63,23 @@ def host_files(**overrides: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def make_host(tmp_path: Path):
-    def make(files: dict[str, Any] | None = None, dev_nodes: tuple[str, ...] = ("nvidia0", "nvidiactl", "nvidia-uvm"),
-             **kw: Any) -> FakeHost:
+    def make(
+        files: dict[str, Any] | None = None,
+        dev_nodes: tuple[str, ...] = ("nvidia0", "nvidiactl", "nvidia-uvm"),
+        **kw: Any,
+    ) -> FakeHost:
         (tmp_path / "dev").mkdir(exist_ok=True)
         for node in dev_nodes:
             (tmp_path / "dev" / node).touch()
         kw.setdefault("kernel_log", "[    1.0] Linux version 6.18\n")
         kw.setdefault("affinity", list(range(4)))
-        kw.setdefault("statvfs", {"/work": {"total_bytes": 2 * 10**12, "free_bytes": 10**12},
-                                  "/dev/shm": {"total_bytes": 64 * 2**30, "free_bytes": 64 * 2**30}})
+        kw.setdefault(
+            "statvfs",
+            {
+                "/work": {"total_bytes": 2 * 10**12, "free_bytes": 10**12},
+                "/dev/shm": {"total_bytes": 64 * 2**30, "free_bytes": 64 * 2**30},
+            },
+        )
         return FakeHost(tmp_path, files=files if files is not None else host_files(), **kw)
 
     return make
@@ -73,6 +88,7 @@ def make_host(tmp_path: Path):
 @pytest.fixture
 def collect(make_host):
     """collect(nvml, **host kwargs) → Snapshot, with no helper children."""
+
     def run(nvml: FakeNvml, files: dict[str, Any] | None = None, **kw: Any) -> Snapshot:
         return collect_snapshot(nvml, make_host(files, **kw), window_s=0.5, load_ms=0, use_framework=False)
 

@@ -15,9 +15,28 @@ from pathlib import Path
 def make_model(folder: Path) -> Path:
     """The benchmarks' model builder at its smallest: 2 layers of 64, a word-level tokenizer."""
     script = Path(__file__).resolve().parent.parent / "benchmarks" / "serving_model.py"
-    subprocess.run([sys.executable, str(script), str(folder), "--hidden", "64", "--layers", "2", "--heads", "4",
-                    "--kv-heads", "4", "--vocab", "256", "--context", "2048"], check=True, capture_output=True,
-                   timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            str(folder),
+            "--hidden",
+            "64",
+            "--layers",
+            "2",
+            "--heads",
+            "4",
+            "--kv-heads",
+            "4",
+            "--vocab",
+            "256",
+            "--context",
+            "2048",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return folder
 
 
@@ -39,11 +58,24 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         script = Path(sys.executable).parent / "transformers"
         self.log = log.open("w")
-        self.proc = subprocess.Popen([str(script), "serve", str(model), "--host", "127.0.0.1", "--port", str(self.port),
-                                      "--device", "cpu", "--continuous-batching",
-                                      *(extra or self.CACHE)],
-                                     stdout=self.log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+        self.proc = subprocess.Popen(
+            [
+                str(script),
+                "serve",
+                str(model),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--device",
+                "cpu",
+                "--continuous-batching",
+                *(extra or self.CACHE),
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
+        )
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -73,8 +105,11 @@ class StreamServer:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         # its log (a traceback each time a client hangs up mid-stream) is not the test's
-        self.proc = subprocess.Popen([sys.executable, str(script), "--port", str(port), *flags],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(script), "--port", str(port), *flags],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     def __enter__(self) -> StreamServer:
         for _ in range(100):
@@ -136,8 +171,9 @@ class HostileServer:
         self.server.server_close()
 
 
-def http_answer(body: bytes, status: str = "200 OK", content_type: str = "text/event-stream",
-                length: bool = False) -> bytes:
+def http_answer(
+    body: bytes, status: str = "200 OK", content_type: str = "text/event-stream", length: bool = False
+) -> bytes:
     """An HTTP/1.1 answer with this body, closed after (with `length`, a Content-Length header)."""
     head = f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nConnection: close\r\n"
     if length:

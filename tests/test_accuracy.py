@@ -40,15 +40,18 @@ def test_every_case_right_in_the_baseline_is_still_right(outcomes):
 
 
 def test_the_accuracy_page_is_generated_from_todays_outcomes(outcomes):
-    assert PAGE.read_text() == markdown(outcomes), \
+    assert PAGE.read_text() == markdown(outcomes), (
         "docs/accuracy.md is stale: run `python benchmarks/accuracy.py --markdown docs/accuracy.md`"
+    )
 
 
 def test_the_manifest_lists_every_recorded_run_trace_and_load_test():
     listed = {(c.fixture, c.key) for c in load_manifest(MANIFEST)}
     recorded = set()
-    for path in sorted((FIXTURES / "h200").glob("runs_*.json.gz")) + [FIXTURES / "h200" / "run_samples.json.gz",
-                                                                       FIXTURES / "h200" / "scenario_samples.json"]:
+    for path in sorted((FIXTURES / "h200").glob("runs_*.json.gz")) + [
+        FIXTURES / "h200" / "run_samples.json.gz",
+        FIXTURES / "h200" / "scenario_samples.json",
+    ]:
         recorded |= {(str(path.relative_to(FIXTURES)), key) for key in load_runs(path)}
     for path in sorted(FIXTURES.glob("h200/traces/*.json.gz")) + sorted(FIXTURES.glob("*/load_*.json")):
         recorded.add((str(path.relative_to(FIXTURES)), None))
@@ -58,11 +61,19 @@ def test_the_manifest_lists_every_recorded_run_trace_and_load_test():
 
 
 def test_a_case_that_was_right_and_goes_wrong_is_named_with_what_it_expected_and_got():
-    case = Case(id="runs_x/healthy", kind="run", fixture="h200/runs_x.json.gz", key="healthy",
-                expected=("compute_bound",), why="bf16 GEMMs")
+    case = Case(
+        id="runs_x/healthy",
+        kind="run",
+        fixture="h200/runs_x.json.gz",
+        key="healthy",
+        expected=("compute_bound",),
+        why="bf16 GEMMs",
+    )
     lost = regressions([Outcome(case, "memory_bound", False)], {"runs_x/healthy", "runs_x/gone"})
-    assert lost == ["runs_x/gone: in the accuracy baseline but not in the manifest",
-                    "runs_x/healthy was right and is wrong: expected compute_bound, got memory_bound"]
+    assert lost == [
+        "runs_x/gone: in the accuracy baseline but not in the manifest",
+        "runs_x/healthy was right and is wrong: expected compute_bound, got memory_bound",
+    ]
     assert regressions([Outcome(case, "compute_bound", True)], {"runs_x/healthy"}) == []
     assert regressions([Outcome(case, "memory_bound", False)], set()) == []  # wrong before too: reported, no failure
 
@@ -79,9 +90,11 @@ def _one_load(tmp_path: Path, expected: str, absent: str = "") -> Path:
     (tmp_path / "cpu").mkdir(exist_ok=True)
     shutil.copy(FIXTURES / "cpu" / "load_capped_kv.json", tmp_path / "cpu" / "load_capped_kv.json")
     manifest = tmp_path / "cases.toml"
-    manifest.write_text('[[case]]\nid = "load/cpu/load_capped_kv"\nkind = "load"\n'
-                        'fixture = "cpu/load_capped_kv.json"\n'
-                        f'expected = [{expected}]\nabsent = [{absent}]\nwhy = "a KV cache of 64 tokens"\n')
+    manifest.write_text(
+        '[[case]]\nid = "load/cpu/load_capped_kv"\nkind = "load"\n'
+        'fixture = "cpu/load_capped_kv.json"\n'
+        f'expected = [{expected}]\nabsent = [{absent}]\nwhy = "a KV cache of 64 tokens"\n'
+    )
     return manifest
 
 
@@ -99,21 +112,30 @@ def test_the_benchmark_exits_1_only_when_a_case_right_before_goes_wrong(tmp_path
     assert "load/cpu/load_capped_kv was right and is wrong" in captured.err
     assert "load.queueing raised" in captured.out
     page = tmp_path / "accuracy.md"
-    assert bench.main(["--manifest", str(wrong), "--baseline", str(baseline), "--update-baseline",
-                       "--markdown", str(page)]) == 0
+    assert (
+        bench.main(
+            ["--manifest", str(wrong), "--baseline", str(baseline), "--update-baseline", "--markdown", str(page)]
+        )
+        == 0
+    )
     assert json.loads(baseline.read_text()) == {"right": []} and "## Wrong cases" in page.read_text()
 
 
-@pytest.mark.parametrize("body, message", [
-    ('[[case]]\nid = "a"\nkind = "video"\nfixture = "x"\nexpected = "idle"\nwhy = "w"\n', "kind 'video'"),
-    ('[[case]]\nid = "a"\nkind = "trace"\nfixture = "x"\nexpected = "slow"\nwhy = "w"\n', "no bottleneck"),
-    ('[[case]]\nid = "a"\nkind = "run"\nfixture = "x"\nexpected = "idle"\nwhy = "w"\n', "key of its run"),
-    ('[[case]]\nid = "a"\nkind = "trace"\nfixture = "x"\nexpected = "idle"\n', "'why'"),
-    ('[[case]]\nid = "a"\nkind = "trace"\nfixture = "x"\nexpected = "idle"\nwhy = "w"\nexpect = 1\n',
-     "unknown fields expect"),
-    ("", "holds no [[case]]"),
-    ("[[case]\n", "cannot read the manifest"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('[[case]]\nid = "a"\nkind = "video"\nfixture = "x"\nexpected = "idle"\nwhy = "w"\n', "kind 'video'"),
+        ('[[case]]\nid = "a"\nkind = "trace"\nfixture = "x"\nexpected = "slow"\nwhy = "w"\n', "no bottleneck"),
+        ('[[case]]\nid = "a"\nkind = "run"\nfixture = "x"\nexpected = "idle"\nwhy = "w"\n', "key of its run"),
+        ('[[case]]\nid = "a"\nkind = "trace"\nfixture = "x"\nexpected = "idle"\n', "'why'"),
+        (
+            '[[case]]\nid = "a"\nkind = "trace"\nfixture = "x"\nexpected = "idle"\nwhy = "w"\nexpect = 1\n',
+            "unknown fields expect",
+        ),
+        ("", "holds no [[case]]"),
+        ("[[case]\n", "cannot read the manifest"),
+    ],
+)
 def test_a_manifest_that_is_not_one_is_a_clear_error(tmp_path, body, message):
     path = tmp_path / "cases.toml"
     path.write_text(body)
@@ -122,8 +144,14 @@ def test_a_manifest_that_is_not_one_is_a_clear_error(tmp_path, body, message):
 
 
 def test_a_case_whose_fixture_or_run_is_missing_is_a_clear_error(tmp_path):
-    case = Case(id="runs_typed/nothing", kind="run", fixture="h200/runs_typed.json.gz", key="nothing",
-                expected=("idle",), why="w")
+    case = Case(
+        id="runs_typed/nothing",
+        kind="run",
+        fixture="h200/runs_typed.json.gz",
+        key="nothing",
+        expected=("idle",),
+        why="w",
+    )
     with pytest.raises(ManifestError, match="holds no run 'nothing'"):
         replay([case], FIXTURES)
     with pytest.raises(ManifestError, match="no fixture"):
@@ -134,10 +162,14 @@ def test_the_table_counts_each_expected_cause_and_what_the_wrong_ones_got():
     def case(i: str, expected: str) -> Case:
         return Case(id=i, kind="trace", fixture="f", expected=(expected,), why="w")
 
-    table = text([Outcome(case("a", "launch_bound"), "launch_bound", True),
-                  Outcome(case("b", "launch_bound"), "input_starved", False),
-                  Outcome(case("c", "launch_bound"), "input_starved", False),
-                  Outcome(case("d", "idle"), "idle", True)])
+    table = text(
+        [
+            Outcome(case("a", "launch_bound"), "launch_bound", True),
+            Outcome(case("b", "launch_bound"), "input_starved", False),
+            Outcome(case("c", "launch_bound"), "input_starved", False),
+            Outcome(case("d", "idle"), "idle", True),
+        ]
+    )
     launch = next(line for line in table.splitlines() if line.startswith("launch_bound"))
     assert launch.split()[1:4] == ["3", "1", "2"] and launch.endswith("input_starved ×2")
     assert table.index("launch_bound") < table.index("idle")  # the vocabulary's order
@@ -146,8 +178,15 @@ def test_the_table_counts_each_expected_cause_and_what_the_wrong_ones_got():
 
 
 def test_a_run_right_in_its_cause_but_missing_a_finding_is_wrong_by_the_finding():
-    case = Case(id="runs_x/vram_leak", kind="run", fixture="f", key="vram_leak", expected=("compute_bound",),
-                why="predictions kept on the GPU", findings=("run.vram_growing",))
+    case = Case(
+        id="runs_x/vram_leak",
+        kind="run",
+        fixture="f",
+        key="vram_leak",
+        expected=("compute_bound",),
+        why="predictions kept on the GPU",
+        findings=("run.vram_growing",),
+    )
     table = text([Outcome(case, "compute_bound", False, ["run.vram_growing not raised"])])
     row = next(line for line in table.splitlines() if line.startswith("compute_bound"))
     assert row.split()[1:4] == ["1", "0", "1"] and row.endswith("run.vram_growing not raised")

@@ -56,8 +56,9 @@ def test_a_python_workload_reports_its_allocator_through_the_injected_hook(tmp_p
     script.write_text(WORKLOAD)
     folder = tmp_path / "progress"
     folder.mkdir()
-    argv, env, profile_dir = inject.prepare([sys.executable, str(script)], dict(os.environ), steps=10, skip_s=0.0,
-                                            gated=True)
+    argv, env, profile_dir = inject.prepare(
+        [sys.executable, str(script)], dict(os.environ), steps=10, skip_s=0.0, gated=True
+    )
     env[progress.DIR_ENV] = str(folder)
     r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -77,9 +78,11 @@ def test_a_torch_that_counts_no_cudafree_reports_nothing_rather_than_zero(tmp_pa
 
     stats = {"num_alloc_retries": 0, "num_ooms": 0, "reserved_bytes": {"all": {"current": 1 << 30}}}
     old_torch = types.SimpleNamespace(
-        cuda=types.SimpleNamespace(device_count=lambda: 1,
-                                   memory=types.SimpleNamespace(memory_stats_as_nested_dict=lambda i: stats)),
-        _C=types.SimpleNamespace())
+        cuda=types.SimpleNamespace(
+            device_count=lambda: 1, memory=types.SimpleNamespace(memory_stats_as_nested_dict=lambda i: stats)
+        ),
+        _C=types.SimpleNamespace(),
+    )
     allocator_counters.Counters(str(tmp_path)).read(old_torch)
     assert ProgressReader(tmp_path).allocator() is None  # unknown, so vram_pressure falls back to VRAM use
 
@@ -94,16 +97,35 @@ def test_nothing_reported_is_none_not_zero(tmp_path):
     assert reader.totals() is None and reader.allocator() is None
 
 
-def _sample(t: float, frees: float | None, retries: float = 0.0, ooms: float = 0.0, util: float = 99.0,
-            sm: float | None = 70.0, used_gib: float = 40.0) -> Sample:
+def _sample(
+    t: float,
+    frees: float | None,
+    retries: float = 0.0,
+    ooms: float = 0.0,
+    util: float = 99.0,
+    sm: float | None = 70.0,
+    used_gib: float = 40.0,
+) -> Sample:
     work = WorkloadSample(pids=1, cpu_pct=100.0, top_thread_pct=100.0)
     if frees is not None:
-        work = WorkloadSample(pids=1, cpu_pct=100.0, top_thread_pct=100.0, cuda_frees_total=frees,
-                              cuda_mallocs_total=frees, alloc_retries_total=retries, ooms_total=ooms,
-                              allocator_reserved_bytes=float(30 << 30),
-                              oom_requested_bytes=float(780 << 20) if ooms else None)
-    gpu = GpuSample(index=0, util_pct=util, sm_active_pct=sm, tensor_active_pct=50.0 if sm else None,
-                    used_bytes=int(used_gib * 2**30))
+        work = WorkloadSample(
+            pids=1,
+            cpu_pct=100.0,
+            top_thread_pct=100.0,
+            cuda_frees_total=frees,
+            cuda_mallocs_total=frees,
+            alloc_retries_total=retries,
+            ooms_total=ooms,
+            allocator_reserved_bytes=float(30 << 30),
+            oom_requested_bytes=float(780 << 20) if ooms else None,
+        )
+    gpu = GpuSample(
+        index=0,
+        util_pct=util,
+        sm_active_pct=sm,
+        tensor_active_pct=50.0 if sm else None,
+        used_bytes=int(used_gib * 2**30),
+    )
     return Sample(t_s=t, gpus=[gpu], workload=work)
 
 
@@ -124,12 +146,21 @@ H200 = GpuStatic(memory_total_bytes=141 << 30, gpm=True)
 
 def test_a_full_gpu_whose_allocator_stays_still_is_not_under_pressure():
     # a KV-cache pool taken at start, 96% of VRAM, GEMMs at full speed (kv_prealloc_serving on the H200)
-    full = WindowMetrics(t0_s=0, t1_s=1, util_pct=100.0, sm_active_pct=97.0, tensor_active_pct=94.0,
-                         used_bytes=0.96 * (141 << 30), cuda_frees_per_s=0.0, alloc_retries_per_s=0.0)
+    full = WindowMetrics(
+        t0_s=0,
+        t1_s=1,
+        util_pct=100.0,
+        sm_active_pct=97.0,
+        tensor_active_pct=94.0,
+        used_bytes=0.96 * (141 << 30),
+        cuda_frees_per_s=0.0,
+        alloc_retries_per_s=0.0,
+    )
     assert label(full, H200) == (B.compute_bound, [])
     # the same without an allocator report: GPM sees no gaps, so the allocator does not hold the SMs back
-    blind = WindowMetrics(t0_s=0, t1_s=1, util_pct=100.0, sm_active_pct=97.0, tensor_active_pct=94.0,
-                          used_bytes=0.96 * (141 << 30))
+    blind = WindowMetrics(
+        t0_s=0, t1_s=1, util_pct=100.0, sm_active_pct=97.0, tensor_active_pct=94.0, used_bytes=0.96 * (141 << 30)
+    )
     assert label(blind, H200)[0] == B.compute_bound
     # without GPM nor report, GPU-Util cannot see a cudaFree's gaps: left possible
     no_gpm = WindowMetrics(t0_s=0, t1_s=1, util_pct=100.0, used_bytes=0.96 * (141 << 30))
@@ -139,24 +170,46 @@ def test_a_full_gpu_whose_allocator_stays_still_is_not_under_pressure():
 
 def test_an_allocator_that_gives_memory_back_every_step_is_pressure_however_empty_the_gpu():
     # empty_cache() after every step with VRAM far from full: SM activity 0.74 of GPU-Util (empty_cache_loop)
-    churn = WindowMetrics(t0_s=0, t1_s=1, util_pct=99.0, sm_active_pct=73.0, tensor_active_pct=53.0,
-                          used_bytes=float(20 << 30), cuda_frees_per_s=300.0)
+    churn = WindowMetrics(
+        t0_s=0,
+        t1_s=1,
+        util_pct=99.0,
+        sm_active_pct=73.0,
+        tensor_active_pct=53.0,
+        used_bytes=float(20 << 30),
+        cuda_frees_per_s=300.0,
+    )
     assert label(churn, H200) == (B.vram_pressure, [])
     no_gpm = WindowMetrics(t0_s=0, t1_s=1, util_pct=99.0, used_bytes=float(20 << 30), cuda_frees_per_s=300.0)
     assert label(no_gpm, GpuStatic(memory_total_bytes=141 << 30))[0] == B.vram_pressure
     # under the threshold, or with the SMs saturated, the frees do not hold the GPU back
-    rare = WindowMetrics(t0_s=0, t1_s=1, util_pct=99.0, sm_active_pct=73.0, tensor_active_pct=53.0,
-                         used_bytes=float(20 << 30), cuda_frees_per_s=ALLOC_CHURN.value / 2)
+    rare = WindowMetrics(
+        t0_s=0,
+        t1_s=1,
+        util_pct=99.0,
+        sm_active_pct=73.0,
+        tensor_active_pct=53.0,
+        used_bytes=float(20 << 30),
+        cuda_frees_per_s=ALLOC_CHURN.value / 2,
+    )
     assert label(rare, H200)[0] == B.compute_bound
-    saturated = WindowMetrics(t0_s=0, t1_s=1, util_pct=99.0, sm_active_pct=95.0, tensor_active_pct=80.0,
-                              used_bytes=float(20 << 30), cuda_frees_per_s=300.0)
+    saturated = WindowMetrics(
+        t0_s=0,
+        t1_s=1,
+        util_pct=99.0,
+        sm_active_pct=95.0,
+        tensor_active_pct=80.0,
+        used_bytes=float(20 << 30),
+        cuda_frees_per_s=300.0,
+    )
     assert label(saturated, H200)[0] == B.compute_bound
 
 
 def test_a_full_gpu_with_gaps_and_no_allocator_report_is_still_pressure():
     # vram_churn as recorded before the allocator was reported: 96% GPU-Util, SM activity 27%, VRAM full
-    m = WindowMetrics(t0_s=0, t1_s=1, util_pct=96.0, sm_active_pct=27.0, tensor_active_pct=26.0,
-                      used_bytes=0.97 * (141 << 30))
+    m = WindowMetrics(
+        t0_s=0, t1_s=1, util_pct=96.0, sm_active_pct=27.0, tensor_active_pct=26.0, used_bytes=0.97 * (141 << 30)
+    )
     assert label(m, H200) == (B.vram_pressure, [])
 
 
@@ -214,8 +267,11 @@ def test_a_near_full_loop_whose_allocator_retries_now_and_then_stays_compute_bou
         v = judged(COUNTED[name]).verdict.per_gpu["0"]
         assert v.bottleneck == B.compute_bound, name
         assert v.evidence["used_bytes"] >= 0.95 * 140 * 2**30
-    retries = [s["workload"].get("alloc_retries_total") for s in COUNTED["near_full_retries_gpm"]["samples"]
-               if s.get("workload")]
+    retries = [
+        s["workload"].get("alloc_retries_total")
+        for s in COUNTED["near_full_retries_gpm"]["samples"]
+        if s.get("workload")
+    ]
     assert max(r for r in retries if r is not None) == 5
 
 
@@ -235,11 +291,22 @@ def test_a_crash_out_of_memory_gets_no_verdict_and_a_finding_with_the_allocation
 
 
 def test_the_gallery_under_the_allocator_counters_keeps_every_verdict():
-    expected = {"input_starved": "input_starved", "pageable_copy": "h2d_copy_bound", "launch_bound": "launch_bound",
-                "item_sync": "sync_bound", "fp32_no_tensor_cores": "tensor_cores_idle",
-                "unfused_elementwise": "memory_bound", "small_batch": "underfilled", "vram_churn": "vram_pressure",
-                "contended": "contended", "healthy": "compute_bound", "job_shares_gpu": "contended",
-                "host_stats": "host_bound", "cpu_optimizer": "host_bound", "gpt_loop": "compute_bound"}
+    expected = {
+        "input_starved": "input_starved",
+        "pageable_copy": "h2d_copy_bound",
+        "launch_bound": "launch_bound",
+        "item_sync": "sync_bound",
+        "fp32_no_tensor_cores": "tensor_cores_idle",
+        "unfused_elementwise": "memory_bound",
+        "small_batch": "underfilled",
+        "vram_churn": "vram_pressure",
+        "contended": "contended",
+        "healthy": "compute_bound",
+        "job_shares_gpu": "contended",
+        "host_stats": "host_bound",
+        "cpu_optimizer": "host_bound",
+        "gpt_loop": "compute_bound",
+    }
     for name, cause in expected.items():
         rec = GALLERY[name]
         assert rec["merged"] == cause, name  # as given on the H200

@@ -12,15 +12,22 @@ from pathlib import Path
 import pytest
 
 GT = [sys.executable, "-m", "gputriage"]
-LOOP = "import sys, time, gputriage\nt = time.time()\nwhile time.time() - t < 2.5:\n" \
-       "    time.sleep(float(sys.argv[1]))\n    gputriage.step(samples=8)\n"
+LOOP = (
+    "import sys, time, gputriage\nt = time.time()\nwhile time.time() - t < 2.5:\n"
+    "    time.sleep(float(sys.argv[1]))\n    gputriage.step(samples=8)\n"
+)
 
 
 def _run(tmp_path, pause: str, *extra: str) -> subprocess.CompletedProcess:
     script = tmp_path / "loop.py"
     script.write_text(LOOP)
-    return subprocess.run(GT + ["run", "--store", str(tmp_path / "runs.sqlite"), "--json", *extra, "--",
-                                sys.executable, str(script), pause], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        GT
+        + ["run", "--store", str(tmp_path / "runs.sqlite"), "--json", *extra, "--", sys.executable, str(script), pause],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_a_slower_run_falls_below_its_baseline_and_the_gate_fails(tmp_path):
@@ -30,8 +37,9 @@ def test_a_slower_run_falls_below_its_baseline_and_the_gate_fails(tmp_path):
         assert r.returncode == 0, r.stderr[-2000:]
         ids.append(json.loads(r.stdout)["id"])
     store = ["--store", str(tmp_path / "runs.sqlite")]
-    saved = subprocess.run(GT + ["baseline", "save", "fast", *map(str, ids), *store, "--json"], capture_output=True,
-                           text=True, timeout=60)
+    saved = subprocess.run(
+        GT + ["baseline", "save", "fast", *map(str, ids), *store, "--json"], capture_output=True, text=True, timeout=60
+    )
     assert saved.returncode == 0, saved.stderr
     base = json.loads(saved.stdout)
     fig = base["figures"]["samples_per_s"]
@@ -44,19 +52,28 @@ def test_a_slower_run_falls_below_its_baseline_and_the_gate_fails(tmp_path):
     assert "samples_per_s" in f["evidence"]["regressions"] and f["evidence"]["regressions"]["samples_per_s"] < -40
     assert report["baseline"]["environment"][0]["key"] == "command"  # the loop's argument changed
 
-    d = subprocess.run(GT + ["diff", "fast", str(report["id"]), *store, "--json", "--fail-on-regression"],
-                       capture_output=True, text=True, timeout=60)
+    d = subprocess.run(
+        GT + ["diff", "fast", str(report["id"]), *store, "--json", "--fail-on-regression"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert d.returncode == 1
     change = next(c for c in json.loads(d.stdout)["changes"] if c["figure"] == "samples_per_s")
     assert change["called"] is True and change["better"] is False and change["noise_pct"] < 20
     page = tmp_path / "diff.html"
-    text = subprocess.run(GT + ["diff", "fast", str(report["id"]), *store, "--html", str(page)], capture_output=True,
-                          text=True, timeout=60).stdout
+    text = subprocess.run(
+        GT + ["diff", "fast", str(report["id"]), *store, "--html", str(page)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
     assert "worse" in text and "environment changed" in text
     assert '<b class="worse">worse</b>' in page.read_text()  # the same diff, as a page
     run_page = tmp_path / "run.html"
-    r = subprocess.run(GT + ["report", str(report["id"]), *store, "-o", str(run_page)], capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        GT + ["report", str(report["id"]), *store, "-o", str(run_page)], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 0, r.stderr
     assert "Against the baseline (baseline fast)" in run_page.read_text()  # the stored run, its baseline with it
 
@@ -77,15 +94,24 @@ def test_a_change_inside_the_noise_is_not_called():
 
 def test_two_single_runs_have_no_known_noise_and_nothing_is_called(tmp_path):
     a, b = (json.loads(_run(tmp_path, p).stdout)["id"] for p in ("0.02", "0.05"))
-    d = subprocess.run(GT + ["diff", str(a), str(b), "--store", str(tmp_path / "runs.sqlite"), "--json"],
-                       capture_output=True, text=True, timeout=60)
+    d = subprocess.run(
+        GT + ["diff", str(a), str(b), "--store", str(tmp_path / "runs.sqlite"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     change = next(c for c in json.loads(d.stdout)["changes"] if c["figure"] == "samples_per_s")
     assert change["change_pct"] < -40 and "called" not in change
 
 
-@pytest.mark.parametrize("args, message", [(["baseline", "save", "7", "1"], "must not be a number"),
-                                           (["diff", "nightly", "1"], "no baseline or run 'nightly'"),
-                                           (["baseline", "save", "x", "99"], "no run 99")])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["baseline", "save", "7", "1"], "must not be a number"),
+        (["diff", "nightly", "1"], "no baseline or run 'nightly'"),
+        (["baseline", "save", "x", "99"], "no run 99"),
+    ],
+)
 def test_bad_names_and_runs_are_clear_errors(tmp_path, args, message):
     store = ["--store", str(tmp_path / "runs.sqlite")]
     subprocess.run(GT + ["run", *store, "--", sys.executable, "-c", "1"], capture_output=True, timeout=60)
@@ -102,8 +128,9 @@ def test_a_real_h200_baseline_and_a_changed_run(tmp_path):
     store = tmp_path / "h200.sqlite"
     fixture = Path(__file__).parent / "fixtures" / "h200" / "store_gpt_baseline.sqlite.gz"
     store.write_bytes(gz.decompress(fixture.read_bytes()))
-    d = subprocess.run(GT + ["diff", "gpt", "4", "--store", str(store), "--json"], capture_output=True, text=True,
-                       timeout=60)
+    d = subprocess.run(
+        GT + ["diff", "gpt", "4", "--store", str(store), "--json"], capture_output=True, text=True, timeout=60
+    )
     assert d.returncode == 0, d.stderr
     changes = {c["figure"]: c for c in json.loads(d.stdout)["changes"]}
     tok = changes["tokens_per_s"]

@@ -54,14 +54,23 @@ def test_host_memcpy_is_a_probe_result():
 
 
 def test_bench_without_a_gpu_runs_the_host_probes(tmp_path):
-    r = subprocess.run(GT + ["bench", "--quick", "--json", "--disk", str(tmp_path), "--store", str(tmp_path / "s.db")],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        GT + ["bench", "--quick", "--json", "--disk", str(tmp_path), "--store", str(tmp_path / "s.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
     assert {x["name"] for x in rep["results"]} >= {"disk.seq_read", "disk.rand_read_4k", "host.memcpy"}
     assert any(e["probe"] == "gpu" for e in rep["errors"])
-    again = json.loads(subprocess.run(GT + ["bench", "--quick", "--json", "--no-disk", "--store",
-                                            str(tmp_path / "s.db")], capture_output=True, text=True).stdout)
+    again = json.loads(
+        subprocess.run(
+            GT + ["bench", "--quick", "--json", "--no-disk", "--store", str(tmp_path / "s.db")],
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
     assert again["results"][0]["change_pct"] is not None  # compared with the previous bench on this machine
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".gputriage")] == []
 
@@ -91,8 +100,9 @@ def test_references_bands_and_findings():
 
 def test_allreduce_bus_bandwidth_runs_one_process_per_rank_on_gloo():
     pytest.importorskip("torch")
-    rows = b.run_collectives(lambda row: None, extra=("--backend", "gloo", "--world", "2", "--max-bytes",
-                                                      str(4 << 20), "--repeats", "2"))
+    rows = b.run_collectives(
+        lambda row: None, extra=("--backend", "gloo", "--world", "2", "--max-bytes", str(4 << 20), "--repeats", "2")
+    )
     assert rows[0]["probe"] == "allreduce.busbw" and rows[0]["value"] > 0
     sizes = rows[0]["detail"]["sizes"]
     assert [x["bytes"] for x in sizes] == [1 << 20, 4 << 20]
@@ -137,8 +147,10 @@ def _recorded(name: str) -> tuple[dict, list[ProbeResult]]:
     from pathlib import Path
 
     data = json.loads((Path(__file__).parent / "fixtures/h200" / name).read_text())
-    return data, [ProbeResult(r["name"], r["value"], r["unit"], r["reference"], r["conditions"], r["detail"])
-                  for r in data["results"]]
+    return data, [
+        ProbeResult(r["name"], r["value"], r["unit"], r["reference"], r["conditions"], r["detail"])
+        for r in data["results"]
+    ]
 
 
 def _report(data: dict):

@@ -65,8 +65,10 @@ def test_what_each_command_emits_is_in_the_catalog(tmp_path):
     # check: the recorded H200, then every rule's own fault (test_rules_catalog fires each one)
     _in_catalog(api.check(H200_SNAPSHOT).findings, "check")
     budget = tmp_path / "b.toml"
-    budget.write_text("[budget]\nvram_headroom_pct = 99.9\nmax_temperature_c = 20\nmax_power_pct_of_limit = 1\n"
-                      "min_sm_active_pct = 99\nmax_throttled_pct = 0\nmax_iowait_pct = 0\n")
+    budget.write_text(
+        "[budget]\nvram_headroom_pct = 99.9\nmax_temperature_c = 20\nmax_power_pct_of_limit = 1\n"
+        "min_sm_active_pct = 99\nmax_throttled_pct = 0\nmax_iowait_pct = 0\n"
+    )
     _in_catalog(api.check(H200_SNAPSHOT, budget=budget).findings, "check")
     # trace: every recorded H200 trace
     for path in sorted((FIXTURES / "traces").glob("*.json.gz")):
@@ -88,8 +90,10 @@ def test_what_each_command_emits_is_in_the_catalog(tmp_path):
     from gputriage.diagnosis.bench import findings
 
     data = json.loads((FIXTURES / "bench_h200.json").read_text())
-    results = [msgspec.convert({k: r[k] for k in ("name", "value", "unit", "reference", "conditions", "detail")},
-                               ProbeResult) for r in data["results"]]
+    results = [
+        msgspec.convert({k: r[k] for k in ("name", "value", "unit", "reference", "conditions", "detail")}, ProbeResult)
+        for r in data["results"]
+    ]
     slow = [msgspec.structs.replace(r, value=r.value / 4) for r in results]
     _in_catalog(findings(slow, (5, 16), [{"gpu": 0, "pid": 1, "used_bytes": 1}]), "bench")
 
@@ -120,8 +124,9 @@ def test_check_and_the_classifier_read_the_same_thresholds():
 @pytest.mark.parametrize("kind", sorted(REPORTS))
 def test_the_published_schemas_are_the_types(kind):
     published = json.loads((ROOT / "schemas" / f"{kind}.schema.json").read_text())
-    assert published == json.loads(json.dumps(schema(kind))), \
+    assert published == json.loads(json.dumps(schema(kind))), (
         f"schemas/{kind}.schema.json is stale: python -m gputriage.model.schemas schemas"
+    )
 
 
 def _valid(kind: str, document: dict) -> None:
@@ -142,8 +147,10 @@ def test_every_command_s_json_validates(tmp_path):
     _valid("run", ran)
     shown = out("show", str(ran["id"]), "--store", store, "--json")
     assert shown == ran  # `run --json` and `show --json` are the same document
-    runs = json.loads((FIXTURES / "run_samples.json.gz").read_bytes() and gzip.decompress(
-        (FIXTURES / "run_samples.json.gz").read_bytes()))
+    runs = json.loads(
+        (FIXTURES / "run_samples.json.gz").read_bytes()
+        and gzip.decompress((FIXTURES / "run_samples.json.gz").read_bytes())
+    )
     _valid("run", msgspec.to_builtins(judged(from_untyped(runs["item_sync"]["samples"]))))
     for recorded in sorted((FIXTURES.parent / "cpu").glob("load_*.json")):  # what `load --json` printed
         _valid("load", json.loads(recorded.read_text()))
@@ -155,8 +162,9 @@ def test_the_library_api_is_the_cli():
     for name in ("analyze_trace", "monitor", "check", "run"):
         assert callable(getattr(gputriage, name))
     report = gputriage.analyze_trace([FIXTURES / "traces" / "healthy.json.gz"])
-    printed = subprocess.run(GT + ["trace", str(FIXTURES / "traces" / "healthy.json.gz"), "--json"],
-                             capture_output=True, text=True).stdout
+    printed = subprocess.run(
+        GT + ["trace", str(FIXTURES / "traces" / "healthy.json.gz"), "--json"], capture_output=True, text=True
+    ).stdout
     mine = msgspec.to_builtins(report)
     theirs = json.loads(printed)
     for r in (mine, theirs):  # the time each took to read is the only difference

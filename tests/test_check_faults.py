@@ -77,8 +77,10 @@ def test_another_process_holding_vram_is_named(h200, collect, tmp_path):
 
 
 def test_xid_in_kernel_log(h200, collect):
-    log = ("[ 10.0] NVRM: Xid (PCI:0000:18:00): 79, pid=1234, GPU has fallen off the bus.\n"
-           "[ 11.0] NVRM: Xid (PCI:0000:18:00): 13, pid=99, name=python, Graphics Exception\n")
+    log = (
+        "[ 10.0] NVRM: Xid (PCI:0000:18:00): 79, pid=1234, GPU has fallen off the bus.\n"
+        "[ 11.0] NVRM: Xid (PCI:0000:18:00): 13, pid=99, name=python, Graphics Exception\n"
+    )
     found = {f.subject: f for f in evaluate(collect(h200, kernel_log=log)) if f.id == "xid.event"}
     assert found["xid.79"].severity == Severity.critical and found["xid.79"].evidence["blame"] == "platform"
     assert found["xid.13"].severity == Severity.warn and found["xid.13"].evidence["blame"] == "application"
@@ -99,15 +101,18 @@ def test_not_supported_calls_become_unavailable_not_crashes(h200, collect):
 
 
 def test_single_saturated_core_with_idle_others(h200, collect):
-    stat = ["cpu  0 0 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\ncpu2 0 0 0 0 0 0 0 0\n",
-            "cpu  100 0 0 200 0 0 0 0\ncpu0 100 0 0 0 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0\ncpu2 0 0 0 100 0 0 0 0\n"]
+    stat = [
+        "cpu  0 0 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\ncpu2 0 0 0 0 0 0 0 0\n",
+        "cpu  100 0 0 200 0 0 0 0\ncpu0 100 0 0 0 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0\ncpu2 0 0 0 100 0 0 0 0\n",
+    ]
     f = [f for f in evaluate(collect(h200, host_files(**{"/proc/stat": stat}))) if f.id == "cpu.single_core_saturated"]
     assert f and f[0].evidence["hot_cores"] == [0]
 
 
 def test_swap_in_use_with_major_faults(h200, collect):
-    files = host_files(**{"/proc/meminfo": MEMINFO_SWAP, "/proc/vmstat": ["pgmajfault 0\npswpin 0\n",
-                                                                          "pgmajfault 500\npswpin 200\n"]})
+    files = host_files(
+        **{"/proc/meminfo": MEMINFO_SWAP, "/proc/vmstat": ["pgmajfault 0\npswpin 0\n", "pgmajfault 500\npswpin 200\n"]}
+    )
     found = {f.id: f for f in evaluate(collect(h200, files))}
     assert found["mem.swapping"].severity == Severity.warn
     assert found["mem.swapping"].evidence["host.vm.major_faults_per_s"] == 1000.0
@@ -117,8 +122,12 @@ MEMINFO_SWAP = "MemTotal: 1000000 kB\nMemAvailable: 50000 kB\nSwapTotal: 8000000
 
 
 def test_container_without_devices_and_small_shm(h200, collect):
-    snap = collect(h200.no_driver(), host_files(**{"/proc/1/cgroup": "0::/docker/abc\n"}), dev_nodes=(),
-                   statvfs={"/dev/shm": {"total_bytes": 64 * 2**20, "free_bytes": 64 * 2**20}})
+    snap = collect(
+        h200.no_driver(),
+        host_files(**{"/proc/1/cgroup": "0::/docker/abc\n"}),
+        dev_nodes=(),
+        statvfs={"/dev/shm": {"total_bytes": 64 * 2**20, "free_bytes": 64 * 2**20}},
+    )
     assert snap.get("host.container.kind") == "docker"
     assert {"container.no_gpu_devices", "container.shm_small"} <= ids(snap, Severity.warn)
 

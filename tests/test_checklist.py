@@ -33,18 +33,31 @@ def statuses(report) -> dict[int, Status]:
     return {i.step: i.status for i in report.items}
 
 
-MEASURED_BY_FULL = [Fact("host.fs.cwd.seq_read_mbps", 2100.0, "probe:disk"),
-                    Fact("host.fs.cwd.rand_read_4k_iops", 150_000.0, "probe:disk")]
-TORCH = [Fact("torch.version", "2.5.1+cu124", "torch:child"), Fact("torch.cuda.build_version", "12.4", "torch:child"),
-         Fact("torch.cuda.available", True, "torch:child"), Fact("torch.cuda.arch_list", ["sm_90"], "torch:child"),
-         Fact("torch.cuda.error", None, "torch:child")]
+MEASURED_BY_FULL = [
+    Fact("host.fs.cwd.seq_read_mbps", 2100.0, "probe:disk"),
+    Fact("host.fs.cwd.rand_read_4k_iops", 150_000.0, "probe:disk"),
+]
+TORCH = [
+    Fact("torch.version", "2.5.1+cu124", "torch:child"),
+    Fact("torch.cuda.build_version", "12.4", "torch:child"),
+    Fact("torch.cuda.available", True, "torch:child"),
+    Fact("torch.cuda.arch_list", ["sm_90"], "torch:child"),
+    Fact("torch.cuda.error", None, "torch:child"),
+]
 
 
 def test_a_healthy_box_passes_what_check_measures_and_asks_the_rest(h200, collect):
     snap = snapshot_with(collect(h200), MEASURED_BY_FULL + TORCH)
     r = evaluate("box", check=check_report(snap, rules(snap)))
-    assert statuses(r) == {1: Status.question, 2: Status.passed, 3: Status.passed, 4: Status.passed,
-                           5: Status.passed, 6: Status.passed, 7: Status.question}
+    assert statuses(r) == {
+        1: Status.question,
+        2: Status.passed,
+        3: Status.passed,
+        4: Status.passed,
+        5: Status.passed,
+        6: Status.passed,
+        7: Status.question,
+    }
     assert all(i.decided_by == "gputriage check" for i in r.items if i.status == Status.passed)
     # without the read probe (`--full`) and the framework probe, storage and the chain are not measured
     snap = collect(h200)
@@ -60,18 +73,29 @@ def test_a_box_without_a_driver_passes_nothing_it_could_not_measure(h200, collec
     snap = collect(h200.no_driver())
     r = evaluate("box", check=check_report(snap, rules(snap)))
     items = {i.step: i for i in r.items}
-    assert statuses(r) == {1: Status.question, 2: Status.unknown, 3: Status.unknown, 4: Status.unknown,
-                           5: Status.failed, 6: Status.failed, 7: Status.question}
+    assert statuses(r) == {
+        1: Status.question,
+        2: Status.unknown,
+        3: Status.unknown,
+        4: Status.unknown,
+        5: Status.failed,
+        6: Status.failed,
+        7: Status.question,
+    }
     assert "no GPU was read" in items[2].why and "no GPU was read" in items[3].why
     assert not any(i.status == Status.passed for i in r.items)
 
 
 def test_an_unreadable_kernel_log_leaves_the_driver_unknown(h200, collect):
     snap = collect(h200)
-    facts = [f if f.name != "kernel.xid_events" else Fact(f.name, Unavailable("no_permission", "dmesg: root only"),
-                                                          f.source) for f in snap.facts]
-    snap = snapshot_with(Snapshot(facts=tuple(facts), taken_at=snap.taken_at, hostname=snap.hostname,
-                                  tool_version=snap.tool_version), TORCH)
+    facts = [
+        f if f.name != "kernel.xid_events" else Fact(f.name, Unavailable("no_permission", "dmesg: root only"), f.source)
+        for f in snap.facts
+    ]
+    snap = snapshot_with(
+        Snapshot(facts=tuple(facts), taken_at=snap.taken_at, hostname=snap.hostname, tool_version=snap.tool_version),
+        TORCH,
+    )
     item = {i.step: i for i in evaluate("box", check=check_report(snap, rules(snap))).items}[5]
     assert item.status == Status.unknown and "kernel.xid_events (no_permission" in item.why
 
@@ -90,8 +114,9 @@ def _report(name: str):
     return judge(replay([msgspec.convert(s, Sample) for s in rec["samples"]], msgspec.convert(rec["meta"], RunMeta)), 0)
 
 
-@pytest.mark.parametrize("name, failed", [("healthy", set()), ("fp32_no_tensor_cores", {2}), ("input_starved", {4}),
-                                          ("vram_churn", {3})])
+@pytest.mark.parametrize(
+    "name, failed", [("healthy", set()), ("fp32_no_tensor_cores", {2}), ("input_starved", {4}), ("vram_churn", {3})]
+)
 def test_training_items_are_decided_by_a_recorded_run(name, failed):
     r = evaluate("training", run=_report(name), baselines=True)
     got = statuses(r)
@@ -111,19 +136,29 @@ def test_inference_vram_budget_and_no_baseline():
 
 def test_the_command_prints_json_and_fails_on_a_failed_item(tmp_path):
     snap = Path(__file__).parent / "fixtures" / "h200" / "snapshot_busy.json"
-    r = subprocess.run(GT + ["checklist", "box", "--from", str(snap), "--json"], capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run(
+        GT + ["checklist", "box", "--from", str(snap), "--json"], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["schema"] == "gputriage.checklist" and len(doc["items"]) == 7
-    r = subprocess.run(GT + ["checklist", "training", "--store", str(tmp_path / "none.sqlite"), "--fail-on-fail"],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        GT + ["checklist", "training", "--store", str(tmp_path / "none.sqlite"), "--fail-on-fail"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 3 and "no such run store" in r.stderr  # a store that is not there is said
     store = tmp_path / "runs.sqlite"
-    subprocess.run(GT + ["run", "--store", str(store), "--", sys.executable, "-c", "1"], capture_output=True,
-                   timeout=60)
-    r = subprocess.run(GT + ["checklist", "training", "--store", str(store), "--fail-on-fail"],
-                       capture_output=True, text=True, timeout=60)
+    subprocess.run(
+        GT + ["run", "--store", str(store), "--", sys.executable, "-c", "1"], capture_output=True, timeout=60
+    )
+    r = subprocess.run(
+        GT + ["checklist", "training", "--store", str(store), "--fail-on-fail"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 1 and "FAIL 5." in r.stdout  # no baseline kept: the gate fails
     r = subprocess.run(GT + ["checklist", "gaming"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "no checklist 'gaming'" in r.stderr
@@ -141,18 +176,22 @@ def test_inference_items_decided_by_a_stored_load_test(tmp_path):
 
     cpu = Path(__file__).parent / "fixtures" / "cpu"
     db = Store(tmp_path / "s.sqlite")
-    ids = [db.add_report("load", ["http://x"], msgspec.json.decode((cpu / f).read_bytes(), type=LoadReport))
-           for f in ("load_transformers_serve.json", "load_capped_kv.json")]
+    ids = [
+        db.add_report("load", ["http://x"], msgspec.json.decode((cpu / f).read_bytes(), type=LoadReport))
+        for f in ("load_transformers_serve.json", "load_capped_kv.json")
+    ]
     db.close()
     items = {i.text.split(":")[0]: i for i in checklist("inference", store=tmp_path / "s.sqlite", load_id=ids[0]).items}
     tail = items["Tail metrics watched (p95/p99) and correlated with VRAM and sequence length"]
     assert tail.status == Status.passed and tail.evidence["knee"] == 8 and tail.decided_by.startswith("gputriage load")
     assert items["No OOM and no restart under load"].status == Status.passed
     assert items["A VRAM budget with headroom for peaks"].status == Status.unknown
-    capped = {i.text.split(":")[0]: i for i in checklist("inference", store=tmp_path / "s.sqlite",
-                                                         load_id=ids[1]).items}
-    assert capped["Tail metrics watched (p95/p99) and correlated with VRAM and sequence length"].status == \
-        Status.unknown  # no SLO was given to that load test
+    capped = {
+        i.text.split(":")[0]: i for i in checklist("inference", store=tmp_path / "s.sqlite", load_id=ids[1]).items
+    }
+    assert (
+        capped["Tail metrics watched (p95/p99) and correlated with VRAM and sequence length"].status == Status.unknown
+    )  # no SLO was given to that load test
 
 
 def test_a_run_without_a_gpu_leaves_its_gpu_items_unknown(tmp_path):

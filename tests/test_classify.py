@@ -22,9 +22,13 @@ from gputriage.testing.stream_nvml import StreamNvml
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h200"
 SCENARIOS = json.loads((FIXTURES / "scenario_samples.json").read_text())
-EXPECTED = {"healthy_bf16": "compute_bound", "input_starved": "input_starved", "fp32_no_tc": "tensor_cores_idle",
-            "memory_bound_unfused": "memory_bound", "small_batch": "underfilled"}
-
+EXPECTED = {
+    "healthy_bf16": "compute_bound",
+    "input_starved": "input_starved",
+    "fp32_no_tc": "tensor_cores_idle",
+    "memory_bound_unfused": "memory_bound",
+    "small_batch": "underfilled",
+}
 
 
 class _NoPause(threading.Event):
@@ -72,8 +76,15 @@ def test_the_real_sampler_on_a_replayed_stream(name, make_host):
     for s, r in zip(samples, rows):
         s.t_s = r["t"]
     g = samples[-1].gpus[0]
-    assert None not in (g.util_pct, g.power_mw, g.sm_clock_mhz, g.clock_event_reasons, g.temperature_c, g.used_bytes,
-                        g.sm_active_pct)
+    assert None not in (
+        g.util_pct,
+        g.power_mw,
+        g.sm_clock_mhz,
+        g.clock_event_reasons,
+        g.temperature_c,
+        g.used_bytes,
+        g.sm_active_pct,
+    )
     assert verdict_of(samples).bottleneck == EXPECTED[name]
 
 
@@ -92,8 +103,10 @@ def test_budgets_over_recorded_streams(tmp_path):
     assert budget_ids(stream("small_batch"))["budget.min_sm_active_pct"].evidence["observed"] < 40
     # 40 s of teardown after the last kernel are not the steady state the SM-activity budget is about
     last = healthy[-1]
-    tail = [Sample(t_s=last.t_s + 0.1 * k, gpus=[msgspec.structs.replace(last.gpus[0], util_pct=0, sm_active_pct=0.0)])
-            for k in range(1, 401)]
+    tail = [
+        Sample(t_s=last.t_s + 0.1 * k, gpus=[msgspec.structs.replace(last.gpus[0], util_pct=0, sm_active_pct=0.0)])
+        for k in range(1, 401)
+    ]
     assert "budget.min_sm_active_pct" not in budget_ids(healthy + tail)
 
 
@@ -109,8 +122,9 @@ def test_another_process_on_the_gpu_is_in_every_sample_and_names_contended(make_
 
     rows = SCENARIOS["healthy_bf16"]["samples"]
     got: list[Sample] = []
-    sampler = Sampler(Shared(rows), make_host(), [0], cadences=Cadences(gpu_s=0.005), pid=os.getpid(),
-                      sinks=(got.append,))
+    sampler = Sampler(
+        Shared(rows), make_host(), [0], cadences=Cadences(gpu_s=0.005), pid=os.getpid(), sinks=(got.append,)
+    )
     sampler._stop = _NoPause()
     sampler.start()
     deadline = time.monotonic() + 10
@@ -131,8 +145,10 @@ def test_the_samplers_few_keys_read_like_the_full_parse():
     from gputriage.backends.procfs import keyed_values, parse_keyed
 
     host = json.loads((FIXTURES / "snapshot_idle.json").read_text())["raw"]["host"]
-    for path, keys in (("/proc/meminfo", ("MemAvailable", "SwapTotal", "SwapFree")),
-                       ("/proc/vmstat", ("pgmajfault", "pswpin", "pswpout"))):
+    for path, keys in (
+        ("/proc/meminfo", ("MemAvailable", "SwapTotal", "SwapFree")),
+        ("/proc/vmstat", ("pgmajfault", "pswpin", "pswpout")),
+    ):
         text = host[path] if isinstance(host[path], str) else host[path][0]
         full = parse_keyed(text)
         assert keyed_values(text, keys) == {k: full[k] for k in keys if k in full}
@@ -145,7 +161,7 @@ def test_a_gap_in_the_samples_weighs_nothing():
     # the recorded compute-bound stream with 20 s left out in the middle (as the seconds a profiler
     # held the workload are): the window before the gap does not stretch over it
     samples = stream("healthy_bf16")
-    for s in samples[len(samples) // 2:]:
+    for s in samples[len(samples) // 2 :]:
         s.t_s += 20.0
     v, whole = verdict_of(samples), verdict_of(stream("healthy_bf16"))
     assert v.bottleneck == whole.bottleneck == B.compute_bound
@@ -164,10 +180,28 @@ def test_the_gpu_idle_before_its_first_kernel_is_start_up_not_input_starved():
     body = stream("healthy_bf16")
     t0, used = body[0].t_s, body[0].gpus[0].used_bytes or 0
     body = [s for s in body if (s.gpus[0].util_pct or 0) >= 50]  # its own idle start-up left out
-    prefix = [_busy_host(Sample(t_s=t0 + i * 0.1, gpus=[GpuSample(
-        index=0, util_pct=0, mem_util_pct=0, used_bytes=used + (0 if i < 5 else 600 * 2**20), power_mw=90000,
-        sm_active_pct=0.0, sm_occupancy_pct=0.0, tensor_active_pct=0.0, dram_active_pct=0.0)]), 600 * 2**20)
-        for i in range(50)]
+    prefix = [
+        _busy_host(
+            Sample(
+                t_s=t0 + i * 0.1,
+                gpus=[
+                    GpuSample(
+                        index=0,
+                        util_pct=0,
+                        mem_util_pct=0,
+                        used_bytes=used + (0 if i < 5 else 600 * 2**20),
+                        power_mw=90000,
+                        sm_active_pct=0.0,
+                        sm_occupancy_pct=0.0,
+                        tensor_active_pct=0.0,
+                        dram_active_pct=0.0,
+                    )
+                ],
+            ),
+            600 * 2**20,
+        )
+        for i in range(50)
+    ]
     shift = t0 + 5.0 - body[0].t_s
     for s in body:
         s.t_s += shift
@@ -194,8 +228,9 @@ def test_a_kept_open_file_reads_its_new_content_each_time(tmp_path):
 
 def _teardown(body: list[Sample], seconds: float, busy_host: bool) -> list[Sample]:
     last = body[-1]
-    idle = msgspec.structs.replace(last.gpus[0], util_pct=0, sm_active_pct=0.0, sm_occupancy_pct=0.0,
-                                   tensor_active_pct=0.0, dram_active_pct=0.0)
+    idle = msgspec.structs.replace(
+        last.gpus[0], util_pct=0, sm_active_pct=0.0, sm_occupancy_pct=0.0, tensor_active_pct=0.0, dram_active_pct=0.0
+    )
     tail = [Sample(t_s=last.t_s + 0.1 * i, gpus=[idle]) for i in range(1, int(seconds * 10) + 1)]
     return [_busy_host(s, 0) for s in tail] if busy_host else tail
 
@@ -242,8 +277,14 @@ def test_the_gpu_processes_are_listed_once_a_second_for_vram_and_neighbours(make
             return super().call(fn, index, *args)
 
     got: list[Sample] = []
-    sampler = Sampler(Counting(SCENARIOS["healthy_bf16"]["samples"]), make_host(), [0],
-                      cadences=Cadences(gpu_s=0.01), pid=os.getpid(), sinks=(got.append,))
+    sampler = Sampler(
+        Counting(SCENARIOS["healthy_bf16"]["samples"]),
+        make_host(),
+        [0],
+        cadences=Cadences(gpu_s=0.01),
+        pid=os.getpid(),
+        sinks=(got.append,),
+    )
     sampler._stop = _NoPause()
     sampler.start()
     deadline = time.monotonic() + 10
@@ -269,10 +310,17 @@ def run_samples(name: str) -> list[Sample]:
     return from_untyped(RUNS[name]["samples"])
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("input_starved", "input_starved"), ("launch_bound", "launch_bound"), ("item_sync", "sync_bound"),
-    ("input_starved_fixed", "compute_bound"), ("launch_bound_fixed", "compute_bound"),
-    ("item_sync_fixed", "compute_bound")])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("input_starved", "input_starved"),
+        ("launch_bound", "launch_bound"),
+        ("item_sync", "sync_bound"),
+        ("input_starved_fixed", "compute_bound"),
+        ("launch_bound_fixed", "compute_bound"),
+        ("item_sync_fixed", "compute_bound"),
+    ],
+)
 def test_recorded_runs_with_their_host_side_get_their_cause(name, expected):
     # whole `gputriage run` recordings (GPU, host and process tree) of the pathology scripts on an H200
     v = verdict_of(run_samples(name))
@@ -328,11 +376,22 @@ def test_runs_recorded_by_the_typed_sampler_replay_to_the_verdict_given_on_the_h
     rec = TYPED[name]
     samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
     report = judge(replay(samples, msgspec.convert(rec["meta"], RunMeta), command=rec["command"]), rec["exit_code"])
-    expected = {"contended": "contended", "fp32_no_tensor_cores": "tensor_cores_idle", "healthy": "compute_bound",
-                "input_starved": "input_starved", "item_sync": "sync_bound", "launch_bound": "launch_bound",
-                "pageable_copy": "h2d_copy_bound", "small_batch": "underfilled", "unfused_elementwise": "memory_bound",
-                "vram_churn": "vram_pressure", "job_shares_gpu": "contended", "host_stats": "host_bound",
-                "cpu_optimizer": "host_bound", "gpt_loop": "compute_bound"}.get(name)
+    expected = {
+        "contended": "contended",
+        "fp32_no_tensor_cores": "tensor_cores_idle",
+        "healthy": "compute_bound",
+        "input_starved": "input_starved",
+        "item_sync": "sync_bound",
+        "launch_bound": "launch_bound",
+        "pageable_copy": "h2d_copy_bound",
+        "small_batch": "underfilled",
+        "unfused_elementwise": "memory_bound",
+        "vram_churn": "vram_pressure",
+        "job_shares_gpu": "contended",
+        "host_stats": "host_bound",
+        "cpu_optimizer": "host_bound",
+        "gpt_loop": "compute_bound",
+    }.get(name)
     # the verdict given on the H200, but where the judge has learnt since (host work had no name of its own)
     assert report.verdict.bottleneck == (expected if name in HOST_WORK else rec["verdict"])
     if expected:
@@ -341,11 +400,22 @@ def test_runs_recorded_by_the_typed_sampler_replay_to_the_verdict_given_on_the_h
         assert not [f.id for f in report.findings if f.severity >= Severity.warn]
 
 
-NO_GPM = {"launch_bound": "launch_bound", "pageable_copy": "h2d_copy_bound", "pageable_copy_fixed": "h2d_copy_bound",
-          "small_batch": "underfilled", "fp32_no_tensor_cores": "compute_bound", "input_starved": "input_starved",
-          "item_sync": "sync_bound", "unfused_elementwise": "memory_bound", "contended": "contended",
-          "healthy": "compute_bound", "unfused_elementwise_fixed": "memory_bound",
-          "job_shares_gpu": "contended", "host_stats": "host_bound", "cpu_optimizer": "host_bound"}
+NO_GPM = {
+    "launch_bound": "launch_bound",
+    "pageable_copy": "h2d_copy_bound",
+    "pageable_copy_fixed": "h2d_copy_bound",
+    "small_batch": "underfilled",
+    "fp32_no_tensor_cores": "compute_bound",
+    "input_starved": "input_starved",
+    "item_sync": "sync_bound",
+    "unfused_elementwise": "memory_bound",
+    "contended": "contended",
+    "healthy": "compute_bound",
+    "unfused_elementwise_fixed": "memory_bound",
+    "job_shares_gpu": "contended",
+    "host_stats": "host_bound",
+    "cpu_optimizer": "host_bound",
+}
 
 
 @pytest.mark.parametrize("name", sorted(TYPED))
@@ -359,8 +429,12 @@ def test_without_gpm_power_and_pcie_tell_what_sm_activity_would(name):
     rec = TYPED[name]
     samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
     for s in samples:
-        s.gpus = [msgspec.structs.replace(g, sm_active_pct=None, sm_occupancy_pct=None, tensor_active_pct=None,
-                                          dram_active_pct=None) for g in s.gpus]
+        s.gpus = [
+            msgspec.structs.replace(
+                g, sm_active_pct=None, sm_occupancy_pct=None, tensor_active_pct=None, dram_active_pct=None
+            )
+            for g in s.gpus
+        ]
     report = judge(replay(samples, msgspec.convert(rec["meta"], RunMeta)), 0)
     v = report.verdict.per_gpu["0"]
     assert v.bottleneck == NO_GPM.get(name, "compute_bound"), v.summary
@@ -424,8 +498,13 @@ def test_the_host_computing_while_the_gpu_waits_is_host_bound_not_input_or_launc
     else:
         assert v.evidence["workload_cpu_pct"] >= 250
     # a launch-bound loop at the same GPU-Util reads little back and runs on one core
-    launch = judge(replay([msgspec.convert(s, Sample) for s in TYPED["launch_bound"]["samples"]],
-                          msgspec.convert(TYPED["launch_bound"]["meta"], RunMeta)), 0).verdict.per_gpu["0"]
+    launch = judge(
+        replay(
+            [msgspec.convert(s, Sample) for s in TYPED["launch_bound"]["samples"]],
+            msgspec.convert(TYPED["launch_bound"]["meta"], RunMeta),
+        ),
+        0,
+    ).verdict.per_gpu["0"]
     assert launch.bottleneck == B.launch_bound and launch.evidence["pcie_tx_mib_per_s"] < 100
 
 
@@ -439,8 +518,17 @@ def test_ranks_of_a_ddp_job_each_on_one_core_are_not_host_computation():
     ddp = json.loads(gzip.decompress((FIXTURES / "runs_typed_2gpu.json.gz").read_bytes()))["ddp_allreduce"]
     busy = [s for s in ddp["samples"] if (s.get("workload") or {}).get("cpu_pct", 0) > 150 and s.get("job_processes")]
     assert busy and all(len({p["pid"] for p in s["job_processes"]}) == 2 for s in busy)
-    m = WindowMetrics(t0_s=0, t1_s=1, util_pct=40.0, sm_active_pct=36.0, workload_cpu_pct=440.0, top_thread_pct=99.0,
-                      read_mb_per_s=0.0, pcie_tx_mib_per_s=13.0, job_gpu_processes=4.0)
+    m = WindowMetrics(
+        t0_s=0,
+        t1_s=1,
+        util_pct=40.0,
+        sm_active_pct=36.0,
+        workload_cpu_pct=440.0,
+        top_thread_pct=99.0,
+        read_mb_per_s=0.0,
+        pcie_tx_mib_per_s=13.0,
+        job_gpu_processes=4.0,
+    )
     assert label(m, GpuStatic())[0] == B.sync_bound
     one = msgspec.structs.replace(m, job_gpu_processes=1.0)
     assert label(one, GpuStatic())[0] == B.host_bound
@@ -456,8 +544,11 @@ def test_nvlink_payload_is_sampled_through_gpm_and_through_the_counters_before_h
             got["metrics"].update({"60": 1200.0, "61": 90000.0})
             return got
 
-    g = Sampler(Hopper(SCENARIOS["healthy_bf16"]["samples"]), make_host(), [0],
-                cadences=Cadences(gpu_s=0.1)).sample_once().gpus[0]
+    g = (
+        Sampler(Hopper(SCENARIOS["healthy_bf16"]["samples"]), make_host(), [0], cadences=Cadences(gpu_s=0.1))
+        .sample_once()
+        .gpus[0]
+    )
     assert (g.nvlink_rx_mib_per_s, g.nvlink_tx_mib_per_s) == (1200.0, 90000.0)
 
     keys = (field_key(FI_NVLINK_DATA_TX_KIB, ALL_LINKS), field_key(FI_NVLINK_DATA_RX_KIB, ALL_LINKS))
@@ -472,8 +563,9 @@ def test_nvlink_payload_is_sampled_through_gpm_and_through_the_counters_before_h
             counters[keys[0]] += 2 * 2**20  # 2 GiB sent between two reads
             return dict(counters)
 
-    sampler = Sampler(Ampere(SCENARIOS["healthy_bf16"]["samples"]), make_host(), [0],
-                      cadences=Cadences(gpu_s=0.1, gpu_slow_s=0.1))  # the slow fields every sample
+    sampler = Sampler(
+        Ampere(SCENARIOS["healthy_bf16"]["samples"]), make_host(), [0], cadences=Cadences(gpu_s=0.1, gpu_slow_s=0.1)
+    )  # the slow fields every sample
     first = sampler.sample_once().gpus[0]
     assert first.nvlink_tx_mib_per_s is None  # one reading of a counter is no rate
     import time
@@ -499,13 +591,16 @@ def test_the_non_tensor_math_pipes_are_sampled_and_a_window_keeps_the_busiest(ma
     assert metrics_of([s], 0).cuda_math_active_pct == 76.7
 
 
-@pytest.mark.parametrize("tensor, rx, expected, possible", [
-    (8.0, 150_000.0, B.comm_bound, []),  # links at 0.33 of NV18, the tensor pipes resting: the all-reduce leads
-    # as busy, with the tensor cores at work: overlap possible (and SMs at 55% of GPU-Util: gaps or small kernels)
-    (60.0, 150_000.0, B.compute_bound, [B.underfilled, B.comm_bound]),
-    (8.0, 20_000.0, B.compute_bound, []),  # 0.04 of the links: the collectives are not what the GPU does
-    (None, 150_000.0, B.comm_bound, []),  # without GPM the links alone tell it
-])
+@pytest.mark.parametrize(
+    "tensor, rx, expected, possible",
+    [
+        (8.0, 150_000.0, B.comm_bound, []),  # links at 0.33 of NV18, the tensor pipes resting: the all-reduce leads
+        # as busy, with the tensor cores at work: overlap possible (and SMs at 55% of GPU-Util: gaps or small kernels)
+        (60.0, 150_000.0, B.compute_bound, [B.underfilled, B.comm_bound]),
+        (8.0, 20_000.0, B.compute_bound, []),  # 0.04 of the links: the collectives are not what the GPU does
+        (None, 150_000.0, B.comm_bound, []),  # without GPM the links alone tell it
+    ],
+)
 def test_busy_nvlinks_name_comm_bound_unless_the_tensor_cores_are_busy(tensor, rx, expected, possible):
     from gputriage.diagnosis.run.classify import label
     from gputriage.model.run import GpuStatic
@@ -513,8 +608,17 @@ def test_busy_nvlinks_name_comm_bound_unless_the_tensor_cores_are_busy(tensor, r
 
     h200 = GpuStatic(nvlink_links=18, nvlink_link_mb_per_s=26_562.0, power_limit_mw=700_000)
     sm = 55.0 if tensor is not None else None
-    m = WindowMetrics(t0_s=0, t1_s=1, util_pct=100.0, sm_active_pct=sm, tensor_active_pct=tensor, dram_active_pct=20.0,
-                      nvlink_rx_mib_per_s=rx, nvlink_tx_mib_per_s=rx * 0.98, power_w=400.0)
+    m = WindowMetrics(
+        t0_s=0,
+        t1_s=1,
+        util_pct=100.0,
+        sm_active_pct=sm,
+        tensor_active_pct=tensor,
+        dram_active_pct=20.0,
+        nvlink_rx_mib_per_s=rx,
+        nvlink_tx_mib_per_s=rx * 0.98,
+        power_w=400.0,
+    )
     assert label(m, h200) == (expected, possible)
     assert label(m, GpuStatic(power_limit_mw=700_000))[0] != B.comm_bound  # links not counted: never from them
 
@@ -532,13 +636,19 @@ def test_a_gpus_nvlinks_are_read_once_with_its_static_facts(h200):
 UNSEEN = json.loads(gzip.decompress((FIXTURES / "runs_unseen.json.gz").read_bytes()))
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("decode_gemv_gpm", "memory_bound"), ("decode_gemv_nogpm", "memory_bound"),  # batch-1 decode: 3.6 TB/s of weights
-    ("compiled_mlp_gpm", "compute_bound"), ("compiled_mlp_nogpm", "compute_bound"),  # after an 18 s compile
-    # numpy augmentation on the training thread at 100% while the GPU runs 0% of the time: nothing is read,
-    # and no sync holds a thread that busy with so little GPU work to wait for (it was called sync_bound)
-    ("cpu_augment_gpm", "input_starved"), ("cpu_augment_nogpm", "input_starved"),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("decode_gemv_gpm", "memory_bound"),
+        ("decode_gemv_nogpm", "memory_bound"),  # batch-1 decode: 3.6 TB/s of weights
+        ("compiled_mlp_gpm", "compute_bound"),
+        ("compiled_mlp_nogpm", "compute_bound"),  # after an 18 s compile
+        # numpy augmentation on the training thread at 100% while the GPU runs 0% of the time: nothing is read,
+        # and no sync holds a thread that busy with so little GPU work to wait for (it was called sync_bound)
+        ("cpu_augment_gpm", "input_starved"),
+        ("cpu_augment_nogpm", "input_starved"),
+    ],
+)
 def test_workloads_written_after_the_rules_get_their_cause_with_and_without_gpm(name, expected):
     # examples/workloads/ under `gputriage run` and `run --no-gpm` on an H200 (2026-12-01)
     from gputriage.diagnosis.run.judge import judge
@@ -547,11 +657,17 @@ def test_workloads_written_after_the_rules_get_their_cause_with_and_without_gpm(
 
     rec = UNSEEN[name]
     profile = msgspec.convert(rec["profile"], ProfileReport) if rec["profile"] else None
-    report = judge(replay([msgspec.convert(s, Sample) for s in rec["samples"]], msgspec.convert(rec["meta"], RunMeta),
-                          command=rec["command"]), rec["exit_code"], profile=profile)
+    report = judge(
+        replay(
+            [msgspec.convert(s, Sample) for s in rec["samples"]],
+            msgspec.convert(rec["meta"], RunMeta),
+            command=rec["command"],
+        ),
+        rec["exit_code"],
+        profile=profile,
+    )
     assert report.verdict.per_gpu["0"].bottleneck.value == expected
     assert report.verdict.bottleneck.value == expected  # and the trace, where `--profile auto` asked for one
-
 
 
 DDP = json.loads(gzip.decompress((FIXTURES / "runs_typed_2gpu.json.gz").read_bytes()))
@@ -578,20 +694,26 @@ def test_a_ddp_job_whose_links_are_not_counted_keeps_comm_bound_possible_where_t
         assert v.decision.startswith("Healthy: the GPU computes on its tensor cores")
 
 
-@pytest.mark.parametrize("links, job_gpus, possible", [
-    (None, 2.0, [B.comm_bound]),  # links not counted, the job on two GPUs: a collective may be what runs
-    (None, 1.0, []),  # one GPU: no collective to miss
-    (18, 2.0, []),  # links counted and quiet: the collectives are not what the GPU does
-])
-def test_a_collective_is_possible_only_on_a_job_on_several_gpus_whose_links_are_not_counted(links, job_gpus,
-                                                                                             possible):
+@pytest.mark.parametrize(
+    "links, job_gpus, possible",
+    [
+        (None, 2.0, [B.comm_bound]),  # links not counted, the job on two GPUs: a collective may be what runs
+        (None, 1.0, []),  # one GPU: no collective to miss
+        (18, 2.0, []),  # links counted and quiet: the collectives are not what the GPU does
+    ],
+)
+def test_a_collective_is_possible_only_on_a_job_on_several_gpus_whose_links_are_not_counted(links, job_gpus, possible):
     from gputriage.diagnosis.run.classify import label
     from gputriage.model.run import GpuStatic
 
     static = GpuStatic(nvlink_links=links, nvlink_link_mb_per_s=26_562.0 if links else None, power_limit_mw=700_000)
     ws = list(ddp_run("ddp_allreduce").windows.series[0])
-    w = msgspec.structs.replace(ws[len(ws) // 2], job_gpus=job_gpus,  # a window while the all-reduce dominated
-                                nvlink_tx_mib_per_s=0.0 if links else None, nvlink_rx_mib_per_s=0.0 if links else None)
+    w = msgspec.structs.replace(
+        ws[len(ws) // 2],
+        job_gpus=job_gpus,  # a window while the all-reduce dominated
+        nvlink_tx_mib_per_s=0.0 if links else None,
+        nvlink_rx_mib_per_s=0.0 if links else None,
+    )
     assert w.tensor_active_pct < 5 and 50 <= w.sm_active_pct < 60
     assert label(w, static) == (B.compute_bound, possible)
     busy = msgspec.structs.replace(w, tensor_active_pct=70.0)  # tensor cores at work: no collective in question,

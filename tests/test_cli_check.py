@@ -47,9 +47,12 @@ def test_fail_on_sets_the_exit_code(tmp_path):
 
 
 def test_corrupt_truncated_and_foreign_files_are_one_line_errors_with_exit_3(tmp_path):
-    cases = {"truncated.json": H200_SNAPSHOT.read_text()[:500], "foreign.json": json.dumps({"traceEvents": []}),
-             "binary.json": "\x00\x01garbage", "newer.json": json.dumps({"schema": "gputriage.snapshot", "version": 99,
-                                                                         "facts": []})}
+    cases = {
+        "truncated.json": H200_SNAPSHOT.read_text()[:500],
+        "foreign.json": json.dumps({"traceEvents": []}),
+        "binary.json": "\x00\x01garbage",
+        "newer.json": json.dumps({"schema": "gputriage.snapshot", "version": 99, "facts": []}),
+    }
     for name, text in cases.items():
         path = tmp_path / name
         path.write_text(text)
@@ -89,8 +92,13 @@ def test_unknown_severity_is_a_usage_error():
 
 
 def test_check_full_runs_the_quick_disk_probes(tmp_path):
-    r = subprocess.run(GT + ["check", "--full", "--no-framework", "--window", "0.2", "--fail-on", "never", "--json"],
-                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    r = subprocess.run(
+        GT + ["check", "--full", "--no-framework", "--window", "0.2", "--fail-on", "never", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     facts = json.loads(r.stdout)["facts"]
     assert facts["host.fs.cwd.seq_read_mbps"] > 0 and facts["host.fs.cwd.rand_read_4k_iops"] > 0
     assert list(tmp_path.iterdir()) == []  # the probe file is gone

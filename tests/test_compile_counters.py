@@ -19,7 +19,7 @@ from gputriage.inworkload import dynamo_counters
 from gputriage.model.compile import BreakReason, BreakSite, CompileStats
 from gputriage.sampling.compile_report import merge, read_compile_stats
 
-WORKLOAD = textwrap.dedent('''\
+WORKLOAD = textwrap.dedent("""\
     import torch
 
     def f(x):
@@ -31,7 +31,7 @@ WORKLOAD = textwrap.dedent('''\
     g = torch.compile(f, backend="eager", dynamic=False)
     for b in (8, 16, 24, 32, 40, 8):
         g(torch.randn(b))
-''')
+""")
 
 
 def test_dynamo_counters_name_the_break_and_count_recompiles(tmp_path: Path) -> None:
@@ -39,13 +39,16 @@ def test_dynamo_counters_name_the_break_and_count_recompiles(tmp_path: Path) -> 
     the `.item()` branch breaks the graph at line 5, and five new batch sizes recompile."""
     pytest.importorskip("torch")
     script = tmp_path / "w.py"
-    script.write_text(WORKLOAD + textwrap.dedent(f'''\
+    script.write_text(
+        WORKLOAD
+        + textwrap.dedent(f"""\
         import sys, json
         sys.path.insert(0, {str(Path(dynamo_counters.__file__).parent)!r})
         import dynamo_counters
         print(json.dumps(dynamo_counters.read(sys.modules["torch._dynamo.utils"],
                                               sys.modules["torch._dynamo.convert_frame"])))
-    '''))
+    """)
+    )
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=True)
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["graph_breaks"] >= 1
@@ -63,9 +66,14 @@ def test_nothing_is_reported_where_nothing_compiled(tmp_path: Path) -> None:
 
 
 def test_reports_of_several_processes_are_summed(tmp_path: Path) -> None:
-    rank = CompileStats(frames_compiled=4, graph_breaks=2, recompiles=3, compile_s=1.5,
-                        break_reasons=[BreakReason(reason="Unsupported Tensor.item() call", count=2)],
-                        break_sites=[BreakSite(function="forward", line=27, file="model.py", count=2)])
+    rank = CompileStats(
+        frames_compiled=4,
+        graph_breaks=2,
+        recompiles=3,
+        compile_s=1.5,
+        break_reasons=[BreakReason(reason="Unsupported Tensor.item() call", count=2)],
+        break_sites=[BreakSite(function="forward", line=27, file="model.py", count=2)],
+    )
     for pid in (101, 102):
         (tmp_path / f"dynamo.{pid}.json").write_bytes(msgspec.json.encode(rank))
     (tmp_path / "dynamo.999.json").write_text("{half a file")  # being replaced: skipped, the others count
@@ -77,9 +85,14 @@ def test_reports_of_several_processes_are_summed(tmp_path: Path) -> None:
 
 
 def test_findings_name_where_the_graph_breaks_and_how_often_it_recompiles() -> None:
-    stats = CompileStats(frames_compiled=9, graph_breaks=5, recompiles=7, compile_s=12.4,
-                         break_reasons=[BreakReason(reason="Unsupported Tensor.item() call", count=5)],
-                         break_sites=[BreakSite(function="forward", line=27, file="/src/model.py", count=5)])
+    stats = CompileStats(
+        frames_compiled=9,
+        graph_breaks=5,
+        recompiles=7,
+        compile_s=12.4,
+        break_reasons=[BreakReason(reason="Unsupported Tensor.item() call", count=5)],
+        break_sites=[BreakSite(function="forward", line=27, file="/src/model.py", count=5)],
+    )
     found = {f.id: f for f in compile_findings(stats)}
     assert set(found) == {"run.graph_breaks", "run.recompiles"}
     assert "model.py:27 in forward()" in found["run.graph_breaks"].symptom
@@ -96,8 +109,13 @@ def test_run_reports_graph_breaks_of_a_compiled_workload(tmp_path: Path) -> None
     pytest.importorskip("torch")
     script = tmp_path / "loop.py"
     script.write_text(WORKLOAD)
-    out = subprocess.run([sys.executable, "-m", "gputriage", "run", "--json", "--no-store", "--", sys.executable,
-                          str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-m", "gputriage", "run", "--json", "--no-store", "--", sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["compile"]["graph_breaks"] >= 1

@@ -30,9 +30,17 @@ DASHBOARD = ROOT / "dashboards" / "gputriage.json"
 FIXTURES = Path(__file__).parent / "fixtures"
 # the bf16 GEMM loop recorded on an H200 with every pipe GPM gives (tensor, fp16, fp32, fp64, DRAM)
 PIPES = json.loads(gzip.decompress((FIXTURES / "h200" / "runs_pipes.json.gz").read_bytes()))["healthy"]["samples"]
-GPM_IDS = {"sm_active_pct": 2, "sm_occupancy_pct": 3, "tensor_active_pct": 5, "dram_active_pct": 10,
-           "fp64_active_pct": 11, "fp32_active_pct": 12, "fp16_active_pct": 13, "pcie_tx_mib_per_s": 20,
-           "pcie_rx_mib_per_s": 21}
+GPM_IDS = {
+    "sm_active_pct": 2,
+    "sm_occupancy_pct": 3,
+    "tensor_active_pct": 5,
+    "dram_active_pct": 10,
+    "fp64_active_pct": 11,
+    "fp32_active_pct": 12,
+    "fp16_active_pct": 13,
+    "pcie_tx_mib_per_s": 20,
+    "pcie_rx_mib_per_s": 21,
+}
 HOLDERS = FIXTURES / "gpu_holders"
 RECORDED = HOLDERS / "snapshot_two_processes.json"
 # Grafana's variables, as a query with every host and GPU selected sends them
@@ -43,6 +51,7 @@ KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_lef
 def expressions(dashboard: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """(where, PromQL) of every query: each panel's targets (rows' panels too), each variable's query (the
     metric selector inside Grafana's label_values(...))."""
+
     def panels(items: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         for p in items:
             yield p
@@ -70,7 +79,7 @@ def metric_names(expr: str) -> set[str]:
     e = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", e)
     names = set()
     for m in re.finditer(r"(?<![A-Za-z0-9_:.])[A-Za-z_:][A-Za-z0-9_:]*", e):
-        if e[m.end():].lstrip().startswith("(") or m.group() in KEYWORDS:
+        if e[m.end() :].lstrip().startswith("(") or m.group() in KEYWORDS:
             continue
         names.add(m.group())
     return names
@@ -88,20 +97,33 @@ METRICS = sorted(set().union(*(metric_names(q) for _, q in QUERIES)))
 
 
 def test_metric_names_are_read_out_of_promql():
-    assert metric_names('sum by (Hostname, gpu) (rate(foo_total{a="b{c}", d=~"$x"}[5m])) / on (gpu) '
-                        'group_left (pod) bar * scalar(max(baz)) > bool 1e3 and qux offset 5m') == \
-        {"foo_total", "bar", "baz", "qux"}
+    assert metric_names(
+        'sum by (Hostname, gpu) (rate(foo_total{a="b{c}", d=~"$x"}[5m])) / on (gpu) '
+        "group_left (pod) bar * scalar(max(baz)) > bool 1e3 and qux offset 5m"
+    ) == {"foo_total", "bar", "baz", "qux"}
     assert metric_names("time() - max(gputriage_check_timestamp_seconds)") == {"gputriage_check_timestamp_seconds"}
 
 
 def test_the_dashboard_shows_what_the_issue_asks():
     titles = " | ".join(p["title"] for p in DASH["panels"])
-    for wanted in ("GPU activity vs GPU-Util", "Tensor", "bottleneck per GPU over time", "Findings",
-                   "holding a GPU idle", "cost"):
+    for wanted in (
+        "GPU activity vs GPU-Util",
+        "Tensor",
+        "bottleneck per GPU over time",
+        "Findings",
+        "holding a GPU idle",
+        "cost",
+    ):
         assert wanted.lower() in titles.lower(), wanted
-    for name in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-                 "gputriage_bottleneck", "gputriage_finding", "gputriage_gpu_process_idle_held",
-                 "gputriage_price_per_gpu_hour"):
+    for name in (
+        "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_PROF_SM_ACTIVE",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "gputriage_bottleneck",
+        "gputriage_finding",
+        "gputriage_gpu_process_idle_held",
+        "gputriage_price_per_gpu_hour",
+    ):
         assert name in METRICS, name
     assert all(p["datasource"]["uid"] == "${datasource}" for p in DASH["panels"] if p["type"] != "row")
     ids = [p["id"] for p in DASH["panels"]]
@@ -114,9 +136,18 @@ def _stream_rows() -> list[dict[str, Any]]:
     for s in PIPES:
         g = s["gpus"][0] if s["gpus"] else {}
         if g.get("util_pct", 0) >= 90:
-            rows.append({"util": g["util_pct"], "memutil": g["mem_util_pct"], "used": g["used_bytes"],
-                         "power": g["power_mw"], "sm_clk": g["sm_clock_mhz"], "reasons": g["clock_event_reasons"],
-                         "temp": g["temperature_c"], "gpm": {str(i): g[k] for k, i in GPM_IDS.items() if k in g}})
+            rows.append(
+                {
+                    "util": g["util_pct"],
+                    "memutil": g["mem_util_pct"],
+                    "used": g["used_bytes"],
+                    "power": g["power_mw"],
+                    "sm_clk": g["sm_clock_mhz"],
+                    "reasons": g["clock_event_reasons"],
+                    "temp": g["temperature_c"],
+                    "gpm": {str(i): g[k] for k, i in GPM_IDS.items() if k in g},
+                }
+            )
     return rows
 
 
@@ -145,12 +176,23 @@ def exporter():
     from gputriage.exporter import Exporter
     from gputriage.report.prometheus import StateCollector
 
-    ex = Exporter(label=live_labels, collector=StateCollector, check=lambda: check(RECORDED), port=0, period_s=0.1,
-                  window_s=5, check_every_s=30, nvml=Holding(), host=FakeHost(HOLDERS / "k8s_node"),
-                  held=judge_live, price_per_gpu_hour=3.5).start()
+    ex = Exporter(
+        label=live_labels,
+        collector=StateCollector,
+        check=lambda: check(RECORDED),
+        port=0,
+        period_s=0.1,
+        window_s=5,
+        check_every_s=30,
+        nvml=Holding(),
+        host=FakeHost(HOLDERS / "k8s_node"),
+        held=judge_live,
+        price_per_gpu_hour=3.5,
+    ).start()
     deadline = time.monotonic() + 60  # a judged second, a listing of the processes and a check, however loaded
-    while time.monotonic() < deadline and not (ex.shares(time.time()).get(0) and ex.state().holders
-                                               and ex.state().checked_s):
+    while time.monotonic() < deadline and not (
+        ex.shares(time.time()).get(0) and ex.state().holders and ex.state().checked_s
+    ):
         time.sleep(0.1)
     yield ex
     ex.stop()
@@ -185,8 +227,16 @@ def test_every_expression_parses(tmp_path):
     promtool = _promtool()
     if promtool is None:
         pytest.skip("promtool is not installed (CI installs Debian's prometheus)")
-    rules = {"groups": [{"name": "dashboard", "rules": [{"record": f"dashboard:query_{i}", "expr": with_variables(q)}
-                                                        for i, (_, q) in enumerate(QUERIES)]}]}
+    rules = {
+        "groups": [
+            {
+                "name": "dashboard",
+                "rules": [
+                    {"record": f"dashboard:query_{i}", "expr": with_variables(q)} for i, (_, q) in enumerate(QUERIES)
+                ],
+            }
+        ]
+    }
     path = tmp_path / "rules.yml"
     path.write_text(json.dumps(rules))  # YAML is a superset of JSON
     r = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True)
@@ -205,10 +255,18 @@ def test_a_real_prometheus_returns_data_for_every_metric_the_dashboard_queries(e
     target = exporter.url.split("//")[1].split("/")[0]
     (tmp_path / "prometheus.yml").write_text(
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        f"scrape_configs:\n  - job_name: gputriage\n    static_configs:\n      - targets: ['{target}']\n")
-    p = subprocess.Popen([prometheus, f"--config.file={tmp_path / 'prometheus.yml'}",
-                          f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-                         stdout=subprocess.DEVNULL, stderr=open(tmp_path / "prometheus.log", "w"))
+        f"scrape_configs:\n  - job_name: gputriage\n    static_configs:\n      - targets: ['{target}']\n"
+    )
+    p = subprocess.Popen(
+        [
+            prometheus,
+            f"--config.file={tmp_path / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "prometheus.log", "w"),
+    )
 
     def query(q: str) -> dict[str, Any]:
         url = f"http://127.0.0.1:{port}/api/v1/query?query={urllib.parse.quote(q)}"

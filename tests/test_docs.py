@@ -24,8 +24,9 @@ REGENERATE = "run `gputriage rules --markdown > docs/rules.md`"
 
 
 def test_rules_page_is_the_catalog():
-    assert RULES_MD.read_text(encoding="utf-8") == rules_markdown(api.catalog()), \
+    assert RULES_MD.read_text(encoding="utf-8") == rules_markdown(api.catalog()), (
         f"docs/rules.md differs from the catalog: {REGENERATE}"
+    )
 
 
 def test_every_finding_id_has_its_section():
@@ -35,17 +36,24 @@ def test_every_finding_id_has_its_section():
 
 
 def test_the_command_prints_the_page():
-    r = subprocess.run([sys.executable, "-m", "gputriage", "rules", "--markdown"], capture_output=True, cwd=ROOT,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "gputriage", "rules", "--markdown"], capture_output=True, cwd=ROOT, timeout=120
+    )
     assert r.returncode == 0, r.stderr.decode(errors="replace")
     assert r.stdout.decode("utf-8") == rules_markdown(api.catalog())
 
 
 def test_prose_is_escaped_outside_code_spans():
-    spec = FindingSpec(id="x.y", step=1, severity=Severity.warn, symptom="no /dev/nvidia* node",
-                       cause="a [bracket] and <b>", decision="run `gputriage run -- <cmd>` then <= 5%",
-                       commands=("check",),
-                       thresholds=(Threshold("t_pct", 5.0, "%", "a | b", "judgement"),))
+    spec = FindingSpec(
+        id="x.y",
+        step=1,
+        severity=Severity.warn,
+        symptom="no /dev/nvidia* node",
+        cause="a [bracket] and <b>",
+        decision="run `gputriage run -- <cmd>` then <= 5%",
+        commands=("check",),
+        thresholds=(Threshold("t_pct", 5.0, "%", "a | b", "judgement"),),
+    )
     page = rules_markdown(Catalog(rules=[spec]))
     assert "## `x.y`" in page
     assert r"/dev/nvidia\* node" in page
@@ -65,8 +73,23 @@ def test_the_site_builds_strict(tmp_path):
     if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None:
         assert os.environ.get("GPUTRIAGE_REQUIRE_DOCS") != "1", "mkdocs-material is needed (pip install -e '.[docs]')"
         pytest.skip("mkdocs-material is not installed (pip install -e '.[docs]')")
-    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
-                        "-d", str(tmp_path / "site")], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                       env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-f",
+            str(ROOT / "mkdocs.yml"),
+            "-d",
+            str(tmp_path / "site"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert r.returncode == 0, r.stderr[-4000:]
     assert (tmp_path / "site" / "rules" / "index.html").exists()

@@ -46,9 +46,14 @@ def _scrape(url: str) -> str:
 def exporter(make_host):
     from gputriage.api.exporter import start_exporter
 
-    ex = start_exporter(port=0, period_s=0.1, window_s=5, check_every_s=0,
-                        nvml=Looping([r for r in SCENARIOS["healthy_bf16"]["samples"] if r["util"] >= 90]),
-                        host=make_host())
+    ex = start_exporter(
+        port=0,
+        period_s=0.1,
+        window_s=5,
+        check_every_s=0,
+        nvml=Looping([r for r in SCENARIOS["healthy_bf16"]["samples"] if r["util"] >= 90]),
+        host=make_host(),
+    )
     deadline = time.monotonic() + 60  # a judged second, however long a loaded machine takes to judge it
     while not ex.shares(time.time()).get(0) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -89,8 +94,12 @@ def test_a_scrape_never_calls_nvml(exporter):
 
 
 def test_the_command_binds_127_0_0_1_by_default_and_says_so():
-    p = subprocess.Popen(GT + ["exporter", "--port", "0", "--check-every", "0"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        GT + ["exporter", "--port", "0", "--check-every", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = p.stderr.readline()
         assert "serving http://127.0.0.1:" in line
@@ -116,10 +125,18 @@ def test_a_real_prometheus_scrapes_it(exporter, tmp_path):
     target = exporter.url.split("//")[1].split("/")[0]
     (tmp_path / "prometheus.yml").write_text(
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        f"scrape_configs:\n  - job_name: gputriage\n    static_configs:\n      - targets: ['{target}']\n")
-    p = subprocess.Popen([prometheus, f"--config.file={tmp_path / 'prometheus.yml'}",
-                          f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-                         stdout=subprocess.DEVNULL, stderr=open(tmp_path / "prometheus.log", "w"))
+        f"scrape_configs:\n  - job_name: gputriage\n    static_configs:\n      - targets: ['{target}']\n"
+    )
+    p = subprocess.Popen(
+        [
+            prometheus,
+            f"--config.file={tmp_path / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "prometheus.log", "w"),
+    )
 
     def query(q: str) -> list:
         url = f"http://127.0.0.1:{port}/api/v1/query?query={urllib.parse.quote(q)}"
@@ -141,7 +158,7 @@ def test_a_real_prometheus_scrapes_it(exporter, tmp_path):
         assert result[0]["metric"]["modelName"] == "NVIDIA H200" and result[0]["metric"]["job"] == "gputriage"
         assert 0.5 < float(result[0]["value"][1]) <= 1.0
         assert query("up")[0]["value"][1] == "1"
-        top = query('gputriage_bottleneck == 1')
+        top = query("gputriage_bottleneck == 1")
         assert top and top[0]["metric"]["bottleneck"] == "compute_bound"
         # a rule a dashboard would use, on dcgm-exporter's name: the mean SM activity over the GPUs
         assert 0.5 < float(query("avg(DCGM_FI_PROF_SM_ACTIVE)")[0]["value"][1]) <= 1.0
@@ -158,17 +175,30 @@ def test_a_real_h200_scrape_under_load_has_dcgm_exporters_names_and_units():
 
     text = (FIXTURES / "exporter_metrics_under_load.txt").read_text()
     values = {s.name: s for f in text_string_to_metric_families(text) for s in f.samples}
-    for name in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY",
-                 "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_DEV_FB_USED",
-                 "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_XID_ERRORS"):
+    for name in (
+        "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_PROF_SM_ACTIVE",
+        "DCGM_FI_PROF_SM_OCCUPANCY",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_DEV_SM_CLOCK",
+        "DCGM_FI_DEV_GPU_TEMP",
+        "DCGM_FI_DEV_XID_ERRORS",
+    ):
         assert values[name].labels["modelName"] == "NVIDIA H200", name
     assert values["DCGM_FI_DEV_FB_USED"].value + values["DCGM_FI_DEV_FB_FREE"].value == 143771  # MiB
     assert all(0 <= values[n].value <= 1 for n in ("DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE"))
     assert 60 < values["DCGM_FI_DEV_POWER_USAGE"].value < 700 and values["DCGM_FI_DEV_SM_CLOCK"].value == 1980
     proc = values["gputriage_gpu_process_memory_bytes"]
     assert proc.value / 2**20 <= values["DCGM_FI_DEV_FB_USED"].value  # the server's share of what is used
-    shares = [s.value for f in text_string_to_metric_families(text) if f.name == "gputriage_bottleneck_share"
-              for s in f.samples]
+    shares = [
+        s.value
+        for f in text_string_to_metric_families(text)
+        if f.name == "gputriage_bottleneck_share"
+        for s in f.samples
+    ]
     assert sum(shares) == pytest.approx(1.0, abs=0.01)
 
 
@@ -184,11 +214,13 @@ def test_a_python_bound_server_is_told_from_a_starved_input_by_its_processes_cpu
     step = json.loads((FIXTURES / "load_transformers_serve_sweep.json").read_text())["steps"][0]
     g, p = step["gpus"][0], step["server_process"]
     gpu = GpuStatic(memory_total_bytes=int(g["total_bytes"]))
-    bare = WindowMetrics(t0_s=0.0, t1_s=1.0, util_pct=g["util_pct"], sm_active_pct=g["sm_active_pct"],
-                         used_bytes=g["used_max_bytes"])
+    bare = WindowMetrics(
+        t0_s=0.0, t1_s=1.0, util_pct=g["util_pct"], sm_active_pct=g["sm_active_pct"], used_bytes=g["used_max_bytes"]
+    )
     assert label(bare, gpu)[0] == B.input_starved
-    told = msgspec_replace(bare, workload_cpu_pct=p["cpu_pct"], top_thread_pct=p["top_thread_pct"],
-                           read_mb_per_s=0.0, job_gpu_processes=1)
+    told = msgspec_replace(
+        bare, workload_cpu_pct=p["cpu_pct"], top_thread_pct=p["top_thread_pct"], read_mb_per_s=0.0, job_gpu_processes=1
+    )
     verdict, others = label(told, gpu)
     assert verdict == B.launch_bound and B.input_starved in others
 
@@ -207,8 +239,15 @@ def test_the_cpu_of_the_processes_on_a_gpu_is_read_between_two_calls(tmp_path):
 
     from gputriage.backends.process_cpu import ProcessCpuReader
 
-    spin = subprocess.Popen([sys.executable, "-c", "import time\nprint('go', flush=True)\nt = time.time()\n"
-                             "while time.time() - t < 30: pass"], stdout=subprocess.PIPE, text=True)
+    spin = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\nprint('go', flush=True)\nt = time.time()\nwhile time.time() - t < 30: pass",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     sleep = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         assert spin.stdout is not None and spin.stdout.readline().strip() == "go"  # spinning from here
@@ -232,8 +271,10 @@ def test_nvlink_traffic_is_exported_under_dcgm_exporters_names_in_bytes_per_seco
     from gputriage.model.sample import GpuSample
     from gputriage.report.prometheus import GAUGES
 
-    linked = {name: value(GpuSample(index=0, nvlink_tx_mib_per_s=1000.0, nvlink_rx_mib_per_s=500.0))
-              for name, _, value in GAUGES}
+    linked = {
+        name: value(GpuSample(index=0, nvlink_tx_mib_per_s=1000.0, nvlink_rx_mib_per_s=500.0))
+        for name, _, value in GAUGES
+    }
     assert linked["DCGM_FI_PROF_NVLINK_TX_BYTES"] == 1000 * 2**20
     assert linked["DCGM_FI_PROF_NVLINK_RX_BYTES"] == 500 * 2**20
     alone = {name: value(GpuSample(index=0)) for name, _, value in GAUGES}

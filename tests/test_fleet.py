@@ -51,10 +51,10 @@ def cluster(tmp_path_factory):
     healthy = _variant(tmp, "node-a", {})
     healthy_b = _variant(tmp, "node-b", {}, host="node-a")  # a second raylet on node-a's machine
     narrow = _variant(tmp, "node-c", {"gpu.0.pcie.link_width.current": 8, "gpu.0.pcie.link_width.loaded": 8})
-    slow = _variant(tmp, "node-d", {"gpu.0.clock.sm_max_mhz": 1410, "driver.version": "570.86.15"},
-                    bench_scale=0.6)
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0,
-                                                      "env_vars": _env(healthy)})  # no GPU: not checked
+    slow = _variant(tmp, "node-d", {"gpu.0.clock.sm_max_mhz": 1410, "driver.version": "570.86.15"}, bench_scale=0.6)
+    c = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0, "env_vars": _env(healthy)}
+    )  # no GPU: not checked
     for paths in (healthy, healthy_b, narrow, slow):
         c.add_node(num_cpus=1, num_gpus=1, env_vars=_env(paths))
     c.add_node(num_cpus=1, num_gpus=1, env_vars={"GPUTRIAGE_FLEET_REPLAY": str(tmp / "missing.json")})
@@ -65,8 +65,13 @@ def cluster(tmp_path_factory):
 
 
 def test_fleet_bench_names_the_off_nodes_the_drift_and_the_failed_one(cluster, tmp_path):
-    r = subprocess.run(GT + ["fleet", "bench", "--ray", cluster.address, "--json", "--price", "3",
-                             "--store", str(tmp_path / "s.sqlite")], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        GT
+        + ["fleet", "bench", "--ray", cluster.address, "--json", "--price", "3", "--store", str(tmp_path / "s.sqlite")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 1, r.stderr[-3000:]  # an outlier and a failed node
     rep = json.loads(r.stdout)
     assert rep["schema"] == "gputriage.fleet" and rep["bench"] is True
@@ -95,24 +100,37 @@ def test_fleet_bench_names_the_off_nodes_the_drift_and_the_failed_one(cluster, t
     w = rep["waste"]
     assert w["gpus"] == 5 and w["not_visible"] == 1 and w["measure"] == "SM activity"  # as Ray counts them
     assert w["idle_cost_per_hour"] == pytest.approx(w["idle_gpu_equivalents"] * 3, abs=0.02)
-    runs = json.loads(subprocess.run(GT + ["runs", "--store", str(tmp_path / "s.sqlite"), "--json"],
-                                     capture_output=True, text=True).stdout)["runs"]
+    runs = json.loads(
+        subprocess.run(
+            GT + ["runs", "--store", str(tmp_path / "s.sqlite"), "--json"], capture_output=True, text=True
+        ).stdout
+    )["runs"]
     assert runs[0]["kind"] == "fleet"
     page = tmp_path / "fleet.html"
-    r = subprocess.run(GT + ["report", str(runs[0]["id"]), "--store", str(tmp_path / "s.sqlite"), "-o", str(page)],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        GT + ["report", str(runs[0]["id"]), "--store", str(tmp_path / "s.sqlite"), "-o", str(page)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert "Below the fleet" in page.read_text()  # the kept fleet check, as a page
 
 
 def test_fleet_check_in_the_terminal_and_a_bad_address(cluster):
-    r = subprocess.run(GT + ["fleet", "check", "--ray", cluster.address, "--no-store"], capture_output=True,
-                       text=True, timeout=300, env={**os.environ, "COLUMNS": "120"})
+    r = subprocess.run(
+        GT + ["fleet", "check", "--ray", cluster.address, "--no-store"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "120"},
+    )
     assert r.returncode == 1, r.stderr[-3000:]
     assert "below the fleet" in r.stdout and "node-c: pcie_width 8" in r.stdout
     assert "drift across nodes" in r.stdout and "failed" in r.stdout
     assert "1 GPU not visible to the driver" in r.stdout and "0 x ?" not in r.stdout
     assert "of 5 GPUs" in r.stdout
-    bad = subprocess.run(GT + ["fleet", "check", "--ray", "127.0.0.1:1", "--no-store"], capture_output=True,
-                         text=True, timeout=120)
+    bad = subprocess.run(
+        GT + ["fleet", "check", "--ray", "127.0.0.1:1", "--no-store"], capture_output=True, text=True, timeout=120
+    )
     assert bad.returncode == 3 and bad.stderr.startswith("gputriage: ") and "Traceback" not in bad.stderr

@@ -112,4 +112,3 @@ def test_the_check_page_says_why_a_fact_is_missing():
     assert _shown(Unavailable("not_found", "not probed: NVML sees no GPU")) == "not probed: NVML sees no GPU"
     assert _shown(Unavailable("no_permission", "dmesg: root only")) == "not read: dmesg: root only"
     assert _shown("2.5.1") == "2.5.1"
-

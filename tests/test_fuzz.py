@@ -25,12 +25,15 @@ from serving import HostileServer, http_answer
 TRACES = Path(__file__).parent / "fixtures" / "h200" / "traces"
 SMALL_TRACE = gzip.decompress((TRACES / "item_sync.json.gz").read_bytes())
 SNAPSHOT = H200_SNAPSHOT.read_bytes()
-FUZZ = settings(max_examples=60, deadline=3000, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                       HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=60, deadline=3000, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                                       max_size=4), max_leaves=20)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
 
 
 def mutations(original: bytes) -> st.SearchStrategy[bytes]:
@@ -38,9 +41,11 @@ def mutations(original: bytes) -> st.SearchStrategy[bytes]:
     n = len(original)
     cut = st.integers(0, n).map(lambda k: original[:k])
     overwrite = st.tuples(st.integers(0, n - 1), st.binary(min_size=1, max_size=64)).map(
-        lambda t: original[:t[0]] + t[1] + original[t[0] + len(t[1]):])
+        lambda t: original[: t[0]] + t[1] + original[t[0] + len(t[1]) :]
+    )
     insert = st.tuples(st.integers(0, n), st.binary(min_size=1, max_size=64)).map(
-        lambda t: original[:t[0]] + t[1] + original[t[0]:])
+        lambda t: original[: t[0]] + t[1] + original[t[0] :]
+    )
     return cut | overwrite | insert
 
 
@@ -64,9 +69,12 @@ def test_snapshot_bytes_mangled(data):
 
 
 @FUZZ
-@given(st.fixed_dictionaries({"schema": st.just("gputriage.snapshot"), "version": st.just(1)},
-                             optional={"facts": json_values, "taken_at": json_values, "raw": json_values,
-                                       "hostname": json_values}))
+@given(
+    st.fixed_dictionaries(
+        {"schema": st.just("gputriage.snapshot"), "version": st.just(1)},
+        optional={"facts": json_values, "taken_at": json_values, "raw": json_values, "hostname": json_values},
+    )
+)
 def test_snapshot_shapes(doc):
     path = _file(json.dumps(doc).encode(), ".json")
     try:
@@ -103,14 +111,25 @@ def test_gzip_bytes_mangled(data):
         path.unlink()
 
 
-toml_values = st.one_of(st.integers(-10**6, 10**6).map(str), st.floats(allow_nan=True).map(repr),
-                        st.booleans().map(lambda b: "true" if b else "false"), st.text(max_size=10).map(json.dumps),
-                        st.just("[1, 2]"), st.just("{a = 1}"), st.just("nan"), st.just("inf"), st.just("-inf"))
+toml_values = st.one_of(
+    st.integers(-(10**6), 10**6).map(str),
+    st.floats(allow_nan=True).map(repr),
+    st.booleans().map(lambda b: "true" if b else "false"),
+    st.text(max_size=10).map(json.dumps),
+    st.just("[1, 2]"),
+    st.just("{a = 1}"),
+    st.just("nan"),
+    st.just("inf"),
+    st.just("-inf"),
+)
 
 
 @FUZZ
-@given(st.lists(st.tuples(st.sampled_from([*KEYS, "severity", "bogus"]), toml_values), max_size=6), st.booleans(),
-       st.binary(max_size=30))
+@given(
+    st.lists(st.tuples(st.sampled_from([*KEYS, "severity", "bogus"]), toml_values), max_size=6),
+    st.booleans(),
+    st.binary(max_size=30),
+)
 def test_budget_files(pairs, table, noise):
     text = ("[budget]\n" if table else "") + "".join(f"{k} = {v}\n" for k, v in pairs)
     path = _file(text.encode() + (noise if len(pairs) % 3 == 0 else b""), ".toml")
@@ -130,14 +149,31 @@ def a_store(tmp_path_factory):
     import sys
 
     path = tmp_path_factory.mktemp("store") / "runs.sqlite"
-    subprocess.run([sys.executable, "-m", "gputriage", "run", "--store", str(path), "--quiet", "--", sys.executable,
-                    "-c", "import time; time.sleep(1.2)"], check=True, timeout=120)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gputriage",
+            "run",
+            "--store",
+            str(path),
+            "--quiet",
+            "--",
+            sys.executable,
+            "-c",
+            "import time; time.sleep(1.2)",
+        ],
+        check=True,
+        timeout=120,
+    )
     return path.read_bytes()
 
 
 @FUZZ
-@given(column=st.sampled_from(["command", "meta", "verdict", "findings", "report", "data"]),
-       value=st.one_of(st.text(max_size=40), st.binary(max_size=40), json_values.map(json.dumps)))
+@given(
+    column=st.sampled_from(["command", "meta", "verdict", "findings", "report", "data"]),
+    value=st.one_of(st.text(max_size=40), st.binary(max_size=40), json_values.map(json.dumps)),
+)
 def test_store_rows_damaged(a_store, column, value):
     path = _file(a_store, ".sqlite")
     db = sqlite3.connect(path)
@@ -170,10 +206,12 @@ def test_store_file_bytes(data):
 # The load client's responses: whatever a server answers (not HTTP, events that are JSON arrays or numbers, a
 # stream cut anywhere, a stall), `load` ends with a report whose requests carry the error, or one line.
 
-sse_events = st.one_of(json_values.map(lambda v: json.dumps(v).encode()),
-                       st.fixed_dictionaries({"choices": json_values, "usage": json_values}).map(
-                           lambda v: json.dumps(v).encode()),
-                       st.binary(max_size=40), st.just(b"[DONE]"))
+sse_events = st.one_of(
+    json_values.map(lambda v: json.dumps(v).encode()),
+    st.fixed_dictionaries({"choices": json_values, "usage": json_values}).map(lambda v: json.dumps(v).encode()),
+    st.binary(max_size=40),
+    st.just(b"[DONE]"),
+)
 
 
 def _sse(events: list[bytes], cut: int | None) -> bytes:
@@ -183,18 +221,32 @@ def _sse(events: list[bytes], cut: int | None) -> bytes:
 
 http_answers = st.one_of(
     st.binary(max_size=200),  # not HTTP at all
-    st.tuples(st.sampled_from(["200 OK", "500 Internal Server Error", "429 Too Many Requests", "204 No Content",
-                               "302 Found", "999 Weird"]),
-              st.lists(sse_events, max_size=6), st.none() | st.integers(0, 300), st.booleans()).map(
-        lambda t: (t[0], _sse(t[1], t[2]), t[3])).map(
-        lambda t: http_answer(t[1], status=t[0], length=t[2])),
+    st.tuples(
+        st.sampled_from(
+            ["200 OK", "500 Internal Server Error", "429 Too Many Requests", "204 No Content", "302 Found", "999 Weird"]
+        ),
+        st.lists(sse_events, max_size=6),
+        st.none() | st.integers(0, 300),
+        st.booleans(),
+    )
+    .map(lambda t: (t[0], _sse(t[1], t[2]), t[3]))
+    .map(lambda t: http_answer(t[1], status=t[0], length=t[2])),
 )
 
 
 def _load_against(answer: bytes, model: str | None):
     with HostileServer(answer) as srv:
-        return load(srv.url, concurrency=[2], requests_per_step=3, warmup=1, seconds_per_step=10, timeout_s=3,
-                    model=model, sample_gpus=False, store=False)
+        return load(
+            srv.url,
+            concurrency=[2],
+            requests_per_step=3,
+            warmup=1,
+            seconds_per_step=10,
+            timeout_s=3,
+            model=model,
+            sample_gpus=False,
+            store=False,
+        )
 
 
 @FUZZ
@@ -210,13 +262,17 @@ def test_load_client_against_hostile_answers(answer, model):
     assert step.requests == 3 and step.ok + sum(step.errors.values()) == 3
 
 
-@pytest.mark.parametrize("answer, error", [
-    (b"SSH-2.0-OpenSSH_9.6\r\n", "stream"),  # not HTTP
-    (bytes(range(256)), "stream"),
-    (http_answer(b'data: [1, "two", {"choices": []}]\n\ndata: [DONE]\n\n'), "stream"),  # events that are arrays
-    (http_answer(b'data: {"choices": [{"text": "a"}]}\n\ndata: {"choices": [{"te'), "stream"),  # half closed
-    (http_answer(b'data: {"error": "out of blocks"}\n\n'), "server_error"),  # the server's own error event
-], ids=["ssh", "binary", "json-arrays", "half-closed", "error-event"])
+@pytest.mark.parametrize(
+    "answer, error",
+    [
+        (b"SSH-2.0-OpenSSH_9.6\r\n", "stream"),  # not HTTP
+        (bytes(range(256)), "stream"),
+        (http_answer(b'data: [1, "two", {"choices": []}]\n\ndata: [DONE]\n\n'), "stream"),  # events that are arrays
+        (http_answer(b'data: {"choices": [{"text": "a"}]}\n\ndata: {"choices": [{"te'), "stream"),  # half closed
+        (http_answer(b'data: {"error": "out of blocks"}\n\n'), "server_error"),  # the server's own error event
+    ],
+    ids=["ssh", "binary", "json-arrays", "half-closed", "error-event"],
+)
 def test_load_names_what_a_hostile_server_answered(answer, error):
     pytest.importorskip("aiohttp")
     (step,) = _load_against(answer, "m").steps
@@ -228,13 +284,22 @@ def test_load_against_a_server_that_stalls_ends_with_timeouts():
     lookup says it could not read the model, within its bound."""
     pytest.importorskip("aiohttp")
     with HostileServer(stall=True) as srv:
-        report = load(srv.url, concurrency=[2], requests_per_step=2, warmup=0, seconds_per_step=10, timeout_s=1,
-                      model="m", sample_gpus=False, store=False, metrics=False)
+        report = load(
+            srv.url,
+            concurrency=[2],
+            requests_per_step=2,
+            warmup=0,
+            seconds_per_step=10,
+            timeout_s=1,
+            model="m",
+            sample_gpus=False,
+            store=False,
+            metrics=False,
+        )
         assert report.steps[0].errors == {"timeout": 2}
         assert "load.errors" in {f.id for f in report.findings}
         with pytest.raises(GputriageError, match="cannot read the served model"):
-            load(srv.url, concurrency=[1], requests_per_step=1, warmup=0, timeout_s=1, sample_gpus=False,
-                 store=False)
+            load(srv.url, concurrency=[1], requests_per_step=1, warmup=0, timeout_s=1, sample_gpus=False, store=False)
 
 
 # --- typed snapshot facts -----------------------------------------------------------------------------
@@ -245,13 +310,31 @@ def _declared_names() -> list[str]:
 
 
 HOSTILE_TEXT = st.text(alphabet=st.sampled_from(list("ab ·\x1b[31m\x07\x00\r\n\x9b\u202e\u2066\x7f")), max_size=30)
-json_scalars = (st.none() | st.booleans() | st.integers(-2**70, 2**70) | HOSTILE_TEXT
-                | st.floats(allow_nan=False, allow_infinity=False))
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | HOSTILE_TEXT
+    | st.floats(allow_nan=False, allow_infinity=False)
+)
 fact_values = st.one_of(  # often of a fact's own type (text, a count, a share), else anything JSON holds
-    HOSTILE_TEXT, st.integers(0, 4096), st.floats(0, 100), st.lists(st.integers(0, 64) | HOSTILE_TEXT, max_size=4),
-    st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-        st.sampled_from(["pid", "code", "blame", "count", "lines", "rx_errors", "name", "x"]) | HOSTILE_TEXT, inner,
-        max_size=5), max_leaves=20))
+    HOSTILE_TEXT,
+    st.integers(0, 4096),
+    st.floats(0, 100),
+    st.lists(st.integers(0, 64) | HOSTILE_TEXT, max_size=4),
+    st.recursive(
+        json_scalars,
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.dictionaries(
+                st.sampled_from(["pid", "code", "blame", "count", "lines", "rx_errors", "name", "x"]) | HOSTILE_TEXT,
+                inner,
+                max_size=5,
+            )
+        ),
+        max_leaves=20,
+    ),
+)
 PRINTABLE = __import__("re").compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 

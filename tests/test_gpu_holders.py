@@ -41,19 +41,22 @@ CID = "4f1c9a7e2b3d5f60718293a4b5c6d7e8f9012a3b4c5d6e7f8091a2b3c4d5e6f7"
 CID2 = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a29180716f5e4d3c2b1a09f8e7d6c5b"
 
 
-@pytest.mark.parametrize("name, runtime, cid, pod_uid, qos", [
-    ("k8s_systemd_v2_containerd_burstable", "containerd", CID, "7a3f2c1e-5b4d-4e6f-8a9b-0c1d2e3f4a5b", "burstable"),
-    ("k8s_systemd_v2_crio_guaranteed", "cri-o", CID2, "2b6e9d0c-1f3a-4c5e-9d7b-6a8c0e2f4d61", "guaranteed"),
-    ("k8s_cgroupfs_v1_docker_besteffort", "cri", CID, "0f5e4b4a-5d0b-4b6f-9a4c-2f3f0e1d2c3b", "besteffort"),
-    ("k8s_cgroupfs_v2_guaranteed", "cri", CID, "5c2d8e1f-3a4b-4c6d-8e0f-1a2b3c4d5e6f", "guaranteed"),
-    ("kind_node_v2", "containerd", CID2, "3e1a9c7b-2d4f-4a6b-8c0d-e2f4a6b8c0d1", "besteffort"),
-    ("docker_cgroupfs_v1", "docker", CID2, None, None),
-    ("docker_systemd_v2", "docker", CID2, None, None),
-    ("podman_rootless_v2", "podman", CID, None, None),
-    ("podman_conmon_v2", None, None, None, None),  # the runtime's monitor, not a container's process
-    ("host_login_session_v2", None, None, None, None),
-    ("inside_cgroup_namespace_v2", None, None, None, None),
-])
+@pytest.mark.parametrize(
+    "name, runtime, cid, pod_uid, qos",
+    [
+        ("k8s_systemd_v2_containerd_burstable", "containerd", CID, "7a3f2c1e-5b4d-4e6f-8a9b-0c1d2e3f4a5b", "burstable"),
+        ("k8s_systemd_v2_crio_guaranteed", "cri-o", CID2, "2b6e9d0c-1f3a-4c5e-9d7b-6a8c0e2f4d61", "guaranteed"),
+        ("k8s_cgroupfs_v1_docker_besteffort", "cri", CID, "0f5e4b4a-5d0b-4b6f-9a4c-2f3f0e1d2c3b", "besteffort"),
+        ("k8s_cgroupfs_v2_guaranteed", "cri", CID, "5c2d8e1f-3a4b-4c6d-8e0f-1a2b3c4d5e6f", "guaranteed"),
+        ("kind_node_v2", "containerd", CID2, "3e1a9c7b-2d4f-4a6b-8c0d-e2f4a6b8c0d1", "besteffort"),
+        ("docker_cgroupfs_v1", "docker", CID2, None, None),
+        ("docker_systemd_v2", "docker", CID2, None, None),
+        ("podman_rootless_v2", "podman", CID, None, None),
+        ("podman_conmon_v2", None, None, None, None),  # the runtime's monitor, not a container's process
+        ("host_login_session_v2", None, None, None, None),
+        ("inside_cgroup_namespace_v2", None, None, None, None),
+    ],
+)
 def test_the_container_and_pod_are_read_from_each_runtimes_cgroup_path(name, runtime, cid, pod_uid, qos):
     path = cgroup_path((CGROUPS / name).read_text())
     c = container_of(path)
@@ -71,11 +74,13 @@ def test_a_hybrid_v1_host_takes_the_controllers_path_not_the_unified_root():
 
 def test_the_pod_comes_from_the_downward_api_else_the_hostname_inside_kubernetes():
     pod = Container(cgroup="/kubepods/x", pod_uid="u")
-    named = with_environ(pod, {"POD_NAME": "train-7f9", "POD_NAMESPACE": "ml", "CONTAINER_NAME": "trainer",
-                               "HOSTNAME": "other"})
+    named = with_environ(
+        pod, {"POD_NAME": "train-7f9", "POD_NAMESPACE": "ml", "CONTAINER_NAME": "trainer", "HOSTNAME": "other"}
+    )
     assert (named.pod, named.namespace, named.name) == ("train-7f9", "ml", "trainer")
-    by_host = with_environ(Container(cgroup="/"), {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "HOSTNAME": "web-0"},
-                           namespace_file="serving\n")
+    by_host = with_environ(
+        Container(cgroup="/"), {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "HOSTNAME": "web-0"}, namespace_file="serving\n"
+    )
     assert (by_host.pod, by_host.namespace) == ("web-0", "serving")
     # outside Kubernetes a host name is no pod's
     assert with_environ(Container(cgroup="/"), {"HOSTNAME": "gpu-box"}).pod is None
@@ -83,8 +88,9 @@ def test_the_pod_comes_from_the_downward_api_else_the_hostname_inside_kubernetes
 
 def test_only_the_asked_variables_of_an_environment_are_read_and_none_is_recorded(tmp_path):
     (tmp_path / "proc" / "42").mkdir(parents=True)
-    (tmp_path / "proc" / "42" / "environ").write_bytes(b"AWS_SECRET_ACCESS_KEY=hunter2\0POD_NAME=p-1\0HOME=/root\0"
-                                                     b"BROKEN\0")
+    (tmp_path / "proc" / "42" / "environ").write_bytes(
+        b"AWS_SECRET_ACCESS_KEY=hunter2\0POD_NAME=p-1\0HOME=/root\0BROKEN\0"
+    )
     host = FakeHost(tmp_path)
     assert host.process_environ(42, ("POD_NAME", "POD_NAMESPACE")) == {"POD_NAME": "p-1"}
     assert environ_values(b"A=1\0B=2=3\0", ("B",)) == {"B": "2=3"}
@@ -103,15 +109,17 @@ def _process_root(tmp_path: Path, pid: int, cgroup: str, environ: bytes, start_t
     (d / "environ").write_bytes(environ)
     (tmp_path / "proc" / "uptime").write_text("7300.50 100000.00\n")
     (tmp_path / "etc").mkdir(exist_ok=True)
-    (tmp_path / "etc" / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\n"
-                                             "alice:x:1000:1000::/home/alice:/bin/sh\n")
+    (tmp_path / "etc" / "passwd").write_text(
+        "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh\n"
+    )
     return tmp_path
 
 
 def test_a_process_is_named_with_its_user_age_container_and_pod(tmp_path):
     cgroup = (CGROUPS / "k8s_systemd_v2_containerd_burstable").read_text()
-    root = _process_root(tmp_path, 506, cgroup, b"KUBERNETES_SERVICE_HOST=10.96.0.1\0HOSTNAME=notebook-0\0",
-                         start_ticks=5050)
+    root = _process_root(
+        tmp_path, 506, cgroup, b"KUBERNETES_SERVICE_HOST=10.96.0.1\0HOSTNAME=notebook-0\0", start_ticks=5050
+    )
     ns = root / "proc" / "506" / "root" / "var" / "run" / "secrets" / "kubernetes.io" / "serviceaccount"
     ns.mkdir(parents=True)
     (ns / "namespace").write_text("research")
@@ -147,14 +155,22 @@ def _processes(snap: Snapshot) -> dict[int, dict]:
 def test_each_process_is_listed_with_its_vram_share_of_time_user_age_and_pod():
     procs = _processes(_on_k8s_node())
     trainer, notebook = procs[506], procs[507]
-    assert (trainer["used_bytes"], trainer["sm_util_pct"], trainer["user"], trainer["age_s"]) == \
-        (1050673152, 99.0, "root", 10800.0)
+    assert (trainer["used_bytes"], trainer["sm_util_pct"], trainer["user"], trainer["age_s"]) == (
+        1050673152,
+        99.0,
+        "root",
+        10800.0,
+    )
     assert trainer["container"]["pod"] == "llm-pretrain-0"
     assert (trainer["container"]["namespace"], trainer["container"]["name"]) == ("research", "trainer")
     assert trainer["container"]["runtime"] == "containerd" and trainer["container"]["qos"] == "burstable"
     # the idle holder: no NVML sample at all in the window is no kernel, 0%
-    assert (notebook["used_bytes"], notebook["sm_util_pct"], notebook["user"], notebook["age_s"]) == \
-        (22114467840, 0.0, "jovyan", 9000.0)
+    assert (notebook["used_bytes"], notebook["sm_util_pct"], notebook["user"], notebook["age_s"]) == (
+        22114467840,
+        0.0,
+        "jovyan",
+        9000.0,
+    )
     assert (notebook["container"]["pod"], notebook["container"]["namespace"]) == ("jupyter-alice-0", "notebooks")
 
 
@@ -185,8 +201,9 @@ def test_the_idle_holder_is_named_with_its_pod_and_gpu_hours_and_the_computing_o
 
 
 def test_alone_on_its_gpu_an_idle_holder_keeps_the_whole_gpu():
-    nvml = _recorded_nvml().set("nvmlDeviceGetProcessUtilization", 0,
-                                {"__unavailable__": Unavailable("not_found", "Not Found").to_json()})
+    nvml = _recorded_nvml().set(
+        "nvmlDeviceGetProcessUtilization", 0, {"__unavailable__": Unavailable("not_found", "Not Found").to_json()}
+    )
     (f,) = [f for f in evaluate(_on_k8s_node(nvml)) if f.id == "gpu.idle_held"]
     # the computing process's 1.05 GB is under the 1 GiB a holder needs: only 507 is named, for the whole GPU
     assert [h["pid"] for h in f.evidence["holders"]] == [507]
@@ -199,8 +216,11 @@ def test_no_idle_holder_where_the_snapshot_cannot_tell():
     assert {p["pid"]: p["sm_util_pct"] for p in recorded.get("gpu.0.processes")} == {506: 99.0, 507: 0.0}
     assert not [f for f in evaluate(recorded) if f.id == "gpu.idle_held"]
     # a GPU whose driver gives no per-process utilization: unknown, never taken for idle
-    nvml = _recorded_nvml().set("nvmlDeviceGetProcessUtilization", 0,
-                                {"__unavailable__": Unavailable("not_supported", "Not Supported").to_json()})
+    nvml = _recorded_nvml().set(
+        "nvmlDeviceGetProcessUtilization",
+        0,
+        {"__unavailable__": Unavailable("not_supported", "Not Supported").to_json()},
+    )
     snap = _on_k8s_node(nvml)
     assert _processes(snap)[507].get("sm_util_pct") is None
     assert not [f for f in evaluate(snap) if f.id == "gpu.idle_held"]
@@ -229,13 +249,19 @@ SNAP_FACTS = {f["name"]: f.get("value") for f in json.loads(RECORDED.read_text()
 def _recorded_gpu() -> GpuSample:
     """GPU 0 as the recorded snapshot read it while one process computed and the other held 20 GiB."""
     g = "gpu.0."
-    return GpuSample(index=0, util_pct=SNAP_FACTS[g + "util.gpu_pct"], mem_util_pct=SNAP_FACTS[g + "util.memory_pct"],
-                     power_mw=SNAP_FACTS[g + "power.draw_mw"], sm_clock_mhz=SNAP_FACTS[g + "clock.sm_mhz"],
-                     used_bytes=SNAP_FACTS[g + "memory.used_bytes"], temperature_c=SNAP_FACTS[g + "temperature_c"],
-                     sm_active_pct=SNAP_FACTS[g + "gpm.sm_active_pct"],
-                     sm_occupancy_pct=SNAP_FACTS[g + "gpm.sm_occupancy_pct"],
-                     tensor_active_pct=SNAP_FACTS[g + "gpm.tensor_active_pct"],
-                     dram_active_pct=SNAP_FACTS[g + "gpm.dram_bw_util_pct"])
+    return GpuSample(
+        index=0,
+        util_pct=SNAP_FACTS[g + "util.gpu_pct"],
+        mem_util_pct=SNAP_FACTS[g + "util.memory_pct"],
+        power_mw=SNAP_FACTS[g + "power.draw_mw"],
+        sm_clock_mhz=SNAP_FACTS[g + "clock.sm_mhz"],
+        used_bytes=SNAP_FACTS[g + "memory.used_bytes"],
+        temperature_c=SNAP_FACTS[g + "temperature_c"],
+        sm_active_pct=SNAP_FACTS[g + "gpm.sm_active_pct"],
+        sm_occupancy_pct=SNAP_FACTS[g + "gpm.sm_occupancy_pct"],
+        tensor_active_pct=SNAP_FACTS[g + "gpm.tensor_active_pct"],
+        dram_active_pct=SNAP_FACTS[g + "gpm.dram_bw_util_pct"],
+    )
 
 
 def _watched(minutes: float, nvml_at=lambda t: _recorded_nvml(), kind: str = "watch"):
@@ -248,8 +274,11 @@ def _watched(minutes: float, nvml_at=lambda t: _recorded_nvml(), kind: str = "wa
             holders.nvml = nvml_at(k)
             procs = holders.read()
         samples.append(Sample(t_s=t0 + k, gpus=[_recorded_gpu()], job_processes=procs))
-    meta = RunMeta(gpus={"0": GpuStatic(name="NVIDIA H200", memory_total_bytes=SNAP_FACTS["gpu.0.memory.total_bytes"],
-                                        gpm=True)}, price_per_gpu_hour=3.5, currency="USD")
+    meta = RunMeta(
+        gpus={"0": GpuStatic(name="NVIDIA H200", memory_total_bytes=SNAP_FACTS["gpu.0.memory.total_bytes"], gpm=True)},
+        price_per_gpu_hour=3.5,
+        currency="USD",
+    )
     rec = replay(samples, meta, kind=kind)
     rec.owners = holders.owners
     return judge(rec, None)
@@ -260,17 +289,25 @@ def test_a_watch_names_the_process_that_held_20_gib_idle_with_its_gpu_hours_and_
     (f,) = [f for f in report.findings if f.id == "run.idle_held"]
     (h,) = f.evidence["holders"]
     total = SNAP_FACTS["gpu.0.memory.total_bytes"]
-    assert (h["pid"], h["user"], h["container"]["pod"], h["container"]["namespace"]) == \
-        (507, "jovyan", "jupyter-alice-0", "notebooks")
+    assert (h["pid"], h["user"], h["container"]["pod"], h["container"]["namespace"]) == (
+        507,
+        "jovyan",
+        "jupyter-alice-0",
+        "notebooks",
+    )
     assert h["used_min_bytes"] == 22114467840 and h["idle_s"] == 12 * 60 - 1
     assert h["gpu_share"] == round(22114467840 / total, 3)  # pid 506 computed beside it all along
     assert f.evidence["gpu_hours"] == round((12 * 60 - 1) / 3600 * h["gpu_share"], 4)
     assert f.evidence["cost"] == round(f.evidence["gpu_hours"] * 3.5, 2)
-    assert "pid 507 (python3, user jovyan, pod notebooks/jupyter-alice-0) held 20.6 GiB with no kernel for 12 min" \
+    assert (
+        "pid 507 (python3, user jovyan, pod notebooks/jupyter-alice-0) held 20.6 GiB with no kernel for 12 min"
         in f.symptom
+    )
     # the processes of the report carry who they are
-    assert {p.pid: (p.owner.container.pod if p.owner and p.owner.container else None)
-            for p in report.processes} == {506: "llm-pretrain-0", 507: "jupyter-alice-0"}
+    assert {p.pid: (p.owner.container.pod if p.owner and p.owner.container else None) for p in report.processes} == {
+        506: "llm-pretrain-0",
+        507: "jupyter-alice-0",
+    }
     assert {p.pid: p.computing_share for p in report.processes} == {506: 1.0, 507: 0.0}
 
 
@@ -278,8 +315,11 @@ def test_a_process_that_computes_between_idle_stretches_is_not_idle_held():
     def nvml_at(t: int) -> FakeNvml:
         nvml = _recorded_nvml()
         if 360 <= t < 370:  # 6 min in, the holder runs kernels for 10 s
-            nvml.set("nvmlDeviceGetProcessUtilization", 0, [{"pid": 506, "timeStamp": t, "smUtil": 99},
-                                                              {"pid": 507, "timeStamp": t, "smUtil": 35}])
+            nvml.set(
+                "nvmlDeviceGetProcessUtilization",
+                0,
+                [{"pid": 506, "timeStamp": t, "smUtil": 99}, {"pid": 507, "timeStamp": t, "smUtil": 35}],
+            )
         return nvml
 
     report = _watched(12, nvml_at)
@@ -304,16 +344,23 @@ def test_a_watch_samples_every_process_on_the_gpus_with_its_share_and_owner():
             return super().call(fn, index, *args)
 
     got: list[Sample] = []
-    sampler = Sampler(Recorded(SCENARIOS["healthy_bf16"]["samples"]), FakeHost(HOLDERS / "k8s_node"), [0],
-                      cadences=Cadences(gpu_s=0.01), sinks=(got.append,))
+    sampler = Sampler(
+        Recorded(SCENARIOS["healthy_bf16"]["samples"]),
+        FakeHost(HOLDERS / "k8s_node"),
+        [0],
+        cadences=Cadences(gpu_s=0.01),
+        sinks=(got.append,),
+    )
     sampler.holders = Holders(sampler.nvml, FakeHost(HOLDERS / "k8s_node"), [0])
     sampler.start()
     deadline = time.monotonic() + 10
     while not (got and got[-1].job_processes) and time.monotonic() < deadline:
         time.sleep(0.01)
     sampler.stop()
-    assert {(p.pid, p.used_bytes, p.sm_util_pct) for p in got[-1].job_processes} == \
-        {(506, 1050673152, 99.0), (507, 22114467840, 0.0)}
+    assert {(p.pid, p.used_bytes, p.sm_util_pct) for p in got[-1].job_processes} == {
+        (506, 1050673152, 99.0),
+        (507, 22114467840, 0.0),
+    }
     assert not got[-1].neighbours
     assert sampler.holders.owners[507].container.pod == "jupyter-alice-0"
 
@@ -322,8 +369,9 @@ def test_the_watch_view_lists_the_processes_with_their_pods():
     holders = Holders(_recorded_nvml(), FakeHost(HOLDERS / "k8s_node"), [0])
     sample = Sample(t_s=1_796_206_700.0, gpus=[_recorded_gpu()], job_processes=holders.read())
     console = Console(width=140, record=True)
-    console.print(frame(sample, {"0": GpuStatic(memory_total_bytes=SNAP_FACTS["gpu.0.memory.total_bytes"])}, {},
-                        holders.owners))
+    console.print(
+        frame(sample, {"0": GpuStatic(memory_total_bytes=SNAP_FACTS["gpu.0.memory.total_bytes"])}, {}, holders.owners)
+    )
     text = console.export_text()
     row = next(line for line in text.splitlines() if " 507 " in line)
     assert "jovyan" in row and "20.6G" in row and " 0%" in row and "notebooks/jupyter-alice-0" in row
@@ -336,18 +384,28 @@ def test_the_exporter_serves_each_process_with_its_pod_labels_share_and_idle_tim
     from gputriage.api.exporter import exporter
     from gputriage.report.prometheus import families
 
-    ex = exporter(nvml=_recorded_nvml(), host=FakeHost(HOLDERS / "k8s_node"), price_per_gpu_hour=3.5,
-                  check_every_s=0).open()
+    ex = exporter(
+        nvml=_recorded_nvml(), host=FakeHost(HOLDERS / "k8s_node"), price_per_gpu_hour=3.5, check_every_s=0
+    ).open()
     t0 = 1_796_206_700.0
     for k in range(12 * 60):  # 12 minutes of 1 s samples, judged as the judge thread does every second
         ex.sampler.recent.append(Sample(t_s=t0 + k, gpus=[_recorded_gpu()]))
         ex.judge_once()
-    series = {(s.name, s.labels["pid"]): s for f in families(ex.state()) if f.name.startswith("gputriage_gpu_process")
-              for s in f.samples}
+    series = {
+        (s.name, s.labels["pid"]): s
+        for f in families(ex.state())
+        if f.name.startswith("gputriage_gpu_process")
+        for s in f.samples
+    }
     idle = series[("gputriage_gpu_process_idle_held", "507")]
-    assert {k: idle.labels[k] for k in ("gpu", "pod", "namespace", "container", "process", "user")} == \
-        {"gpu": "0", "pod": "jupyter-alice-0", "namespace": "notebooks", "container": "", "process": "python3",
-         "user": "jovyan"}
+    assert {k: idle.labels[k] for k in ("gpu", "pod", "namespace", "container", "process", "user")} == {
+        "gpu": "0",
+        "pod": "jupyter-alice-0",
+        "namespace": "notebooks",
+        "container": "",
+        "process": "python3",
+        "user": "jovyan",
+    }
     assert idle.value == 1.0 and series[("gputriage_gpu_process_idle_held", "506")].value == 0.0
     assert series[("gputriage_gpu_process_memory_bytes", "507")].value == 22114467840
     assert series[("gputriage_gpu_process_sm_util_ratio", "506")].value == 0.99

@@ -38,7 +38,9 @@ def clean(output: bytes) -> str:
     """The output as text, asserted free of every character that could drive a terminal."""
     text = output.decode("utf-8")  # strict: a lone 0x9b byte (a C1 CSI) is not UTF-8
     found = FORBIDDEN.search(text)
-    assert found is None, f"{found.group()!r} at {found.start()}: {text[max(0, found.start() - 60):found.end() + 20]!r}"
+    assert found is None, (
+        f"{found.group()!r} at {found.start()}: {text[max(0, found.start() - 60) : found.end() + 20]!r}"
+    )
     return text
 
 
@@ -56,8 +58,10 @@ def snapshot_with(tmp_path: Path, changes: dict[str, Any], **top: Any) -> Path:
 
 
 # --- the sanitizing function ------------------------------------------------------------------
-@pytest.mark.parametrize("char", ["\x1b", "\x07", "\x00", "\x9b", "\x85", "\u202e", "\u2066", "\u200f", "\u2028",
-                                  "\udc9b", "\x7f", "\x08", "\r"])
+@pytest.mark.parametrize(
+    "char",
+    ["\x1b", "\x07", "\x00", "\x9b", "\x85", "\u202e", "\u2066", "\u200f", "\u2028", "\udc9b", "\x7f", "\x08", "\r"],
+)
 def test_safe_text_leaves_no_control_character(char):
     out = safe_text(f"a{char}b")
     assert not has_control(out) and out.startswith("a") and out.endswith("b") and len(out) == 3
@@ -73,26 +77,32 @@ def test_safe_text_cuts_and_says_so():
 
 
 # --- item: a fact of the wrong type -----------------------------------------------------------------
-@pytest.mark.parametrize("name, value", [
-    ("gpu.0.temperature_c", "hot"),
-    ("gpu.0.temperature_c", True),
-    ("gpu.0.memory.used_bytes", -1),
-    ("gpu.0.memory.used_bytes", 10**30),
-    ("gpu.count", 10**12),  # a loop over that many GPUs would never end
-    ("gpu.0.power.draw_mw", [1, 2]),
-    ("gpu.0.processes", [{"used_bytes": 5}]),  # no pid
-    ("kernel.xid_events", [{"code": 79, "pci": "0000:18:00.0", "meaning": "x", "blame": "aliens", "text": ""}]),
-    ("kernel.xid_events", {"code": 79}),
-    ("host.net.interfaces", {"eth0": {"rx_errors": "many"}}),
-    ("host.cpu.per_core_busy_pct", ["busy"]),
-    ("torch.cuda.arch_list", "sm_90"),
-    ("driver.nvml", "yes"),
-    ("env.costly", {"CUDA_LAUNCH_BLOCKING": 1}),
-])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("gpu.0.temperature_c", "hot"),
+        ("gpu.0.temperature_c", True),
+        ("gpu.0.memory.used_bytes", -1),
+        ("gpu.0.memory.used_bytes", 10**30),
+        ("gpu.count", 10**12),  # a loop over that many GPUs would never end
+        ("gpu.0.power.draw_mw", [1, 2]),
+        ("gpu.0.processes", [{"used_bytes": 5}]),  # no pid
+        ("kernel.xid_events", [{"code": 79, "pci": "0000:18:00.0", "meaning": "x", "blame": "aliens", "text": ""}]),
+        ("kernel.xid_events", {"code": 79}),
+        ("host.net.interfaces", {"eth0": {"rx_errors": "many"}}),
+        ("host.cpu.per_core_busy_pct", ["busy"]),
+        ("torch.cuda.arch_list", "sm_90"),
+        ("driver.nvml", "yes"),
+        ("env.costly", {"CUDA_LAUNCH_BLOCKING": 1}),
+    ],
+)
 def test_a_fact_of_the_wrong_type_is_one_line_exit_3(tmp_path, name, value):
     path = snapshot_with(tmp_path, {name: value})
-    for args in (("check", "--from", str(path)), ("checklist", "box", "--from", str(path)),
-                 ("report", str(path), "-o", str(tmp_path / "r.html"))):
+    for args in (
+        ("check", "--from", str(path)),
+        ("checklist", "box", "--from", str(path)),
+        ("report", str(path), "-o", str(tmp_path / "r.html")),
+    ):
         r = gt(*args)
         assert r.returncode == 3, (args, r.stderr)
         err = clean(r.stderr)
@@ -111,10 +121,23 @@ def test_a_time_out_of_range_is_one_line_exit_3(tmp_path, taken_at):
 
 
 def test_values_of_the_right_type_are_kept_as_the_rules_read_them(tmp_path):
-    path = snapshot_with(tmp_path, {"gpu.0.temperature_c": 87, "gpu.0.gpm.sm_active_pct": 50,
-                                    "kernel.xid_events": [{"code": 79, "pci": "0000:18:00.0", "meaning": "off the bus",
-                                                           "blame": "platform", "text": "GPU has fallen off the bus"}],
-                                    "a.fact.from.a.newer.gputriage": {"any": ["shape\x1b"]}})
+    path = snapshot_with(
+        tmp_path,
+        {
+            "gpu.0.temperature_c": 87,
+            "gpu.0.gpm.sm_active_pct": 50,
+            "kernel.xid_events": [
+                {
+                    "code": 79,
+                    "pci": "0000:18:00.0",
+                    "meaning": "off the bus",
+                    "blame": "platform",
+                    "text": "GPU has fallen off the bus",
+                }
+            ],
+            "a.fact.from.a.newer.gputriage": {"any": ["shape\x1b"]},
+        },
+    )
     snap = Snapshot.load(path)
     assert snap.get("gpu.0.temperature_c") == 87
     assert snap.get("gpu.0.gpm.sm_active_pct") == 50.0 and isinstance(snap.get("gpu.0.gpm.sm_active_pct"), float)
@@ -135,18 +158,30 @@ def test_every_fact_gputriage_collects_has_a_declared_type(collect, h200):
 
 # --- item: escape codes and huge strings ----------------------------------------------------------
 def hostile_snapshot(tmp_path: Path) -> Path:
-    return snapshot_with(tmp_path, {
-        "gpu.0.name": f"H200 {HOSTILE}", "driver.version": HOSTILE, "host.fs.cwd.path": HOSTILE,
-        "kernel.xid_events": [{"code": 79, "pci": HOSTILE, "meaning": HOSTILE, "blame": "platform", "text": HOSTILE}],
-        "env.costly": {"CUDA_LAUNCH_BLOCKING": HOSTILE},
-        f"gpu.0.{HOSTILE}": HOSTILE,
-    }, hostname=HOSTILE)
+    return snapshot_with(
+        tmp_path,
+        {
+            "gpu.0.name": f"H200 {HOSTILE}",
+            "driver.version": HOSTILE,
+            "host.fs.cwd.path": HOSTILE,
+            "kernel.xid_events": [
+                {"code": 79, "pci": HOSTILE, "meaning": HOSTILE, "blame": "platform", "text": HOSTILE}
+            ],
+            "env.costly": {"CUDA_LAUNCH_BLOCKING": HOSTILE},
+            f"gpu.0.{HOSTILE}": HOSTILE,
+        },
+        hostname=HOSTILE,
+    )
 
 
 def test_escape_codes_in_a_snapshot_never_reach_the_terminal(tmp_path):
     path = hostile_snapshot(tmp_path)
-    for args in (("check", "--from", str(path), "-v"), ("check", "--from", str(path), "--markdown"),
-                 ("check", "--from", str(path), "--json"), ("checklist", "box", "--from", str(path))):
+    for args in (
+        ("check", "--from", str(path), "-v"),
+        ("check", "--from", str(path), "--markdown"),
+        ("check", "--from", str(path), "--json"),
+        ("checklist", "box", "--from", str(path)),
+    ):
         r = gt(*args)
         assert r.returncode in (0, 1), (args, r.stderr)
         out = clean(r.stdout)
@@ -170,8 +205,11 @@ def test_a_60_mb_hostname_is_cut_everywhere(tmp_path):
     path.write_text(json.dumps(data))
     snap = Snapshot.load(path)
     assert len(snap.hostname) == NAME_CHARS and snap.hostname.endswith("…")
-    for args in (("check", "--from", str(path)), ("check", "--from", str(path), "--json"),
-                 ("check", "--from", str(path), "--markdown")):
+    for args in (
+        ("check", "--from", str(path)),
+        ("check", "--from", str(path), "--json"),
+        ("check", "--from", str(path), "--markdown"),
+    ):
         r = gt(*args)
         assert r.returncode == 0 and len(r.stdout) < 40_000, (args, len(r.stdout))
     page = tmp_path / "big.html"
@@ -179,8 +217,11 @@ def test_a_60_mb_hostname_is_cut_everywhere(tmp_path):
     assert page.stat().st_size < 400_000  # the page's scripts and styles are ~100 kB
     # a --json report file read back by `report` is cut the same way
     report_file = tmp_path / "check.json"
-    report_file.write_text(json.dumps(dict(json.loads(gt("check", "--from", str(H200_SNAPSHOT), "--json").stdout),
-                                           hostname="h" * 10_000_000)))
+    report_file.write_text(
+        json.dumps(
+            dict(json.loads(gt("check", "--from", str(H200_SNAPSHOT), "--json").stdout), hostname="h" * 10_000_000)
+        )
+    )
     assert gt("report", str(report_file), "-o", str(page)).returncode == 0
     assert page.stat().st_size < 400_000
 
@@ -223,9 +264,21 @@ def test_a_stored_command_with_escape_codes(tmp_path):
 
 def test_a_command_whose_arguments_are_not_utf8_is_run_kept_and_shown(tmp_path):
     store = tmp_path / "s.sqlite"
-    r = subprocess.run([*map(os.fsencode, GT), b"run", b"--store", os.fsencode(store), b"--",
-                        os.fsencode(sys.executable), b"-c", b"import sys; print(len(sys.argv[1]))", b"a\x9b\x1b[2Jb"],
-                       capture_output=True, timeout=120)
+    r = subprocess.run(
+        [
+            *map(os.fsencode, GT),
+            b"run",
+            b"--store",
+            os.fsencode(store),
+            b"--",
+            os.fsencode(sys.executable),
+            b"-c",
+            b"import sys; print(len(sys.argv[1]))",
+            b"a\x9b\x1b[2Jb",
+        ],
+        capture_output=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == b"7"  # the workload got its argument's bytes as given
     assert " cut " not in clean(gt("runs", "--store", str(store)).stdout)  # the run was kept whole

@@ -47,8 +47,9 @@ def profiled_run() -> RunReport:
     from gputriage.api.trace import analyze_trace
 
     report = judged("item_sync", price=2.5)
-    report.profile = ProfileReport(trace=analyze_trace(TRACES / "run_profile_item_sync.json.gz"), mode="on",
-                                   asked=["the sampler's steady state"])
+    report.profile = ProfileReport(
+        trace=analyze_trace(TRACES / "run_profile_item_sync.json.gz"), mode="on", asked=["the sampler's steady state"]
+    )
     return report
 
 
@@ -86,11 +87,21 @@ def test_a_page_is_self_contained_and_escapes_what_it_shows(tmp_path):
     # everything inline: no script, style or image fetched from anywhere
     assert not re.search(r"<(script|link|img)[^>]+(src|href)=", text)
     assert text.count("<script") == 3  # the data, uPlot, the drawing code
-    data = json.loads(re.search(r'<script type="application/json" id="gt-data">(.*?)</script>', text, re.S)
-                      .group(1).replace("<\\/", "</"))
+    data = json.loads(
+        re.search(r'<script type="application/json" id="gt-data">(.*?)</script>', text, re.S)
+        .group(1)
+        .replace("<\\/", "</")
+    )
     names = [s["label"] for c in data["charts"] for s in c["series"]]
-    assert {"GPU-Util", "SM activity", "tensor pipes", "DRAM", "power (% of limit)", "SM clock (MHz, lowest)",
-            "workload CPU (% of a core)"} <= set(names)
+    assert {
+        "GPU-Util",
+        "SM activity",
+        "tensor pipes",
+        "DRAM",
+        "power (% of limit)",
+        "SM clock (MHz, lowest)",
+        "workload CPU (% of a core)",
+    } <= set(names)
     bands = data["charts"][0]["bands"]
     assert [b["label"] for b in bands] == [t.regime for t in report.verdict.per_gpu["0"].timeline]
 
@@ -120,19 +131,26 @@ def test_every_kind_renders_its_own_sections(tmp_path):
 
 def test_the_command_writes_a_page_and_bad_input_is_one_line(tmp_path):
     out = tmp_path / "bench.html"
-    r = subprocess.run(GT + ["report", str(FIXTURES / "bench_h200.json"), "-o", str(out)], capture_output=True,
-                       text=True)
+    r = subprocess.run(
+        GT + ["report", str(FIXTURES / "bench_h200.json"), "-o", str(out)], capture_output=True, text=True
+    )
     assert r.returncode == 0 and out.read_text().startswith("<!doctype html>") and "wrote" in r.stderr
     before = out.read_bytes()
-    for args, code in (([str(tmp_path / "missing.json")], 3), (["12345", "--store", str(tmp_path / "s.sqlite")], 3),
-                       ([str(FIXTURES / "bench_h200.json"), str(FIXTURES / "bench_h200.json")], 2),
-                       ([str(FIXTURES / "nvml_reference.json")], 3)):
+    for args, code in (
+        ([str(tmp_path / "missing.json")], 3),
+        (["12345", "--store", str(tmp_path / "s.sqlite")], 3),
+        ([str(FIXTURES / "bench_h200.json"), str(FIXTURES / "bench_h200.json")], 2),
+        ([str(FIXTURES / "nvml_reference.json")], 3),
+    ):
         r = subprocess.run(GT + ["report", *args, "-o", str(out)], capture_output=True, text=True)
         assert r.returncode == code, (args, r.stderr)
         assert r.stderr.startswith("gputriage: ") and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert out.read_bytes() == before  # a failed report leaves the last one whole
-    r = subprocess.run(GT + ["report", str(FIXTURES / "bench_h200.json"), "-o", str(tmp_path / "no" / "x.html")],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        GT + ["report", str(FIXTURES / "bench_h200.json"), "-o", str(tmp_path / "no" / "x.html")],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 3 and "no such folder" in r.stderr
 
 
@@ -162,9 +180,16 @@ def test_every_kind_opens_in_headless_chromium_with_its_charts_drawn(tmp_path):
     shots.mkdir(parents=True, exist_ok=True)
     pages = kinds(tmp_path)
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         try:
             for kind, path in pages.items():
                 page = browser.new_page(viewport={"width": 1280, "height": 900})

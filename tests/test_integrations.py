@@ -15,9 +15,14 @@ from gputriage.sampling.progress import ProgressReader
 
 
 def _train(code: str, tmp_path) -> tuple[float, float, float]:
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300,
-                       cwd=tmp_path, env={**os.environ, "GPUTRIAGE_PROGRESS_DIR": str(tmp_path),
-                                          "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "GPUTRIAGE_PROGRESS_DIR": str(tmp_path), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     totals = ProgressReader(tmp_path).totals()
     assert totals is not None
@@ -33,7 +38,8 @@ def test_batch_size_and_tokens_from_the_usual_batch_shapes():
 
 def test_the_lightning_callback_reports_every_training_batch(tmp_path):
     pytest.importorskip("lightning")
-    steps, samples, _ = _train("""
+    steps, samples, _ = _train(
+        """
         import torch, lightning as L
         from gputriage.integrations.lightning import GputriageCallback
 
@@ -52,14 +58,17 @@ def test_the_lightning_callback_reports_every_training_batch(tmp_path):
         L.Trainer(max_epochs=2, accelerator="cpu", logger=False, enable_checkpointing=False,
                   enable_progress_bar=False, enable_model_summary=False,
                   callbacks=[GputriageCallback()]).fit(M(), loader)
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert (steps, samples) == (20.0, 120.0)
 
 
 def test_the_hugging_face_callback_reports_every_optimizer_step(tmp_path):
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
-    steps, samples, toks = _train("""
+    steps, samples, toks = _train(
+        """
         import torch
         from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
         from gputriage.integrations.huggingface import GputriageCallback
@@ -78,6 +87,8 @@ def test_the_hugging_face_callback_reports_every_optimizer_step(tmp_path):
                                  max_steps=5, report_to=[], save_strategy="no", use_cpu=True,
                                  include_num_input_tokens_seen=True, disable_tqdm=True, logging_strategy="no")
         Trainer(model=model, args=args, train_dataset=Data(), callbacks=[GputriageCallback()]).train()
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert steps == 5.0 and samples == 5 * 4 * 2
     assert toks == 5 * 4 * 2 * 12  # the Trainer's own count of input tokens

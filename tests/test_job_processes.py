@@ -34,34 +34,52 @@ TYPED = json.loads(gzip.decompress((FIXTURES / "runs_typed.json.gz").read_bytes(
 
 
 def test_per_process_utilization_is_each_pids_mean_since_the_last_reading():
-    nvml = FakeNvml({}).set("nvmlDeviceGetProcessUtilization", 0, [
-        {"pid": 11, "timeStamp": 1_000, "smUtil": 40, "memUtil": 10},
-        {"pid": 11, "timeStamp": 2_000, "smUtil": 60, "memUtil": 12},
-        {"pid": 12, "timeStamp": 1_500, "smUtil": 0, "memUtil": 0}])
+    nvml = FakeNvml({}).set(
+        "nvmlDeviceGetProcessUtilization",
+        0,
+        [
+            {"pid": 11, "timeStamp": 1_000, "smUtil": 40, "memUtil": 10},
+            {"pid": 11, "timeStamp": 2_000, "smUtil": 60, "memUtil": 12},
+            {"pid": 12, "timeStamp": 1_500, "smUtil": 0, "memUtil": 0},
+        ],
+    )
     assert process_sm_util(nvml, 0, 0) == ({11: 50.0, 12: 0.0}, 2_000)
     # no sample since: no process ran a kernel; a GPU that does not say: unknown, not zero
     assert process_sm_util(FakeNvml({}), 0, 7) == ({}, 7)
-    unsupported = FakeNvml({}).set("nvmlDeviceGetProcessUtilization", 0,
-                                   {"__unavailable__": Unavailable("not_supported", "").to_json()})
+    unsupported = FakeNvml({}).set(
+        "nvmlDeviceGetProcessUtilization", 0, {"__unavailable__": Unavailable("not_supported", "").to_json()}
+    )
     assert process_sm_util(unsupported, 0, 7) is None
 
 
 def test_the_workloads_own_processes_on_a_gpu_are_job_processes_with_their_share(make_host):
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
+
         class Shared(StreamNvml):
             def call(self, fn, index=None, *args):
                 if fn == "nvmlDeviceGetComputeRunningProcesses":
-                    return [{"pid": os.getpid(), "usedGpuMemory": 3 << 30},
-                            {"pid": child.pid, "usedGpuMemory": 1 << 30}, {"pid": 4242, "usedGpuMemory": 2 << 30}]
+                    return [
+                        {"pid": os.getpid(), "usedGpuMemory": 3 << 30},
+                        {"pid": child.pid, "usedGpuMemory": 1 << 30},
+                        {"pid": 4242, "usedGpuMemory": 2 << 30},
+                    ]
                 if fn == "nvmlDeviceGetProcessUtilization":
-                    return [{"pid": os.getpid(), "timeStamp": 1, "smUtil": 48},
-                            {"pid": child.pid, "timeStamp": 1, "smUtil": 47}]
+                    return [
+                        {"pid": os.getpid(), "timeStamp": 1, "smUtil": 48},
+                        {"pid": child.pid, "timeStamp": 1, "smUtil": 47},
+                    ]
                 return super().call(fn, index, *args)
 
         got: list[Sample] = []
-        sampler = Sampler(Shared(SCENARIOS["healthy_bf16"]["samples"]), make_host(), [0],
-                          cadences=Cadences(gpu_s=0.01), pid=os.getpid(), sinks=(got.append,))
+        sampler = Sampler(
+            Shared(SCENARIOS["healthy_bf16"]["samples"]),
+            make_host(),
+            [0],
+            cadences=Cadences(gpu_s=0.01),
+            pid=os.getpid(),
+            sinks=(got.append,),
+        )
         sampler.start()
         deadline = time.monotonic() + 10
         while not (got and got[-1].job_processes) and time.monotonic() < deadline:
@@ -131,12 +149,18 @@ def test_the_sampler_reads_the_cpu_of_the_processes_on_the_gpu_apart_from_their_
     # two readings of the tree 2 s apart (a clock of the test's own): the process on the GPU used 0.04 s of CPU,
     # its main thread 0.03 s; a DataLoader-like helper 1.9 s on one thread
     me, helper = os.getpid(), 4243
-    readings = iter([
-        {me: ProcessDetail({me: 10.0, me + 1: 1.0}, 11.0, 1 << 30, 0, 0, 0),
-         helper: ProcessDetail({helper: 5.0}, 5.0, 1 << 28, 0, 0, 0)},
-        {me: ProcessDetail({me: 10.03, me + 1: 1.01}, 11.04, 1 << 30, 0, 0, 0),
-         helper: ProcessDetail({helper: 6.9}, 6.9, 1 << 28, 0, 0, 0)},
-    ])
+    readings = iter(
+        [
+            {
+                me: ProcessDetail({me: 10.0, me + 1: 1.0}, 11.0, 1 << 30, 0, 0, 0),
+                helper: ProcessDetail({helper: 5.0}, 5.0, 1 << 28, 0, 0, 0),
+            },
+            {
+                me: ProcessDetail({me: 10.03, me + 1: 1.01}, 11.04, 1 << 30, 0, 0, 0),
+                helper: ProcessDetail({helper: 6.9}, 6.9, 1 << 28, 0, 0, 0),
+            },
+        ]
+    )
     now = iter([100.0, 100.0, 102.0])
     monkeypatch.setattr(sampler_module, "time", type("Clock", (), {"monotonic": staticmethod(lambda: next(now))}))
     reader = ProcessTreeReader(me, _OnGpu(SCENARIOS["healthy_bf16"]["samples"]), [0], every=1, refresh_every=1000)

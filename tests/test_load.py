@@ -56,8 +56,24 @@ def load(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 @needs_server
 def test_a_sweep_against_a_real_server_gives_each_step_its_latencies_and_throughput(server, tmp_path):
     store = str(tmp_path / "s.sqlite")
-    r = load(server.url, "--max-concurrency", "4", "--requests", "12", "--seconds", "60", "--input-tokens", "24",
-             "--output-tokens", "12", "--slo", "ttft=5s,tpot=1s", "--store", store, "--json")
+    r = load(
+        server.url,
+        "--max-concurrency",
+        "4",
+        "--requests",
+        "12",
+        "--seconds",
+        "60",
+        "--input-tokens",
+        "24",
+        "--output-tokens",
+        "12",
+        "--slo",
+        "ttft=5s,tpot=1s",
+        "--store",
+        store,
+        "--json",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     rep = json.loads(r.stdout)
     assert rep["schema"] == "gputriage.load" and rep["meta"]["model"]  # found through /v1/models
@@ -82,8 +98,9 @@ def test_a_sweep_against_a_real_server_gives_each_step_its_latencies_and_through
     again = load("--show", str(rep["id"]), "--store", store, "--json")
     assert json.loads(again.stdout)["steps"] == rep["steps"]
     page = tmp_path / "load.html"
-    r = subprocess.run(GT + ["report", str(rep["id"]), "--store", store, "-o", str(page)], capture_output=True,
-                       text=True)
+    r = subprocess.run(
+        GT + ["report", str(rep["id"]), "--store", store, "-o", str(page)], capture_output=True, text=True
+    )
     assert r.returncode == 0 and "Latency against the load" in page.read_text()
     text = load("--show", str(rep["id"]), "--store", store)
     assert "knee: concurrency" in text.stdout and "TTFT p90 against output tokens/s" in text.stdout
@@ -93,19 +110,62 @@ def test_a_sweep_against_a_real_server_gives_each_step_its_latencies_and_through
 def test_a_long_prompt_mix_runs_each_step_again_as_its_control(server):
     """The mix, then the same step with every prompt at the normal length: the control is flagged, its long
     requests are no longer long, and it is neither a step of the curve nor the knee."""
-    r = load(server.url, "--concurrency", "2", "--requests", "20", "--seconds", "60", "--input-tokens", "16",
-             "--output-tokens", "8", "--long-prompts", "0.3", "--long-factor", "12", "--no-store", "--json")
+    r = load(
+        server.url,
+        "--concurrency",
+        "2",
+        "--requests",
+        "20",
+        "--seconds",
+        "60",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "8",
+        "--long-prompts",
+        "0.3",
+        "--long-factor",
+        "12",
+        "--no-store",
+        "--json",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     mix, control = json.loads(r.stdout)["steps"]
     assert not mix.get("control") and control["control"] is True and mix["concurrency"] == control["concurrency"]
     assert mix["requests"] == control["requests"] == 20
     assert mix["input_tokens_mean"] > 1.5 * control["input_tokens_mean"]  # ~30% of prompts 12x longer
     assert 12 <= control["input_tokens_mean"] <= 20
-    text = load(server.url, "--concurrency", "2", "--requests", "4", "--input-tokens", "16", "--output-tokens", "4",
-                "--long-prompts", "0.5", "--no-store")
+    text = load(
+        server.url,
+        "--concurrency",
+        "2",
+        "--requests",
+        "4",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "4",
+        "--long-prompts",
+        "0.5",
+        "--no-store",
+    )
     assert text.returncode == 0 and "2 ctl" in text.stdout and "ctl: the step again" in text.stdout
-    none = load(server.url, "--concurrency", "2", "--requests", "4", "--input-tokens", "16", "--output-tokens", "4",
-                "--long-prompts", "0.5", "--no-control", "--no-store", "--json")
+    none = load(
+        server.url,
+        "--concurrency",
+        "2",
+        "--requests",
+        "4",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "4",
+        "--long-prompts",
+        "0.5",
+        "--no-control",
+        "--no-store",
+        "--json",
+    )
     assert [s.get("control", False) for s in json.loads(none.stdout)["steps"]] == [False]
 
 
@@ -117,8 +177,18 @@ def test_a_tokenizer_counts_the_tokens_a_server_without_usage_does_not_give(mode
 
     with StreamServer("--ttft-ms", "5", "--itl-ms", "2", "--no-usage", "--words-per-chunk", "3") as srv:
         url = srv.url
-        args = ["--concurrency", "2", "--requests", "6", "--input-tokens", "12", "--output-tokens", "5",
-                "--no-store", "--json"]
+        args = [
+            "--concurrency",
+            "2",
+            "--requests",
+            "6",
+            "--input-tokens",
+            "12",
+            "--output-tokens",
+            "5",
+            "--no-store",
+            "--json",
+        ]
         chunks = json.loads(load(url, *args).stdout)["steps"][0]
         assert chunks["tokens_from"] == "chunks" and chunks["output_tokens_mean"] == 5
         assert "input_tokens_mean" not in chunks  # nothing counted them
@@ -134,8 +204,23 @@ def test_a_tokenizer_counts_the_tokens_a_server_without_usage_does_not_give(mode
 
 @needs_server
 def test_request_rate_runs_send_poisson_arrivals(server):
-    r = load(server.url, "--rate", "4", "--requests", "10", "--seconds", "60", "--input-tokens", "16",
-             "--output-tokens", "8", "--no-store", "--json", "--warmup", "1")
+    r = load(
+        server.url,
+        "--rate",
+        "4",
+        "--requests",
+        "10",
+        "--seconds",
+        "60",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "8",
+        "--no-store",
+        "--json",
+        "--warmup",
+        "1",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     (step,) = json.loads(r.stdout)["steps"]
     assert step["rate_per_s"] == 4 and step["requests"] == 10 and step["ok"] == 10
@@ -154,8 +239,25 @@ def test_a_tiny_kv_cache_planted_in_a_live_server_is_named(model, tmp_path):
 
     srv = Server(model, "--cb-num-blocks", "4", "--cb-block-size", "16", log=tmp_path / "serve.log")
     try:
-        r = load(srv.url, "--concurrency", "1,8", "--requests", "6", "--input-tokens", "24", "--output-tokens", "12",
-                 "--warmup", "1", "--timeout", "120", "--no-gpus", "--no-store", "--json", timeout=300)
+        r = load(
+            srv.url,
+            "--concurrency",
+            "1,8",
+            "--requests",
+            "6",
+            "--input-tokens",
+            "24",
+            "--output-tokens",
+            "12",
+            "--warmup",
+            "1",
+            "--timeout",
+            "120",
+            "--no-gpus",
+            "--no-store",
+            "--json",
+            timeout=300,
+        )
     finally:
         srv.stop()
     assert r.returncode == 0, r.stderr[-3000:]
@@ -199,8 +301,12 @@ def test_an_unreachable_server_and_bad_options_are_one_line_errors():
         r = load(f"http://127.0.0.1:{free_port()}", *args, "--no-store")
         assert r.returncode == 3 and r.stderr.startswith("gputriage: ") and r.stderr.count("\n") == 1
         assert "nothing listens there" in r.stderr and "--model" not in r.stderr, r.stderr
-    for args in (["http://127.0.0.1:9", "--slo", "latency=5"], ["http://127.0.0.1:9", "--concurrency", "1,x"],
-                 ["localhost:8000"], ["http://127.0.0.1:9", "--rate", "2", "--concurrency", "2"]):
+    for args in (
+        ["http://127.0.0.1:9", "--slo", "latency=5"],
+        ["http://127.0.0.1:9", "--concurrency", "1,x"],
+        ["localhost:8000"],
+        ["http://127.0.0.1:9", "--rate", "2", "--concurrency", "2"],
+    ):
         r = load(*args, "--no-store", "--model", "m")
         assert r.returncode == 2, (args, r.stderr)
         assert r.stderr.startswith("gputriage: ") and "Traceback" not in r.stderr
@@ -344,8 +450,22 @@ def test_the_generators_inter_token_latency_is_what_the_server_sent():
 
     with StreamServer("--ttft-ms", "10", "--itl-ms", "4") as srv:
         url = srv.url
-        r = load(url, "--concurrency", "2", "--requests", "8", "--input-tokens", "8", "--output-tokens", "40",
-                 "--warmup", "0", "--no-gpus", "--no-store", "--json")
+        r = load(
+            url,
+            "--concurrency",
+            "2",
+            "--requests",
+            "8",
+            "--input-tokens",
+            "8",
+            "--output-tokens",
+            "40",
+            "--warmup",
+            "0",
+            "--no-gpus",
+            "--no-store",
+            "--json",
+        )
         assert r.returncode == 0, r.stderr[-2000:]
         step = json.loads(r.stdout)["steps"][0]
         sent = srv.sent()
@@ -392,11 +512,35 @@ def test_the_generator_sends_nothing_anywhere_but_the_url_it_is_given():
 
     other, proxy = serve("elsewhere"), serve("proxy")
     url = serve("url", redirect_to=f"http://127.0.0.1:{other.server_port}")
-    env = dict(os.environ, http_proxy=f"http://127.0.0.1:{proxy.server_port}",
-               HTTP_PROXY=f"http://127.0.0.1:{proxy.server_port}", no_proxy="", NO_PROXY="")
-    r = subprocess.run(GT + ["load", f"http://127.0.0.1:{url.server_port}", "--concurrency", "2", "--requests", "4",
-                             "--seconds", "20", "--warmup", "0", "--no-gpus", "--no-store", "--json"],
-                       capture_output=True, text=True, env=env, timeout=120)
+    env = dict(
+        os.environ,
+        http_proxy=f"http://127.0.0.1:{proxy.server_port}",
+        HTTP_PROXY=f"http://127.0.0.1:{proxy.server_port}",
+        no_proxy="",
+        NO_PROXY="",
+    )
+    r = subprocess.run(
+        GT
+        + [
+            "load",
+            f"http://127.0.0.1:{url.server_port}",
+            "--concurrency",
+            "2",
+            "--requests",
+            "4",
+            "--seconds",
+            "20",
+            "--warmup",
+            "0",
+            "--no-gpus",
+            "--no-store",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     for s in (url, other, proxy):
         s.shutdown()
     assert hits["url"] and "GET /v1/models" in hits["url"]

@@ -16,8 +16,20 @@ from serving import HostileServer, free_port, http_answer
 
 GT = [sys.executable, "-m", "gputriage"]
 RUNNER = CliRunner()
-QUICK = ["--concurrency", "2", "--requests", "3", "--warmup", "0", "--seconds", "10", "--timeout", "3",
-         "--no-gpus", "--no-store"]
+QUICK = [
+    "--concurrency",
+    "2",
+    "--requests",
+    "3",
+    "--warmup",
+    "0",
+    "--seconds",
+    "10",
+    "--timeout",
+    "3",
+    "--no-gpus",
+    "--no-store",
+]
 
 
 def load(*args: str) -> subprocess.CompletedProcess:
@@ -38,36 +50,42 @@ def one_line(r: subprocess.CompletedProcess) -> str:
     return r.stderr
 
 
-@pytest.mark.parametrize("args, said", [
-    (["--rate", "inf"], "--concurrency N"),
-    (["--rate", "nan"], "positive number"),
-    (["--rate", "-2"], "positive number"),
-    (["--rate", "2", "--burstiness", "nan"], "--burstiness"),
-    (["--seconds", "nan"], "--seconds"),
-    (["--seconds", "inf"], "--seconds"),
-    (["--timeout", "0"], "--timeout"),
-    (["--long-prompts", "1.5"], "--long-prompts"),
-    (["--weights-gb", "nan"], "weights"),
-    (["--concurrency", "0"], "concurrency 0"),
-    (["--max-concurrency", "100000000"], "concurrency"),
-    (["--input-tokens", "100000000"], "at most"),
-    (["--slo", "ttft=nanms"], "--slo"),
-    (["--slo", "ttft=0ms"], "positive"),
-])
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["--rate", "inf"], "--concurrency N"),
+        (["--rate", "nan"], "positive number"),
+        (["--rate", "-2"], "positive number"),
+        (["--rate", "2", "--burstiness", "nan"], "--burstiness"),
+        (["--seconds", "nan"], "--seconds"),
+        (["--seconds", "inf"], "--seconds"),
+        (["--timeout", "0"], "--timeout"),
+        (["--long-prompts", "1.5"], "--long-prompts"),
+        (["--weights-gb", "nan"], "weights"),
+        (["--concurrency", "0"], "concurrency 0"),
+        (["--max-concurrency", "100000000"], "concurrency"),
+        (["--input-tokens", "100000000"], "at most"),
+        (["--slo", "ttft=nanms"], "--slo"),
+        (["--slo", "ttft=0ms"], "positive"),
+    ],
+)
 def test_options_that_are_not_numbers_in_range_are_refused_before_anything_runs(args, said):
     pytest.importorskip("aiohttp")
     r = in_process(f"http://127.0.0.1:{free_port()}", "--model", "m", "--no-store", *args)
     assert r.returncode == 2 and said in one_line(r), (args, r.stderr)
 
 
-@pytest.mark.parametrize("content, said", [
-    (bytes(range(256)) * 8, "not UTF-8 text"),
-    (b'[1, 2]\n', 'not a JSON object with a "prompt"'),
-    (b'{"prompt": 5}\n', 'not a JSON object with a "prompt"'),
-    (b'{"prompt": "hi", "max_tokens": 1e999}\n', '"max_tokens" is a positive integer'),
-    (b'{"prompt": "hi", "max_tokens": true}\n', '"max_tokens" is a positive integer'),
-    (b"\n\n", "no prompts"),
-])
+@pytest.mark.parametrize(
+    "content, said",
+    [
+        (bytes(range(256)) * 8, "not UTF-8 text"),
+        (b"[1, 2]\n", 'not a JSON object with a "prompt"'),
+        (b'{"prompt": 5}\n', 'not a JSON object with a "prompt"'),
+        (b'{"prompt": "hi", "max_tokens": 1e999}\n', '"max_tokens" is a positive integer'),
+        (b'{"prompt": "hi", "max_tokens": true}\n', '"max_tokens" is a positive integer'),
+        (b"\n\n", "no prompts"),
+    ],
+)
 def test_a_prompts_file_that_is_not_one_is_an_input_error(tmp_path, content, said):
     pytest.importorskip("aiohttp")
     prompts = tmp_path / "prompts.jsonl"
@@ -96,4 +114,3 @@ def test_a_stream_of_json_arrays_is_a_broken_stream_not_a_crash():
         r = load(srv.url, "--model", "m", *QUICK, "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["steps"][0]["errors"] == {"stream": 3}
-

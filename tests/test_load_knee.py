@@ -16,13 +16,28 @@ from gputriage.model.load import LoadReport, LoadStep, Percentiles, ServerProces
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def step(c: int, tok_s: float, *, requests: int = 16, errors: dict[str, int] | None = None, tpot_ms: float = 10.0,
-         machine_cpu_pct: float | None = None, local: bool = False) -> LoadStep:
+def step(
+    c: int,
+    tok_s: float,
+    *,
+    requests: int = 16,
+    errors: dict[str, int] | None = None,
+    tpot_ms: float = 10.0,
+    machine_cpu_pct: float | None = None,
+    local: bool = False,
+) -> LoadStep:
     failed = sum((errors or {}).values())
-    return LoadStep(concurrency=c, requests=requests, ok=requests - failed, errors=errors or {},
-                    output_tokens_per_s=tok_s, tpot=Percentiles(p50_ms=tpot_ms), ttft=Percentiles(p50_ms=20.0),
-                    machine_cpu_pct=machine_cpu_pct,
-                    server_process=ServerProcess(pid=1, cpu_pct=95.0) if local else None)
+    return LoadStep(
+        concurrency=c,
+        requests=requests,
+        ok=requests - failed,
+        errors=errors or {},
+        output_tokens_per_s=tok_s,
+        tpot=Percentiles(p50_ms=tpot_ms),
+        ttft=Percentiles(p50_ms=20.0),
+        machine_cpu_pct=machine_cpu_pct,
+        server_process=ServerProcess(pid=1, cpu_pct=95.0) if local else None,
+    )
 
 
 def _recorded(name: str) -> LoadReport:
@@ -92,8 +107,10 @@ def test_no_recorded_sweep_is_called_a_collapse():
 def test_a_local_server_on_a_saturated_machine_is_said():
     """The server's process runs here and the machine's CPUs were 97% busy: the figures are the crowded
     machine's. The same load with the server elsewhere, or the CPUs at 60%, is not called so."""
-    fs = {f.id: f for f in findings([step(1, 100, machine_cpu_pct=60, local=True),
-                                     step(2, 150, machine_cpu_pct=97, local=True)])}
+    fs = {
+        f.id: f
+        for f in findings([step(1, 100, machine_cpu_pct=60, local=True), step(2, 150, machine_cpu_pct=97, local=True)])
+    }
     f = fs["load.shared_cpu"]
     assert f.evidence["from"] == "concurrency 2" and f.evidence["machine_cpu_pct"] == 97
     assert "97% busy from concurrency 2" in f.symptom
@@ -109,8 +126,13 @@ def test_the_machines_cpu_over_a_step_is_read_between_the_samples_around_it():
 
     samples = [ServerSample(t_s=float(t), machine_busy_s=1.9 * t, machine_cores=2) for t in range(6)]
     raw = StepRecord(concurrency=2, rate_per_s=None, t0_s=1.5, t1_s=3.2, records=[], client_cpu_s=0.0)
-    s = summarize(raw, load_t0=0.0, unix_offset=0.0, slo=None, gpu_samples=[], gpu_totals={}, server=samples,
-                  server_pid=None)
+    s = summarize(
+        raw, load_t0=0.0, unix_offset=0.0, slo=None, gpu_samples=[], gpu_totals={}, server=samples, server_pid=None
+    )
     assert s.machine_cpu_pct == 95.0
-    assert summarize(raw, load_t0=0.0, unix_offset=0.0, slo=None, gpu_samples=[], gpu_totals={}, server=[],
-                     server_pid=None).machine_cpu_pct is None
+    assert (
+        summarize(
+            raw, load_t0=0.0, unix_offset=0.0, slo=None, gpu_samples=[], gpu_totals={}, server=[], server_pid=None
+        ).machine_cpu_pct
+        is None
+    )

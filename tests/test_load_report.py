@@ -46,8 +46,16 @@ def _figures(r: LoadReport) -> list[str]:
 
     out = []
     for s in r.steps:
-        out += [f"{s.requests_per_s:.2f}", f"{s.output_tokens_per_s:,.0f}", _ms(s.ttft.p50_ms), _ms(s.ttft.p99_ms),
-                _ms(s.itl.p50_ms), _ms(s.itl.p99_ms), _ms(s.tpot.p50_ms), _ms(s.e2e.p99_ms)]
+        out += [
+            f"{s.requests_per_s:.2f}",
+            f"{s.output_tokens_per_s:,.0f}",
+            _ms(s.ttft.p50_ms),
+            _ms(s.ttft.p99_ms),
+            _ms(s.itl.p50_ms),
+            _ms(s.itl.p99_ms),
+            _ms(s.tpot.p50_ms),
+            _ms(s.e2e.p99_ms),
+        ]
     return out
 
 
@@ -70,8 +78,9 @@ def test_a_piped_load_test_with_slos_shows_every_figure(tmp_path):
     r = _sweep()
     keep_report(r, "load", [r.meta.url], store)
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    shown = subprocess.run(GT + ["load", "--show", str(r.id), "--store", str(store)], capture_output=True,
-                           text=True, env=env, timeout=120)
+    shown = subprocess.run(
+        GT + ["load", "--show", str(r.id), "--store", str(store)], capture_output=True, text=True, env=env, timeout=120
+    )
     assert shown.returncode == 0, shown.stderr
     assert "…" not in shown.stdout and "..." not in shown.stdout
     words = set(shown.stdout.split())

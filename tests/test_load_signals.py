@@ -16,14 +16,32 @@ from serving import StreamServer
 GT = [sys.executable, "-m", "gputriage"]
 # 8 requests a step of 1 s each (a first chunk after 20 ms, then 50 chunks 20 ms apart): 2 s at concurrency 4,
 # then 4 s at 2, then 8 s twice at 1. The signal comes once the second step has started.
-SWEEP = ["--concurrency", "4,2,1,1", "--requests", "8", "--output-tokens", "50", "--input-tokens", "8",
-         "--warmup", "0", "--seconds", "60", "--no-gpus", "--no-metrics"]
+SWEEP = [
+    "--concurrency",
+    "4,2,1,1",
+    "--requests",
+    "8",
+    "--output-tokens",
+    "50",
+    "--input-tokens",
+    "8",
+    "--warmup",
+    "0",
+    "--seconds",
+    "60",
+    "--no-gpus",
+    "--no-metrics",
+]
 
 
 def _cut(srv: StreamServer, store: str, sig: signal.Signals, *extra: str) -> subprocess.CompletedProcess:
     """The sweep started, then `sig` once the server has begun a 9th request (the first step's 8 are done)."""
-    proc = subprocess.Popen(GT + ["load", srv.url, *SWEEP, "--store", store, *extra], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        GT + ["load", srv.url, *SWEEP, "--store", store, *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while srv.sent()["requests"] < 9:
@@ -55,8 +73,9 @@ def test_ctrl_c_during_a_sweep_prints_and_keeps_the_finished_steps(server, tmp_p
     assert rep["cut"] == {"signal": "SIGINT", "step": len(done) + 1, "steps": 4}
     assert rep["notes"][0].startswith(f"the sweep was cut at step {len(done) + 1} of 4 (SIGINT)")
     assert r.stderr.count("\n") == 1 and f"kept as load {rep['id']}" in r.stderr
-    kept = subprocess.run(GT + ["load", "--show", str(rep["id"]), "--store", store, "--json"], capture_output=True,
-                          text=True, timeout=60)
+    kept = subprocess.run(
+        GT + ["load", "--show", str(rep["id"]), "--store", store, "--json"], capture_output=True, text=True, timeout=60
+    )
     assert kept.returncode == 0 and json.loads(kept.stdout)["steps"] == done
 
 
@@ -67,8 +86,9 @@ def test_sigterm_during_a_sweep_prints_the_finished_steps_and_exits_143(server, 
     assert "the sweep was cut at step" in r.stdout and "(SIGTERM)" in r.stdout
     rows = [line.split() for line in r.stdout.splitlines()]
     assert ["4", "8"] in [row[:2] for row in rows]  # the first step's row: its load and 8 requests answered
-    runs = json.loads(subprocess.run(GT + ["runs", "--store", store, "--json"], capture_output=True, text=True,
-                                     timeout=60).stdout)
+    runs = json.loads(
+        subprocess.run(GT + ["runs", "--store", store, "--json"], capture_output=True, text=True, timeout=60).stdout
+    )
     assert [r["kind"] for r in runs["runs"]] == ["load"]
 
 
@@ -77,8 +97,12 @@ def test_a_signal_before_any_step_finished_keeps_nothing(tmp_path):
     pytest.importorskip("aiohttp")
     with StreamServer("--ttft-ms", "20", "--itl-ms", "20") as srv:
         store = tmp_path / "s.sqlite"
-        proc = subprocess.Popen(GT + ["load", srv.url, *SWEEP, "--store", str(store)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            GT + ["load", srv.url, *SWEEP, "--store", str(store)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 120
         while srv.sent()["requests"] < 1:
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()

@@ -67,8 +67,9 @@ def test_a_trace_unsure_of_itself_does_not_override_a_decided_sampler():
     short = merge(_v("compute_bound"), _t("input_starved", confidence=0.2))
     assert short.bottleneck == B.compute_bound and "unsure" in short.why
     # where the sampler could not decide, even an unsure trace is the best word there is
-    assert merge(_v("sync_bound", ("sync_bound", "input_starved")), _t("input_starved", 0.2)).bottleneck \
-        == B.input_starved
+    assert (
+        merge(_v("sync_bound", ("sync_bound", "input_starved")), _t("input_starved", 0.2)).bottleneck == B.input_starved
+    )
 
 
 def _recording(utils: list[float], t0: float = 1000.0):
@@ -121,8 +122,14 @@ def _profile(t_mid: float, bottleneck: str, findings: list[Finding]) -> ProfileR
 
 
 def test_a_profiled_run_merges_the_trace_and_keeps_the_profilers_own_effect_apart():
-    starved = Finding(id="trace.input_starved", severity=Severity.warn, step=4, symptom="GPU idle 70%", cause="host",
-                      decision="feed it")
+    starved = Finding(
+        id="trace.input_starved",
+        severity=Severity.warn,
+        step=4,
+        symptom="GPU idle 70%",
+        cause="host",
+        decision="feed it",
+    )
     samples = from_flat_rows(ROWS)
     t_mid = samples[len(samples) // 2].t_s
     # the recorded compute-bound stream; the profiled window is as busy as the rest: a trace about its kernels is
@@ -143,10 +150,22 @@ def test_a_profiled_run_merges_the_trace_and_keeps_the_profilers_own_effect_apar
 def test_host_side_trace_findings_from_a_starved_window_are_information():
     # as recorded on the H200 (item_sync --fixed under --profile): the trace's verdict is compute_bound,
     # but its window, GPU-Util 0% while profiled against 100% otherwise, left a host-side idle finding
-    host_idle = Finding(id="trace.input_starved", severity=Severity.warn, step=4, symptom="GPU idle 15.1%",
-                        cause="host", decision="feed it")
-    kernels = Finding(id="trace.memory_bound", severity=Severity.warn, step=2, symptom="elementwise 23%",
-                      cause="unfused", decision="fuse")
+    host_idle = Finding(
+        id="trace.input_starved",
+        severity=Severity.warn,
+        step=4,
+        symptom="GPU idle 15.1%",
+        cause="host",
+        decision="feed it",
+    )
+    kernels = Finding(
+        id="trace.memory_bound",
+        severity=Severity.warn,
+        step=2,
+        symptom="elementwise 23%",
+        cause="unfused",
+        decision="fuse",
+    )
     samples = from_flat_rows(ROWS)
     t_mid = samples[len(samples) // 2].t_s
     for s in samples:

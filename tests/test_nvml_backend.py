@@ -20,6 +20,7 @@ def driver(monkeypatch):
             if isinstance(value, Exception):
                 raise value
             return value
+
         monkeypatch.setattr(pynvml, name, fn)
 
     answer("nvmlDeviceGetUtilizationRates", SimpleNamespace(gpu=87, memory=31))

@@ -24,8 +24,14 @@ def test_under_the_default_auto_the_gallery_is_profiled_only_where_the_sampler_l
             profiled.append(name)
             assert report.verdict.merged.trace == report.verdict.bottleneck, name  # each trace agreed with the lead
     # the host-side causes the counters cannot separate, and the recompiles (the steady state from the first step)
-    assert sorted(profiled) == ["cpu_optimizer", "host_stats", "input_starved", "item_sync", "launch_bound",
-                                "recompile_shapes"]
+    assert sorted(profiled) == [
+        "cpu_optimizer",
+        "host_stats",
+        "input_starved",
+        "item_sync",
+        "launch_bound",
+        "recompile_shapes",
+    ]
 
 
 def test_a_window_profiled_in_the_warm_up_does_not_decide_and_the_gate_asks_again_after_the_first_step():

@@ -31,8 +31,12 @@ def recording(name: str, gpm: bool = True):
     samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
     if not gpm:
         for s in samples:
-            s.gpus = [msgspec.structs.replace(g, sm_active_pct=None, sm_occupancy_pct=None, tensor_active_pct=None,
-                                              dram_active_pct=None) for g in s.gpus]
+            s.gpus = [
+                msgspec.structs.replace(
+                    g, sm_active_pct=None, sm_occupancy_pct=None, tensor_active_pct=None, dram_active_pct=None
+                )
+                for g in s.gpus
+            ]
     meta = msgspec.convert(rec["meta"], RunMeta)
     meta.gpus["0"].gpm = gpm
     return replay(samples, meta)
@@ -91,8 +95,9 @@ def test_a_profiled_window_unlike_the_run_is_profiled_again_once_more_at_most():
     mid = steady[len(steady) // 2]
     assert gate.again((mid.t0_s, mid.t1_s)) is None  # at 100% like the rest: kept
     # a window at GPU-Util 0% (the profiler started in the warm-up, as in a recorded GPT loop)
-    idle = msgspec.structs.replace(steady[-1], t0_s=steady[-1].t1_s + 1, t1_s=steady[-1].t1_s + 2, util_pct=0.0,
-                                   sm_active_pct=0.0)
+    idle = msgspec.structs.replace(
+        steady[-1], t0_s=steady[-1].t1_s + 1, t1_s=steady[-1].t1_s + 2, util_pct=0.0, sm_active_pct=0.0
+    )
     gate.add(0, idle)
     reason = gate.again((idle.t0_s, idle.t1_s))
     assert reason is not None and "GPU-Util 0% against 100%" in reason and gate.asked == 2
@@ -135,23 +140,41 @@ def test_a_gated_hook_waits_for_gputriage_to_ask(tmp_path):
 def test_auto_is_the_default_and_without_a_gpu_runs_unprofiled_and_says_why_not(tmp_path):
     pytest.importorskip("torch")
     script = tmp_path / "w.py"
-    script.write_text("import torch, time\nt = time.time()\nwhile time.time() - t < 2: torch.randn(64, 64) @ "
-                      "torch.randn(64, 64)\nprint('done')\n")
+    script.write_text(
+        "import torch, time\nt = time.time()\nwhile time.time() - t < 2: torch.randn(64, 64) @ "
+        "torch.randn(64, 64)\nprint('done')\n"
+    )
     env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
-    r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "auto", "--", sys.executable, str(script)],
-                       capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run(
+        GT + ["run", "--no-store", "--json", "--profile", "auto", "--", sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads(r.stdout)
     assert report["profile"]["mode"] == "auto" and not report["profile"].get("asked")
     assert "error" not in report["profile"] and "trace" not in report["profile"]
-    r = subprocess.run(GT + ["run", "--no-store", "--json", "--", sys.executable, str(script)],
-                       capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run(
+        GT + ["run", "--no-store", "--json", "--", sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert json.loads(r.stdout)["profile"]["mode"] == "auto"  # the default for a Python command, GPM or not
-    r = subprocess.run(GT + ["run", "--no-store", "--json", "--", "sleep", "0.1"], capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run(
+        GT + ["run", "--no-store", "--json", "--", "sleep", "0.1"], capture_output=True, text=True, timeout=60
+    )
     assert json.loads(r.stdout)["profile"] is None  # not Python: nothing to inject
-    r = subprocess.run(GT + ["run", "--no-store", "--profile", "--no-profile", "--", sys.executable, str(script)],
-                       capture_output=True, text=True, env=env, timeout=60)
+    r = subprocess.run(
+        GT + ["run", "--no-store", "--profile", "--no-profile", "--", sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert r.returncode == 2 and "contradict" in r.stderr
 
 
@@ -163,8 +186,9 @@ def test_a_script_run_by_path_keeps_the_interpreter_its_shebang_names(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(f"#!{interpreter}\nimport sys\nprint('interpreter', sys.executable)\n")
     script.chmod(0o755)
-    r = subprocess.run(GT + ["run", "--no-store", "--json", "--", str(script)], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        GT + ["run", "--no-store", "--json", "--", str(script)], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert f"interpreter {interpreter}" in r.stderr  # the command's output goes to stderr under --json
     assert json.loads(r.stdout)["profile"]["mode"] == "auto"  # and the injected hook still rides along
@@ -179,13 +203,21 @@ def _judged(name: str, gpm: bool):
 def test_the_report_says_which_verdicts_a_gpu_without_gpm_cannot_see():
     # an H200 with GPM: nothing out of sight but vram_pressure, from VRAM use alone (recorded before the workload
     # reported its allocator); the same loop recorded with it: nothing at all
-    assert [(b.bottleneck.value, b.why.split(":")[0]) for b in _judged("healthy", gpm=True).blind_spots] == \
-        [("vram_pressure", "approximate")]
+    assert [(b.bottleneck.value, b.why.split(":")[0]) for b in _judged("healthy", gpm=True).blind_spots] == [
+        ("vram_pressure", "approximate")
+    ]
     from gputriage.diagnosis.run.judge import judge
-    counted = json.loads(gzip.decompress((Path(__file__).parent / "fixtures" / "h200" /
-                                          "runs_allocator.json.gz").read_bytes()))["healthy_gpm"]
-    assert judge(replay([msgspec.convert(s, Sample) for s in counted["samples"]],
-                        msgspec.convert(counted["meta"], RunMeta)), 0).blind_spots == []
+
+    counted = json.loads(
+        gzip.decompress((Path(__file__).parent / "fixtures" / "h200" / "runs_allocator.json.gz").read_bytes())
+    )["healthy_gpm"]
+    assert (
+        judge(
+            replay([msgspec.convert(s, Sample) for s in counted["samples"]], msgspec.convert(counted["meta"], RunMeta)),
+            0,
+        ).blind_spots
+        == []
+    )
     report = _judged("fp32_no_tensor_cores", gpm=False)
     spots = {b.bottleneck.value: b for b in report.blind_spots}
     assert "no GPM" in spots["tensor_cores_idle"].why and spots["tensor_cores_idle"].gpus == [0]
@@ -197,24 +229,28 @@ def test_the_report_says_which_verdicts_a_gpu_without_gpm_cannot_see():
 def test_a_ddp_job_without_a_trace_cannot_see_its_exposed_communication():
     from gputriage.diagnosis.run.judge import judge
 
-    ddp = json.loads(gzip.decompress((Path(__file__).parent / "fixtures" / "h200" /
-                                      "runs_typed_2gpu.json.gz").read_bytes()))["ddp_allreduce"]
+    ddp = json.loads(
+        gzip.decompress((Path(__file__).parent / "fixtures" / "h200" / "runs_typed_2gpu.json.gz").read_bytes())
+    )["ddp_allreduce"]
     meta = msgspec.convert(ddp["meta"], RunMeta)
     samples = [msgspec.convert(s, Sample) for s in ddp["samples"]]
     report = judge(replay(samples, meta), 0)  # recorded before NVLink was sampled: no link counted
-    assert [(b.bottleneck.value, b.why.split(":")[0]) for b in report.blind_spots if b.bottleneck != B.vram_pressure] \
-        == [("comm_bound", "these GPUs have no NVLink counters")]
+    assert [
+        (b.bottleneck.value, b.why.split(":")[0]) for b in report.blind_spots if b.bottleneck != B.vram_pressure
+    ] == [("comm_bound", "these GPUs have no NVLink counters")]
     for g in meta.gpus.values():  # GPUs whose NVLinks are counted see collectives, not whether they overlap
         g.nvlink_links, g.nvlink_link_mb_per_s = 18, 26_562.0
     report = judge(replay(samples, meta), 0)
-    assert [(b.bottleneck.value, b.why.split(":")[0]) for b in report.blind_spots if b.bottleneck != B.vram_pressure] \
-        == [("comm_bound", "approximate")]
+    assert [
+        (b.bottleneck.value, b.why.split(":")[0]) for b in report.blind_spots if b.bottleneck != B.vram_pressure
+    ] == [("comm_bound", "approximate")]
 
 
 @pytest.mark.parametrize("name, asks", [("ddp_allreduce", True), ("ddp_allreduce_fixed", False)])
 def test_auto_profiles_a_ddp_job_whose_links_are_not_counted_while_its_tensor_cores_rest(name, asks):
-    rec = json.loads(gzip.decompress((Path(__file__).parent / "fixtures" / "h200" /
-                                      "runs_typed_2gpu.json.gz").read_bytes()))[name]
+    rec = json.loads(
+        gzip.decompress((Path(__file__).parent / "fixtures" / "h200" / "runs_typed_2gpu.json.gz").read_bytes())
+    )[name]
     meta = msgspec.convert(rec["meta"], RunMeta)
     run = replay([msgspec.convert(s, Sample) for s in rec["samples"]], meta)
     gate = ProfileGate("auto", {int(k): g for k, g in meta.gpus.items()})
@@ -232,12 +268,17 @@ def test_auto_profiles_a_ddp_job_whose_links_are_not_counted_while_its_tensor_co
 @pytest.mark.parametrize("name", ["ddp_allreduce", "ddp_allreduce_fixed"])
 def test_without_gpm_a_ddp_job_is_profiled_under_auto_with_its_collectives_among_the_causes(name):
     # the two-H200 recordings as a GPU without GPM sees them (the --no-gpm cell of the gallery, replayed)
-    rec = json.loads(gzip.decompress((Path(__file__).parent / "fixtures" / "h200" /
-                                      "runs_typed_2gpu.json.gz").read_bytes()))[name]
+    rec = json.loads(
+        gzip.decompress((Path(__file__).parent / "fixtures" / "h200" / "runs_typed_2gpu.json.gz").read_bytes())
+    )[name]
     samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
     for s in samples:
-        s.gpus = [msgspec.structs.replace(g, sm_active_pct=None, sm_occupancy_pct=None, tensor_active_pct=None,
-                                          dram_active_pct=None) for g in s.gpus]
+        s.gpus = [
+            msgspec.structs.replace(
+                g, sm_active_pct=None, sm_occupancy_pct=None, tensor_active_pct=None, dram_active_pct=None
+            )
+            for g in s.gpus
+        ]
     meta = msgspec.convert(rec["meta"], RunMeta)
     for g in meta.gpus.values():
         g.gpm = False
@@ -257,8 +298,9 @@ def test_the_profilers_own_start_is_no_steady_state_to_compare_a_window_with():
     gate, asked, ws = feed("on", "fp32_no_tensor_cores")
     last = ws[-1]
     t = last.t1_s
-    held = [msgspec.structs.replace(last, t0_s=t + k, t1_s=t + k + 1, util_pct=0.0, sm_active_pct=0.0)
-            for k in range(6)]
+    held = [
+        msgspec.structs.replace(last, t0_s=t + k, t1_s=t + k + 1, util_pct=0.0, sm_active_pct=0.0) for k in range(6)
+    ]
     profiled = msgspec.structs.replace(last, t0_s=t + 6, t1_s=t + 7, util_pct=90.0)
     for w in held + [profiled]:
         gate.add(0, w)
@@ -288,12 +330,15 @@ def test_auto_profiles_a_run_whose_windows_name_different_host_side_causes():
     assert asked is not None and "host_bound" in gate.reasons[0] and "sync_bound" in gate.reasons[0]
 
 
-@pytest.mark.parametrize("name, sampler, merged", [
-    ("job_shares_gpu", "contended", "contended"),
-    ("host_stats_rerun", "host_bound", "host_bound"),
-    # compute_bound with tensor cores out of sight: profiled, and the trace's elementwise kernels decide
-    ("gpt_loop", "compute_bound", "memory_bound"),
-])
+@pytest.mark.parametrize(
+    "name, sampler, merged",
+    [
+        ("job_shares_gpu", "contended", "contended"),
+        ("host_stats_rerun", "host_bound", "host_bound"),
+        # compute_bound with tensor cores out of sight: profiled, and the trace's elementwise kernels decide
+        ("gpt_loop", "compute_bound", "memory_bound"),
+    ],
+)
 def test_runs_on_an_h200_without_gpm_replay_to_their_verdicts(name, sampler, merged):
     # `benchmarks/diagnose.py --no-gpm` on an H200 (2026-12-01, after the profile gate's fix): each run with
     # the profiler windows `--profile auto` asked for
@@ -318,8 +363,11 @@ def test_warm_up_steps_before_the_first_reported_step_are_start_up():
 
     rec = NO_GPM["gpt_loop"]
     samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
-    report = judge(replay(samples, msgspec.convert(rec["meta"], RunMeta), command=rec["command"]), 0,
-                   profile=msgspec.convert(rec["profile"], ProfileReport))  # the profiler's holds left out
+    report = judge(
+        replay(samples, msgspec.convert(rec["meta"], RunMeta), command=rec["command"]),
+        0,
+        profile=msgspec.convert(rec["profile"], ProfileReport),
+    )  # the profiler's holds left out
     timeline = report.verdict.per_gpu["0"].timeline
     first_step = next(s.t_s for s in samples if s.workload and (s.workload.steps_total or 0) > 0) - samples[0].t_s
     assert timeline[0].regime == "start-up" and timeline[0].end_s >= first_step - 1.0
@@ -333,7 +381,8 @@ def test_auto_does_not_profile_a_steady_loop_for_the_one_window_that_caught_it_s
     fixtures = Path(__file__).parent / "fixtures" / "h200"
     healthy = json.loads(gzip.decompress((fixtures / "runs_gallery_allocator.json.gz").read_bytes()))["healthy"]
     gaps = json.loads(gzip.decompress((fixtures / "runs_unseen4.json.gz").read_bytes()))[
-        "empty_cache_loop_unprofiled_gpm"]  # SM activity 0.74 of GPU-Util in every window
+        "empty_cache_loop_unprofiled_gpm"
+    ]  # SM activity 0.74 of GPU-Util in every window
     asked = {}
     for name, rec in (("healthy", healthy), ("gaps", gaps)):
         meta = msgspec.convert(rec["meta"], RunMeta)

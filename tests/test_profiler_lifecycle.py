@@ -73,8 +73,10 @@ class SteppingWorkload:
 
     def __init__(self, p: Profiler) -> None:
         self.p, self.stop = p, threading.Event()
-        self.threads = [threading.Thread(target=self._steps, daemon=True),
-                        threading.Thread(target=p.worker, daemon=True)]
+        self.threads = [
+            threading.Thread(target=self._steps, daemon=True),
+            threading.Thread(target=p.worker, daemon=True),
+        ]
 
     def _steps(self) -> None:
         while not self.stop.is_set():
@@ -152,8 +154,9 @@ def _stalled_resnet(from_s: float, to_s: float) -> dict:
     for s in rec["samples"]:
         if t0 + from_s <= s["t_s"] <= t0 + to_s:
             for g in s["gpus"]:
-                g.update(util_pct=0, sm_active_pct=0.0, tensor_active_pct=0.0, dram_active_pct=0.0,
-                         sm_occupancy_pct=0.0)
+                g.update(
+                    util_pct=0, sm_active_pct=0.0, tensor_active_pct=0.0, dram_active_pct=0.0, sm_occupancy_pct=0.0
+                )
     rec["t0"] = t0
     return rec
 
@@ -164,8 +167,9 @@ def test_the_profilers_start_up_stall_in_the_steady_state_is_not_judged_as_the_w
     # as reported: the stall judged as the workload's steady state, input_starved at a low confidence
     assert unaware.bottleneck == B.input_starved and unaware.confidence < 0.5
     a, b = rec["t0"] + 8.0, rec["t0"] + 12.0
-    profile = ProfileReport(mode="auto", asked=["the sampler cannot decide"], held_all_s=[[a, b]],
-                            error="no trace was written")
+    profile = ProfileReport(
+        mode="auto", asked=["the sampler cannot decide"], held_all_s=[[a, b]], error="no trace was written"
+    )
     report = judge(recorded(rec), 0, profile=profile)
     v = report.verdict.per_gpu["0"]
     assert v.bottleneck == B.launch_bound and v.shares == {"launch_bound": 1.0}
@@ -203,8 +207,9 @@ def test_every_gpu_says_what_the_profiler_cost_it():
     rec = runs("runs_typed_2gpu.json.gz")["ddp_allreduce"]
     run = recorded(rec)
     t = run.started_s + 6.0
-    profile = ProfileReport(mode="on", asked=["steady state"], window_s=[t + 0.5, t + 2.5], held_s=[t, t + 3.0],
-                            held_all_s=[[t, t + 3.0]])
+    profile = ProfileReport(
+        mode="on", asked=["steady state"], window_s=[t + 0.5, t + 2.5], held_s=[t, t + 3.0], held_all_s=[[t, t + 3.0]]
+    )
     report = judge(run, 0, profile=profile)
     assert set(report.profile.effects) == {"0", "1"}
     assert all(e.held_s == 3.0 for e in report.profile.effects.values())
@@ -228,20 +233,34 @@ def test_a_host_side_trace_of_a_gpu_busy_outside_its_window_is_the_profilers_ove
     # a GPU not that busy outside the window: the trace's idle may be the workload's
     assert merge(_v("compute_bound"), trace, ProfilerEffect(80.0, BUSY_OUTSIDE.value - 5)).bottleneck == B(host_side)
     # a trace about the kernels is believed
-    assert merge(_v("compute_bound"), TraceVerdict(bottleneck=B.memory_bound, confidence=1.0), busy).bottleneck \
+    assert (
+        merge(_v("compute_bound"), TraceVerdict(bottleneck=B.memory_bound, confidence=1.0), busy).bottleneck
         == B.memory_bound
+    )
 
 
-@pytest.mark.parametrize("fixture, name", [("runs_gallery_allocator.json.gz", "healthy"),  # GPM
-                                           ("runs_unseen2.json.gz", "fp16_gradscaler_nogpm")])  # no GPM
+@pytest.mark.parametrize(
+    "fixture, name",
+    [
+        ("runs_gallery_allocator.json.gz", "healthy"),  # GPM
+        ("runs_unseen2.json.gz", "fp16_gradscaler_nogpm"),
+    ],
+)  # no GPM
 def test_a_busy_training_loop_profiled_as_launch_bound_keeps_the_samplers_verdict(fixture, name):
     # recorded H200 loops at GPU-Util 97-100%, profiled; their traces as the BERT-large-like bf16 loop's read: 47%
     # idle, launch_bound at confidence 1.0
     rec = runs(fixture)[name]
     rec["profile"]["trace"]["verdict"].update(bottleneck="launch_bound", gpu_idle_pct=47.0, confidence=1.0)
-    launch = msgspec.to_builtins(Finding(id="trace.launch_bound", severity=Severity.warn, step=2,
-                                         symptom="GPU idle 47% between small kernels", cause="launch overhead",
-                                         decision="CUDA graphs"))
+    launch = msgspec.to_builtins(
+        Finding(
+            id="trace.launch_bound",
+            severity=Severity.warn,
+            step=2,
+            symptom="GPU idle 47% between small kernels",
+            cause="launch overhead",
+            decision="CUDA graphs",
+        )
+    )
     rec["profile"]["trace"]["findings"] = [launch]
     profile = msgspec.convert(rec["profile"], ProfileReport)
     report = judge(recorded(rec), rec.get("exit_code"), profile=profile)
@@ -290,8 +309,12 @@ def test_the_profilers_hold_is_no_new_regime():
     t = ws[29].t1_s
     gate.held([(t, math.inf)])  # the profiler starts: GPU-Util 0% for 15 s, no step
     for w in ws[30:45]:
-        gate.add(0, msgspec.structs.replace(w, util_pct=0.0, sm_active_pct=0.0, tensor_active_pct=0.0,
-                                            steps_total=ws[29].steps_total))
+        gate.add(
+            0,
+            msgspec.structs.replace(
+                w, util_pct=0.0, sm_active_pct=0.0, tensor_active_pct=0.0, steps_total=ws[29].steps_total
+            ),
+        )
         assert gate.rearm(w.t1_s) is None
     gate.held([(t, ws[44].t1_s)])
     for w in ws[45:60]:
@@ -326,8 +349,9 @@ def _fake_running_run(where: Path, gate: Path | None) -> tuple[Path, int]:
     where.mkdir(exist_ok=True)
     store_path = where / "runs.sqlite"
     db = Store(store_path)
-    rid = db.begin_run("run", ["python", "train.py"], RunMeta(profile_gate=str(gate) if gate else None,
-                                                               gputriage_pid=os.getpid()))
+    rid = db.begin_run(
+        "run", ["python", "train.py"], RunMeta(profile_gate=str(gate) if gate else None, gputriage_pid=os.getpid())
+    )
     db.close()
     return store_path, rid
 
@@ -341,8 +365,12 @@ def test_a_running_run_profiles_a_window_asked_from_another_terminal_and_by_sign
     out = tmp_path / "asked.json"
     try:
         with SteppingWorkload(gated_hook(folder)):
-            r = subprocess.run(GT + ["profile", str(rid), "--store", str(store_path), "--out", str(out), "--wait",
-                                     "120"], capture_output=True, text=True, timeout=180)
+            r = subprocess.run(
+                GT + ["profile", str(rid), "--store", str(store_path), "--out", str(out), "--wait", "120"],
+                capture_output=True,
+                text=True,
+                timeout=180,
+            )
             assert r.returncode == 0, r.stderr
             assert f"trace written to {out}" in r.stdout and f"its trace goes to {out}" in r.stderr
             assert out.read_text() == KERNELS
@@ -372,8 +400,12 @@ def test_profile_says_plainly_when_the_run_cannot_be_asked(tmp_path):
     store_path, rid = _fake_running_run(tmp_path / "ended", folder)
     session = SimpleNamespace(meta=RunMeta(), gpus=[], windows=SimpleNamespace(series={}), run_id=rid)
     keeper = GateKeeper(session, folder, "auto")  # type: ignore[arg-type]
-    proc = subprocess.Popen(GT + ["profile", str(rid), "--store", str(store_path), "--out", str(tmp_path / "o.json"),
-                                  "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        GT + ["profile", str(rid), "--store", str(store_path), "--out", str(tmp_path / "o.json"), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wait_for(lambda: keeper.outs != {}, "the request taken")
     keeper.stop()  # the run ended: no hook ever profiled the window
     stdout, _ = proc.communicate(timeout=60)
@@ -398,9 +430,16 @@ def test_gputriage_run_takes_a_window_from_profile_and_from_sigusr1(tmp_path):
     (tmp_path / "loop.py").write_text(LOOP)
     store_path = tmp_path / "runs.sqlite"
     env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
-    run = subprocess.Popen(GT + ["run", "--store", str(store_path), "--json", "--", sys.executable, "loop.py"],
-                           cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        GT + ["run", "--store", str(store_path), "--json", "--", sys.executable, "loop.py"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
+
         def running() -> dict | None:
             if not store_path.exists():
                 return None
@@ -414,8 +453,12 @@ def test_gputriage_run_takes_a_window_from_profile_and_from_sigusr1(tmp_path):
         wait_for(lambda: running() is not None, "the run's row in the store", 120)
         row = running()
         assert row is not None and row["ended"] is None and row["meta"]["gputriage_pid"] == run.pid
-        r = subprocess.run(GT + ["profile", "1", "--store", str(store_path), "--out", str(tmp_path / "asked.json"),
-                                 "--wait", "240"], capture_output=True, text=True, timeout=300)
+        r = subprocess.run(
+            GT + ["profile", "1", "--store", str(store_path), "--out", str(tmp_path / "asked.json"), "--wait", "240"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert r.returncode == 0, r.stderr
         assert (tmp_path / "asked.json").stat().st_size > 100
         os.kill(run.pid, signal.SIGUSR1)

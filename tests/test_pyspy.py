@@ -62,8 +62,11 @@ def test_a_dump_of_another_pythons_standard_library_is_read_as_the_standard_libr
     threads, pid = recorded_dump()
     main = next(t for t in threads if t["thread_name"] == "MainThread")
     for frame in main["frames"]:  # the same stack from a Python installed elsewhere
-        frame["filename"] = frame["filename"].replace(os.path.dirname(frame["filename"]), "/opt/conda/lib/python3.9") \
-            if frame["filename"].endswith(("threading.py", "queue.py")) else frame["filename"]
+        frame["filename"] = (
+            frame["filename"].replace(os.path.dirname(frame["filename"]), "/opt/conda/lib/python3.9")
+            if frame["filename"].endswith(("threading.py", "queue.py"))
+            else frame["filename"]
+        )
     assert by_thread([main], pid)["MainThread"][0] == "input_wait"
 
 
@@ -86,7 +89,7 @@ def test_py_spy_reads_a_real_python_process_where_it_is_permitted(tmp_path):
         # the main thread waits in the queue at its line 31, or (between two gets) runs line 30-31 of its loop
         main = by_thread([t for t in got if t.get("thread_name") == "MainThread"], proc.pid)["MainThread"]
         assert main[1][0] == "pyspy_workload.py" and main[1][1] in (29, 30, 31, 32, 33)
-        assert backend.dump(2 ** 22 + 12345).reason in ("not_found", "no_permission")
+        assert backend.dump(2**22 + 12345).reason in ("not_found", "no_permission")
     finally:
         proc.kill()
         proc.wait()
@@ -99,8 +102,10 @@ def test_what_py_spy_cannot_do_is_said_plainly():
     assert "only root" in backend.permission_hint(2, euid=1000)
     assert "--cap-add SYS_PTRACE" in backend.permission_hint(0, euid=0)
     assert backend.why_failed(1, "Error: Failed to find python version from target process").reason == "not_supported"
-    assert backend.why_failed(1, "Error: Failed to get process executable name. Check that the process is "
-                                 "running.").reason == "not_found"
+    assert (
+        backend.why_failed(1, "Error: Failed to get process executable name. Check that the process is running.").reason
+        == "not_found"
+    )
     scope = Path(os.devnull)
     assert backend.ptrace_scope(scope) is None
 
@@ -134,7 +139,11 @@ def test_the_watch_sampler_counts_its_dumps_and_says_why_when_it_has_none(monkey
 
 
 def test_watch_ends_with_what_py_spy_saw():
-    r = subprocess.run([sys.executable, "-m", "gputriage", "watch", "--seconds", "1", "--no-store"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "gputriage", "watch", "--seconds", "1", "--no-store"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert "python stacks (py-spy)" in r.stdout

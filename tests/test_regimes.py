@@ -66,15 +66,22 @@ def test_a_run_that_starves_in_the_middle_has_three_regimes_and_two_changes() ->
     assert starving.summary.endswith("input_starved") and starving.decision
     assert starving.evidence["util_pct"] < timeline[0].evidence["util_pct"]
     changes = [f for f in report.findings if f.id == "run.regime_changed"]
-    assert [(f.evidence["from"], f.evidence["to"]) for f in changes] == [("compute_bound", "input_starved"),
-                                                                         ("input_starved", "compute_bound")]
+    assert [(f.evidence["from"], f.evidence["to"]) for f in changes] == [
+        ("compute_bound", "input_starved"),
+        ("input_starved", "compute_bound"),
+    ]
     assert 25.0 <= changes[0].evidence["at_s"] <= 40.0
     assert changes[0].decision == starving.decision  # what to do about the new regime
 
 
 def test_blips_and_edges_are_no_regime_change() -> None:
-    timeline = [Regime(0.0, 3.0, "start-up"), Regime(3.0, 40.0, "compute_bound"),
-                Regime(40.0, 44.0, "host_bound"), Regime(44.0, 90.0, "compute_bound"), Regime(90.0, 91.0, "shut-down")]
+    timeline = [
+        Regime(0.0, 3.0, "start-up"),
+        Regime(3.0, 40.0, "compute_bound"),
+        Regime(40.0, 44.0, "host_bound"),
+        Regime(44.0, 90.0, "compute_bound"),
+        Regime(90.0, 91.0, "shut-down"),
+    ]
     assert regime_changes(0, timeline, 1.0) == []
     longer = [*timeline[:2], Regime(40.0, 60.0, "host_bound"), Regime(60.0, 90.0, "compute_bound")]
     assert [f.evidence["to"] for f in regime_changes(0, longer, 1.0)] == ["host_bound", "compute_bound"]

@@ -47,8 +47,14 @@ def test_a_store_that_cannot_take_the_run_stops_gputriage_before_the_workload(tm
     # a store that cannot be created (its folder is a file): the same, and the way out is named
     blocker = tmp_path / "file"
     blocker.write_text("")
-    r = gt("run", "--", sys.executable, "-c", f"open({str(marker)!r}, 'w')",
-           env=dict(os.environ, GPUTRIAGE_STORE=str(blocker / "runs.sqlite")))
+    r = gt(
+        "run",
+        "--",
+        sys.executable,
+        "-c",
+        f"open({str(marker)!r}, 'w')",
+        env=dict(os.environ, GPUTRIAGE_STORE=str(blocker / "runs.sqlite")),
+    )
     one_line_error(r)
     assert "--no-store" in r.stderr and not marker.exists()
 
@@ -64,8 +70,11 @@ def test_a_store_that_fails_during_the_run_leaves_the_report_whole(tmp_path, mon
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(Store, "add_samples", failing)
-    report = api.run([sys.executable, "-c", "import time; time.sleep(2.5); raise SystemExit(3)"],
-                     store=tmp_path / "s.sqlite", period_s=0.1)
+    report = api.run(
+        [sys.executable, "-c", "import time; time.sleep(2.5); raise SystemExit(3)"],
+        store=tmp_path / "s.sqlite",
+        period_s=0.1,
+    )
     assert calls and report.exit_code == 3 and report.samples >= 15  # sampling went on in memory
     assert any("stopped taking samples" in n for n in report.notes)
 
@@ -73,14 +82,21 @@ def test_a_store_that_fails_during_the_run_leaves_the_report_whole(tmp_path, mon
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
 def test_a_signal_sent_to_gputriage_alone_reaches_the_workload(tmp_path, signum):
     ready = tmp_path / "ready"
-    code = ("import pathlib, signal, sys, time\n"
-            "for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):\n"
-            "    signal.signal(s, lambda n, f: (print('got', n, flush=True), sys.exit(5)))\n"
-            f"pathlib.Path({str(ready)!r}).touch()\n"
-            "time.sleep(30)\n")
+    code = (
+        "import pathlib, signal, sys, time\n"
+        "for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):\n"
+        "    signal.signal(s, lambda n, f: (print('got', n, flush=True), sys.exit(5)))\n"
+        f"pathlib.Path({str(ready)!r}).touch()\n"
+        "time.sleep(30)\n"
+    )
     # its own session: no terminal, as under a scheduler or `timeout -s INT`
-    p = subprocess.Popen(GT + ["run", "--store", str(tmp_path / "s.sqlite"), "--", sys.executable, "-c", code],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen(
+        GT + ["run", "--store", str(tmp_path / "s.sqlite"), "--", sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 20  # a loaded CI machine may take seconds to start both processes
     while not ready.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -111,12 +127,30 @@ def test_a_foreign_sqlite_file_is_refused_and_an_older_store_is_migrated(tmp_pat
         results TEXT NOT NULL);""")
     scenarios = Path(__file__).parent / "fixtures/h200/scenario_samples.json"
     rows = json.loads(scenarios.read_text())["small_batch"]["samples"]
-    db.execute("INSERT INTO runs(kind, command, started, ended, exit_code, meta) VALUES ('run', ?, ?, ?, 0, ?)",
-               (json.dumps(["python", "train.py"]), rows[0]["t"], rows[-1]["t"],
-                json.dumps({"gpus": {"0": {"memory_total_bytes": 150754820096}}})))
-    db.executemany("INSERT INTO samples VALUES (1, ?, ?)", [(r["t"], json.dumps(
-        {"t": r["t"], "gpus": [{"index": 0, **{k: r[k] for k in ("util", "used", "power", "gpm") if k in r}}]}))
-        for r in rows])
+    db.execute(
+        "INSERT INTO runs(kind, command, started, ended, exit_code, meta) VALUES ('run', ?, ?, ?, 0, ?)",
+        (
+            json.dumps(["python", "train.py"]),
+            rows[0]["t"],
+            rows[-1]["t"],
+            json.dumps({"gpus": {"0": {"memory_total_bytes": 150754820096}}}),
+        ),
+    )
+    db.executemany(
+        "INSERT INTO samples VALUES (1, ?, ?)",
+        [
+            (
+                r["t"],
+                json.dumps(
+                    {
+                        "t": r["t"],
+                        "gpus": [{"index": 0, **{k: r[k] for k in ("util", "used", "power", "gpm") if k in r}}],
+                    }
+                ),
+            )
+            for r in rows
+        ],
+    )
     db.commit()
     db.close()
     shown = gt("show", "1", "--store", str(old), "--json")
@@ -164,16 +198,21 @@ def test_a_long_string_in_a_snapshot_is_cut_in_the_terminal(tmp_path):
     assert r.returncode == 0 and len(r.stdout) < 20_000
 
 
-@pytest.mark.parametrize("content", [
-    b'{"schema": "gputriage.snapshot", "version": 1, "facts": 7}',
-    b'{"schema": "gputriage.snapshot", "version": 1, "facts": [{"value": 1}]}',
-    b'{"schema": "gputriage.snapshot", "version": 1, "facts": [{"name": "x", "unavailable": {"reason": "why"}}]}',
-    b'{"schema": "gputriage.snapshot", "version": 1, "facts": [], "taken_at": "noon"}',
-    b'{"schema": "gputriage.snapshot", "version": 1, "facts": [{"name": "x", "value": ' + b"[" * 100000 + b"]" * 100000
-    + b"}]}",
-    b'{"schema": "gputriage.snapshot", "version": "1", "facts": []}',
-    b'\xff\xfe{"schema"',
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"schema": "gputriage.snapshot", "version": 1, "facts": 7}',
+        b'{"schema": "gputriage.snapshot", "version": 1, "facts": [{"value": 1}]}',
+        b'{"schema": "gputriage.snapshot", "version": 1, "facts": [{"name": "x", "unavailable": {"reason": "why"}}]}',
+        b'{"schema": "gputriage.snapshot", "version": 1, "facts": [], "taken_at": "noon"}',
+        b'{"schema": "gputriage.snapshot", "version": 1, "facts": [{"name": "x", "value": '
+        + b"[" * 100000
+        + b"]" * 100000
+        + b"}]}",
+        b'{"schema": "gputriage.snapshot", "version": "1", "facts": []}',
+        b'\xff\xfe{"schema"',
+    ],
+)
 def test_a_malformed_snapshot_is_a_one_line_error(tmp_path, content):
     path = tmp_path / "bad.json"
     path.write_bytes(content)
@@ -197,8 +236,16 @@ def test_a_corrupt_or_cut_gzip_trace_and_one_bad_file_among_several(tmp_path):
     assert "compute_bound" in r.stdout  # the readable file is analyzed
 
 
-@pytest.mark.parametrize("line", ["max_temperature_c = -5", "vram_headroom_pct = 150", "max_iowait_pct = nan",
-                                  "min_sm_active_pct = inf", "min_pcie_width = 0"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "max_temperature_c = -5",
+        "vram_headroom_pct = 150",
+        "max_iowait_pct = nan",
+        "min_sm_active_pct = inf",
+        "min_pcie_width = 0",
+    ],
+)
 def test_budget_values_outside_their_range_are_refused(tmp_path, line):
     from gputriage.diagnosis.budget import BudgetError, load_budget
 
@@ -208,9 +255,17 @@ def test_budget_values_outside_their_range_are_refused(tmp_path, line):
         load_budget(path)
 
 
-@pytest.mark.parametrize("value, hidden, sees", [
-    ("garbage", True, None), ("3", True, None), ("GPU-ffffffff", True, None), ("0,7", False, ["0"]),
-    ("0", None, None), ("GPU-", None, None)])
+@pytest.mark.parametrize(
+    "value, hidden, sees",
+    [
+        ("garbage", True, None),
+        ("3", True, None),
+        ("GPU-ffffffff", True, None),
+        ("0,7", False, ["0"]),
+        ("0", None, None),
+        ("GPU-", None, None),
+    ],
+)
 def test_cuda_visible_devices_is_read_as_cuda_reads_it(value, hidden, sees):
     from gputriage.diagnosis.check import evaluate
     from gputriage.model.fact import Fact
@@ -229,18 +284,27 @@ def test_cuda_visible_devices_is_read_as_cuda_reads_it(value, hidden, sees):
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
 def test_a_terminal_that_cannot_take_utf8_gets_ascii(encoding):
     env = dict(os.environ, PYTHONIOENCODING=encoding)
-    for args in (("trace", str(TRACES / "item_sync.json.gz")), ("check", "--from", str(H200_SNAPSHOT), "--fail-on",
-                                                                   "never"), ("rules",)):
+    for args in (
+        ("trace", str(TRACES / "item_sync.json.gz")),
+        ("check", "--from", str(H200_SNAPSHOT), "--fail-on", "never"),
+        ("rules",),
+    ):
         r = subprocess.run(GT + list(args), capture_output=True, cwd=ROOT, env=env, timeout=60)
         assert r.returncode == 0, r.stderr[-300:]
         r.stdout.decode(encoding)
 
 
-@pytest.mark.parametrize("args", [("watch", "--seconds", "0"), ("watch", "--seconds", "-1"),
-                                  ("trace", str(TRACES / "healthy.json.gz"), "--top", "-5"),
-                                  ("run", "--profile-steps", "-3", "--", "python", "x.py"),
-                                  ("run", "--profile-skip", "-1", "--", "python", "x.py"),
-                                  ("rules", "--command", "nope")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("watch", "--seconds", "0"),
+        ("watch", "--seconds", "-1"),
+        ("trace", str(TRACES / "healthy.json.gz"), "--top", "-5"),
+        ("run", "--profile-steps", "-3", "--", "python", "x.py"),
+        ("run", "--profile-skip", "-1", "--", "python", "x.py"),
+        ("rules", "--command", "nope"),
+    ],
+)
 def test_arguments_out_of_range_are_usage_errors(args):
     assert gt(*args).returncode == 2
 
@@ -329,8 +393,14 @@ def test_help_reads_well_at_80_columns():
 
 
 def test_without_a_gpu_run_shows_the_host_and_explains_a_kill():
-    r = gt("run", "--no-store", "--", sys.executable, "-c",
-           "import os, signal, time\nt = time.time()\nwhile time.time() - t < 3: pass\n"
-           "os.kill(os.getpid(), signal.SIGKILL)")
+    r = gt(
+        "run",
+        "--no-store",
+        "--",
+        sys.executable,
+        "-c",
+        "import os, signal, time\nt = time.time()\nwhile time.time() - t < 3: pass\n"
+        "os.kill(os.getpid(), signal.SIGKILL)",
+    )
     assert r.returncode == 137
     assert "killed by signal 9" in r.stderr and "host: workload CPU" in r.stderr

@@ -10,10 +10,16 @@ from gputriage.model.snapshot import Snapshot
 
 
 def snap(**facts) -> Snapshot:
-    base = {"gpu.count": 1, "gpu.0.name": "NVIDIA H200", "gpu.0.compute_capability": "9.0",
-            "driver.cuda_version": "12.4",
-            "torch.version": "2.5.0", "torch.cuda.build_version": "12.4", "torch.cuda.available": True,
-            "torch.cuda.arch_list": ["sm_80", "sm_90"]}
+    base = {
+        "gpu.count": 1,
+        "gpu.0.name": "NVIDIA H200",
+        "gpu.0.compute_capability": "9.0",
+        "driver.cuda_version": "12.4",
+        "torch.version": "2.5.0",
+        "torch.cuda.build_version": "12.4",
+        "torch.cuda.available": True,
+        "torch.cuda.arch_list": ["sm_80", "sm_90"],
+    }
     base.update(facts)
     return Snapshot(facts=tuple(Fact(k.replace("__", "."), v, "test") for k, v in base.items()), taken_at=0)
 

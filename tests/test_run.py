@@ -19,35 +19,58 @@ GT = [sys.executable, "-m", "gputriage"]
 
 
 def gt(*args: str, store, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(GT + list(args[:1]) + ["--store", str(store)] + list(args[1:]), capture_output=True,
-                          text=True, timeout=120, **kw)
+    return subprocess.run(
+        GT + list(args[:1]) + ["--store", str(store)] + list(args[1:]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kw,
+    )
 
 
 def test_exit_code_and_stdout_pass_through(tmp_path):
     store = tmp_path / "runs.sqlite"
-    r = gt("run", "--", sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(7)",
-           store=store)
+    r = gt(
+        "run",
+        "--",
+        sys.executable,
+        "-c",
+        "import sys; print('out'); print('err', file=sys.stderr); sys.exit(7)",
+        store=store,
+    )
     assert r.returncode == 7
     assert r.stdout == "out\n"
     assert r.stderr.startswith("err\n")
-    r = gt("run", "--", sys.executable, "-c", "import sys; print(sys.stdin.read().upper())", store=store,
-           input="hello")
+    r = gt("run", "--", sys.executable, "-c", "import sys; print(sys.stdin.read().upper())", store=store, input="hello")
     assert r.stdout.strip() == "HELLO" and r.returncode == 0
 
 
 def test_signal_death_uses_the_shell_convention(tmp_path):
-    r = gt("run", "--", sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)",
-           store=tmp_path / "s.sqlite")
+    r = gt(
+        "run",
+        "--",
+        sys.executable,
+        "-c",
+        "import os, signal; os.kill(os.getpid(), signal.SIGTERM)",
+        store=tmp_path / "s.sqlite",
+    )
     assert r.returncode == 128 + signal.SIGTERM
 
 
 def test_sigint_to_gputriage_reaches_the_workload_and_the_run_is_kept(tmp_path):
     store = tmp_path / "s.sqlite"
     ready = tmp_path / "ready"
-    code = (f"import pathlib, time\ntry:\n    pathlib.Path({str(ready)!r}).touch()\n    time.sleep(30)\n"
-            "except KeyboardInterrupt:\n    print('child got SIGINT')\n    raise SystemExit(5)")
-    p = subprocess.Popen(GT + ["run", "--store", str(store), "--", sys.executable, "-c", code],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    code = (
+        f"import pathlib, time\ntry:\n    pathlib.Path({str(ready)!r}).touch()\n    time.sleep(30)\n"
+        "except KeyboardInterrupt:\n    print('child got SIGINT')\n    raise SystemExit(5)"
+    )
+    p = subprocess.Popen(
+        GT + ["run", "--store", str(store), "--", sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 20  # until the workload runs its loop (a loaded machine starts slower)
     while not ready.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -55,8 +78,9 @@ def test_sigint_to_gputriage_reaches_the_workload_and_the_run_is_kept(tmp_path):
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=30)
     assert "child got SIGINT" in out and p.returncode == 5
-    runs = json.loads(subprocess.run(GT + ["runs", "--store", str(store), "--json"], capture_output=True,
-                                     text=True).stdout)["runs"]
+    runs = json.loads(
+        subprocess.run(GT + ["runs", "--store", str(store), "--json"], capture_output=True, text=True).stdout
+    )["runs"]
     assert runs[0]["exit_code"] == 5 and runs[0]["complete"]
 
 
@@ -94,8 +118,12 @@ def test_the_workloads_reads_and_busiest_thread_are_sampled(tmp_path):
 def test_kill_9_of_gputriage_keeps_earlier_runs_and_most_samples(tmp_path):
     store = tmp_path / "s.sqlite"
     gt("run", "--", sys.executable, "-c", "import time; time.sleep(1.2)", store=store)
-    p = subprocess.Popen(GT + ["run", "--store", str(store), "--", sys.executable, "-c", "import time; time.sleep(60)"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    p = subprocess.Popen(
+        GT + ["run", "--store", str(store), "--", sys.executable, "-c", "import time; time.sleep(60)"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 30  # until 1.5 s of samples are written (a loaded machine starts slower)
     while time.monotonic() < deadline:
         try:
@@ -111,8 +139,10 @@ def test_kill_9_of_gputriage_keeps_earlier_runs_and_most_samples(tmp_path):
     p.wait()
     time.sleep(0.5)
     # the workload died with gputriage (it gets SIGTERM when its parent dies): no orphan runs on
-    assert workload and not any(__import__("psutil").pid_exists(pid) and __import__("psutil").Process(pid).status()
-                                != "zombie" for pid in workload)
+    assert workload and not any(
+        __import__("psutil").pid_exists(pid) and __import__("psutil").Process(pid).status() != "zombie"
+        for pid in workload
+    )
     s = Store(store)
     listed = s.runs()
     assert len(listed) == 2
@@ -133,30 +163,42 @@ def test_a_store_that_is_not_a_database_is_a_clear_error(tmp_path):
     assert r.returncode == 3 and "cannot open the run store" in r.stderr and "Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize("text, message", [
-    ("[budget]\nmax_temperature_c = 'hot'\n", "must be a number"),
-    ("[budget]\nmax_temp = 80\n", "unknown budget"),
-    ("[budget\nmax_temperature_c = 80\n", "not valid TOML"),
-    ("[budget]\nno_swap = 1\n", "true or false"),
-    ("[budget]\n", "no budget"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[budget]\nmax_temperature_c = 'hot'\n", "must be a number"),
+        ("[budget]\nmax_temp = 80\n", "unknown budget"),
+        ("[budget\nmax_temperature_c = 80\n", "not valid TOML"),
+        ("[budget]\nno_swap = 1\n", "true or false"),
+        ("[budget]\n", "no budget"),
+    ],
+)
 def test_bad_budget_files(tmp_path, text, message):
     path = tmp_path / "budget.toml"
     path.write_text(text)
     with pytest.raises(BudgetError, match=message):
         load_budget(path)
-    r = subprocess.run(GT + ["check", "--from", "tests/fixtures/h200/snapshot_idle.json", "--budget", str(path)],
-                       capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+    r = subprocess.run(
+        GT + ["check", "--from", "tests/fixtures/h200/snapshot_idle.json", "--budget", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=os.path.dirname(os.path.dirname(__file__)),
+    )
     assert r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1
 
 
 def test_budget_violations_are_findings_and_fail_on(tmp_path):
     path = tmp_path / "budget.toml"
-    path.write_text("[budget]\nvram_headroom_pct = 99.9\nmax_temperature_c = 20\nmin_pcie_width = 16\n"
-                    "severity = 'critical'\n")
+    path.write_text(
+        "[budget]\nvram_headroom_pct = 99.9\nmax_temperature_c = 20\nmin_pcie_width = 16\nseverity = 'critical'\n"
+    )
     root = os.path.dirname(os.path.dirname(__file__))
-    r = subprocess.run(GT + ["check", "--from", "tests/fixtures/h200/snapshot_idle.json", "--budget", str(path),
-                             "--json"], capture_output=True, text=True, cwd=root)
+    r = subprocess.run(
+        GT + ["check", "--from", "tests/fixtures/h200/snapshot_idle.json", "--budget", str(path), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
     ids = {f["id"] for f in json.loads(r.stdout)["findings"]}
     assert {"budget.vram_headroom_pct", "budget.max_temperature_c"} <= ids
     assert "budget.min_pcie_width" not in ids  # the recorded link is x16
@@ -164,12 +206,19 @@ def test_budget_violations_are_findings_and_fail_on(tmp_path):
 
 
 def test_watch_runs_for_a_while_and_leaves_with_a_summary(tmp_path):
-    r = subprocess.run(GT + ["watch", "--seconds", "1.5", "--store", str(tmp_path / "w.sqlite")],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        GT + ["watch", "--seconds", "1.5", "--store", str(tmp_path / "w.sqlite")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert "gputriage watch" in r.stdout and "Traceback" not in r.stderr
-    runs = json.loads(subprocess.run(GT + ["runs", "--store", str(tmp_path / "w.sqlite"), "--json"],
-                                     capture_output=True, text=True).stdout)["runs"]
+    runs = json.loads(
+        subprocess.run(
+            GT + ["runs", "--store", str(tmp_path / "w.sqlite"), "--json"], capture_output=True, text=True
+        ).stdout
+    )["runs"]
     assert runs[0]["kind"] == "watch" and runs[0]["samples"] >= 5
 
 
@@ -177,9 +226,11 @@ def test_a_busy_thread_beside_an_idle_main_thread_is_told_from_the_main_thread()
     # the main thread waits while a second thread spins: the busiest thread is not the main one
     from gputriage.backends.process_tree import ProcessDetail, details_of, rates
 
-    spin = ("import threading, time\n"
-            "def spin():\n    while True: pass\n"
-            "threading.Thread(target=spin, daemon=True).start()\ntime.sleep(30)")
+    spin = (
+        "import threading, time\n"
+        "def spin():\n    while True: pass\n"
+        "threading.Thread(target=spin, daemon=True).start()\ntime.sleep(30)"
+    )
     p = subprocess.Popen([sys.executable, "-c", spin])
     try:
         deadline = time.monotonic() + 60

@@ -43,10 +43,29 @@ def test_profile_injection_writes_a_trace(tmp_path, mode):
     script.write_text(WORKLOAD)
     kept = tmp_path / "kept.json"
     env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
-    r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.3",
-                             "--profile-steps", "5",
-                             "--keep-trace", str(kept), "--", sys.executable, str(script), mode],
-                       capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run(
+        GT
+        + [
+            "run",
+            "--no-store",
+            "--json",
+            "--profile",
+            "--profile-skip",
+            "0.3",
+            "--profile-steps",
+            "5",
+            "--keep-trace",
+            str(kept),
+            "--",
+            sys.executable,
+            str(script),
+            mode,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "workload done" in r.stderr  # with --json the command's stdout goes to stderr
     report = json.loads(r.stdout)
@@ -73,13 +92,20 @@ def test_a_workload_with_its_own_sigusr2_handler_never_gets_the_profilers_signal
     # a scheduler's requeue helper (submitit-style) that checkpoints and exits on SIGUSR2: plain tensor code, where
     # only the signal could start the profiler; it must not reach the workload's handler
     script = tmp_path / "w.py"
-    script.write_text("import signal, sys, time, torch\n"
-                      "signal.signal(signal.SIGUSR2, lambda *a: (print('requeued'), sys.exit(3)))\n"
-                      "a, t = torch.randn(128, 128), time.time()\n"
-                      "while time.time() - t < 4.0:\n    a = torch.tanh(a @ a)\nprint('workload done')\n")
+    script.write_text(
+        "import signal, sys, time, torch\n"
+        "signal.signal(signal.SIGUSR2, lambda *a: (print('requeued'), sys.exit(3)))\n"
+        "a, t = torch.randn(128, 128), time.time()\n"
+        "while time.time() - t < 4.0:\n    a = torch.tanh(a @ a)\nprint('workload done')\n"
+    )
     env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
-    r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.3", "--",
-                             sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run(
+        GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.3", "--", sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0 and "workload done" in r.stderr and "requeued" not in r.stderr, r.stderr[-2000:]
     log = json.loads(r.stdout)["profile"]["log"]
     assert any("handles SIGUSR2 itself" in line for line in log), log
@@ -89,8 +115,25 @@ def test_profile_kept_when_the_workload_ends_inside_the_window(tmp_path):
     script = tmp_path / "w.py"
     script.write_text(WORKLOAD)
     env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0", GPUTRIAGE_PROFILE_WINDOW_S="30")
-    r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.2", "--", sys.executable,
-                             str(script), "short"], capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run(
+        GT
+        + [
+            "run",
+            "--no-store",
+            "--json",
+            "--profile",
+            "--profile-skip",
+            "0.2",
+            "--",
+            sys.executable,
+            str(script),
+            "short",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads(r.stdout)
     log = report["profile"]["log"]
@@ -103,9 +146,27 @@ def test_a_window_without_work_is_profiled_again(tmp_path):
     script.write_text(WORKLOAD)
     kept = tmp_path / "kept.json"
     env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0", GPUTRIAGE_PROFILE_WINDOW_S="0.3")
-    r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.2", "--keep-trace",
-                             str(kept), "--", sys.executable, str(script), "late"],
-                       capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run(
+        GT
+        + [
+            "run",
+            "--no-store",
+            "--json",
+            "--profile",
+            "--profile-skip",
+            "0.2",
+            "--keep-trace",
+            str(kept),
+            "--",
+            sys.executable,
+            str(script),
+            "late",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads(r.stdout)
     log = report["profile"]["log"]
@@ -128,8 +189,25 @@ def test_the_window_counts_from_when_the_profiler_runs(tmp_path):
     script = tmp_path / "w.py"
     script.write_text(WORKLOAD)
     env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
-    r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.2", "--", sys.executable,
-                             str(script), "slow_start"], capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run(
+        GT
+        + [
+            "run",
+            "--no-store",
+            "--json",
+            "--profile",
+            "--profile-skip",
+            "0.2",
+            "--",
+            sys.executable,
+            str(script),
+            "slow_start",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     log = json.loads(r.stdout)["profile"]["log"]
     assert len(log) == 2 and log[0].startswith("started at signal") and log[1].startswith("stopped at signal"), log
@@ -141,8 +219,13 @@ def test_the_terminal_report_says_what_the_profiler_cost(tmp_path):
     script = tmp_path / "w.py"
     script.write_text(WORKLOAD)
     env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0", GPUTRIAGE_PROFILE_WINDOW_S="0.3")
-    r = subprocess.run(GT + ["run", "--no-store", "--profile", "--profile-skip", "0.2", "--", sys.executable,
-                             str(script), "short"], capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run(
+        GT + ["run", "--no-store", "--profile", "--profile-skip", "0.2", "--", sys.executable, str(script), "short"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert re.search(r"profiled \d+\.\d\d s from \+\d+\.\d s", r.stderr), r.stderr[-800:]
     assert "left out of the sampler's verdict" in r.stderr
@@ -153,14 +236,35 @@ def test_show_keeps_the_merged_verdict_of_a_profiled_run(tmp_path):
     script.write_text(WORKLOAD)
     store = tmp_path / "s.sqlite"
     env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
-    r = subprocess.run(GT + ["run", "--store", str(store), "--quiet", "--profile", "--profile-skip", "0.2", "--",
-                             sys.executable, str(script), "short"], capture_output=True, text=True, env=env,
-                       timeout=120)
+    r = subprocess.run(
+        GT
+        + [
+            "run",
+            "--store",
+            str(store),
+            "--quiet",
+            "--profile",
+            "--profile-skip",
+            "0.2",
+            "--",
+            sys.executable,
+            str(script),
+            "short",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
-    run_id = json.loads(subprocess.run(GT + ["runs", "--json", "--store", str(store)], capture_output=True,
-                                       text=True).stdout)["runs"][0]["id"]
-    shown = json.loads(subprocess.run(GT + ["show", str(run_id), "--json", "--store", str(store)], capture_output=True,
-                                      text=True).stdout)
+    run_id = json.loads(
+        subprocess.run(GT + ["runs", "--json", "--store", str(store)], capture_output=True, text=True).stdout
+    )["runs"][0]["id"]
+    shown = json.loads(
+        subprocess.run(
+            GT + ["show", str(run_id), "--json", "--store", str(store)], capture_output=True, text=True
+        ).stdout
+    )
     assert {"per_gpu", "merged", "source", "bottleneck"} <= set(shown["verdict"])
 
 
@@ -214,8 +318,11 @@ def test_the_hook_sees_a_window_without_gpu_work_and_arms_only_from_its_variable
     assert not profiler_hook.Profiler(str(empty), cuda=True).saw_work()
     assert profiler_hook.Profiler(str(empty), cuda=False).saw_work()
     assert profiler_hook.from_environ({}) is None
-    env = {"GPUTRIAGE_TRACE_OUT": str(tmp_path / "x.json"), "GPUTRIAGE_PROFILE_STEPS": "7",
-           "GPUTRIAGE_PROFILE_CUDA": "0"}
+    env = {
+        "GPUTRIAGE_TRACE_OUT": str(tmp_path / "x.json"),
+        "GPUTRIAGE_PROFILE_STEPS": "7",
+        "GPUTRIAGE_PROFILE_CUDA": "0",
+    }
     p = profiler_hook.from_environ(env)
     assert p is not None and p.steps == 7 and not p.cuda
     assert env == {}  # popped: the workload's child processes are not profiled
@@ -303,9 +410,30 @@ def test_profile_of_a_torchrun_job_profiles_every_rank(tmp_path):
     script.write_text(DISTRIBUTED)
     kept = tmp_path / "kept.json"
     env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0", OMP_NUM_THREADS="1")
-    r = subprocess.run(GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.3",
-                             "--profile-steps", "5", "--keep-trace", str(kept), "--", torchrun, "--nproc_per_node=2",
-                             "--master_port=29517", str(script)], capture_output=True, text=True, env=env, timeout=180)
+    r = subprocess.run(
+        GT
+        + [
+            "run",
+            "--no-store",
+            "--json",
+            "--profile",
+            "--profile-skip",
+            "0.3",
+            "--profile-steps",
+            "5",
+            "--keep-trace",
+            str(kept),
+            "--",
+            torchrun,
+            "--nproc_per_node=2",
+            "--master_port=29517",
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads(r.stdout)
     ranks = report["profile"]["trace"]["ranks"]

@@ -20,12 +20,15 @@ from gputriage.sampling.store import Store
 RUNNER = CliRunner()
 
 
-@pytest.mark.parametrize("given, argv", [
-    ("python train.py --lr 3e-4", ["python", "train.py", "--lr", "3e-4"]),
-    ("python -c 'print(1)'", ["python", "-c", "print(1)"]),
-    (["true"], ["true"]),
-    (("python", "x.py"), ["python", "x.py"]),
-])
+@pytest.mark.parametrize(
+    "given, argv",
+    [
+        ("python train.py --lr 3e-4", ["python", "train.py", "--lr", "3e-4"]),
+        ("python -c 'print(1)'", ["python", "-c", "print(1)"]),
+        (["true"], ["true"]),
+        (("python", "x.py"), ["python", "x.py"]),
+    ],
+)
 def test_a_command_is_a_list_or_one_command_line(given, argv):
     assert command_line(given) == argv
 
@@ -45,11 +48,14 @@ def test_run_of_one_string_runs_that_command_line(tmp_path):
         api.run([], store=False)
 
 
-@pytest.mark.parametrize("command, code, says", [
-    (["nosuchcmd-gputriage"], 127, "command not found"),
-    ("DIR", 126, "is a directory"),
-    ("./DIR", 126, "is a directory"),
-])
+@pytest.mark.parametrize(
+    "command, code, says",
+    [
+        (["nosuchcmd-gputriage"], 127, "command not found"),
+        ("DIR", 126, "is a directory"),
+        ("./DIR", 126, "is a directory"),
+    ],
+)
 def test_a_command_that_cannot_start_leaves_no_run_in_the_store(tmp_path, command, code, says, monkeypatch):
     (tmp_path / "DIR").mkdir()
     monkeypatch.chdir(tmp_path)

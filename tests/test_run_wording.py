@@ -16,8 +16,13 @@ from gputriage.report.run_terminal import render
 
 
 def _run(steps_per_s: float, command: list[str], run_id: int) -> RunReport:
-    return RunReport(id=run_id, command=command, started_s=1000.0, ended_s=1060.0,
-                     throughput=Throughput(steps_per_s=steps_per_s, steady_s=50.0))
+    return RunReport(
+        id=run_id,
+        command=command,
+        started_s=1000.0,
+        ended_s=1060.0,
+        throughput=Throughput(steps_per_s=steps_per_s, steady_s=50.0),
+    )
 
 
 def text_of(draw) -> str:
@@ -51,8 +56,14 @@ def test_a_run_without_a_gpu_finishes_its_sentences(tmp_path, monkeypatch):
     price gives no cost and says why."""
     monkeypatch.setenv("GPUTRIAGE_CONFIG", str(tmp_path / "none.toml"))
     store = tmp_path / "runs.sqlite"
-    report = api.run([sys.executable, "-c", "print('tokens/s: 5')"], store=store, metric=r"tokens/s: (\S+)",
-                     price_per_gpu_hour=2.5, currency="EUR", stdout_to_stderr=True)
+    report = api.run(
+        [sys.executable, "-c", "print('tokens/s: 5')"],
+        store=store,
+        metric=r"tokens/s: (\S+)",
+        price_per_gpu_hour=2.5,
+        currency="EUR",
+        stdout_to_stderr=True,
+    )
     assert not report.verdict.per_gpu and report.cost is None
     shown = text_of(lambda c: render(report, c))
     assert "only the host and the workload were sampled" in shown

@@ -40,39 +40,45 @@ def test_every_entry_is_complete_sourced_dense_and_found_by_its_own_names():
     assert len(ids) == len(set(ids))
 
 
-@pytest.mark.parametrize("name, memory_bytes, sm_count, expected, how", [
-    # the names NVML and the profiler give, not the database's own
-    ("NVIDIA A100-SXM4-80GB", 85_198_045_184, 108, "NVIDIA A100 SXM4 80GB", "name"),
-    ("NVIDIA A100-PCIE-40GB", 42_505_273_344, 108, "NVIDIA A100 PCIe 40GB", "name"),
-    ("NVIDIA H100 80GB HBM3", 85_520_809_984, 132, "NVIDIA H100 SXM5 80GB", "name"),
-    ("Tesla T4", 15_843_721_216, 40, "NVIDIA T4", "name"),
-    ("NVIDIA B200", 191_000_000_000, 148, "NVIDIA B200", "name"),
-    # a family name: the SM count, the form factor or the memory picks the part
-    ("NVIDIA H100", 85_000_000_000, 114, "NVIDIA H100 PCIe 80GB", "family"),
-    ("NVIDIA H100", 85_000_000_000, 132, "NVIDIA H100 SXM5 80GB", "family"),
-    ("NVIDIA A100 PCIe", 85_000_000_000, None, "NVIDIA A100 PCIe 80GB", "family"),
-    ("NVIDIA A100 SXM", 42_000_000_000, None, "NVIDIA A100 SXM4 40GB", "family"),
-    # the longest family named wins: not an H200 for a GH200, not an L4 for an L40S, not an A10 for an A100
-    ("NVIDIA GH200 144G HBM3e", None, None, "NVIDIA GH200", "family"),
-    ("NVIDIA L40S-48Q", None, None, "NVIDIA L40S", "family"),
-    # the GPU's memory its name states, not the memory of a MIG slice
-    ("NVIDIA A100-SXM4-40GB MIG 3g.20gb", None, None, "NVIDIA A100 SXM4 40GB", "family"),
-    ("NVIDIA A100-PCIE-80GB MIG 3g.40gb", None, None, "NVIDIA A100 PCIe 80GB", "family"),
-    # no name that helps: SM count and memory, where they fit one part only
-    ("", 150_109_880_320, 132, "NVIDIA H200", "SM count and memory"),
-])
+@pytest.mark.parametrize(
+    "name, memory_bytes, sm_count, expected, how",
+    [
+        # the names NVML and the profiler give, not the database's own
+        ("NVIDIA A100-SXM4-80GB", 85_198_045_184, 108, "NVIDIA A100 SXM4 80GB", "name"),
+        ("NVIDIA A100-PCIE-40GB", 42_505_273_344, 108, "NVIDIA A100 PCIe 40GB", "name"),
+        ("NVIDIA H100 80GB HBM3", 85_520_809_984, 132, "NVIDIA H100 SXM5 80GB", "name"),
+        ("Tesla T4", 15_843_721_216, 40, "NVIDIA T4", "name"),
+        ("NVIDIA B200", 191_000_000_000, 148, "NVIDIA B200", "name"),
+        # a family name: the SM count, the form factor or the memory picks the part
+        ("NVIDIA H100", 85_000_000_000, 114, "NVIDIA H100 PCIe 80GB", "family"),
+        ("NVIDIA H100", 85_000_000_000, 132, "NVIDIA H100 SXM5 80GB", "family"),
+        ("NVIDIA A100 PCIe", 85_000_000_000, None, "NVIDIA A100 PCIe 80GB", "family"),
+        ("NVIDIA A100 SXM", 42_000_000_000, None, "NVIDIA A100 SXM4 40GB", "family"),
+        # the longest family named wins: not an H200 for a GH200, not an L4 for an L40S, not an A10 for an A100
+        ("NVIDIA GH200 144G HBM3e", None, None, "NVIDIA GH200", "family"),
+        ("NVIDIA L40S-48Q", None, None, "NVIDIA L40S", "family"),
+        # the GPU's memory its name states, not the memory of a MIG slice
+        ("NVIDIA A100-SXM4-40GB MIG 3g.20gb", None, None, "NVIDIA A100 SXM4 40GB", "family"),
+        ("NVIDIA A100-PCIE-80GB MIG 3g.40gb", None, None, "NVIDIA A100 PCIe 80GB", "family"),
+        # no name that helps: SM count and memory, where they fit one part only
+        ("", 150_109_880_320, 132, "NVIDIA H200", "SM count and memory"),
+    ],
+)
 def test_name_variants_and_families_find_their_datasheet(name, memory_bytes, sm_count, expected, how):
     s = match(None, memory_bytes, name, sm_count)
     assert s is not None and (s.name, s.matched_by) == (expected, how)
 
 
-@pytest.mark.parametrize("name, memory_bytes, sm_count", [
-    ("NVIDIA A10G", None, None),  # a different part from the A10: no datasheet beats a wrong one
-    ("NVIDIA H800", None, None),
-    ("NVIDIA GeForce RTX 4080", 17_171_480_576, 76),
-    ("", 95 * GIB, 132),  # 132 SMs and 95 GiB: an H100 NVL or a GH200, which is not known
-    ("", None, None),
-])
+@pytest.mark.parametrize(
+    "name, memory_bytes, sm_count",
+    [
+        ("NVIDIA A10G", None, None),  # a different part from the A10: no datasheet beats a wrong one
+        ("NVIDIA H800", None, None),
+        ("NVIDIA GeForce RTX 4080", 17_171_480_576, 76),
+        ("", 95 * GIB, 132),  # 132 SMs and 95 GiB: an H100 NVL or a GH200, which is not known
+        ("", None, None),
+    ],
+)
 def test_no_guess_where_nothing_fits_or_two_parts_do(name, memory_bytes, sm_count):
     assert match(None, memory_bytes, name, sm_count) is None
 

@@ -13,11 +13,30 @@ from gputriage.sampling.progress import LINES_EVERY_MAX_S, ProgressReader, main_
 from gputriage.sampling.windows import Windower
 
 
-def report(pid: int, ticks: float, main: dict[str, float], every: dict[str, float] | None = None, *,
-           cuda: bool = False, child: bool = False, cpu_s: float | None = 0.5, wall_s: float = 1.0,
-           lines: list[list[object]] | None = None) -> dict[str, object]:
-    return {"pid": pid, "ticks": ticks, "main": main, "all": every or main, "main_loader": main.get("loader", 0.0),
-            "main_cpu_s": cpu_s, "wall_s": wall_s, "cuda": cuda, "child": child, "lines": lines or []}
+def report(
+    pid: int,
+    ticks: float,
+    main: dict[str, float],
+    every: dict[str, float] | None = None,
+    *,
+    cuda: bool = False,
+    child: bool = False,
+    cpu_s: float | None = 0.5,
+    wall_s: float = 1.0,
+    lines: list[list[object]] | None = None,
+) -> dict[str, object]:
+    return {
+        "pid": pid,
+        "ticks": ticks,
+        "main": main,
+        "all": every or main,
+        "main_loader": main.get("loader", 0.0),
+        "main_cpu_s": cpu_s,
+        "wall_s": wall_s,
+        "cuda": cuda,
+        "child": child,
+        "lines": lines or [],
+    }
 
 
 def test_the_processes_that_initialized_cuda_count_else_those_multiprocessing_did_not_start():

@@ -32,9 +32,26 @@ def lines_of(stacks: dict[str, Any]) -> dict[tuple[int, str], dict[str, Any]]:
 
 @pytest.mark.parametrize("mode", [[], ["--no-profile"]])
 def test_run_json_names_the_wait_and_the_list_building_with_their_shares(tmp_path, mode):
-    r = subprocess.run([sys.executable, "-m", "gputriage", "run", "--json", "--no-store", *mode, "--",
-                        sys.executable, str(WORKLOAD), "--seconds", "5"], capture_output=True, text=True, timeout=180,
-                       cwd=tmp_path)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gputriage",
+            "run",
+            "--json",
+            "--no-store",
+            *mode,
+            "--",
+            sys.executable,
+            str(WORKLOAD),
+            "--seconds",
+            "5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads(r.stdout)
     stacks = report["stacks"]
@@ -48,12 +65,22 @@ def test_run_json_names_the_wait_and_the_list_building_with_their_shares(tmp_pat
     assert sum(shares.values()) == pytest.approx(1.0, abs=0.01)
 
 
-REPORT = RunReport(command=["python", "serve.py"], stacks=HostStacks(
-    span_s=30.0, samples=2900, main_shares={"input_wait": 0.72, "host_compute": 0.27, "gc": 0.01}, main_cpu_pct=27.0,
-    others_busy=0.0, lines=[HostLine(file="/srv/app/serve.py", line=31, function="main", category="input_wait",
-                                     share=0.72),
-                            HostLine(file="/srv/app/serve.py", line=12, function="producer", category="input_wait",
-                                     share=0.99, main=False)]))
+REPORT = RunReport(
+    command=["python", "serve.py"],
+    stacks=HostStacks(
+        span_s=30.0,
+        samples=2900,
+        main_shares={"input_wait": 0.72, "host_compute": 0.27, "gc": 0.01},
+        main_cpu_pct=27.0,
+        others_busy=0.0,
+        lines=[
+            HostLine(file="/srv/app/serve.py", line=31, function="main", category="input_wait", share=0.72),
+            HostLine(
+                file="/srv/app/serve.py", line=12, function="producer", category="input_wait", share=0.99, main=False
+            ),
+        ],
+    ),
+)
 REPORT.meta.cwd = "/srv/app"
 
 

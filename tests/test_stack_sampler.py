@@ -129,9 +129,12 @@ def test_torch_frames_name_what_the_thread_does():
     sync = torch_code("cuda/__init__.py", "def synchronize(lock):\n    lock.acquire()\n")
     compiling = torch_code("_dynamo/convert_frame.py", "def _compile(release):\n    release.wait()\n")
     loader = torch_code("utils/data/dataloader.py", "def _next_data(q):\n    return q.get()\n")
-    module = torch_code("nn/modules/module.py", "def _call_impl(forward):\n    return forward()\n"
-                                                "def _apply(lock):\n    lock.acquire()\n"
-                                                "def to(lock):\n    return _apply(lock)\n")
+    module = torch_code(
+        "nn/modules/module.py",
+        "def _call_impl(forward):\n    return forward()\n"
+        "def _apply(lock):\n    lock.acquire()\n"
+        "def to(lock):\n    return _apply(lock)\n",
+    )
     functional = torch_code("nn/functional.py", "def linear(lock):\n    lock.acquire()\n")
     q: queue.Queue[int] = queue.Queue()
     locks = [threading.Lock() for _ in range(4)]
@@ -145,10 +148,14 @@ def test_torch_frames_name_what_the_thread_does():
     def model_to(release: threading.Event) -> None:
         module["to"](locks[2])
 
-    with Blocked(lambda release: sync["synchronize"](locks[0])) as s, Blocked(compiling["_compile"]) as c, \
-            Blocked(lambda release: loader["_next_data"](q)) as d, \
-            Blocked(lambda release: module["_call_impl"](forward)) as f, Blocked(model_to) as m, \
-            Blocked(lambda release: functional["linear"](locks[3])) as op:
+    with (
+        Blocked(lambda release: sync["synchronize"](locks[0])) as s,
+        Blocked(compiling["_compile"]) as c,
+        Blocked(lambda release: loader["_next_data"](q)) as d,
+        Blocked(lambda release: module["_call_impl"](forward)) as f,
+        Blocked(model_to) as m,
+        Blocked(lambda release: functional["linear"](locks[3])) as op,
+    ):
         assert classify(s.frame(lambda fr: blocked_in(fr, "synchronize")))[0] == "gpu_wait"
         assert classify(c.frame(lambda fr: blocked_in(fr, "wait")))[0] == "compile"
         cat, line, on_loader = classify(d.frame(lambda fr: fr.f_code.co_filename.endswith("threading.py")))
@@ -165,15 +172,24 @@ def test_torch_frames_name_what_the_thread_does():
             lock.release()
 
 
-@pytest.mark.parametrize("path, kind", [
-    (os.__file__, ss.STDLIB), ("<frozen importlib._bootstrap>", ss.STDLIB), ("<string>", ss.USER),
-    ("/home/u/train.py", ss.USER), (f"{SITE}/numpy/core/fromnumeric.py", ss.LIBRARY),
-    (f"{SITE}/torch/nn/functional.py", ss.TORCH), (f"{SITE}/torch/nn/modules/module.py", ss.MODULE),
-    (f"{SITE}/torch/_inductor/compile_fx.py", ss.COMPILER), ("/tmp/torchinductor_u/ab/cab12.py", ss.TORCH),
-    (f"{SITE}/torch/utils/data/dataloader.py", ss.LOADER),
-    (f"{SITE}/torch/utils/data/_utils/pin_memory.py", ss.PINNING), (f"{SITE}/torch/_tensor_str.py", ss.TORCH_SYNC),
-    (ss.__file__, ss.LIBRARY),
-])
+@pytest.mark.parametrize(
+    "path, kind",
+    [
+        (os.__file__, ss.STDLIB),
+        ("<frozen importlib._bootstrap>", ss.STDLIB),
+        ("<string>", ss.USER),
+        ("/home/u/train.py", ss.USER),
+        (f"{SITE}/numpy/core/fromnumeric.py", ss.LIBRARY),
+        (f"{SITE}/torch/nn/functional.py", ss.TORCH),
+        (f"{SITE}/torch/nn/modules/module.py", ss.MODULE),
+        (f"{SITE}/torch/_inductor/compile_fx.py", ss.COMPILER),
+        ("/tmp/torchinductor_u/ab/cab12.py", ss.TORCH),
+        (f"{SITE}/torch/utils/data/dataloader.py", ss.LOADER),
+        (f"{SITE}/torch/utils/data/_utils/pin_memory.py", ss.PINNING),
+        (f"{SITE}/torch/_tensor_str.py", ss.TORCH_SYNC),
+        (ss.__file__, ss.LIBRARY),
+    ],
+)
 def test_what_a_file_is(path, kind):
     assert ss.file_kind(path) == kind
 
@@ -232,11 +248,18 @@ def run_workload(tmp_path: Path, seconds: float = 3.0) -> dict[str, Any]:
     env = dict(os.environ, GPUTRIAGE_PROGRESS_DIR=str(tmp_path), PYTHONPATH=str(tmp_path / "site"))
     site = tmp_path / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(f"import importlib.util as u\nspec = u.spec_from_file_location("
-                                           f"'gputriage_stack_sampler', {ss.__file__!r})\nm = u.module_from_spec(spec)"
-                                           "\nspec.loader.exec_module(m)\nm.main()\n")
-    subprocess.run([sys.executable, str(WORKLOAD), "--seconds", str(seconds)], env=env, check=True,
-                   capture_output=True, timeout=120)
+    (site / "sitecustomize.py").write_text(
+        f"import importlib.util as u\nspec = u.spec_from_file_location("
+        f"'gputriage_stack_sampler', {ss.__file__!r})\nm = u.module_from_spec(spec)"
+        "\nspec.loader.exec_module(m)\nm.main()\n"
+    )
+    subprocess.run(
+        [sys.executable, str(WORKLOAD), "--seconds", str(seconds)],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     (report,) = [json.loads(p.read_text()) for p in tmp_path.glob("stacks.*.json")]
     return report
 

@@ -61,6 +61,7 @@ def test_bench_refuses_a_read_only_store_before_its_probes(read_only_store, monk
 def test_bench_prints_its_results_when_the_store_fails_after_the_probes(tmp_path, monkeypatch):
     """The store took the check but fails to keep the bench (a disk that filled meanwhile): the results are
     printed, the failure is the one line on stderr, exit 3."""
+
     def full(self, machine, results):
         raise sqlite3.OperationalError("database or disk is full")
 
@@ -73,18 +74,21 @@ def test_bench_prints_its_results_when_the_store_fails_after_the_probes(tmp_path
 
 
 def test_baseline_save_and_run_refuse_a_read_only_store_in_one_line(read_only_store, tmp_path):
-    assert "cannot write the run store" in one_line(RUNNER.invoke(app, ["baseline", "save", "good", "1", "--store",
-                                                                        str(read_only_store)]))
+    assert "cannot write the run store" in one_line(
+        RUNNER.invoke(app, ["baseline", "save", "good", "1", "--store", str(read_only_store)])
+    )
     marker = tmp_path / "ran"
-    r = RUNNER.invoke(app, ["run", "--store", str(read_only_store), "--", sys.executable, "-c",
-                            f"open({str(marker)!r}, 'w')"])
+    r = RUNNER.invoke(
+        app, ["run", "--store", str(read_only_store), "--", sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    )
     assert "--no-store" in one_line(r) and not marker.exists()  # refused before the workload started
     # reading it still works
     assert RUNNER.invoke(app, ["runs", "--store", str(read_only_store)]).exit_code == 0
 
 
-def test_a_load_test_checks_the_store_first_and_keeps_its_report_if_the_store_fails_later(read_only_store,
-                                                                                          tmp_path, monkeypatch):
+def test_a_load_test_checks_the_store_first_and_keeps_its_report_if_the_store_fails_later(
+    read_only_store, tmp_path, monkeypatch
+):
     with pytest.raises(GputriageError, match="cannot write the run store"):
         check_store(read_only_store)
     report = LoadReport()

@@ -26,8 +26,9 @@ GT = [sys.executable, "-m", "gputriage"]
 
 
 def gt(*args: str, columns: int = 80) -> subprocess.CompletedProcess:
-    return subprocess.run(GT + list(args), capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, COLUMNS=str(columns)))
+    return subprocess.run(
+        GT + list(args), capture_output=True, text=True, timeout=120, env=dict(os.environ, COLUMNS=str(columns))
+    )
 
 
 def drawn(draw, width: int = 80) -> str:
@@ -43,8 +44,7 @@ def test_no_line_ends_in_a_space():
         "check": gt("check", "--from", str(H200_SNAPSHOT.parent / "snapshot_busy.json"), "-v").stdout,
         "checklist": gt("checklist", "box", "--from", str(H200_SNAPSHOT)).stdout,
         "rules": gt("rules").stdout,
-        "trace via the console": drawn(lambda c: render_trace(api.analyze_trace([TRACES / "launch_bound.json.gz"]),
-                                                              c)),
+        "trace via the console": drawn(lambda c: render_trace(api.analyze_trace([TRACES / "launch_bound.json.gz"]), c)),
     }
     for what, text in outputs.items():
         lines = text.splitlines()
@@ -92,12 +92,12 @@ def test_wrapped_lines_keep_their_indent(tmp_path):
     notes = [i for i, line in enumerate(lines) if line.startswith("  note: ")]
     assert len(notes) >= 2 and notes[1] > notes[0] + 1  # the first note wraps
     for i in notes:  # a note's wrapped lines start under its text, eight columns in
-        for line in lines[i + 1:]:
+        for line in lines[i + 1 :]:
             if line.startswith("  note: ") or not line.startswith(" "):
                 break
             assert line.startswith(" " * 8) and line[8] != " ", line
     check = drawn(lambda c: render_check(api.check(H200_SNAPSHOT.parent / "snapshot_busy.json"), c))
-    legend = check[check.index("  GPM window"):].split("\n\n")[0].splitlines()
+    legend = check[check.index("  GPM window") :].split("\n\n")[0].splitlines()
     assert len(legend) > 2 and all(line.startswith("  ") for line in legend)
     checklist = gt("checklist", "box", "--from", str(H200_SNAPSHOT)).stdout.splitlines()[1:-1]
     for line in checklist:
@@ -110,8 +110,9 @@ def test_one_kernel_one_gap():
     report = api.analyze_trace([TRACES / "input_starved.json.gz"])
     rank = report.ranks[0]
     a = rank.anatomy[0]
-    one = msgspec.structs.replace(a, kernels=1, gaps=1,
-                                  host_work=[msgspec.structs.replace(h, gaps=1) for h in a.host_work])
+    one = msgspec.structs.replace(
+        a, kernels=1, gaps=1, host_work=[msgspec.structs.replace(h, gaps=1) for h in a.host_work]
+    )
     report = msgspec.structs.replace(report, ranks=[msgspec.structs.replace(rank, anatomy=[one], events=1)])
     out = drawn(lambda c: render_trace(report, c), width=200)
     assert "1 kernel," in out and "1 idle gap," in out and "(1 gap)" in out and "1 event," in out
@@ -124,8 +125,11 @@ def test_runs_shows_a_run_on_one_line(tmp_path):
 
     store = tmp_path / "s.sqlite"
     db = Store(store)
-    for command in (["python", "-c", "import torch\nx = torch.ones(3)\nprint(x)"], ["sleep", "1"],
-                    ["bash", "-c", "for i in 1 2 3; do\n  echo $i\ndone\n" + "x" * 200]):
+    for command in (
+        ["python", "-c", "import torch\nx = torch.ones(3)\nprint(x)"],
+        ["sleep", "1"],
+        ["bash", "-c", "for i in 1 2 3; do\n  echo $i\ndone\n" + "x" * 200],
+    ):
         run_id = db.begin_run("run", command, RunMeta())
         db.end_run(RunReport(id=run_id, command=command, exit_code=0))
     db.close()
@@ -163,8 +167,10 @@ def test_help_reads_naturally():
     for command in [(), *listed]:
         text = help_of(*command)
         for python_spelling in ("{", "<list", "<str>", "<int>", "<float>", "<Path>", "[[", "...."):
-            assert python_spelling not in text.replace('{"', "").replace("{gpu", "").replace("{id", ""), \
-                (command, python_spelling)
+            assert python_spelling not in text.replace('{"', "").replace("{gpu", "").replace("{id", ""), (
+                command,
+                python_spelling,
+            )
         assert all(len(line) <= 80 for line in text.splitlines()), command
     run = help_of("run")
     assert "Usage: gputriage run [OPTIONS] COMMAND...\n" in run and "--currency CODE" in run

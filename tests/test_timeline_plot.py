@@ -25,8 +25,10 @@ def _render(name: str, gpm: bool = True) -> tuple[str, object]:
     samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
     if not gpm:
         for s in samples:
-            s.gpus = [msgspec.structs.replace(g, sm_active_pct=None, tensor_active_pct=None, dram_active_pct=None)
-                      for g in s.gpus]
+            s.gpus = [
+                msgspec.structs.replace(g, sm_active_pct=None, tensor_active_pct=None, dram_active_pct=None)
+                for g in s.gpus
+            ]
     report = judge(replay(samples, msgspec.convert(rec["meta"], RunMeta)), 0)
     buf = io.StringIO()
     render(report, Console(file=buf, width=100, force_terminal=False))

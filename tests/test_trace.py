@@ -131,15 +131,18 @@ def test_truncated_trace_is_a_partial_analysis_that_says_so(tmp_path):
     assert rep["verdict"]["bottleneck"] == "launch_bound" and any("truncated" in p for p in rep["ranks"][0]["problems"])
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"", "not a JSON object"),
-    (b"[1, 2, 3]", "not a JSON object"),
-    (b'{"schemaVersion": 1}', "not a PyTorch profiler"),
-    (b'{"traceEvents": []}', "no events"),
-    (b'{"traceEvents": [\n  {"ph": "X", "cat": "kernel", "name": "k", "ts": "soon"}]}', "not a Kineto"),
-    (b'{"traceEvents": [\n  {"ph": "X", "cat": "kernel", ,]}', "corrupt"),
-    (b"\x00\x01\x02garbage", "not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "not a JSON object"),
+        (b"[1, 2, 3]", "not a JSON object"),
+        (b'{"schemaVersion": 1}', "not a PyTorch profiler"),
+        (b'{"traceEvents": []}', "no events"),
+        (b'{"traceEvents": [\n  {"ph": "X", "cat": "kernel", "name": "k", "ts": "soon"}]}', "not a Kineto"),
+        (b'{"traceEvents": [\n  {"ph": "X", "cat": "kernel", ,]}', "corrupt"),
+        (b"\x00\x01\x02garbage", "not a JSON object"),
+    ],
+)
 def test_bad_files_are_clear_errors(tmp_path, content, message):
     path = tmp_path / "bad.json"
     path.write_bytes(content)
@@ -225,8 +228,9 @@ def test_one_or_two_iterations_are_judged_by_what_the_gpu_did():
     assert "trace.h2d_copy_bound" in {f.id for f in findings}
 
 
-@pytest.mark.parametrize("name, fraction", [("item_sync", 0.8), ("run_profile_item_sync", 0.9),
-                                            ("launch_bound", 0.8), ("healthy", 0.7)])
+@pytest.mark.parametrize(
+    "name, fraction", [("item_sync", 0.8), ("run_profile_item_sync", 0.9), ("launch_bound", 0.8), ("healthy", 0.7)]
+)
 def test_a_cut_file_is_judged_only_where_its_record_is_whole(tmp_path, name, fraction):
     # Kineto writes the host's ops first and the GPU's activities in blocks: a cut loses activities from
     # anywhere in the window, and the holes must not read as the GPU idling behind the host
@@ -329,6 +333,7 @@ def test_collectives_that_dominate_unoverlapped_are_comm_bound_not_underfilled(t
         for k in kernels[: int(0.8 * len(kernels))]:
             k["name"] = NCCL
             k["args"].update({"blocks per SM": 0.06, "grid": [8, 1, 1], "block": [640, 1, 1]})
+
     rep, found = analyze([_with_collectives(tmp_path, serialize)])
     assert rep["verdict"]["bottleneck"] == "comm_bound"
     ids = {f.id for f in found}
@@ -340,8 +345,17 @@ def test_collectives_that_dominate_unoverlapped_are_comm_bound_not_underfilled(t
 def test_collectives_hidden_behind_computation_cost_nothing(tmp_path):
     def overlap(kernels, events):  # DDP's bucketed all-reduce on its own stream, under the backward GEMMs
         for n, k in enumerate(kernels):  # each starts 1 µs before the GEMM it hides behind
-            events.append({**k, "name": NCCL, "tid": 20, "ts": k["ts"] - 1.0, "dur": 0.8 * k["dur"],
-                           "args": {**k["args"], "stream": 20, "correlation": 10_000_000 + n, "blocks per SM": 0.06}})
+            events.append(
+                {
+                    **k,
+                    "name": NCCL,
+                    "tid": 20,
+                    "ts": k["ts"] - 1.0,
+                    "dur": 0.8 * k["dur"],
+                    "args": {**k["args"], "stream": 20, "correlation": 10_000_000 + n, "blocks per SM": 0.06},
+                }
+            )
+
     rep, found = analyze([_with_collectives(tmp_path, overlap)])
     assert rep["verdict"]["bottleneck"] == "compute_bound"
     assert rep["ranks"][0]["overlap"]["overlapped_pct"] > 99
@@ -356,8 +370,9 @@ def test_the_profiler_starting_is_not_workload_idle(tmp_path):
     data = json.loads(gzip.decompress((TRACES / "run_profile_contended_fixed.json.gz").read_bytes()))
     host = [e["ts"] for e in data["traceEvents"] if e.get("cat") in ("cpu_op", "cuda_runtime", "cuda_driver")]
     first_call = min(e["ts"] for e in data["traceEvents"] if e.get("cat") in ("cuda_runtime", "cuda_driver"))
-    data["traceEvents"] = [e for e in data["traceEvents"]
-                           if e.get("ph") != "X" or e["ts"] + e.get("dur", 0) < min(host) + 12_000]
+    data["traceEvents"] = [
+        e for e in data["traceEvents"] if e.get("ph") != "X" or e["ts"] + e.get("dur", 0) < min(host) + 12_000
+    ]
     path = tmp_path / "first_12ms.json"
     path.write_text(json.dumps(data))
     rep, found = analyze([path])
@@ -410,12 +425,19 @@ def test_a_large_trace_read_on_several_cores_gives_the_columns_of_one_stream(tmp
     serial = L.load(path)
 
     def named(c):
-        return {k: ([c.names[i] for i in v] if k in P.NAME_COLUMNS else list(v)) for k, v in vars(c).items()
-                if k[:2] in ("g_", "r_", "o_")}
+        return {
+            k: ([c.names[i] for i in v] if k in P.NAME_COLUMNS else list(v))
+            for k, v in vars(c).items()
+            if k[:2] in ("g_", "r_", "o_")
+        }
 
     assert named(parallel) == named(serial)
-    assert (parallel.events, parallel.steps, parallel.optimizer_steps, parallel.skipped_kinds) == \
-        (serial.events, serial.steps, serial.optimizer_steps, serial.skipped_kinds)
+    assert (parallel.events, parallel.steps, parallel.optimizer_steps, parallel.skipped_kinds) == (
+        serial.events,
+        serial.steps,
+        serial.optimizer_steps,
+        serial.skipped_kinds,
+    )
     assert parallel.header.deviceProperties == serial.header.deviceProperties
     # a cut file is for the single stream, which salvages what it can
     cut = tmp_path / "cut.json"
@@ -437,8 +459,7 @@ def test_top_level_ops_are_the_same_whether_a_file_lists_ops_in_order_or_not(tmp
     random.Random(7).shuffle(data["traceEvents"])
     shuffled = thread_ops(load_json(tmp_path / "b.json", data))
     assert sum(len(t.starts) for t in in_order.values()) > 100
-    assert {k: (t.starts, t.ends) for k, t in in_order.items()} == \
-        {k: (t.starts, t.ends) for k, t in shuffled.items()}
+    assert {k: (t.starts, t.ends) for k, t in in_order.items()} == {k: (t.starts, t.ends) for k, t in shuffled.items()}
 
 
 def load_json(path: Path, data: dict):

@@ -43,8 +43,9 @@ def test_gpu_work_launched_where_the_compiled_regions_stop_is_counted_outside(tm
     marks = sorted((e for e in data["traceEvents"] if e.get("name", "").startswith(MARKS)), key=lambda e: e["ts"])
     regions = [e for e in marks if e["name"].startswith(MARKS[0])]
     cut = regions[600]["ts"]
-    data["traceEvents"] = [e for e in data["traceEvents"]
-                           if not (e.get("name", "").startswith(MARKS) and e["ts"] >= cut)]
+    data["traceEvents"] = [
+        e for e in data["traceEvents"] if not (e.get("name", "").startswith(MARKS) and e["ts"] >= cut)
+    ]
     path = tmp_path / "partly_eager.json"
     path.write_text(json.dumps(data))
     rep = api.analyze_trace([path])

@@ -32,12 +32,16 @@ def write(tmp_path: Path, name: str, data: bytes) -> Path:
     return path
 
 
-@pytest.mark.parametrize("data, problem", [
-    (PACKED, None),
-    (gzip.compress(RAW[:1000], mtime=0) + gzip.compress(RAW[1000:], mtime=0), None),  # as `cat a.gz b.gz`
-    (PACKED + bytes(16), None),  # zero padding after the data, as some tools write
-    (PACKED + b"junk", "not gzip"),
-], ids=["whole", "two-members", "zero-padding", "trailing-junk"])
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        (PACKED, None),
+        (gzip.compress(RAW[:1000], mtime=0) + gzip.compress(RAW[1000:], mtime=0), None),  # as `cat a.gz b.gz`
+        (PACKED + bytes(16), None),  # zero padding after the data, as some tools write
+        (PACKED + b"junk", "not gzip"),
+    ],
+    ids=["whole", "two-members", "zero-padding", "trailing-junk"],
+)
 def test_a_whole_file_is_read_whole(tmp_path, data, problem):
     out, found = read_salvaged(write(tmp_path, "t.json.gz", data))
     assert out == RAW
@@ -46,7 +50,7 @@ def test_a_whole_file_is_read_whole(tmp_path, data, problem):
 
 @pytest.mark.parametrize("keep", [0.05, 0.3, 0.5, 0.9, 0.999])
 def test_a_cut_file_gives_up_what_came_before_the_cut(tmp_path, keep):
-    cut = PACKED[:int(len(PACKED) * keep)]
+    cut = PACKED[: int(len(PACKED) * keep)]
     out, problem = read_salvaged(write(tmp_path, "t.json.gz", cut))
     assert RAW.startswith(out) and problem is not None and "ended before" in problem
     assert out == zlib.decompressobj(wbits=31).decompress(cut)  # every byte the cut data inflates to
@@ -55,14 +59,14 @@ def test_a_cut_file_gives_up_what_came_before_the_cut(tmp_path, keep):
 def test_corrupt_data_keeps_what_came_before_it(tmp_path):
     damaged = bytearray(PACKED)
     at = len(damaged) // 2
-    damaged[at:at + 64] = os.urandom(64)
+    damaged[at : at + 64] = os.urandom(64)
     out, problem = read_salvaged(write(tmp_path, "t.json.gz", bytes(damaged)))
     assert problem is not None and "zlib" in problem
     assert len(out) > len(RAW) * 0.3  # far more than nothing: what the first half inflated to
 
 
 def test_reads_in_small_pieces_give_the_same_bytes(tmp_path):
-    path = write(tmp_path, "t.json.gz", PACKED[:len(PACKED) // 2])
+    path = write(tmp_path, "t.json.gz", PACKED[: len(PACKED) // 2])
     whole, _ = read_salvaged(path)
     with Salvaging(open(path, "rb")) as fh:
         pieces = iter(lambda: fh.read(777), b"")
@@ -70,8 +74,8 @@ def test_reads_in_small_pieces_give_the_same_bytes(tmp_path):
 
 
 def test_a_cut_gzip_trace_under_a_megabyte_is_analyzed_as_a_cut_plain_one(tmp_path):
-    plain = api.analyze_trace([write(tmp_path, "cut.json", RAW[:len(RAW) // 2])])
-    packed = api.analyze_trace([write(tmp_path, "cut.json.gz", PACKED[:len(PACKED) // 2])])
+    plain = api.analyze_trace([write(tmp_path, "cut.json", RAW[: len(RAW) // 2])])
+    packed = api.analyze_trace([write(tmp_path, "cut.json.gz", PACKED[: len(PACKED) // 2])])
     for report in (plain, packed):
         assert report.ranks and report.ranks[0].events > 0
     rank = packed.ranks[0]
@@ -81,9 +85,15 @@ def test_a_cut_gzip_trace_under_a_megabyte_is_analyzed_as_a_cut_plain_one(tmp_pa
     assert r.returncode == 0 and "cut or corrupt" in r.stdout
 
 
-@pytest.mark.parametrize("data", [b"\x1f\x8b" + bytes(range(256)) * 8, PACKED[:10],
-                                  PACKED[:20] + bytes(i * 37 % 256 for i in range(200)) + PACKED[220:]],
-                         ids=["magic-then-noise", "header-only", "damaged-at-the-start"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x1f\x8b" + bytes(range(256)) * 8,
+        PACKED[:10],
+        PACKED[:20] + bytes(i * 37 % 256 for i in range(200)) + PACKED[220:],
+    ],
+    ids=["magic-then-noise", "header-only", "damaged-at-the-start"],
+)
 def test_a_gzip_file_with_nothing_readable_is_exit_3_for_trace_and_report(tmp_path, data):
     path = write(tmp_path, "broken.json.gz", data)
     for args in (("trace", str(path)), ("report", str(path), "-o", str(tmp_path / "r.html"))):
@@ -98,7 +108,7 @@ def test_a_gzipped_report_file_that_is_cut_is_refused_in_one_line(tmp_path):
     assert json.loads(check)["schema"] == "gputriage.check"
     good = write(tmp_path, "check.json.gz", packed)
     assert gt("report", str(good), "-o", str(tmp_path / "ok.html")).returncode == 0
-    cut = write(tmp_path, "cut.json.gz", packed[:len(packed) // 2])
+    cut = write(tmp_path, "cut.json.gz", packed[: len(packed) // 2])
     r = gt("report", str(cut), "-o", str(tmp_path / "r.html"))
     assert r.returncode == 3 and "not a readable gzip file" in r.stderr
 

@@ -16,8 +16,24 @@ from gputriage.trace.load import load
 
 ROOT = Path(__file__).parent.parent
 TRACES = Path(__file__).parent / "fixtures" / "h200" / "traces"
-COLUMNS = ("g_ts", "g_dur", "g_name", "g_kind", "g_corr", "g_ext", "r_ts", "r_name", "r_corr", "o_ts", "o_name",
-           "o_tid", "o_ext", "o_flops", "o_bytes", "o_dtype")
+COLUMNS = (
+    "g_ts",
+    "g_dur",
+    "g_name",
+    "g_kind",
+    "g_corr",
+    "g_ext",
+    "r_ts",
+    "r_name",
+    "r_corr",
+    "o_ts",
+    "o_name",
+    "o_tid",
+    "o_ext",
+    "o_flops",
+    "o_bytes",
+    "o_dtype",
+)
 
 
 def _named(cols: L.Columns) -> dict:
@@ -72,5 +88,5 @@ def test_the_benchmarks_big_trace_is_the_recorded_one_repeated(tmp_path):
     assert len(three.g_ts) == 3 * len(one.g_ts) and len(three.o_ts) == 3 * len(one.o_ts)
     assert len(set(three.g_corr)) == 3 * len(set(one.g_corr))  # ids offset per copy: launches still pair up
     span = max(one.g_ts) - min(one.g_ts)
-    assert min(three.g_ts[len(one.g_ts):]) > min(one.g_ts) + span  # each copy after the one before
+    assert min(three.g_ts[len(one.g_ts) :]) > min(one.g_ts) + span  # each copy after the one before
     assert b'\n  {\n    "ph": "X"' in out.read_bytes()[:200_000]  # Kineto's own layout: an event per "\n  {"

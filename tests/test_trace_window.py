@@ -54,8 +54,17 @@ def with_stalls(data: dict, stalls: int, stall_us: float, marked: bool) -> dict:
             elif e.get("ph") == "X" and ts + e.get("dur", 0) > t:
                 e["dur"] += stall_us
         if marked:
-            events.append({"ph": "X", "cat": "overhead", "name": "Activity Buffer Request", "pid": -1, "tid": 0,
-                           "ts": t, "dur": stall_us})
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "overhead",
+                    "name": "Activity Buffer Request",
+                    "pid": -1,
+                    "tid": 0,
+                    "ts": t,
+                    "dur": stall_us,
+                }
+            )
     return data
 
 
@@ -76,7 +85,8 @@ def test_the_profilers_buffer_requests_are_left_out_of_the_window(tmp_path):
     recorded_small = api.analyze_trace([TRACES / "small_batch.json.gz"])
     assert small.verdict.bottleneck == recorded_small.verdict.bottleneck
     assert small.ranks[0].main().idle_of("host_outside_ops") == pytest.approx(
-        recorded_small.ranks[0].main().idle_of("host_outside_ops"), rel=0.05)
+        recorded_small.ranks[0].main().idle_of("host_outside_ops"), rel=0.05
+    )
 
 
 def test_lazy_loading_and_a_full_launch_queue_stay_the_workloads():
@@ -99,7 +109,7 @@ def _frees_after_the_gpu_drained(data: dict) -> int:
             continue
         s, t = e["ts"], e["ts"] + e["dur"]
         j = bisect.bisect_right(ends, t) - 1
-        if j >= 0 and s < ends[j] < t and not any(a < t for a, _ in gpu[j + 1:j + 2]):
+        if j >= 0 and s < ends[j] < t and not any(a < t for a, _ in gpu[j + 1 : j + 2]):
             e["ts"], e["dur"] = ends[j] + 5.0, t - ends[j] - 5.0
             moved += 1
     return moved
@@ -162,18 +172,28 @@ def test_a_job_of_two_ranks_is_judged_from_their_averaged_shares(tmp_path):
     v = rep.verdict
     assert v.bottleneck.value == "comm_bound" and "averaged" in v.basis
     assert v.ranks == 2 and v.ranks_agreeing == 1 and v.device is None
-    comm = [r.ranks[0].main().busy_of("communication") / r.ranks[0].main().window_us
-            for r in (api.analyze_trace([p]) for p in paths)]
+    comm = [
+        r.ranks[0].main().busy_of("communication") / r.ranks[0].main().window_us
+        for r in (api.analyze_trace([p]) for p in paths)
+    ]
     assert v.shares_pct["comm_bound"] == pytest.approx(100 * sum(comm) / 2, abs=1.0)
     assert "trace.ranks_disagree" in {f.id for f in rep.findings}
     assert "averaged" in terminal(rep)
 
 
-@pytest.mark.parametrize("name, fraction, judged", [
-    # judged on part of their kernels before (160, 272 and 70 kernels of the window missing)
-    ("trace_starved", 0.8, False), ("run_profile_cpu_optimizer", 0.85, False), ("loader_pin_thread", 0.7, False),
-    ("trace_starved", 0.9, True), ("run_profile_cpu_optimizer", 0.95, True), ("loader_pin_thread", 0.9, True),
-    ("item_sync", 0.9, True)])
+@pytest.mark.parametrize(
+    "name, fraction, judged",
+    [
+        # judged on part of their kernels before (160, 272 and 70 kernels of the window missing)
+        ("trace_starved", 0.8, False),
+        ("run_profile_cpu_optimizer", 0.85, False),
+        ("loader_pin_thread", 0.7, False),
+        ("trace_starved", 0.9, True),
+        ("run_profile_cpu_optimizer", 0.95, True),
+        ("loader_pin_thread", 0.9, True),
+        ("item_sync", 0.9, True),
+    ],
+)
 def test_a_cut_file_is_judged_only_where_every_gpu_activity_was_read(tmp_path, name, fraction, judged):
     # Kineto writes each launching thread's runtime calls and GPU activities in its own buffers, in no time
     # order: a cut keeps the forward thread's buffer and loses autograd's, whose kernels lie all through the window
@@ -188,13 +208,18 @@ def test_a_cut_file_is_judged_only_where_every_gpu_activity_was_read(tmp_path, n
         assert rep.verdict.bottleneck is None and any("nothing to judge" in p for p in problems)
         return
     a = rep.ranks[0].main()
-    in_span = [(t, d) for t, d, dev in zip(whole.g_ts, whole.g_dur, whole.g_dev)
-               if dev == a.device and a.start_us <= t < a.end_us]
+    in_span = [
+        (t, d)
+        for t, d, dev in zip(whole.g_ts, whole.g_dur, whole.g_dev)
+        if dev == a.device and a.start_us <= t < a.end_us
+    ]
     read = set(zip(cut.g_ts, cut.g_dur))
     assert in_span and all(x in read for x in in_span)  # nothing of the judged span is missing
     assert rep.verdict.bottleneck is not None and a.kernels == sum(
-        1 for t, k, dev in zip(whole.g_ts, whole.g_kind, whole.g_dev) if k == 0 and dev == a.device
-        and a.start_us <= t < a.end_us)
+        1
+        for t, k, dev in zip(whole.g_ts, whole.g_kind, whole.g_dev)
+        if k == 0 and dev == a.device and a.start_us <= t < a.end_us
+    )
     note = next(p for p in problems if "record are whole" in p)
     assert "GPU activities read lie beyond it and are left out" in note
 

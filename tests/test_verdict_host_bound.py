@@ -33,8 +33,10 @@ def test_a_loop_that_saves_checkpoints_while_the_gpu_waits_is_told_to_save_less_
 
 
 def test_the_report_says_how_much_cpu_the_processes_on_the_gpu_took_and_what_the_workload_wrote():
-    for rec, said in ((HELPERS["workers_augment_gpm"], "in the processes on the GPU"),
-                      (UNSEEN2["checkpoint_often_gpm"], "writes")):
+    for rec, said in (
+        (HELPERS["workers_augment_gpm"], "in the processes on the GPU"),
+        (UNSEEN2["checkpoint_often_gpm"], "writes"),
+    ):
         report = judged(rec)
         console = Console(file=io.StringIO(), width=160)
         run_terminal.render(report, console)
@@ -69,5 +71,7 @@ def test_data_read_back_is_told_from_the_read_requests_of_copies_to_the_gpu():
     host_stats = judged(GALLERY["host_stats"]).verdict.per_gpu["0"].evidence  # numpy on an activation read back
     assert reads_back(host_stats["pcie_tx_mib_per_s"], host_stats["pcie_rx_mib_per_s"]) >= HOST_READS_BACK.value
     pinned = judged(AGAIN6["pin_every_step"]).verdict.per_gpu["0"].evidence  # 18.8 GB/s sent, nothing read back
-    assert pinned["pcie_tx_mib_per_s"] > 1000 and reads_back(pinned["pcie_tx_mib_per_s"],
-                                                             pinned["pcie_rx_mib_per_s"]) < HOST_READS_BACK.value
+    assert (
+        pinned["pcie_tx_mib_per_s"] > 1000
+        and reads_back(pinned["pcie_tx_mib_per_s"], pinned["pcie_rx_mib_per_s"]) < HOST_READS_BACK.value
+    )

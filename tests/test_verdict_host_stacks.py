@@ -24,9 +24,19 @@ from gputriage.testing.recordings import H200_STATIC
 T0 = 1_800_000_000.0
 # a GPU idle most of the time, kernels that fill it while they run (GPM), the workload's CPU: a main thread at 6% of
 # a core, 150% beside it in the same process (OpenMP threads spinning): by CPU alone, a thread holding the GIL
-IDLE_GPU = {"util_pct": 8.0, "util_max_pct": 12.0, "sm_active_pct": 7.0, "sm_active_max_pct": 10.0,
-            "sm_occupancy_pct": 3.0, "workload_cpu_pct": 156.0, "gpu_process_cpu_pct": 156.0,
-            "gpu_main_thread_pct": 6.0, "top_thread_pct": 75.0, "job_gpu_processes": 1.0, "read_mb_per_s": 0.1}
+IDLE_GPU = {
+    "util_pct": 8.0,
+    "util_max_pct": 12.0,
+    "sm_active_pct": 7.0,
+    "sm_active_max_pct": 10.0,
+    "sm_occupancy_pct": 3.0,
+    "workload_cpu_pct": 156.0,
+    "gpu_process_cpu_pct": 156.0,
+    "gpu_main_thread_pct": 6.0,
+    "top_thread_pct": 75.0,
+    "job_gpu_processes": 1.0,
+    "read_mb_per_s": 0.1,
+}
 
 
 def window(shares: dict[str, float], samples: float = 90.0, **fields: Any) -> WindowMetrics:
@@ -43,18 +53,24 @@ def test_by_cpu_alone_the_paced_queue_beside_spinning_threads_reads_as_a_gil_hol
     assert label(window({"input_wait": 0.9, "launch": 0.1}), H200_STATIC) == (B.input_starved, [])
 
 
-@pytest.mark.parametrize("shares, fields, expected", [
-    ({"input_wait": 0.7, "loader": 0.7, "launch": 0.3}, {}, (B.input_starved, [])),  # a DataLoader's workers
-    ({"copy": 0.7, "launch": 0.2}, {"pcie_tx_mib_per_s": 1500.0, "pcie_rx_mib_per_s": 1500.0},
-     (B.h2d_copy_bound, [])),  # whole models moved each step: the copies, not host work on results
-    ({"host_compute": 0.8, "input_wait": 0.2}, {}, (B.input_starved, [B.host_bound])),  # batches from Python lists
-    ({"host_compute": 0.8}, {"pcie_tx_mib_per_s": 400.0}, (B.host_bound, [])),  # numpy on results read back
-    ({"host_compute": 0.8}, {"gpu_process_cpu_pct": 700.0, "workload_cpu_pct": 700.0}, (B.host_bound, [])),
-    ({"gpu_wait": 0.6, "launch": 0.4}, {}, (B.sync_bound, [B.launch_bound])),
-    ({"compile": 0.9}, {}, (B.host_bound, [])),
-    ({"gc": 0.6, "host_compute": 0.4}, {}, (B.host_bound, [B.input_starved])),
-    ({"launch": 0.9}, {"sm_active_pct": 2.0}, (B.launch_bound, [])),  # small kernels
-])
+@pytest.mark.parametrize(
+    "shares, fields, expected",
+    [
+        ({"input_wait": 0.7, "loader": 0.7, "launch": 0.3}, {}, (B.input_starved, [])),  # a DataLoader's workers
+        (
+            {"copy": 0.7, "launch": 0.2},
+            {"pcie_tx_mib_per_s": 1500.0, "pcie_rx_mib_per_s": 1500.0},
+            (B.h2d_copy_bound, []),
+        ),  # whole models moved each step: the copies, not host work on results
+        ({"host_compute": 0.8, "input_wait": 0.2}, {}, (B.input_starved, [B.host_bound])),  # batches from Python lists
+        ({"host_compute": 0.8}, {"pcie_tx_mib_per_s": 400.0}, (B.host_bound, [])),  # numpy on results read back
+        ({"host_compute": 0.8}, {"gpu_process_cpu_pct": 700.0, "workload_cpu_pct": 700.0}, (B.host_bound, [])),
+        ({"gpu_wait": 0.6, "launch": 0.4}, {}, (B.sync_bound, [B.launch_bound])),
+        ({"compile": 0.9}, {}, (B.host_bound, [])),
+        ({"gc": 0.6, "host_compute": 0.4}, {}, (B.host_bound, [B.input_starved])),
+        ({"launch": 0.9}, {"sm_active_pct": 2.0}, (B.launch_bound, [])),  # small kernels
+    ],
+)
 def test_the_main_thread_s_dominant_category_names_the_cause(shares, fields, expected):
     assert label(window(shares, **fields), H200_STATIC) == expected
 
@@ -67,30 +83,62 @@ def test_the_cpu_rules_decide_without_enough_samples_or_with_a_python_thread_at_
     assert label(window({"launch": 0.9}, sm_active_pct=8.0), H200_STATIC)[0] != B.launch_bound
 
 
-def stacked_run(main: dict[str, float], lines: list[tuple[str, int, str, str, float, float]], *, cpu_share: float,
-                seconds: int = 12, hz: float = 100.0, gpu: bool = True, **fields: Any) -> Recording:
+def stacked_run(
+    main: dict[str, float],
+    lines: list[tuple[str, int, str, str, float, float]],
+    *,
+    cpu_share: float,
+    seconds: int = 12,
+    hz: float = 100.0,
+    gpu: bool = True,
+    **fields: Any,
+) -> Recording:
     """A run whose samples carry cumulative stack counts growing at `main` shares of `hz` a second (the lines'
     counts likewise, per second), the main thread on the CPU `cpu_share` of the time; GPU-Util 8%."""
     w = Windower([0] if gpu else [])
     for i in range(seconds * 5 + 1):
         t = i * 0.2
-        stacks = StackCounts(ticks=hz * t, main={c: s * hz * t for c, s in main.items()},
-                             all={c: s * hz * t for c, s in main.items()}, main_cpu_s=cpu_share * t, wall_s=t,
-                             lines=[StackLine(f, n, fn, c, m * t, a * t) for f, n, fn, c, m, a in lines]
-                             if i % 5 == 0 else None)
-        w.add(Sample(t_s=T0 + t, gpus=[GpuSample(index=0, util_pct=8.0, sm_active_pct=7.0, sm_occupancy_pct=3.0,
-                                                 power_mw=120_000)] if gpu else [],
-                     host=HostSample(cpu_busy_pct=[40.0, 30.0]),
-                     workload=WorkloadSample(cpu_pct=20.0, gpu_process_cpu_pct=20.0, gpu_main_thread_pct=6.0,
-                                             top_thread_pct=10.0, rchar_bytes_per_s=1000.0, stacks=stacks,
-                                             **fields)))
+        stacks = StackCounts(
+            ticks=hz * t,
+            main={c: s * hz * t for c, s in main.items()},
+            all={c: s * hz * t for c, s in main.items()},
+            main_cpu_s=cpu_share * t,
+            wall_s=t,
+            lines=[StackLine(f, n, fn, c, m * t, a * t) for f, n, fn, c, m, a in lines] if i % 5 == 0 else None,
+        )
+        w.add(
+            Sample(
+                t_s=T0 + t,
+                gpus=[GpuSample(index=0, util_pct=8.0, sm_active_pct=7.0, sm_occupancy_pct=3.0, power_mw=120_000)]
+                if gpu
+                else [],
+                host=HostSample(cpu_busy_pct=[40.0, 30.0]),
+                workload=WorkloadSample(
+                    cpu_pct=20.0,
+                    gpu_process_cpu_pct=20.0,
+                    gpu_main_thread_pct=6.0,
+                    top_thread_pct=10.0,
+                    rchar_bytes_per_s=1000.0,
+                    stacks=stacks,
+                    **fields,
+                ),
+            )
+        )
     w.close()
-    return Recording(kind="run", command=["python", "serve.py"], meta=RunMeta(gpus={"0": H200_STATIC} if gpu else {}),
-                     gpus=[0] if gpu else [], windows=w)
+    return Recording(
+        kind="run",
+        command=["python", "serve.py"],
+        meta=RunMeta(gpus={"0": H200_STATIC} if gpu else {}),
+        gpus=[0] if gpu else [],
+        windows=w,
+    )
 
 
-SERVE = [("/srv/serve.py", 31, "main", "input_wait", 90.0, 90.0), ("/srv/serve.py", 33, "main", "launch", 10.0, 10.0),
-         ("/srv/serve.py", 12, "producer", "input_wait", 0.0, 100.0)]
+SERVE = [
+    ("/srv/serve.py", 31, "main", "input_wait", 90.0, 90.0),
+    ("/srv/serve.py", 33, "main", "launch", 10.0, 10.0),
+    ("/srv/serve.py", 12, "producer", "input_wait", 0.0, 100.0),
+]
 
 
 def test_a_service_fed_by_a_paced_queue_is_bound_by_its_input_rate():
@@ -99,8 +147,11 @@ def test_a_service_fed_by_a_paced_queue_is_bound_by_its_input_rate():
     assert v.bottleneck == B.input_starved
     assert "input rate is the limit" in v.decision and "92% headroom" in v.decision and "batch requests" in v.decision
     assert "serve.py:31 in main" in v.summary
-    assert [(x.line, x.category, x.main) for x in v.lines][:3] == [(12, "input_wait", False), (31, "input_wait", True),
-                                                                   (33, "launch", True)]
+    assert [(x.line, x.category, x.main) for x in v.lines][:3] == [
+        (12, "input_wait", False),
+        (31, "input_wait", True),
+        (33, "launch", True),
+    ]
     assert v.finding == "run.input_rate_bound"  # stated once, in the verdict
     assert not [f for f in report.findings if f.id.startswith("run.input")]
     assert report.stacks is not None and report.stacks.main_shares["input_wait"] == pytest.approx(0.9, abs=0.02)
@@ -135,12 +186,16 @@ def test_lines_take_the_main_thread_s_correction_and_its_uncaught_cpu_time():
 
 
 def test_a_run_without_a_gpu_keeps_its_lines_over_the_whole_run():
-    lines = [("/w/loop.py", 27, "main", "input_wait", 70.0, 70.0),
-             ("/w/loop.py", 28, "<listcomp>", "host_compute", 30.0, 30.0)]
+    lines = [
+        ("/w/loop.py", 27, "main", "input_wait", 70.0, 70.0),
+        ("/w/loop.py", 28, "<listcomp>", "host_compute", 30.0, 30.0),
+    ]
     report = judge(stacked_run({"input_wait": 0.7, "host_compute": 0.3}, lines, cpu_share=0.3, gpu=False), 0)
     assert report.verdict.per_gpu == {} and report.stacks is not None
     assert [(x.line, x.category, x.share) for x in report.stacks.lines] == [
-        (27, "input_wait", pytest.approx(0.7, abs=0.01)), (28, "host_compute", pytest.approx(0.3, abs=0.01))]
+        (27, "input_wait", pytest.approx(0.7, abs=0.01)),
+        (28, "host_compute", pytest.approx(0.3, abs=0.01)),
+    ]
     assert report.stacks.span_s == pytest.approx(12.0, abs=0.5)
 
 
@@ -151,15 +206,32 @@ def test_only_the_steady_state_s_lines_count():
         t = i * 0.2
         warm = min(t, 4.0)
         steady = max(0.0, t - 4.0)
-        lines = [StackLine("/w/s.py", 3, "<module>", "host_compute", 100 * warm, 100 * warm),
-                 StackLine("/w/s.py", 30, "main", "input_wait", 100 * steady, 100 * steady)]
+        lines = [
+            StackLine("/w/s.py", 3, "<module>", "host_compute", 100 * warm, 100 * warm),
+            StackLine("/w/s.py", 30, "main", "input_wait", 100 * steady, 100 * steady),
+        ]
         busy = t >= 4
-        w.add(Sample(t_s=T0 + t, gpus=[GpuSample(index=0, util_pct=9.0 if busy else 0.0,
-                                                 sm_active_pct=8.0 if busy else 0.0, sm_occupancy_pct=3.0)],
-                     workload=WorkloadSample(cpu_pct=20.0, stacks=StackCounts(
-                         ticks=100 * t, main={"host_compute": 100 * warm, "input_wait": 100 * steady},
-                         all={"host_compute": 100 * warm, "input_wait": 100 * steady}, main_cpu_s=0.5 * warm,
-                         wall_s=t, lines=lines if i % 5 == 0 else None))))
+        w.add(
+            Sample(
+                t_s=T0 + t,
+                gpus=[
+                    GpuSample(
+                        index=0, util_pct=9.0 if busy else 0.0, sm_active_pct=8.0 if busy else 0.0, sm_occupancy_pct=3.0
+                    )
+                ],
+                workload=WorkloadSample(
+                    cpu_pct=20.0,
+                    stacks=StackCounts(
+                        ticks=100 * t,
+                        main={"host_compute": 100 * warm, "input_wait": 100 * steady},
+                        all={"host_compute": 100 * warm, "input_wait": 100 * steady},
+                        main_cpu_s=0.5 * warm,
+                        wall_s=t,
+                        lines=lines if i % 5 == 0 else None,
+                    ),
+                ),
+            )
+        )
     w.close()
     report = judge(Recording(kind="run", command=[], meta=RunMeta(gpus={"0": H200_STATIC}), gpus=[0], windows=w), 0)
     assert report.verdict.per_gpu["0"].startup_s >= 3.5

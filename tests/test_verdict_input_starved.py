@@ -38,8 +38,12 @@ def test_dataloader_workers_busy_while_the_gpu_waits_are_its_input_not_host_comp
         old = judge(replay(blind, msgspec.convert(rec["meta"], RunMeta)), 0).verdict.per_gpu["0"]
         assert old.bottleneck == B.host_bound
     # the CPU of the process on the GPU itself still says host computation, and idle workers say nothing
-    expected = {"cpu_optimizer": B.host_bound, "host_stats": B.host_bound, "gpt_loop": B.compute_bound,
-                "input_starved": B.input_starved}
+    expected = {
+        "cpu_optimizer": B.host_bound,
+        "host_stats": B.host_bound,
+        "gpt_loop": B.compute_bound,
+        "input_starved": B.input_starved,
+    }
     for name, b in expected.items():
         v = judged(HELPERS[name]).verdict.per_gpu["0"]
         assert v.bottleneck == b and v.decision != INPUT_WORKERS_DECISION, name
@@ -59,7 +63,6 @@ def test_a_dataloader_whose_pinned_batches_cross_the_link_quickly_is_input_starv
     assert copy_time_share(e["pcie_rx_mib_per_s"], run.meta.gpus["0"]) < COPY_TIME_SHARE.value
     assert e["gpu_main_thread_pct"] < MAIN_THREAD_WAITS.value <= e["top_thread_pct"]
     # its TX is the copies' own read requests (6% of RX), not data read back
-    assert e["pcie_tx_mib_per_s"] >= HOST_READS_BACK.value > reads_back(e["pcie_tx_mib_per_s"],
-                                                                       e["pcie_rx_mib_per_s"])
+    assert e["pcie_tx_mib_per_s"] >= HOST_READS_BACK.value > reads_back(e["pcie_tx_mib_per_s"], e["pcie_rx_mib_per_s"])
     # a pageable copy loop, whose copies are the time, stays copy-bound
     assert judged(GALLERY["pageable_copy"]).verdict.bottleneck == B.h2d_copy_bound

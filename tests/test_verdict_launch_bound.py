@@ -55,8 +55,16 @@ def test_a_busy_thread_beside_an_idle_main_thread_launching_small_kernels_stays_
     # with a main thread at 2% beside it: the thread that is busy launches, nothing makes input
     step = json.loads((FIXTURES / "load_transformers_serve_sweep.json").read_text())["steps"][0]
     g, p = step["gpus"][0], step["server_process"]
-    m = WindowMetrics(t0_s=0.0, t1_s=1.0, util_pct=g["util_pct"], sm_active_pct=g["sm_active_pct"],
-                      workload_cpu_pct=p["cpu_pct"], gpu_process_cpu_pct=p["cpu_pct"],
-                      top_thread_pct=p["top_thread_pct"], gpu_main_thread_pct=2.0, read_mb_per_s=0.0,
-                      job_gpu_processes=1)
+    m = WindowMetrics(
+        t0_s=0.0,
+        t1_s=1.0,
+        util_pct=g["util_pct"],
+        sm_active_pct=g["sm_active_pct"],
+        workload_cpu_pct=p["cpu_pct"],
+        gpu_process_cpu_pct=p["cpu_pct"],
+        top_thread_pct=p["top_thread_pct"],
+        gpu_main_thread_pct=2.0,
+        read_mb_per_s=0.0,
+        job_gpu_processes=1,
+    )
     assert label(m, GpuStatic(memory_total_bytes=int(g["total_bytes"])))[0] == B.launch_bound

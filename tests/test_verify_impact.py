@@ -39,7 +39,7 @@ def test_a_regime_change_that_slowed_the_job_estimates_what_it_cost() -> None:
 def test_trace_findings_rank_by_their_share_and_verify_with_a_new_trace() -> None:
     report = analyze_trace(TRACES / "trace_starved.json.gz")
     with_gain = [f for f in report.findings if f.impact is not None]
-    assert with_gain and with_gain == report.findings[:len(with_gain)]
+    assert with_gain and with_gain == report.findings[: len(with_gain)]
     assert [f.impact for f in with_gain] == sorted((f.impact for f in with_gain), reverse=True)
     assert all("trace_starved.json.gz" in f.verify for f in report.findings if f.id.startswith("trace."))
 
@@ -48,13 +48,18 @@ def test_each_command_has_its_own_verification() -> None:
     f = Finding(id="pcie.link_width_degraded", severity=Severity.warn, step=5, symptom="", cause="", decision="")
     assert command_for(f, Context("check")) == "gputriage check"
     run = Context("run", workload=["python", "train.py", "--lr", "1e-3"], run_id=12)
-    assert command_for(f, run) == ("gputriage baseline save before 12 && gputriage run --baseline before -- "
-                                   "python train.py --lr 1e-3")
-    assert command_for(f, Context("run", workload=["python", "a b.py"], baseline="v1")) == \
-        "gputriage run --baseline v1 -- python 'a b.py'"
+    assert command_for(f, run) == (
+        "gputriage baseline save before 12 && gputriage run --baseline before -- python train.py --lr 1e-3"
+    )
+    assert (
+        command_for(f, Context("run", workload=["python", "a b.py"], baseline="v1"))
+        == "gputriage run --baseline v1 -- python 'a b.py'"
+    )
     load = Finding(id="load.queueing", severity=Severity.warn, step=2, symptom="", cause="", decision="")
-    assert command_for(load, Context("load", load_args=["http://h:8000", "--slo", "ttft=500ms"])) == \
-        "gputriage load http://h:8000 --slo ttft=500ms"
+    assert (
+        command_for(load, Context("load", load_args=["http://h:8000", "--slo", "ttft=500ms"]))
+        == "gputriage load http://h:8000 --slo ttft=500ms"
+    )
 
 
 def test_findings_without_an_estimate_keep_triage_order() -> None:

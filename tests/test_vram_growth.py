@@ -41,8 +41,10 @@ def test_memory_that_holds_still_after_its_start_up_is_not_growing():
                 samples = [msgspec.convert(s, Sample) for s in rec["samples"]]
             except msgspec.ValidationError:
                 continue  # the oldest recordings' untyped layout: read in their own tests
-            rep = judge(replay(samples, msgspec.convert(rec["meta"], RunMeta), command=rec.get("command") or []),
-                        rec.get("exit_code"))
+            rep = judge(
+                replay(samples, msgspec.convert(rec["meta"], RunMeta), command=rec.get("command") or []),
+                rec.get("exit_code"),
+            )
             seen.add(name)
             f = growing(rep)
             if f is not None:
@@ -59,8 +61,10 @@ def test_growing_memory_is_a_leak_when_the_tensors_hold_it_and_the_cache_when_th
     leak = growing(judged(again["vram_leak"]))
     assert leak is not None
     e = leak.evidence
-    assert leak.cause == LEAK_CAUSE and abs(e["held_growth_mib_per_s"] - e["growth_mib_per_s"]) < 0.2 * e[
-        "growth_mib_per_s"]
+    assert (
+        leak.cause == LEAK_CAUSE
+        and abs(e["held_growth_mib_per_s"] - e["growth_mib_per_s"]) < 0.2 * e["growth_mib_per_s"]
+    )
     # a block compiled for each new sequence length: NVML sees 37 MiB/s, the tensors hold 1 MiB/s more
     cache = growing(judged(again["recompile_shapes"]))
     assert cache is not None and cache.cause == CACHE_CAUSE

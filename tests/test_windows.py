@@ -19,15 +19,37 @@ SMALL = 16
 
 def _sample(t: float, phase: str = "compute") -> Sample:
     if phase == "compute":  # bf16 GEMMs back to back
-        gpu = GpuSample(index=0, util_pct=100.0, sm_active_pct=96.0, sm_occupancy_pct=40.0, tensor_active_pct=70.0,
-                        dram_active_pct=30.0, power_mw=650_000, used_bytes=40 << 30)
+        gpu = GpuSample(
+            index=0,
+            util_pct=100.0,
+            sm_active_pct=96.0,
+            sm_occupancy_pct=40.0,
+            tensor_active_pct=70.0,
+            dram_active_pct=30.0,
+            power_mw=650_000,
+            used_bytes=40 << 30,
+        )
         reads = 0.0
     else:  # the GPU waiting on a training thread that reads and decodes its batches
-        gpu = GpuSample(index=0, util_pct=35.0, sm_active_pct=30.0, sm_occupancy_pct=15.0, tensor_active_pct=20.0,
-                        dram_active_pct=10.0, power_mw=250_000, used_bytes=40 << 30)
+        gpu = GpuSample(
+            index=0,
+            util_pct=35.0,
+            sm_active_pct=30.0,
+            sm_occupancy_pct=15.0,
+            tensor_active_pct=20.0,
+            dram_active_pct=10.0,
+            power_mw=250_000,
+            used_bytes=40 << 30,
+        )
         reads = 300e6
-    work = WorkloadSample(pids=1, cpu_pct=100.0, gpu_process_cpu_pct=100.0, top_thread_pct=100.0,
-                          gpu_main_thread_pct=100.0, rchar_bytes_per_s=reads)
+    work = WorkloadSample(
+        pids=1,
+        cpu_pct=100.0,
+        gpu_process_cpu_pct=100.0,
+        top_thread_pct=100.0,
+        gpu_main_thread_pct=100.0,
+        rchar_bytes_per_s=reads,
+    )
     return Sample(t_s=t, gpus=[gpu], workload=work, host=HostSample(cpu_busy_pct=[100.0, 5.0], iowait_pct=0.0))
 
 
@@ -69,8 +91,9 @@ def test_windows_after_gaps_in_the_samples_never_last_longer_than_they_claim():
 def test_a_store_compacts_on_the_coarser_grid_and_merges_what_each_field_means():
     s = Store([0], 1.0, 4)
     for i, (util, peak, free) in enumerate([(10, 20, 8), (30, 90, 4), (50, 60, 6), (70, 80, 2), (90, 95, 1)]):
-        s.append(T0 + i, T0 + i + 1, 10, {"mem_available_min_bytes": free}, {0: {"util_pct": util,
-                                                                                "util_max_pct": peak}})
+        s.append(
+            T0 + i, T0 + i + 1, 10, {"mem_available_min_bytes": free}, {0: {"util_pct": util, "util_max_pct": peak}}
+        )
     assert s.window_s == 1.0 and len(s.t0) == 5  # the fifth window ends mid-slot of a 2 s grid: not yet
     s.append(T0 + 5, T0 + 6, 10, {"mem_available_min_bytes": 3}, {0: {"util_pct": 100, "util_max_pct": 100}})
     assert s.window_s == 2.0 and list(s.t0) == [T0, T0 + 2, T0 + 4] and list(s.t1) == [T0 + 2, T0 + 4, T0 + 6]

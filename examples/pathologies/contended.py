@@ -37,8 +37,10 @@ def build(fixed: bool):
         import time
 
         # the neighbour must not hold the launcher's stdout, or reading its pid waits for it to exit
-        launcher = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', sys.argv[1], sys.argv[2]], "
-                    "start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL); print(p.pid)")
+        launcher = (
+            "import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', sys.argv[1], sys.argv[2]], "
+            "start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL); print(p.pid)"
+        )
         pid = int(subprocess.check_output([sys.executable, "-c", launcher, NEIGHBOUR, str(os.getpid())]).decode())
 
         atexit.register(lambda: os.kill(pid, signal.SIGKILL))

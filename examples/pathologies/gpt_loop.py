@@ -17,8 +17,9 @@ class Tokens(torch.utils.data.IterableDataset):
     """Random token windows, as a tokenized corpus read from memory gives them."""
 
     def __iter__(self):
-        g = torch.Generator().manual_seed(torch.utils.data.get_worker_info().id if
-                                          torch.utils.data.get_worker_info() else 0)
+        g = torch.Generator().manual_seed(
+            torch.utils.data.get_worker_info().id if torch.utils.data.get_worker_info() else 0
+        )
         while True:
             yield torch.randint(0, VOCAB, (SEQ + 1,), generator=g)
 
@@ -28,8 +29,9 @@ class GPT(torch.nn.Module):
         super().__init__()
         self.emb = torch.nn.Embedding(VOCAB, D)
         self.pos = torch.nn.Parameter(torch.zeros(SEQ, D))
-        layer = torch.nn.TransformerEncoderLayer(D, HEADS, 4 * D, dropout=0.0, activation="gelu", batch_first=True,
-                                                 norm_first=True)
+        layer = torch.nn.TransformerEncoderLayer(
+            D, HEADS, 4 * D, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+        )
         self.blocks = torch.nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
         self.head = torch.nn.Linear(D, VOCAB, bias=False)
         self.register_buffer("mask", torch.nn.Transformer.generate_square_subsequent_mask(SEQ))
@@ -43,8 +45,9 @@ class GPT(torch.nn.Module):
 def build(fixed: bool):
     model = GPT().cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
-    loader = torch.utils.data.DataLoader(Tokens(), batch_size=BATCH, num_workers=WORKERS, pin_memory=True,
-                                         prefetch_factor=4 if WORKERS else None)
+    loader = torch.utils.data.DataLoader(
+        Tokens(), batch_size=BATCH, num_workers=WORKERS, pin_memory=True, prefetch_factor=4 if WORKERS else None
+    )
     batches = iter(loader)
 
     def step() -> float:
@@ -68,6 +71,6 @@ if __name__ == "__main__":
     if "--workers" in sys.argv:
         i = sys.argv.index("--workers")
         WORKERS = int(sys.argv[i + 1])
-        del sys.argv[i:i + 2]
+        del sys.argv[i : i + 2]
 
     main(build, __doc__)

@@ -49,13 +49,27 @@ class Batches(torch.utils.data.IterableDataset):
 def build(fixed: bool):
     folder = write_dataset()
     on_gpu = {"device": "cuda", "dtype": torch.bfloat16}  # 570 M weights: initialized on the GPU, not the CPU
-    model = nn.Sequential(nn.Linear(FEATURES, HIDDEN, **on_gpu), nn.GELU(), nn.Linear(HIDDEN, HIDDEN, **on_gpu),
-                          nn.GELU(), nn.Linear(HIDDEN, HIDDEN, **on_gpu), nn.GELU(),
-                          nn.Linear(HIDDEN, FEATURES, **on_gpu))
+    model = nn.Sequential(
+        nn.Linear(FEATURES, HIDDEN, **on_gpu),
+        nn.GELU(),
+        nn.Linear(HIDDEN, HIDDEN, **on_gpu),
+        nn.GELU(),
+        nn.Linear(HIDDEN, HIDDEN, **on_gpu),
+        nn.GELU(),
+        nn.Linear(HIDDEN, FEATURES, **on_gpu),
+    )
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     if fixed:
-        loader = iter(torch.utils.data.DataLoader(Batches(folder), batch_size=None, num_workers=12, pin_memory=True,
-                                                  prefetch_factor=4, persistent_workers=True))
+        loader = iter(
+            torch.utils.data.DataLoader(
+                Batches(folder),
+                batch_size=None,
+                num_workers=12,
+                pin_memory=True,
+                prefetch_factor=4,
+                persistent_workers=True,
+            )
+        )
         next_batch = lambda: next(loader)
     else:
         count = iter(range(2**62))

@@ -18,6 +18,7 @@ def build(fixed: bool):
     model = nn.Sequential(*layers).cuda().bfloat16().eval()
     x = torch.randn(BATCHED if fixed else 1, WIDTH, device="cuda", dtype=torch.bfloat16)
     if not fixed:
+
         def step() -> float:
             with torch.no_grad():
                 model(x)

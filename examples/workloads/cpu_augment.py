@@ -16,7 +16,7 @@ def batch(rng: np.random.Generator) -> torch.Tensor:
     out = np.empty((BATCH, 3, 224, 224), dtype=np.float32)
     for i in range(BATCH):
         y, x = rng.integers(0, 32, 2)
-        im = images[i, y:y + 224, x:x + 224].astype(np.float32) / 255.0
+        im = images[i, y : y + 224, x : x + 224].astype(np.float32) / 255.0
         if rng.random() < 0.5:
             im = im[:, ::-1]
         im = im * rng.uniform(0.8, 1.2, size=3) + rng.normal(0, 0.02, size=im.shape)
@@ -25,8 +25,11 @@ def batch(rng: np.random.Generator) -> torch.Tensor:
 
 
 def main(seconds: float = 10.0) -> None:
-    layers = [m for c in (64, 128, 256) for m in (torch.nn.LazyConv2d(c, 3, padding=1), torch.nn.ReLU(),
-                                                  torch.nn.MaxPool2d(2))]
+    layers = [
+        m
+        for c in (64, 128, 256)
+        for m in (torch.nn.LazyConv2d(c, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2))
+    ]
     net = torch.nn.Sequential(*layers, torch.nn.Flatten(), torch.nn.LazyLinear(1000)).cuda()
     opt = torch.optim.SGD(net.parameters(), lr=0.01)
     rng = np.random.default_rng(0)

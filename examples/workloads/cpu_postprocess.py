@@ -32,8 +32,9 @@ def nms(boxes: np.ndarray, scores: np.ndarray, iou: float = 0.5, top: int = 1000
 
 def main(seconds: float = 10.0) -> None:
     chans = [3, 32, 64, 128, 256]
-    layers = [m for a, b in zip(chans, chans[1:]) for m in (torch.nn.Conv2d(a, b, 3, stride=2, padding=1),
-                                                            torch.nn.ReLU())]
+    layers = [
+        m for a, b in zip(chans, chans[1:]) for m in (torch.nn.Conv2d(a, b, 3, stride=2, padding=1), torch.nn.ReLU())
+    ]
     net = torch.nn.Sequential(*layers, torch.nn.Conv2d(256, 6, 1), torch.nn.Upsample(scale_factor=2)).to(DEV)
     net = net.to(torch.bfloat16).eval()
     images = torch.randn(BATCH, 3, SIZE, SIZE, device=DEV, dtype=torch.bfloat16)

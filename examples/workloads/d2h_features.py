@@ -13,8 +13,12 @@ DEV = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def main(seconds: float = 10.0) -> None:
-    net = torch.nn.Sequential(torch.nn.Conv2d(3, 64, 3, stride=2, padding=1), torch.nn.ReLU(),
-                              torch.nn.Conv2d(64, 256, 3, stride=2, padding=1), torch.nn.ReLU()).to(DEV)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 64, 3, stride=2, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(64, 256, 3, stride=2, padding=1),
+        torch.nn.ReLU(),
+    ).to(DEV)
     net = net.to(torch.bfloat16).eval()
     images = torch.randn(BATCH, 3, SIDE, SIDE, device=DEV, dtype=torch.bfloat16)
     kept: list = []

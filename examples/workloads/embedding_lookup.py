@@ -14,8 +14,11 @@ DEV = "cuda" if torch.cuda.is_available() else "cpu"
 
 def main(seconds: float = 10.0) -> None:
     tables = [torch.nn.EmbeddingBag(ROWS, DIM, mode="sum").to(DEV, torch.bfloat16).eval() for _ in range(TABLES)]
-    mlp = torch.nn.Sequential(torch.nn.Linear(TABLES * DIM, 1024), torch.nn.ReLU(),
-                              torch.nn.Linear(1024, 1)).to(DEV, torch.bfloat16).eval()
+    mlp = (
+        torch.nn.Sequential(torch.nn.Linear(TABLES * DIM, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1))
+        .to(DEV, torch.bfloat16)
+        .eval()
+    )
     ids = [torch.randint(0, ROWS, (BATCH, BAG), device=DEV) for _ in range(TABLES)]
 
     @torch.inference_mode()

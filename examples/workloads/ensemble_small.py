@@ -13,8 +13,18 @@ DEV = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def main(seconds: float = 10.0) -> None:
-    models = [torch.nn.Sequential(torch.nn.Linear(FEATURES, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
-                                  torch.nn.ReLU(), torch.nn.Linear(512, 10)).to(DEV).eval() for _ in range(MODELS)]
+    models = [
+        torch.nn.Sequential(
+            torch.nn.Linear(FEATURES, 512),
+            torch.nn.ReLU(),
+            torch.nn.Linear(512, 512),
+            torch.nn.ReLU(),
+            torch.nn.Linear(512, 10),
+        )
+        .to(DEV)
+        .eval()
+        for _ in range(MODELS)
+    ]
     x = torch.randn(BATCH, FEATURES, device=DEV)
 
     @torch.inference_mode()

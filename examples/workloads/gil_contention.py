@@ -23,8 +23,9 @@ def metrics_thread(stop: threading.Event) -> None:
 
 
 def main(seconds: float = 10.0) -> None:
-    model = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.GELU())
-                                  for _ in range(LAYERS)]).cuda()
+    model = torch.nn.Sequential(
+        *[torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.GELU()) for _ in range(LAYERS)]
+    ).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     x = torch.randn(BATCH, WIDTH, device="cuda")
 

@@ -13,8 +13,13 @@ LAYERS, WIDTH, BATCH = 4, 4096, 1024
 
 
 def main(seconds: float = 10.0) -> None:
-    encoder = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.GELU())
-                                    for _ in range(LAYERS)]).cuda().to(torch.bfloat16)
+    encoder = (
+        torch.nn.Sequential(
+            *[torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.GELU()) for _ in range(LAYERS)]
+        )
+        .cuda()
+        .to(torch.bfloat16)
+    )
     head = torch.nn.Linear(WIDTH, WIDTH)  # left on the CPU, in fp32
     x = torch.randn(BATCH, WIDTH, device="cuda", dtype=torch.bfloat16)
 

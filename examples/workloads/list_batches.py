@@ -21,8 +21,13 @@ def batch(rnd: random.Random) -> torch.Tensor:
 
 def main(seconds: float = 10.0) -> None:
     rnd = random.Random(0)
-    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, WIDTH), torch.nn.GELU(), torch.nn.Linear(WIDTH, WIDTH),
-                                torch.nn.GELU(), torch.nn.Linear(WIDTH, 1)).cuda()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(FEATURES, WIDTH),
+        torch.nn.GELU(),
+        torch.nn.Linear(WIDTH, WIDTH),
+        torch.nn.GELU(),
+        torch.nn.Linear(WIDTH, 1),
+    ).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     t0, n = time.perf_counter(), 0
     while time.perf_counter() - t0 < seconds:

@@ -26,16 +26,23 @@ class InMemory(torch.utils.data.Dataset):
 
 
 def main(seconds: float = 10.0) -> None:
-    loader = torch.utils.data.DataLoader(InMemory(), batch_size=BATCH, num_workers=WORKERS, pin_memory=True,
-                                         persistent_workers=True, drop_last=True)
-    net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, stride=4, padding=1), torch.nn.ReLU(),
-                              torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 100)).to(DEV)
+    loader = torch.utils.data.DataLoader(
+        InMemory(), batch_size=BATCH, num_workers=WORKERS, pin_memory=True, persistent_workers=True, drop_last=True
+    )
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, stride=4, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(16, 100),
+    ).to(DEV)
     opt = torch.optim.SGD(net.parameters(), lr=0.01)
     t0, n = time.perf_counter(), 0
     for images, labels in loader:
         with torch.autocast(DEV, dtype=torch.bfloat16):
-            loss = torch.nn.functional.cross_entropy(net(images.to(DEV, non_blocking=True)),
-                                                     labels.to(DEV, non_blocking=True))
+            loss = torch.nn.functional.cross_entropy(
+                net(images.to(DEV, non_blocking=True)), labels.to(DEV, non_blocking=True)
+            )
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)

@@ -28,8 +28,12 @@ class Block(torch.nn.Module):
 
 
 def main(seconds: float = 10.0) -> None:
-    model = torch.nn.Sequential(torch.nn.Embedding(VOCAB, D), *[Block() for _ in range(LAYERS)],
-                                torch.nn.LayerNorm(D), torch.nn.Linear(D, VOCAB)).to(DEV)
+    model = torch.nn.Sequential(
+        torch.nn.Embedding(VOCAB, D),
+        *[Block() for _ in range(LAYERS)],
+        torch.nn.LayerNorm(D),
+        torch.nn.Linear(D, VOCAB),
+    ).to(DEV)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=DEV == "cuda")
     tokens = torch.randint(0, VOCAB, (BATCH, SEQ + 1), device=DEV)
 

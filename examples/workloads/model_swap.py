@@ -14,8 +14,7 @@ LAYERS, WIDTH, BATCH = 8, 4096, 512
 
 
 def main(seconds: float = 10.0) -> None:
-    models = [torch.nn.Sequential(*[torch.nn.Linear(WIDTH, WIDTH) for _ in range(LAYERS)]).bfloat16()
-              for _ in range(2)]
+    models = [torch.nn.Sequential(*[torch.nn.Linear(WIDTH, WIDTH) for _ in range(LAYERS)]).bfloat16() for _ in range(2)]
     x = torch.randn(BATCH, WIDTH, device="cuda", dtype=torch.bfloat16)
     t0, n = time.perf_counter(), 0
     while time.perf_counter() - t0 < seconds:

@@ -43,16 +43,22 @@ def main(seconds: float = 10.0, left_gib: float = LEFT_GIB, max_tokens: int = 49
     torch.cuda.synchronize()
     dt = time.perf_counter() - t0
     stats = torch.cuda.memory_stats()
-    print(f"throughput: {done / dt:.0f} tokens/s, {6 * done * LAYERS * D * D / dt / 1e12:.0f} TFLOP/s; "
-          f"alloc retries {stats['num_alloc_retries']}, cudaMalloc {stats.get('num_device_alloc')}, "
-          f"cudaFree {stats.get('num_device_free')}, other buffer {other.numel() / 2**30:.1f} GiB")
+    print(
+        f"throughput: {done / dt:.0f} tokens/s, {6 * done * LAYERS * D * D / dt / 1e12:.0f} TFLOP/s; "
+        f"alloc retries {stats['num_alloc_retries']}, cudaMalloc {stats.get('num_device_alloc')}, "
+        f"cudaFree {stats.get('num_device_free')}, other buffer {other.numel() / 2**30:.1f} GiB"
+    )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--left-gib", type=float, default=LEFT_GIB, help="memory left to the loop")
-    parser.add_argument("--max-tokens", type=int, default=49_152, help="the longest batch (8 GiB and 65,536: the "
-                        "first version, out of memory at its second step)")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=49_152,
+        help="the longest batch (8 GiB and 65,536: the first version, out of memory at its second step)",
+    )
     args = parser.parse_args()
     main(args.seconds, args.left_gib, args.max_tokens)

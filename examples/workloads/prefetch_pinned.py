@@ -13,8 +13,9 @@ LAYERS, D, HIDDEN, BATCH, POOL = 4, 4096, 16384, 8192, 4
 
 
 def main(seconds: float = 10.0) -> None:
-    blocks = [m for _ in range(LAYERS)
-              for m in (torch.nn.Linear(D, HIDDEN), torch.nn.GELU(), torch.nn.Linear(HIDDEN, D))]
+    blocks = [
+        m for _ in range(LAYERS) for m in (torch.nn.Linear(D, HIDDEN), torch.nn.GELU(), torch.nn.Linear(HIDDEN, D))
+    ]
     model = torch.nn.Sequential(*blocks).cuda().to(torch.bfloat16)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     host = [torch.randn(BATCH, D, dtype=torch.bfloat16).pin_memory() for _ in range(POOL)]

@@ -17,8 +17,9 @@ SPLIT = re.compile(r"[\s,.;:!?()\"']+")
 
 def main(seconds: float = 10.0) -> None:
     rnd = random.Random(0)
-    words = ["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(2, 9)))
-             for _ in range(VOCAB - 2)]
+    words = [
+        "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(2, 9))) for _ in range(VOCAB - 2)
+    ]
     vocab = {w: i + 2 for i, w in enumerate(words)}
     punct = [" ", " ", " ", ", ", ". ", "; "]
 
@@ -29,7 +30,7 @@ def main(seconds: float = 10.0) -> None:
         ids = torch.zeros(BATCH, SEQ, dtype=torch.long)
         for row in range(BATCH):
             tokens = [vocab.get(w, 1) for w in SPLIT.split(document().lower()) if w][:SEQ]
-            ids[row, :len(tokens)] = torch.tensor(tokens)
+            ids[row, : len(tokens)] = torch.tensor(tokens)
         return ids
 
     layer = torch.nn.TransformerEncoderLayer(WIDTH, 8, 4 * WIDTH, batch_first=True)

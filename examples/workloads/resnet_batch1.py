@@ -23,9 +23,18 @@ class Block(torch.nn.Module):
 
 
 def main(seconds: float = 10.0) -> None:
-    net = torch.nn.Sequential(torch.nn.Conv2d(3, WIDTH, 7, stride=4, padding=3), torch.nn.ReLU(),
-                              *[Block() for _ in range(BLOCKS)], torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
-                              torch.nn.Linear(WIDTH, 1000)).to(DEV).eval()
+    net = (
+        torch.nn.Sequential(
+            torch.nn.Conv2d(3, WIDTH, 7, stride=4, padding=3),
+            torch.nn.ReLU(),
+            *[Block() for _ in range(BLOCKS)],
+            torch.nn.AdaptiveAvgPool2d(1),
+            torch.nn.Flatten(),
+            torch.nn.Linear(WIDTH, 1000),
+        )
+        .to(DEV)
+        .eval()
+    )
     image = torch.randn(1, 3, 224, 224, device=DEV)
 
     @torch.inference_mode()

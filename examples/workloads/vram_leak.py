@@ -13,8 +13,9 @@ LAYERS, WIDTH, BATCH, KEPT = 4, 4096, 4096, 128
 
 
 def main(seconds: float = 10.0) -> None:
-    model = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.GELU())
-                                  for _ in range(LAYERS)]).cuda()
+    model = torch.nn.Sequential(
+        *[torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.GELU()) for _ in range(LAYERS)]
+    ).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     x = torch.randn(BATCH, WIDTH, device="cuda")
     predictions: list[torch.Tensor] = []
@@ -39,8 +40,10 @@ def main(seconds: float = 10.0) -> None:
     torch.cuda.synchronize()
     dt = time.perf_counter() - t0
     kept = sum(p.numel() * p.element_size() for p in predictions)
-    print(f"throughput: {n * BATCH / dt:.0f} samples/s, {6 * BATCH * WIDTH * WIDTH * LAYERS * n / dt / 1e12:.0f} "
-          f"TFLOP/s; kept {kept / 2**30:.1f} GiB of predictions")
+    print(
+        f"throughput: {n * BATCH / dt:.0f} samples/s, {6 * BATCH * WIDTH * WIDTH * LAYERS * n / dt / 1e12:.0f} "
+        f"TFLOP/s; kept {kept / 2**30:.1f} GiB of predictions"
+    )
 
 
 if __name__ == "__main__":

@@ -10,8 +10,19 @@ from typing import Any
 from gputriage.inworkload.progress import step as step
 from gputriage.model.version import __version__ as __version__
 
-__all__ = ["analyze_trace", "bench", "catalog", "check", "monitor", "run", "runs", "show", "snapshot", "step",
-           "write_html"]
+__all__ = [
+    "analyze_trace",
+    "bench",
+    "catalog",
+    "check",
+    "monitor",
+    "run",
+    "runs",
+    "show",
+    "snapshot",
+    "step",
+    "write_html",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -34,13 +34,43 @@ if TYPE_CHECKING:
     from gputriage.api.run import PROFILE_MODES, run, runs, show
     from gputriage.api.trace import analyze_trace
 
-WHERE = {"GputriageError": "_common", "UsageError": "_common", "WorkloadError": "_common", "bench": "bench",
-         "catalog": "check", "check": "check", "snapshot": "check", "checklist": "checklist", "Monitor": "monitor",
-         "monitor": "monitor", "write_html": "report", "PROFILE_MODES": "run", "run": "run", "runs": "run",
-         "show": "run", "analyze_trace": "trace"}
+WHERE = {
+    "GputriageError": "_common",
+    "UsageError": "_common",
+    "WorkloadError": "_common",
+    "bench": "bench",
+    "catalog": "check",
+    "check": "check",
+    "snapshot": "check",
+    "checklist": "checklist",
+    "Monitor": "monitor",
+    "monitor": "monitor",
+    "write_html": "report",
+    "PROFILE_MODES": "run",
+    "run": "run",
+    "runs": "run",
+    "show": "run",
+    "analyze_trace": "trace",
+}
 
-__all__ = ["PROFILE_MODES", "GputriageError", "Monitor", "UsageError", "WorkloadError", "analyze_trace", "bench",
-           "catalog", "check", "checklist", "monitor", "run", "runs", "show", "snapshot", "write_html"]
+__all__ = [
+    "PROFILE_MODES",
+    "GputriageError",
+    "Monitor",
+    "UsageError",
+    "WorkloadError",
+    "analyze_trace",
+    "bench",
+    "catalog",
+    "check",
+    "checklist",
+    "monitor",
+    "run",
+    "runs",
+    "show",
+    "snapshot",
+    "write_html",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -25,9 +25,14 @@ from gputriage.sampling.store import Store
 STORE_PROBE = "store"  # the BenchError naming a store that could not keep the results
 
 
-def bench(*, quick: bool = False, disk: str | Path | bool | None = None, gpu: bool = True,
-          store: str | Path | bool | None = None,
-          progress: Callable[[str], None] = lambda _what: None) -> BenchReport:
+def bench(
+    *,
+    quick: bool = False,
+    disk: str | Path | bool | None = None,
+    gpu: bool = True,
+    store: str | Path | bool | None = None,
+    progress: Callable[[str], None] = lambda _what: None,
+) -> BenchReport:
     """The machine's ceilings against its datasheet (see `probes`); `progress` hears what runs now. The store
     (`store`: a path, None for the default, False for none) is checked writable before any probe runs
     (GputriageError); if it fails to take the results afterwards, they are still returned, with an error
@@ -46,8 +51,9 @@ def bench(*, quick: bool = False, disk: str | Path | bool | None = None, gpu: bo
             db.close()
 
 
-def _measure(quick: bool, disk: bool, target: Path, gpu: bool,
-             progress: Callable[[str], None]) -> tuple[BenchReport, str, list[ProbeResult]]:
+def _measure(
+    quick: bool, disk: bool, target: Path, gpu: bool, progress: Callable[[str], None]
+) -> tuple[BenchReport, str, list[ProbeResult]]:
     nvml = PynvmlBackend(record=False, bounded=False)
     gpus, info, system = gpu_static(nvml)
     g0 = info.get(0)
@@ -90,13 +96,15 @@ def _measure(quick: bool, disk: bool, target: Path, gpu: bool,
         nvml.shutdown()
     machine = socket.gethostname() + "|" + ",".join(str(info[i].uuid) for i in gpus)
     report = BenchReport(
-        gpu=g0.name if g0 else None, spec=spec.name if spec else None,
-        spec_matched_by=spec.matched_by if spec else None, quick=quick,
-        results=[BenchResult(**r.to_json(), band=list(bd) if (bd := judge.band(r.name)) else None)
-                 for r in results],
+        gpu=g0.name if g0 else None,
+        spec=spec.name if spec else None,
+        spec_matched_by=spec.matched_by if spec else None,
+        quick=quick,
+        results=[BenchResult(**r.to_json(), band=list(bd) if (bd := judge.band(r.name)) else None) for r in results],
         errors=[BenchError(e.get("probe", "?"), e.get("error", "")) for e in errors],
         other_processes=[GpuProcess(gpu=o["gpu"], pid=o["pid"], used_bytes=o.get("used_bytes")) for o in others],
-        findings=with_verify(judge.findings(results, link_now, others), Context("bench")))
+        findings=with_verify(judge.findings(results, link_now, others), Context("bench")),
+    )
     return report, machine, results
 
 

@@ -21,13 +21,20 @@ from gputriage.model.snapshot import Snapshot, SnapshotError
 from gputriage.probes.disk import check_facts
 
 
-def snapshot(*, window_s: float = 0.5, load: bool = True, framework: bool = True, refresh: bool = False,
-             full: bool = False) -> Snapshot:
+def snapshot(
+    *, window_s: float = 0.5, load: bool = True, framework: bool = True, refresh: bool = False, full: bool = False
+) -> Snapshot:
     """Every fact `check` reads on this machine (no GPU, driver or torch needed)."""
     nvml, host = PynvmlBackend(), Host()
     try:
-        snap = collect_snapshot(nvml, host, window_s=window_s, load_ms=DEFAULT_LOAD_MS if load else 0.0,
-                                use_framework=framework, use_cache=not refresh)
+        snap = collect_snapshot(
+            nvml,
+            host,
+            window_s=window_s,
+            load_ms=DEFAULT_LOAD_MS if load else 0.0,
+            use_framework=framework,
+            use_cache=not refresh,
+        )
     finally:
         nvml.shutdown()
     if full:
@@ -36,13 +43,23 @@ def snapshot(*, window_s: float = 0.5, load: bool = True, framework: bool = True
 
 
 def snapshot_with(snap: Snapshot, facts: list) -> Snapshot:
-    return Snapshot(facts=snap.facts + tuple(facts), taken_at=snap.taken_at, hostname=snap.hostname,
-                    tool_version=snap.tool_version, raw=snap.raw)
+    return Snapshot(
+        facts=snap.facts + tuple(facts),
+        taken_at=snap.taken_at,
+        hostname=snap.hostname,
+        tool_version=snap.tool_version,
+        raw=snap.raw,
+    )
 
 
-def check(source: Snapshot | str | Path | None = None, *, budget: str | Path | None = None,
-          price_per_gpu_hour: float | None = None, currency: str | None = None,
-          **snapshot_options: object) -> CheckReport:
+def check(
+    source: Snapshot | str | Path | None = None,
+    *,
+    budget: str | Path | None = None,
+    price_per_gpu_hour: float | None = None,
+    currency: str | None = None,
+    **snapshot_options: object,
+) -> CheckReport:
     """The playbook's findings on this machine, or on a recorded snapshot (a Snapshot or its file). With a price
     per GPU-hour (else the config file's `[cost]`), the GPU-hours a finding counts are also said in money."""
     limits = open_budget(budget)

@@ -14,8 +14,14 @@ from gputriage.model.load import LoadReport
 from gputriage.model.run import RunReport
 
 
-def checklist(kind: str, run_id: int | None = None, store: str | Path | None = None,
-              snapshot: str | Path | None = None, load_id: int | None = None, full: bool = False) -> ChecklistReport:
+def checklist(
+    kind: str,
+    run_id: int | None = None,
+    store: str | Path | None = None,
+    snapshot: str | Path | None = None,
+    load_id: int | None = None,
+    full: bool = False,
+) -> ChecklistReport:
     """`kind`: box (decided by `check` on this machine, or on a recorded snapshot; `full`: with the disk read
     probes), training or inference (by the stored run `run_id`, the stored load test `load_id`, and whether the
     store keeps a baseline)."""

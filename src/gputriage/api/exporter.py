@@ -24,9 +24,18 @@ def _check() -> CheckReport | None:
         return None
 
 
-def exporter(*, listen: str = "127.0.0.1", port: int = DEFAULT_PORT, period_s: float = 0.5, window_s: float = 60.0,
-             check_every_s: float = 60.0, nvml: Any = None, host: Any = None, price_per_gpu_hour: float | None = None,
-             currency: str | None = None) -> Exporter:
+def exporter(
+    *,
+    listen: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    period_s: float = 0.5,
+    window_s: float = 60.0,
+    check_every_s: float = 60.0,
+    nvml: Any = None,
+    host: Any = None,
+    price_per_gpu_hour: float | None = None,
+    currency: str | None = None,
+) -> Exporter:
     """The exporter, not started: its live label is `watch`'s, its scrape the Prometheus renderer's, its
     periodic check the playbook's, the processes holding a GPU idle judged as `watch` judges them. `nvml`/`host`:
     backends to read (default: this machine's); `check_every_s` 0: no periodic check; `price_per_gpu_hour`: served
@@ -35,19 +44,50 @@ def exporter(*, listen: str = "127.0.0.1", port: int = DEFAULT_PORT, period_s: f
     try:
         from gputriage.report.prometheus import StateCollector
     except ImportError:
-        raise GputriageError("`gputriage exporter` needs prometheus-client: pip install 'gputriage[exporter]'") \
-            from None
-    return Exporter(label=live_labels, collector=StateCollector, check=_check, listen=listen, port=port,
-                    period_s=period_s, window_s=window_s, check_every_s=check_every_s, nvml=nvml, host=host,
-                    held=judge_live, price_per_gpu_hour=price, currency=currency or unit or "USD")
+        raise GputriageError(
+            "`gputriage exporter` needs prometheus-client: pip install 'gputriage[exporter]'"
+        ) from None
+    return Exporter(
+        label=live_labels,
+        collector=StateCollector,
+        check=_check,
+        listen=listen,
+        port=port,
+        period_s=period_s,
+        window_s=window_s,
+        check_every_s=check_every_s,
+        nvml=nvml,
+        host=host,
+        held=judge_live,
+        price_per_gpu_hour=price,
+        currency=currency or unit or "USD",
+    )
 
 
-def start_exporter(*, listen: str = "127.0.0.1", port: int = DEFAULT_PORT, period_s: float = 0.5,
-                   window_s: float = 60.0, check_every_s: float = 60.0, nvml: Any = None, host: Any = None,
-                   price_per_gpu_hour: float | None = None, currency: str | None = None) -> Exporter:
+def start_exporter(
+    *,
+    listen: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    period_s: float = 0.5,
+    window_s: float = 60.0,
+    check_every_s: float = 60.0,
+    nvml: Any = None,
+    host: Any = None,
+    price_per_gpu_hour: float | None = None,
+    currency: str | None = None,
+) -> Exporter:
     """The exporter (`exporter()`), serving at its `url` until `stop()`."""
-    ex = exporter(listen=listen, port=port, period_s=period_s, window_s=window_s, check_every_s=check_every_s,
-                  nvml=nvml, host=host, price_per_gpu_hour=price_per_gpu_hour, currency=currency)
+    ex = exporter(
+        listen=listen,
+        port=port,
+        period_s=period_s,
+        window_s=window_s,
+        check_every_s=check_every_s,
+        nvml=nvml,
+        host=host,
+        price_per_gpu_hour=price_per_gpu_hour,
+        currency=currency,
+    )
     try:
         return ex.start()
     except ExporterError as exc:

@@ -33,8 +33,9 @@ def on_node(bench: bool) -> bytes:
     try:
         report = check(replay) if replay else check(snapshot())
     except GputriageError as exc:  # the node's own words, not a remote traceback
-        return msgspec.json.encode(NodeResult(node_id="", ok=False, error=str(exc),
-                                              seconds=round(time.monotonic() - t0, 2)))
+        return msgspec.json.encode(
+            NodeResult(node_id="", ok=False, error=str(exc), seconds=round(time.monotonic() - t0, 2))
+        )
     results: Optional[list[dict[str, Any]]] = None
     if bench:
         replay_bench = os.environ.get(REPLAY_BENCH_ENV)
@@ -44,28 +45,47 @@ def on_node(bench: bool) -> bytes:
             results = [msgspec.to_builtins(r) for r in run_bench(quick=True, disk=False, store=False).results]
     figs = compare.figures(report, results)
     figs.hostname = figs.hostname or socket.gethostname()
-    return msgspec.json.encode(NodeResult(node_id="", figures=figs, findings=report.findings,
-                                          processes=holders(report.facts), seconds=round(time.monotonic() - t0, 2)))
+    return msgspec.json.encode(
+        NodeResult(
+            node_id="",
+            figures=figs,
+            findings=report.findings,
+            processes=holders(report.facts),
+            seconds=round(time.monotonic() - t0, 2),
+        )
+    )
 
 
 def holders(facts: dict[str, Any]) -> list[GpuHolder]:
     """The processes on a node's GPUs, as its check listed them."""
     count = facts.get("gpu.count")
-    return [GpuHolder.from_fact(i, p) for i in range(count if isinstance(count, int) else 0)
-            for p in facts.get(f"gpu.{i}.processes") or [] if isinstance(p, dict) and isinstance(p.get("pid"), int)]
+    return [
+        GpuHolder.from_fact(i, p)
+        for i in range(count if isinstance(count, int) else 0)
+        for p in facts.get(f"gpu.{i}.processes") or []
+        if isinstance(p, dict) and isinstance(p.get("pid"), int)
+    ]
 
 
-def fleet_check(address: str, *, bench: bool = False, timeout_s: float = 300.0, all_nodes: bool = False,
-                price_per_gpu_hour: float | None = None, currency: str = "USD",
-                store: str | Path | bool | None = None,
-                progress: Callable[[int, int, str], None] = lambda _done, _total, _what: None) -> FleetReport:
+def fleet_check(
+    address: str,
+    *,
+    bench: bool = False,
+    timeout_s: float = 300.0,
+    all_nodes: bool = False,
+    price_per_gpu_hour: float | None = None,
+    currency: str = "USD",
+    store: str | Path | bool | None = None,
+    progress: Callable[[int, int, str], None] = lambda _done, _total, _what: None,
+) -> FleetReport:
     """Check every alive node with GPUs (`all_nodes`: every alive node) of the Ray cluster at `address`."""
     if timeout_s <= 0:
         raise UsageError("--timeout must be positive")
     report = FleetReport(address=address, started_s=time.time(), bench=bench)
     try:
-        report.nodes, report.notes = run_on_nodes(address, on_node, bench, timeout_s=timeout_s, all_nodes=all_nodes,
-                                                  progress=progress)
+        report.nodes, report.notes = run_on_nodes(
+            address, on_node, bench, timeout_s=timeout_s, all_nodes=all_nodes, progress=progress
+        )
     except FleetError as exc:
         raise GputriageError(str(exc)) from None
     compare.judge(report, price_per_gpu_hour, currency)

@@ -40,14 +40,35 @@ def parse_slo(text: str, percentile: int = 90) -> Slo:
         raise UsageError(str(exc)) from None
 
 
-def load(url: str, *, concurrency: Sequence[int] = (), max_concurrency: int = 32, rates: Sequence[float] = (),
-         burstiness: float = 1.0, requests_per_step: int = 64, seconds_per_step: float = 60.0, warmup: int = 2,
-         input_tokens: int = 256, output_tokens: int = 128, spread: float = 0.0, long_prompt_share: float = 0.0,
-         long_prompt_factor: float = 8.0, long_prompt_control: bool = True, prompts_file: str | Path | None = None,
-         chat: bool = False, model: str | None = None, slo: Slo | None = None, timeout_s: float = 120.0,
-         ignore_eos: bool = False, tokenizer: str | Path | None = None, metrics: bool = True,
-         sample_gpus: bool = True, weight_bytes: float | None = None,
-         store: str | Path | bool | None = None, progress: Callable[[str], None] = lambda _s: None) -> LoadReport:
+def load(
+    url: str,
+    *,
+    concurrency: Sequence[int] = (),
+    max_concurrency: int = 32,
+    rates: Sequence[float] = (),
+    burstiness: float = 1.0,
+    requests_per_step: int = 64,
+    seconds_per_step: float = 60.0,
+    warmup: int = 2,
+    input_tokens: int = 256,
+    output_tokens: int = 128,
+    spread: float = 0.0,
+    long_prompt_share: float = 0.0,
+    long_prompt_factor: float = 8.0,
+    long_prompt_control: bool = True,
+    prompts_file: str | Path | None = None,
+    chat: bool = False,
+    model: str | None = None,
+    slo: Slo | None = None,
+    timeout_s: float = 120.0,
+    ignore_eos: bool = False,
+    tokenizer: str | Path | None = None,
+    metrics: bool = True,
+    sample_gpus: bool = True,
+    weight_bytes: float | None = None,
+    store: str | Path | bool | None = None,
+    progress: Callable[[str], None] = lambda _s: None,
+) -> LoadReport:
     """Load an OpenAI-compatible server step by step and judge it. `concurrency` (default 1, 2, 4, ... up to
     `max_concurrency`) or `rates` (requests/s, gamma-distributed gaps: `burstiness` 1 is Poisson, lower is
     burstier); every step bounded by `requests_per_step` and `seconds_per_step`; `warmup` requests first, not
@@ -61,14 +82,30 @@ def load(url: str, *, concurrency: Sequence[int] = (), max_concurrency: int = 32
         import aiohttp  # noqa: F401
     except ImportError:
         raise GputriageError("`gputriage load` needs aiohttp: pip install 'gputriage[load]'") from None
-    config = LoadConfig(url=url, concurrency=concurrency, max_concurrency=max_concurrency, rates=rates,
-                        burstiness=burstiness, requests_per_step=requests_per_step,
-                        seconds_per_step=seconds_per_step, warmup=warmup, input_tokens=input_tokens,
-                        output_tokens=output_tokens, spread=spread, long_prompt_share=long_prompt_share,
-                        long_prompt_factor=long_prompt_factor, long_prompt_control=long_prompt_control,
-                        prompts_file=Path(prompts_file) if prompts_file else None, chat=chat, model=model, slo=slo,
-                        timeout_s=timeout_s, ignore_eos=ignore_eos, tokenizer=Path(tokenizer) if tokenizer else None,
-                        metrics=metrics)
+    config = LoadConfig(
+        url=url,
+        concurrency=concurrency,
+        max_concurrency=max_concurrency,
+        rates=rates,
+        burstiness=burstiness,
+        requests_per_step=requests_per_step,
+        seconds_per_step=seconds_per_step,
+        warmup=warmup,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        spread=spread,
+        long_prompt_share=long_prompt_share,
+        long_prompt_factor=long_prompt_factor,
+        long_prompt_control=long_prompt_control,
+        prompts_file=Path(prompts_file) if prompts_file else None,
+        chat=chat,
+        model=model,
+        slo=slo,
+        timeout_s=timeout_s,
+        ignore_eos=ignore_eos,
+        tokenizer=Path(tokenizer) if tokenizer else None,
+        metrics=metrics,
+    )
     if weight_bytes is not None and not (math.isfinite(weight_bytes) and weight_bytes > 0):
         raise UsageError(f"the weights' size {weight_bytes:g} bytes: a positive number")
     check_store(store)  # a store that cannot be written is said before the sweep, not after it
@@ -80,8 +117,13 @@ def load(url: str, *, concurrency: Sequence[int] = (), max_concurrency: int = 32
         raise GputriageError(str(exc)) from None
     bandwidth = _bandwidth_gbs(store, measured.meta.gpu_names) if weight_bytes else None
     report = judge(measured, bandwidth, weight_bytes)
-    sweep = ["--rate", ",".join(f"{r:g}" for r in rates)] if rates else \
-        ["--concurrency", ",".join(str(c) for c in concurrency)] if concurrency else []
+    sweep = (
+        ["--rate", ",".join(f"{r:g}" for r in rates)]
+        if rates
+        else ["--concurrency", ",".join(str(c) for c in concurrency)]
+        if concurrency
+        else []
+    )
     report.findings = with_verify(report.findings, Context("load", load_args=[measured.meta.url, *sweep]))
     if report.steps:
         keep_report(report, "load", [measured.meta.url], store)
@@ -102,8 +144,11 @@ class _GpuSampler:
             return None
         sampler = Sampler(nvml, Host(), gpus, cadences=Cadences(gpu_s=0.2, ring_s=min(86_400.0, seconds + 900)))
         sampler.start()
-        return cls(sampler, [info[i].name or "?" for i in gpus],
-                   {i: info[i].memory_total_bytes or 0 for i in gpus if info[i].memory_total_bytes})
+        return cls(
+            sampler,
+            [info[i].name or "?" for i in gpus],
+            {i: info[i].memory_total_bytes or 0 for i in gpus if info[i].memory_total_bytes},
+        )
 
     def stop(self) -> list[Sample]:
         samples = list(self.sampler.recent)

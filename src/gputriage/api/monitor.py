@@ -39,16 +39,27 @@ class Monitor:
     full the GPU is, and another samples its Python threads' stacks (`gputriage.inworkload.stack_sampler`): the
     report names the lines of the block where the host's time went (`m.report.stacks`)."""
 
-    def __init__(self, *, store: str | Path | bool | None = False, budget: str | Path | None = None,
-                 period_s: float | None = None, use_gpm: bool = True, kind: str = "monitor",
-                 pid: int | None = -1, isolated: bool = True, price_per_gpu_hour: float | None = None,
-                 currency: str | None = None, allocator_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        store: str | Path | bool | None = False,
+        budget: str | Path | None = None,
+        period_s: float | None = None,
+        use_gpm: bool = True,
+        kind: str = "monitor",
+        pid: int | None = -1,
+        isolated: bool = True,
+        price_per_gpu_hour: float | None = None,
+        currency: str | None = None,
+        allocator_dir: str | None = None,
+    ) -> None:
         """`allocator_dir`: where this process's PyTorch allocator counters are reported (the sampler process
         of an isolated monitor is given its caller's)."""
         self._store, self._budget_path, self._period_s, self._use_gpm = store, budget, period_s, use_gpm
         price, unit = configured_price()  # the config file's, unless given: what the GPU time costs
-        self._price, self._currency = (price_per_gpu_hour, currency or unit) if price_per_gpu_hour is not None \
-            else (price, unit)
+        self._price, self._currency = (
+            (price_per_gpu_hour, currency or unit) if price_per_gpu_hour is not None else (price, unit)
+        )
         self._budget = open_budget(budget)
         self.kind, self.isolated = kind, isolated
         self.pid = os.getpid() if pid == -1 else pid  # None: no process tree (a watch of the machine)
@@ -93,8 +104,15 @@ class Monitor:
 
     def _enter_here(self) -> Monitor:
         self._db = open_store(self._store)
-        self.session = s = Session(PynvmlBackend(record=False, bounded=False), Host(), self._db, self.kind,
-                                   [self.kind], period_s=self._period_s, use_gpm=self._use_gpm)
+        self.session = s = Session(
+            PynvmlBackend(record=False, bounded=False),
+            Host(),
+            self._db,
+            self.kind,
+            [self.kind],
+            period_s=self._period_s,
+            use_gpm=self._use_gpm,
+        )
         s.meta.price_per_gpu_hour, s.meta.currency = self._price, self._currency
         if self._allocator_dir is not None:
             s.sampler.progress = ProgressReader(self._allocator_dir)
@@ -107,13 +125,26 @@ class Monitor:
         return self
 
     def _enter_child(self) -> Monitor:
-        options = {"store": str(self._store) if isinstance(self._store, (str, Path)) else self._store,
-                   "budget": str(self._budget_path) if self._budget_path else None, "period_s": self._period_s,
-                   "use_gpm": self._use_gpm, "kind": self.kind, "pid": self.pid,
-                   "allocator_dir": self._allocator_dir}
-        self._child = subprocess.Popen([sys.executable, "-c", "from gputriage.api.monitor import _monitor_child; "
-                                                              "_monitor_child()",
-                                        json.dumps(options)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        options = {
+            "store": str(self._store) if isinstance(self._store, (str, Path)) else self._store,
+            "budget": str(self._budget_path) if self._budget_path else None,
+            "period_s": self._period_s,
+            "use_gpm": self._use_gpm,
+            "kind": self.kind,
+            "pid": self.pid,
+            "allocator_dir": self._allocator_dir,
+        }
+        self._child = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from gputriage.api.monitor import _monitor_child; _monitor_child()",
+                json.dumps(options),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self._child.stdout is not None
         first = self._child.stdout.readline().strip()
         if first != "sampling":
@@ -176,10 +207,14 @@ def _monitor_child() -> None:
     sys.stdout.write(msgspec.json.encode(m.report).decode())
 
 
-def monitor(*, store: str | Path | bool | None = False, budget: str | Path | None = None,
-            period_s: float | None = None, use_gpm: bool = True, isolated: bool = True) -> Monitor:
+def monitor(
+    *,
+    store: str | Path | bool | None = False,
+    budget: str | Path | None = None,
+    period_s: float | None = None,
+    use_gpm: bool = True,
+    isolated: bool = True,
+) -> Monitor:
     """Sample the GPUs, the host and this process around a block of code: `with gputriage.monitor() as m:`,
     then `m.report` (a RunReport of kind "monitor"). Kept in the store only when `store` names one."""
     return Monitor(store=store, budget=budget, period_s=period_s, use_gpm=use_gpm, isolated=isolated)
-
-

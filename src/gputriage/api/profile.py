@@ -33,8 +33,10 @@ def running_gate(run_id: int, store: str | Path | None = None) -> tuple[Path, in
     meta = row["meta"] if isinstance(row["meta"], dict) else {}
     gate, pid = meta.get("profile_gate"), meta.get("gputriage_pid")
     if not isinstance(gate, str) or not gate:
-        raise GputriageError(f"run {run_id} runs without a profiler (`--no-profile`, or not a Python command): "
-                             "no window can be asked for")
+        raise GputriageError(
+            f"run {run_id} runs without a profiler (`--no-profile`, or not a Python command): "
+            "no window can be asked for"
+        )
     if isinstance(pid, int) and not _alive(pid):
         raise GputriageError(f"run {run_id} is not running (its gputriage, pid {pid}, is gone)")
     if not (Path(gate) / ASKS).is_dir():
@@ -52,8 +54,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def ask_profile(run_id: int, store: str | Path | None = None, out: str | Path | None = None,
-                wait_s: float = WAIT_S, said: Callable[[dict[str, Any]], None] = lambda _a: None) -> dict[str, Any]:
+def ask_profile(
+    run_id: int,
+    store: str | Path | None = None,
+    out: str | Path | None = None,
+    wait_s: float = WAIT_S,
+    said: Callable[[dict[str, Any]], None] = lambda _a: None,
+) -> dict[str, Any]:
     """Ask a running run for a profile window and wait (up to `wait_s`; 0: not at all) for its trace. Returns the
     run's last answer: `state` ("asked", "written" or "failed"), `window`, `trace` (where it is or will be written),
     `window_s` or `error`. `said` sees each answer as it comes."""
@@ -75,8 +82,10 @@ def ask_profile(run_id: int, store: str | Path | None = None, out: str | Path | 
                 break
         waited = time.monotonic() - t0
         if last is None and waited > ANSWER_WITHIN_S:
-            raise GputriageError(f"run {run_id} did not take the request within {ANSWER_WITHIN_S:.0f} s "
-                                 "(is its gputriage still running?)")
+            raise GputriageError(
+                f"run {run_id} did not take the request within {ANSWER_WITHIN_S:.0f} s "
+                "(is its gputriage still running?)"
+            )
         if last is not None and waited > wait_s:
             break
         time.sleep(0.1)

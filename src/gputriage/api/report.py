@@ -38,11 +38,21 @@ def _head(path: Path, size: int = 256) -> bytes:
 
 def _decode(path: Path, kind: str) -> Reportable:
     """A report gputriage wrote with --json (plain or gzipped), back into its model."""
-    types: dict[str, type] = {"run": RunReport, "trace": TraceReport, "bench": BenchReport, "check": CheckReport,
-                              "checklist": ChecklistReport, "diff": Diff, "load": LoadReport, "fleet": FleetReport}
+    types: dict[str, type] = {
+        "run": RunReport,
+        "trace": TraceReport,
+        "bench": BenchReport,
+        "check": CheckReport,
+        "checklist": ChecklistReport,
+        "diff": Diff,
+        "load": LoadReport,
+        "fleet": FleetReport,
+    }
     if kind not in types:
-        raise GputriageError(f"{path}: a gputriage {kind} file has no HTML report (run, trace, bench, check, "
-                             "checklist, diff, load, fleet and snapshot files do)")
+        raise GputriageError(
+            f"{path}: a gputriage {kind} file has no HTML report (run, trace, bench, check, "
+            "checklist, diff, load, fleet and snapshot files do)"
+        )
     try:
         data, problem = read_salvaged(path)
     except OSError as exc:
@@ -50,14 +60,17 @@ def _decode(path: Path, kind: str) -> Reportable:
     if problem is not None:
         raise GputriageError(f"{path}: not a readable gzip file ({problem})")
     try:  # every string made safe to print and bounded: a report file is an attachment from anywhere
-        report: Reportable = msgspec.convert(safe_tree(msgspec.json.decode(data), KERNEL_CHARS, newline="\n"),
-                                             types[kind])
+        report: Reportable = msgspec.convert(
+            safe_tree(msgspec.json.decode(data), KERNEL_CHARS, newline="\n"), types[kind]
+        )
     except (msgspec.MsgspecError, RecursionError) as exc:
         raise GputriageError(f"{path}: not a readable gputriage {kind} report ({str(exc)[:300]})") from None
     if isinstance(report, CheckReport):  # its facts are a snapshot's: each of its declared type, as when one is read
         try:
-            report.facts = {name: value if isinstance(value, dict) and set(value) == {"unavailable"}
-                            else typed(name, value) for name, value in report.facts.items()}
+            report.facts = {
+                name: value if isinstance(value, dict) and set(value) == {"unavailable"} else typed(name, value)
+                for name, value in report.facts.items()
+            }
         except ValueError as exc:
             raise GputriageError(f"{path}: not a readable gputriage check report ({exc})") from None
     return report
@@ -116,4 +129,3 @@ def write_html(report: Reportable, output: str | Path) -> Path:
 def report(targets: Sequence[str], output: str | Path, store: str | Path | None = None) -> Path:
     """`gputriage report TARGET... -o FILE`: the page written to FILE."""
     return write_html(load_report(targets, store), output)
-

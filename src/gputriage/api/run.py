@@ -51,8 +51,7 @@ def command_line(command: Sequence[str | os.PathLike[str]] | str) -> list[str]:
         try:
             argv = [os.fspath(a) for a in command]
         except TypeError:
-            raise UsageError("the command's arguments must be text (or paths), as in ['python', 'train.py']") \
-                from None
+            raise UsageError("the command's arguments must be text (or paths), as in ['python', 'train.py']") from None
         if any(not isinstance(a, str) for a in argv):
             raise UsageError("the command's arguments must be text (or paths), as in ['python', 'train.py']")
     if not argv or not argv[0]:
@@ -60,13 +59,27 @@ def command_line(command: Sequence[str | os.PathLike[str]] | str) -> list[str]:
     return argv
 
 
-def run(command: Sequence[str | os.PathLike[str]] | str, *, store: str | Path | bool | None = None,
-        budget: str | Path | None = None, period_s: float | None = None, use_gpm: bool = True,
-        profile: bool | str | None = None, profile_steps: int = 10, profile_skip_s: float = 2.0,
-        keep_trace: str | Path | None = None, die_with_parent: bool = True, env: dict[str, str] | None = None,
-        stdout_to_stderr: bool = False, flops_per_token: float | None = None,
-        flops_per_step: float | None = None, price_per_gpu_hour: float | None = None,
-        currency: str | None = None, metric: str | None = None, baseline: str | None = None) -> RunReport:
+def run(
+    command: Sequence[str | os.PathLike[str]] | str,
+    *,
+    store: str | Path | bool | None = None,
+    budget: str | Path | None = None,
+    period_s: float | None = None,
+    use_gpm: bool = True,
+    profile: bool | str | None = None,
+    profile_steps: int = 10,
+    profile_skip_s: float = 2.0,
+    keep_trace: str | Path | None = None,
+    die_with_parent: bool = True,
+    env: dict[str, str] | None = None,
+    stdout_to_stderr: bool = False,
+    flops_per_token: float | None = None,
+    flops_per_step: float | None = None,
+    price_per_gpu_hour: float | None = None,
+    currency: str | None = None,
+    metric: str | None = None,
+    baseline: str | None = None,
+) -> RunReport:
     """Run a command (no shell, stdio passed through), sample the GPUs, the host and its process tree,
     and judge it. `command`: a list of arguments (`["python", "train.py"]`), or one string split as a shell
     would split it (`"python train.py --lr 3e-4"`; no shell runs it). `profile`: a Python command profiles
@@ -98,12 +111,26 @@ def run(command: Sequence[str | os.PathLike[str]] | str, *, store: str | Path | 
         raise UsageError(f"--profile needs a Python command (python script.py ..., torchrun ...), not {argv[0]!r}")
     if mode is None:  # where the counters cannot decide (more often without GPM), the profiler does
         mode = "auto" if inject.is_python(argv) else "off"
-    plan = RunPlan(argv=argv, env=dict(os.environ if env is None else env), profile=mode, profile_steps=profile_steps,
-                   profile_skip_s=profile_skip_s, keep_trace=Path(keep_trace) if keep_trace is not None else None,
-                   period_s=period_s, use_gpm=use_gpm, die_with_parent=die_with_parent,
-                   stdout_to_stderr=stdout_to_stderr, metric=pattern, flops_per_token=flops_per_token,
-                   flops_per_step=flops_per_step, price_per_gpu_hour=price, currency=unit, budget=limits,
-                   baseline=against, command=[utf8(a) for a in argv])  # as JSON can hold it; argv runs as given
+    plan = RunPlan(
+        argv=argv,
+        env=dict(os.environ if env is None else env),
+        profile=mode,
+        profile_steps=profile_steps,
+        profile_skip_s=profile_skip_s,
+        keep_trace=Path(keep_trace) if keep_trace is not None else None,
+        period_s=period_s,
+        use_gpm=use_gpm,
+        die_with_parent=die_with_parent,
+        stdout_to_stderr=stdout_to_stderr,
+        metric=pattern,
+        flops_per_token=flops_per_token,
+        flops_per_step=flops_per_step,
+        price_per_gpu_hour=price,
+        currency=unit,
+        budget=limits,
+        baseline=against,
+        command=[utf8(a) for a in argv],
+    )  # as JSON can hold it; argv runs as given
     db = open_store(store)
     try:
         return run_workload(plan, db)
@@ -113,8 +140,9 @@ def run(command: Sequence[str | os.PathLike[str]] | str, *, store: str | Path | 
         raise WorkloadError(str(exc), NOT_STARTED_EXIT.get(exc.reason, 126)) from None
 
 
-def show(run_id: int, store: str | Path | None = None, price_per_gpu_hour: float | None = None,
-         currency: str = "USD") -> RunReport:
+def show(
+    run_id: int, store: str | Path | None = None, price_per_gpu_hour: float | None = None, currency: str = "USD"
+) -> RunReport:
     """A stored run's report; a run whose gputriage died (or from an older store) is judged from the
     samples it kept. With a price, its cost is counted again at that price."""
     report = _show(run_id, store)
@@ -134,8 +162,9 @@ def _show(run_id: int, store: str | Path | None = None) -> RunReport:
         if row is None:
             raise GputriageError(f"no run {run_id} in {db.path}")
         if row["kind"] == "load":
-            raise GputriageError(f"{run_id} is a load test, not a run: `gputriage load --show {run_id}`, "
-                                 f"`gputriage report {run_id}`")
+            raise GputriageError(
+                f"{run_id} is a load test, not a run: `gputriage load --show {run_id}`, `gputriage report {run_id}`"
+            )
         if row["report"]:
             try:
                 return msgspec.json.decode(row["report"], type=RunReport)

@@ -28,8 +28,7 @@ def analyze_trace(paths: Sequence[str | Path] | str | Path) -> TraceReport:
     if not ranks:
         raise GputriageError("; ".join(problems) or "no trace given")
     report = judge([str(p) for p in files], ranks, problems)
-    report.findings = triage_order(with_verify(with_impact(report.findings),
-                                               Context("trace", trace_files=[str(p) for p in files])))
+    report.findings = triage_order(
+        with_verify(with_impact(report.findings), Context("trace", trace_files=[str(p) for p in files]))
+    )
     return report
-
-

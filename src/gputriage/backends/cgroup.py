@@ -117,8 +117,16 @@ def with_environ(c: Container, env: Mapping[str, str], namespace_file: str | Non
     in_kubernetes = "KUBERNETES_SERVICE_HOST" in env or c.pod_uid is not None
     pod = env.get("POD_NAME") or (env.get("HOSTNAME") if in_kubernetes else None)
     namespace = env.get("POD_NAMESPACE") or ((namespace_file or "").strip() or None)
-    return Container(cgroup=c.cgroup, runtime=c.runtime, id=c.id, pod_uid=c.pod_uid, qos=c.qos, pod=pod or None,
-                     namespace=namespace, name=env.get("CONTAINER_NAME") or None)
+    return Container(
+        cgroup=c.cgroup,
+        runtime=c.runtime,
+        id=c.id,
+        pod_uid=c.pod_uid,
+        qos=c.qos,
+        pod=pod or None,
+        namespace=namespace,
+        name=env.get("CONTAINER_NAME") or None,
+    )
 
 
 def owner(host: Host, pid: int) -> ProcessOwner:
@@ -127,18 +135,28 @@ def owner(host: Host, pid: int) -> ProcessOwner:
     info = host.process_info(pid)
     if isinstance(info, Unavailable) or not isinstance(info, dict):
         why = info.detail if isinstance(info, Unavailable) else "no process information"
-        return ProcessOwner(pid=pid, visible=not (isinstance(info, Unavailable) and info.reason == "not_found"),
-                            note=why)
+        return ProcessOwner(
+            pid=pid, visible=not (isinstance(info, Unavailable) and info.reason == "not_found"), note=why
+        )
     text = host.read_text(f"/proc/{pid}/cgroup")
     path = cgroup_path(text) if isinstance(text, str) else None
     container = container_of(path) if path is not None else None
     env = host.process_environ(pid, POD_ENV)
     if container is not None and isinstance(env, dict):
-        ns = host.read_text(f"/proc/{pid}/root{SERVICE_ACCOUNT_NAMESPACE}", limit=256) \
-            if "POD_NAMESPACE" not in env and ("KUBERNETES_SERVICE_HOST" in env or container.pod_uid) else None
+        ns = (
+            host.read_text(f"/proc/{pid}/root{SERVICE_ACCOUNT_NAMESPACE}", limit=256)
+            if "POD_NAMESPACE" not in env and ("KUBERNETES_SERVICE_HOST" in env or container.pod_uid)
+            else None
+        )
         container = with_environ(container, env, ns if isinstance(ns, str) else None)
     age = info.get("age_s")
     age_s = round(float(age), 1) if isinstance(age, (int, float)) else None
-    return ProcessOwner(pid=pid, name=info.get("name") or None, user=info.get("user") or None,
-                        cmdline=info.get("cmdline") or None, age_s=age_s, container=container,
-                        started_s=round(time.time() - age_s, 1) if age_s is not None and host.is_live else None)
+    return ProcessOwner(
+        pid=pid,
+        name=info.get("name") or None,
+        user=info.get("user") or None,
+        cmdline=info.get("cmdline") or None,
+        age_s=age_s,
+        container=container,
+        started_s=round(time.time() - age_s, 1) if age_s is not None and host.is_live else None,
+    )

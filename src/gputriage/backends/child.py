@@ -27,7 +27,9 @@ class ChildProbe:
         self.module = module
         self.proc = subprocess.Popen(
             [python or sys.executable, "-m", module, *args],
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
             text=True,
         )
         threading.Thread(target=self._pump, daemon=True).start()

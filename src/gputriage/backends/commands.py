@@ -18,8 +18,9 @@ class CommandResult:
 def run_command(argv: list[str], timeout_s: float = 5.0) -> Reading:
     """Run `argv`; a `CommandResult`, or `Unavailable` (not_installed, no_permission, timeout, error)."""
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s,
-                              stdin=subprocess.DEVNULL, errors="replace")
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL, errors="replace"
+        )
     except FileNotFoundError:
         return Unavailable("not_installed", f"{argv[0]} not found")
     except PermissionError as exc:

@@ -21,8 +21,7 @@ CLOCK_TICKS_PER_S = 100  # USER_HZ: the unit of /proc/PID/stat's times, 100 on x
 
 
 class Host:
-    def __init__(self, root: str | Path = "/", environ: dict[str, str] | None = None,
-                 cwd: str | None = None) -> None:
+    def __init__(self, root: str | Path = "/", environ: dict[str, str] | None = None, cwd: str | None = None) -> None:
         self.root = Path(root)
         self.environ = dict(os.environ if environ is None else environ)
         self.cwd = cwd if cwd is not None else os.getcwd()
@@ -126,8 +125,12 @@ class Host:
             try:
                 p = psutil.Process(pid)
                 with p.oneshot():
-                    return {"name": p.name(), "user": p.username(), "cmdline": " ".join(p.cmdline())[:200],
-                            "age_s": max(0.0, time.time() - p.create_time())}
+                    return {
+                        "name": p.name(),
+                        "user": p.username(),
+                        "cmdline": " ".join(p.cmdline())[:200],
+                        "age_s": max(0.0, time.time() - p.create_time()),
+                    }
             except psutil.NoSuchProcess:
                 return Unavailable("not_found", f"pid {pid} is not in this PID namespace")
             except psutil.AccessDenied:
@@ -139,8 +142,12 @@ class Host:
             return Unavailable("not_found", f"pid {pid} is not in this PID namespace")
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         uid = fields.get("Uid", "").split()
-        return {"name": fields.get("Name", "").strip(), "user": self._user_name(uid[0]) if uid else "", "cmdline": "",
-                "age_s": self._recorded_age_s(pid)}
+        return {
+            "name": fields.get("Name", "").strip(),
+            "user": self._user_name(uid[0]) if uid else "",
+            "cmdline": "",
+            "age_s": self._recorded_age_s(pid),
+        }
 
     def _user_name(self, uid: str) -> str:
         """A recorded machine's user name for a uid, from its /etc/passwd (the uid where it does not say)."""
@@ -158,7 +165,7 @@ class Host:
         if not isinstance(stat, str) or not isinstance(uptime, str):
             return None
         try:
-            start_ticks = int(stat[stat.rindex(")") + 2:].split()[19])
+            start_ticks = int(stat[stat.rindex(")") + 2 :].split()[19])
             return max(0.0, float(uptime.split()[0]) - start_ticks / CLOCK_TICKS_PER_S)
         except (ValueError, IndexError):
             return None

@@ -30,8 +30,15 @@ GPM_PCIE_TX_PER_SEC = 20
 GPM_PCIE_RX_PER_SEC = 21
 GPM_NVLINK_RX_PER_SEC = 60  # all links, MiB/s
 GPM_NVLINK_TX_PER_SEC = 61
-GPM_DEFAULT_METRICS = (GPM_GRAPHICS_UTIL, GPM_SM_UTIL, GPM_SM_OCCUPANCY, GPM_ANY_TENSOR_UTIL,
-                       GPM_DRAM_BW_UTIL, GPM_PCIE_TX_PER_SEC, GPM_PCIE_RX_PER_SEC)
+GPM_DEFAULT_METRICS = (
+    GPM_GRAPHICS_UTIL,
+    GPM_SM_UTIL,
+    GPM_SM_OCCUPANCY,
+    GPM_ANY_TENSOR_UTIL,
+    GPM_DRAM_BW_UTIL,
+    GPM_PCIE_TX_PER_SEC,
+    GPM_PCIE_RX_PER_SEC,
+)
 
 # NVML field ids (nvml.h) and the scope that sums a counter over every link
 FI_NVLINK_SPEED_MBPS_COMMON = 90  # the active links' speed, MB/s each way
@@ -47,9 +54,12 @@ def field_key(field: int, scope: int) -> str:
 
 
 # the per-sample counters: (row key, NVML function, extra arguments)
-COUNTER_CALLS = (("util", "nvmlDeviceGetUtilizationRates", ()), ("power", "nvmlDeviceGetPowerUsage", ()),
-                 ("sm_clk", "nvmlDeviceGetClockInfo", (1,)),  # NVML_CLOCK_SM
-                 ("reasons", "nvmlDeviceGetCurrentClocksEventReasons", ()))
+COUNTER_CALLS = (
+    ("util", "nvmlDeviceGetUtilizationRates", ()),
+    ("power", "nvmlDeviceGetPowerUsage", ()),
+    ("sm_clk", "nvmlDeviceGetClockInfo", (1,)),  # NVML_CLOCK_SM
+    ("reasons", "nvmlDeviceGetCurrentClocksEventReasons", ()),
+)
 
 
 def call_key(fn: str, index: int | None, args: tuple[Any, ...] = ()) -> str:
@@ -113,8 +123,9 @@ class NvmlBackend:
         """A GPM sample; `into` is an earlier sample of this GPU whose buffer may be refilled."""
         raise NotImplementedError
 
-    def gpm_metrics(self, index: int, first: Any, second: Any,
-                    metric_ids: Iterable[int] = GPM_DEFAULT_METRICS) -> Reading:  # pragma: no cover
+    def gpm_metrics(
+        self, index: int, first: Any, second: Any, metric_ids: Iterable[int] = GPM_DEFAULT_METRICS
+    ) -> Reading:  # pragma: no cover
         raise NotImplementedError
 
     def gpm_free(self, sample: Any) -> None:  # pragma: no cover - interface
@@ -261,8 +272,9 @@ class PynvmlBackend(NvmlBackend):
             return {}
         calls = self._counters.get(index)
         if calls is None:
-            calls = self._counters[index] = [(key, getattr(pynvml, fn), args) for key, fn, args in COUNTER_CALLS
-                                             if hasattr(pynvml, fn)]
+            calls = self._counters[index] = [
+                (key, getattr(pynvml, fn), args) for key, fn, args in COUNTER_CALLS if hasattr(pynvml, fn)
+            ]
         row: dict[str, Any] = {}
         for entry in list(calls):
             key, fn, args = entry
@@ -334,8 +346,9 @@ class PynvmlBackend(NvmlBackend):
             self.records[f"gpm/{index}"] = encode(result)
         return result
 
-    def gpm_metrics(self, index: int, first: Any, second: Any,
-                    metric_ids: Iterable[int] = GPM_DEFAULT_METRICS) -> Reading:
+    def gpm_metrics(
+        self, index: int, first: Any, second: Any, metric_ids: Iterable[int] = GPM_DEFAULT_METRICS
+    ) -> Reading:
         import pynvml
 
         ids = list(metric_ids)
@@ -351,8 +364,11 @@ class PynvmlBackend(NvmlBackend):
             for i, mid in enumerate(ids):
                 req.metrics[i].metricId = mid
             pynvml.nvmlGpmMetricsGet(req)
-            values = {str(req.metrics[i].metricId): float(req.metrics[i].value)
-                      for i in range(len(ids)) if req.metrics[i].nvmlReturn == 0}
+            values = {
+                str(req.metrics[i].metricId): float(req.metrics[i].value)
+                for i in range(len(ids))
+                if req.metrics[i].nvmlReturn == 0
+            }
             return {"window_ms": 1000.0 * (second[1] - first[1]), "metrics": values}
 
         result = self._bounded(compute)

@@ -18,8 +18,15 @@ def compute_processes(nvml: NvmlBackend, gpus: list[int]) -> dict[int, list[dict
     for i in gpus:
         listed = nvml.call("nvmlDeviceGetComputeRunningProcesses", i)
         if isinstance(listed, list):
-            out[i] = [{"pid": int(p["pid"]), "used_bytes": int(u) if (u := p.get("usedGpuMemory")) is not None
-                       and int(u) < NVML_VALUE_NOT_AVAILABLE_FLOOR else None} for p in listed]
+            out[i] = [
+                {
+                    "pid": int(p["pid"]),
+                    "used_bytes": int(u)
+                    if (u := p.get("usedGpuMemory")) is not None and int(u) < NVML_VALUE_NOT_AVAILABLE_FLOOR
+                    else None,
+                }
+                for p in listed
+            ]
     return out
 
 

@@ -42,6 +42,7 @@ class ReplayNvml(NvmlBackend):
         reading = decode(recorded)
         return reading if isinstance(reading, Unavailable) else ("replay", index)
 
-    def gpm_metrics(self, index: int, first: Any, second: Any,
-                    metric_ids: Iterable[int] = GPM_DEFAULT_METRICS) -> Reading:
+    def gpm_metrics(
+        self, index: int, first: Any, second: Any, metric_ids: Iterable[int] = GPM_DEFAULT_METRICS
+    ) -> Reading:
         return self._answer(f"gpm/{index}")

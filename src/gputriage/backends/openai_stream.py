@@ -31,8 +31,12 @@ class BadAnswer(ValueError):
 
 
 def body(endpoint: str, model: str, prompt: str, max_tokens: int, ignore_eos: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "stream": True,
-                           "stream_options": {"include_usage": True}}
+    out: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     if endpoint.endswith("/chat/completions"):
         out["messages"] = [{"role": "user", "content": prompt}]
     else:
@@ -94,15 +98,22 @@ def _line(rec: RequestRecord, data: bytes, now: float, keep_text: bool) -> bool:
     return False
 
 
-async def stream(session: aiohttp.ClientSession, url: str, payload: dict[str, Any], timeout_s: float,
-                 long_prompt: bool = False, keep_text: bool = False) -> RequestRecord:
+async def stream(
+    session: aiohttp.ClientSession,
+    url: str,
+    payload: dict[str, Any],
+    timeout_s: float,
+    long_prompt: bool = False,
+    keep_text: bool = False,
+) -> RequestRecord:
     import aiohttp  # the `load` extra, imported by the load only
 
     rec = RequestRecord(sent_s=time.perf_counter(), long_prompt=long_prompt)
     rest = b""
     try:
-        async with session.post(url, json=payload, timeout=aiohttp.ClientTimeout(total=timeout_s),
-                                allow_redirects=False) as resp:
+        async with session.post(
+            url, json=payload, timeout=aiohttp.ClientTimeout(total=timeout_s), allow_redirects=False
+        ) as resp:
             if resp.status != 200:
                 await resp.content.read(MAX_LINE_BYTES)
                 rec.error = f"http_{resp.status}"
@@ -148,8 +159,10 @@ def session(connections: int) -> aiohttp.ClientSession:
     to the URL it is given only: no proxy from the environment (trust_env off), no redirect followed."""
     import aiohttp
 
-    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=max(1, connections), force_close=False),
-                                 timeout=aiohttp.ClientTimeout(total=None))
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=max(1, connections), force_close=False),
+        timeout=aiohttp.ClientTimeout(total=None),
+    )
 
 
 def _get(url: str, timeout_s: float) -> bytes:

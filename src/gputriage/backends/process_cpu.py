@@ -32,6 +32,9 @@ class ProcessCpuReader:
         self._last, self._last_t = seen, now
         if not r.processes:
             return None
-        return ProcessesCpu(cpu_pct=round(r.cpu_pct, 1), top_thread_pct=round(r.top_thread_pct, 1),
-                            read_mb_per_s=round(r.rchar_bytes_per_s / 1e6, 2) if r.io_complete else None,
-                            processes=r.processes)
+        return ProcessesCpu(
+            cpu_pct=round(r.cpu_pct, 1),
+            top_thread_pct=round(r.top_thread_pct, 1),
+            read_mb_per_s=round(r.rchar_bytes_per_s / 1e6, 2) if r.io_complete else None,
+            processes=r.processes,
+        )

@@ -53,10 +53,16 @@ def rates(prev: dict[int, ProcessDetail], seen: dict[int, ProcessDetail], dt_s: 
     def per_s(field: str) -> float:
         return sum(max(0.0, getattr(b, field) - getattr(a, field)) for a, b in both) / dt_s
 
-    return ProcessRates(processes=len(both), cpu_pct=100 * per_s("cpu_s"), top_thread_pct=top, main_thread_pct=main,
-                        read_bytes_per_s=per_s("read_bytes"), write_bytes_per_s=per_s("write_bytes"),
-                        rchar_bytes_per_s=per_s("read_chars"),
-                        io_complete=all(a.io_readable and b.io_readable for a, b in both))
+    return ProcessRates(
+        processes=len(both),
+        cpu_pct=100 * per_s("cpu_s"),
+        top_thread_pct=top,
+        main_thread_pct=main,
+        read_bytes_per_s=per_s("read_bytes"),
+        write_bytes_per_s=per_s("write_bytes"),
+        rchar_bytes_per_s=per_s("read_chars"),
+        io_complete=all(a.io_readable and b.io_readable for a, b in both),
+    )
 
 
 def read_details(processes: Iterable[Any]) -> dict[int, ProcessDetail]:

@@ -35,13 +35,13 @@ def keyed_values(text: str, keys: tuple[str, ...]) -> dict[str, int]:
         pos, after = -1, len(key)
         while True:  # the key at a line start, followed by ':' or ' '
             pos = text.find(key, pos + 1)
-            if pos < 0 or ((pos == 0 or text[pos - 1] == "\n") and text[pos + after:pos + after + 1] in (":", " ")):
+            if pos < 0 or ((pos == 0 or text[pos - 1] == "\n") and text[pos + after : pos + after + 1] in (":", " ")):
                 break
         if pos < 0:
             continue
         end = text.find("\n", pos)
         try:
-            out[key] = int(text[pos + after:end if end >= 0 else None].lstrip(": ").split()[0])
+            out[key] = int(text[pos + after : end if end >= 0 else None].lstrip(": ").split()[0])
         except (ValueError, IndexError):
             continue
     return out
@@ -101,8 +101,14 @@ def parse_net_dev(text: str) -> dict[str, dict[str, int]]:
         if len(v) < 16:
             continue
         out[name.strip()] = {
-            "rx_bytes": v[0], "rx_packets": v[1], "rx_errors": v[2], "rx_drops": v[3],
-            "tx_bytes": v[8], "tx_packets": v[9], "tx_errors": v[10], "tx_drops": v[11],
+            "rx_bytes": v[0],
+            "rx_packets": v[1],
+            "rx_errors": v[2],
+            "rx_drops": v[3],
+            "tx_bytes": v[8],
+            "tx_packets": v[9],
+            "tx_errors": v[10],
+            "tx_drops": v[11],
         }
     return out
 

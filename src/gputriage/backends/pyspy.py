@@ -51,8 +51,10 @@ def permission_hint(scope: int | None, euid: int | None = None) -> str:
         return f"{said}: no process may be traced until reboot"
     if scope == 2:
         return f"{said}: only root can (sudo)"
-    return (f"{said}: run it as root, give py-spy CAP_SYS_PTRACE (setcap cap_sys_ptrace+ep), or set "
-            "ptrace_scope to 0; in a container, --cap-add SYS_PTRACE")
+    return (
+        f"{said}: run it as root, give py-spy CAP_SYS_PTRACE (setcap cap_sys_ptrace+ep), or set "
+        "ptrace_scope to 0; in a container, --cap-add SYS_PTRACE"
+    )
 
 
 def why_failed(pid: int, stderr: str, scope: int | None = None, euid: int | None = None) -> Unavailable:

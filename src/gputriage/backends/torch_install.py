@@ -39,11 +39,19 @@ def build(root: str | None = None) -> dict[str, str | None] | None:
         return None
     found: dict[str, str | None] = {}
     for node in tree.body:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
-            node.target if isinstance(node, ast.AnnAssign) else None
+        target = (
+            node.targets[0]
+            if isinstance(node, ast.Assign) and len(node.targets) == 1
+            else node.target
+            if isinstance(node, ast.AnnAssign)
+            else None
+        )
         value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-        if isinstance(target, ast.Name) and isinstance(value, ast.Constant) and \
-                (value.value is None or isinstance(value.value, str)):
+        if (
+            isinstance(target, ast.Name)
+            and isinstance(value, ast.Constant)
+            and (value.value is None or isinstance(value.value, str))
+        ):
             found[target.id] = value.value
     version = found.get("__version__")
     if not version:

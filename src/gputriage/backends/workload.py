@@ -111,8 +111,14 @@ class Workload:
         return self.proc.pid
 
     @classmethod
-    def start(cls, argv: list[str], env: dict[str, str], die_with_parent: bool = True,
-              stdout_to_stderr: bool = False, metric: re.Pattern[str] | None = None) -> Workload | Unavailable:
+    def start(
+        cls,
+        argv: list[str],
+        env: dict[str, str],
+        die_with_parent: bool = True,
+        stdout_to_stderr: bool = False,
+        metric: re.Pattern[str] | None = None,
+    ) -> Workload | Unavailable:
         """`stdout_to_stderr`: the workload writes its standard output where gputriage's standard error goes
         (so gputriage's own stdout carries only its JSON report). `metric`: its output and errors go through
         gputriage, which keeps the numbers the pattern catches in them."""
@@ -120,13 +126,19 @@ class Workload:
         out_fd = _fd(sys.stderr, 2) if stdout_to_stderr else _fd(sys.stdout, 1)
         try:
             if metric is not None:
-                w = cls(subprocess.Popen(argv, env=env, preexec_fn=preexec, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE), die_with_parent)
-                w.taps = [MetricTap(w.proc.stdout, out_fd, metric, w.metric_points),
-                          MetricTap(w.proc.stderr, _fd(sys.stderr, 2), metric, w.metric_points)]
+                w = cls(
+                    subprocess.Popen(argv, env=env, preexec_fn=preexec, stdout=subprocess.PIPE, stderr=subprocess.PIPE),
+                    die_with_parent,
+                )
+                w.taps = [
+                    MetricTap(w.proc.stdout, out_fd, metric, w.metric_points),
+                    MetricTap(w.proc.stderr, _fd(sys.stderr, 2), metric, w.metric_points),
+                ]
                 return w
-            return cls(subprocess.Popen(argv, env=env, preexec_fn=preexec,
-                                        stdout=out_fd if stdout_to_stderr else None), die_with_parent)
+            return cls(
+                subprocess.Popen(argv, env=env, preexec_fn=preexec, stdout=out_fd if stdout_to_stderr else None),
+                die_with_parent,
+            )
         except FileNotFoundError:
             return Unavailable("not_found", f"{argv[0]}: command not found")
         except IsADirectoryError:

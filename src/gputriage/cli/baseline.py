@@ -10,15 +10,17 @@ import typer
 from gputriage.cli import exits
 from gputriage.cli.common import fail, print_json
 
-baseline_app = typer.Typer(help="Keep what a workload achieves, by name, to compare later runs with.",
-                           no_args_is_help=True)
+baseline_app = typer.Typer(
+    help="Keep what a workload achieves, by name, to compare later runs with.", no_args_is_help=True
+)
 
 
 @baseline_app.command("save")
 def save(
     name: str = typer.Argument(..., help="The baseline's name (not a number: numbers name runs)."),
-    run_ids: list[int] = typer.Argument(..., metavar="RUN", help="Run ids from `gputriage runs`: several runs "
-                                                                    "give the noise (median and spread)."),
+    run_ids: list[int] = typer.Argument(
+        ..., metavar="RUN", help="Run ids from `gputriage runs`: several runs give the noise (median and spread)."
+    ),
     store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Run store (SQLite)."),
     as_json: bool = typer.Option(False, "--json", help="Print the baseline as JSON."),
 ) -> None:
@@ -43,10 +45,12 @@ def diff(
     b: str = typer.Argument(..., metavar="B", help="A run id, or a baseline's name."),
     store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Run store (SQLite)."),
     as_json: bool = typer.Option(False, "--json", help="Print the diff as JSON."),
-    fail_on_regression: bool = typer.Option(False, "--fail-on-regression",
-                                            help=f"Exit {exits.FINDINGS} when B regressed against A beyond the noise."),
-    html: Optional[Path] = typer.Option(None, "--html", metavar="FILE",
-                                        help="Also write the diff as a self-contained HTML page."),
+    fail_on_regression: bool = typer.Option(
+        False, "--fail-on-regression", help=f"Exit {exits.FINDINGS} when B regressed against A beyond the noise."
+    ),
+    html: Optional[Path] = typer.Option(
+        None, "--html", metavar="FILE", help="Also write the diff as a self-contained HTML page."
+    ),
 ) -> None:
     """Two runs or baselines side by side: each figure's change, called only outside the measured noise, the
     verdicts, and what changed in the environment."""

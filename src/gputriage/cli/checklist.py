@@ -13,14 +13,20 @@ from gputriage.cli.common import fail, out, print_json
 
 def checklist(
     kind: str = typer.Argument(..., metavar="KIND", help="box, training or inference."),
-    run_id: Optional[int] = typer.Option(None, "--run", metavar="RUN", help="The stored run that decides the "
-                                                                           "training and inference items."),
-    source: Optional[Path] = typer.Option(None, "--from", metavar="SNAPSHOT", help="Decide the box items from a "
-                                                                                  "recorded snapshot."),
-    load_id: Optional[int] = typer.Option(None, "--load", metavar="ID", help="The stored load test (`gputriage "
-                                                                            "load`) that decides inference items."),
-    full: bool = typer.Option(False, "--full", help="Also measure the working directory's reads (~2 s, a 64 MiB "
-                                                    "temporary file): the storage item needs them."),
+    run_id: Optional[int] = typer.Option(
+        None, "--run", metavar="RUN", help="The stored run that decides the training and inference items."
+    ),
+    source: Optional[Path] = typer.Option(
+        None, "--from", metavar="SNAPSHOT", help="Decide the box items from a recorded snapshot."
+    ),
+    load_id: Optional[int] = typer.Option(
+        None, "--load", metavar="ID", help="The stored load test (`gputriage load`) that decides inference items."
+    ),
+    full: bool = typer.Option(
+        False,
+        "--full",
+        help="Also measure the working directory's reads (~2 s, a 64 MiB temporary file): the storage item needs them.",
+    ),
     store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Run store (SQLite)."),
     as_json: bool = typer.Option(False, "--json", help="Print the checklist as JSON."),
     fail_on_fail: bool = typer.Option(False, "--fail-on-fail", help=f"Exit {exits.FINDINGS} when an item fails."),

@@ -140,7 +140,13 @@ def spinner(first: str = "starting") -> Iterator[Callable[[str], None]]:
     """A one-line progress display on stderr (on a terminal only); yields what to call with what runs now."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
-                  transient=True, disable=not err.is_terminal) as progress:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
         task = progress.add_task(first, total=None)
         yield lambda what: progress.update(task, description=what)

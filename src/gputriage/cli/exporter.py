@@ -13,21 +13,32 @@ from gputriage.cli.common import err, fail
 
 
 def exporter(
-    listen: str = typer.Option("127.0.0.1", "--listen", metavar="ADDR",
-                               help="Address to bind. 127.0.0.1 by default: only this machine can scrape. Give "
-                                    "0.0.0.0 (or an interface's address) to let a Prometheus elsewhere in; "
-                                    "dcgm-exporter binds every interface."),
+    listen: str = typer.Option(
+        "127.0.0.1",
+        "--listen",
+        metavar="ADDR",
+        help="Address to bind. 127.0.0.1 by default: only this machine can scrape. Give "
+        "0.0.0.0 (or an interface's address) to let a Prometheus elsewhere in; "
+        "dcgm-exporter binds every interface.",
+    ),
     port: int = typer.Option(9400, "--port", metavar="PORT", help="dcgm-exporter's port by default."),
     period: float = typer.Option(0.5, "--period", metavar="S", help="Seconds between two GPU readings."),
     window: float = typer.Option(60.0, "--window", metavar="S", help="Seconds over which bottleneck shares count."),
-    check_every: float = typer.Option(60.0, "--check-every", metavar="S",
-                                      help="Run the check this often (its findings, Xid, PCIe replays); 0: never."),
-    price: Optional[float] = typer.Option(None, "--price", metavar="P", min=0.0,
-                                          help="Price per GPU-hour, served as gputriage_price_per_gpu_hour for the "
-                                               "dashboard's cost panels (default: price_per_gpu_hour under [cost] in "
-                                               "the config file; none is assumed)."),
-    currency: Optional[str] = typer.Option(None, "--currency", help="Currency of --price (default: the config "
-                                                                     "file's, else USD)."),
+    check_every: float = typer.Option(
+        60.0, "--check-every", metavar="S", help="Run the check this often (its findings, Xid, PCIe replays); 0: never."
+    ),
+    price: Optional[float] = typer.Option(
+        None,
+        "--price",
+        metavar="P",
+        min=0.0,
+        help="Price per GPU-hour, served as gputriage_price_per_gpu_hour for the "
+        "dashboard's cost panels (default: price_per_gpu_hour under [cost] in "
+        "the config file; none is assumed).",
+    ),
+    currency: Optional[str] = typer.Option(
+        None, "--currency", help="Currency of --price (default: the config file's, else USD)."
+    ),
 ) -> None:
     """Serve each GPU's readings at /metrics under dcgm-exporter's names and units (DCGM_FI_DEV_GPU_UTIL,
     DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_POWER_USAGE, ...), so existing dashboards work,
@@ -44,12 +55,22 @@ def exporter(
     for s in (signal.SIGINT, signal.SIGTERM):  # from the start: a stop asked during start-up is not lost
         signal.signal(s, lambda *_: done.set())
     try:
-        ex = start_exporter(listen=listen, port=port, period_s=period, window_s=window, check_every_s=check_every,
-                            price_per_gpu_hour=price, currency=currency)
+        ex = start_exporter(
+            listen=listen,
+            port=port,
+            period_s=period,
+            window_s=window,
+            check_every_s=check_every,
+            price_per_gpu_hour=price,
+            currency=currency,
+        )
     except GputriageError as exc:
         fail(str(exc), exits.BAD_INPUT)
-    gpus = f"{len(ex.gpus)} GPU{'s' if len(ex.gpus) != 1 else ''}" if ex.gpus else \
-        f"no GPU: {ex.system.get('nvml', 'NVML sees none')}"
+    gpus = (
+        f"{len(ex.gpus)} GPU{'s' if len(ex.gpus) != 1 else ''}"
+        if ex.gpus
+        else f"no GPU: {ex.system.get('nvml', 'NVML sees none')}"
+    )
     err.print(f"serving {ex.url} ({gpus}); Ctrl-C to stop", highlight=False, soft_wrap=True)
     while not done.wait(1.0):  # a timed wait: the signal's handler runs at once on every platform
         pass

@@ -10,26 +10,53 @@ import typer
 from gputriage.cli import exits
 from gputriage.cli.common import FAIL_ON_HELP, api_errors, err, exit_for, fail, out, parse_fail_on, print_json
 
-fleet_app = typer.Typer(help="Check (and quick-bench) every GPU node of a Ray cluster; find the node that is off.",
-                        no_args_is_help=True, rich_markup_mode=None)
+fleet_app = typer.Typer(
+    help="Check (and quick-bench) every GPU node of a Ray cluster; find the node that is off.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 
 
-def _run(address: str, bench: bool, timeout: float, all_nodes: bool, price: Optional[float], currency: str,
-         store_path: Optional[Path], no_store: bool, as_json: bool, fail_on: str) -> None:
+def _run(
+    address: str,
+    bench: bool,
+    timeout: float,
+    all_nodes: bool,
+    price: Optional[float],
+    currency: str,
+    store_path: Optional[Path],
+    no_store: bool,
+    as_json: bool,
+    fail_on: str,
+) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from gputriage.api.fleet import fleet_check
 
     threshold = parse_fail_on(fail_on)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True, disable=not err.is_terminal) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
         task = progress.add_task("joining the cluster", total=None)
         with api_errors():
-            report = fleet_check(address, bench=bench, timeout_s=timeout, all_nodes=all_nodes,
-                                 price_per_gpu_hour=price, currency=currency,
-                                 store=False if no_store else store_path,
-                                 progress=lambda done, total, what: progress.update(
-                                     task, completed=done, total=total, description=f"nodes ({what})"))
+            report = fleet_check(
+                address,
+                bench=bench,
+                timeout_s=timeout,
+                all_nodes=all_nodes,
+                price_per_gpu_hour=price,
+                currency=currency,
+                store=False if no_store else store_path,
+                progress=lambda done, total, what: progress.update(
+                    task, completed=done, total=total, description=f"nodes ({what})"
+                ),
+            )
     if as_json:
         print_json(report)
     else:
@@ -53,9 +80,17 @@ FAIL_ON = typer.Option("critical", "--fail-on", metavar="LEVEL", help=FAIL_ON_HE
 
 
 @fleet_app.command("check")
-def check(address: str = RAY, timeout: float = TIMEOUT, all_nodes: bool = ALL, price: Optional[float] = PRICE,
-          currency: str = CURRENCY, store_path: Optional[Path] = STORE, no_store: bool = NO_STORE,
-          as_json: bool = JSON, fail_on: str = FAIL_ON) -> None:
+def check(
+    address: str = RAY,
+    timeout: float = TIMEOUT,
+    all_nodes: bool = ALL,
+    price: Optional[float] = PRICE,
+    currency: str = CURRENCY,
+    store_path: Optional[Path] = STORE,
+    no_store: bool = NO_STORE,
+    as_json: bool = JSON,
+    fail_on: str = FAIL_ON,
+) -> None:
     """Run `check` on every node with GPUs, one task pinned to each: findings by node, nodes whose figures
     fall below the fleet's (PCIe link, SM clock, power limit), drift in driver/CUDA/torch/ECC/power limit,
     the idle share. Exit 1 when a node failed or is an outlier, or a node's finding is at or above --fail-on;
@@ -64,11 +99,18 @@ def check(address: str = RAY, timeout: float = TIMEOUT, all_nodes: bool = ALL, p
 
 
 @fleet_app.command("bench")
-def bench(address: str = RAY, quick: bool = typer.Option(True, "--quick/--no-quick",
-                                                         help="Only the quick bench is run on a fleet."),
-          timeout: float = TIMEOUT, all_nodes: bool = ALL, price: Optional[float] = PRICE, currency: str = CURRENCY,
-          store_path: Optional[Path] = STORE, no_store: bool = NO_STORE, as_json: bool = JSON,
-          fail_on: str = FAIL_ON) -> None:
+def bench(
+    address: str = RAY,
+    quick: bool = typer.Option(True, "--quick/--no-quick", help="Only the quick bench is run on a fleet."),
+    timeout: float = TIMEOUT,
+    all_nodes: bool = ALL,
+    price: Optional[float] = PRICE,
+    currency: str = CURRENCY,
+    store_path: Optional[Path] = STORE,
+    no_store: bool = NO_STORE,
+    as_json: bool = JSON,
+    fail_on: str = FAIL_ON,
+) -> None:
     """`fleet check` plus `bench --quick` on each node: its bf16 rate and memory bandwidth set against the fleet's."""
     if not quick:
         fail("on a fleet only `bench --quick` runs (a full bench holds each GPU for minutes)", exits.USAGE)

@@ -42,8 +42,10 @@ def _cut_exit(report: LoadReport) -> int:
     code = exits.INTERRUPTED if report.cut.signal == "SIGINT" else exits.TERMINATED
     kept = f" and kept as load {report.id}" if report.id is not None else ""
     done = len(report.steps)
-    sys.stderr.write(f"gputriage: the sweep was cut at step {report.cut.step} of {report.cut.steps} "
-                     f"({report.cut.signal}): {done} finished step{'s' * (done != 1)} printed{kept}\n")
+    sys.stderr.write(
+        f"gputriage: the sweep was cut at step {report.cut.step} of {report.cut.steps} "
+        f"({report.cut.signal}): {done} finished step{'s' * (done != 1)} printed{kept}\n"
+    )
     return code
 
 
@@ -57,44 +59,77 @@ def _numbers(text: Optional[str], kind: type, what: str) -> list:
 
 
 def load(
-    url: Optional[str] = typer.Argument(None, metavar="URL", help="The server, e.g. http://localhost:8000 "
-                                                                  "(OpenAI-compatible: /v1/completions, /v1/models)."),
-    concurrency: Optional[str] = typer.Option(None, "--concurrency", metavar="N,N,...",
-                                              help="The sweep's steps (default 1, 2, 4, ... up to --max-concurrency)."),
+    url: Optional[str] = typer.Argument(
+        None,
+        metavar="URL",
+        help="The server, e.g. http://localhost:8000 (OpenAI-compatible: /v1/completions, /v1/models).",
+    ),
+    concurrency: Optional[str] = typer.Option(
+        None,
+        "--concurrency",
+        metavar="N,N,...",
+        help="The sweep's steps (default 1, 2, 4, ... up to --max-concurrency).",
+    ),
     max_concurrency: int = typer.Option(32, "--max-concurrency", metavar="N", help="The sweep's last step."),
-    rate: Optional[str] = typer.Option(None, "--rate", metavar="R,R,...",
-                                       help="Request-rate runs instead of a sweep: requests/s, one step each."),
-    burstiness: float = typer.Option(1.0, "--burstiness", metavar="B",
-                                     help="Gamma shape of the gaps between arrivals: 1 is Poisson, lower is burstier."),
+    rate: Optional[str] = typer.Option(
+        None, "--rate", metavar="R,R,...", help="Request-rate runs instead of a sweep: requests/s, one step each."
+    ),
+    burstiness: float = typer.Option(
+        1.0,
+        "--burstiness",
+        metavar="B",
+        help="Gamma shape of the gaps between arrivals: 1 is Poisson, lower is burstier.",
+    ),
     requests: int = typer.Option(64, "--requests", metavar="N", help="Requests per step, at most."),
     seconds: float = typer.Option(60.0, "--seconds", metavar="S", help="Seconds per step, at most."),
     warmup: int = typer.Option(2, "--warmup", metavar="N", help="Requests before the first step, not counted."),
     input_tokens: int = typer.Option(256, "--input-tokens", metavar="N", help="Synthetic prompts' mean length."),
     output_tokens: int = typer.Option(128, "--output-tokens", metavar="N", help="max_tokens of every request."),
-    spread: float = typer.Option(0.0, "--spread", metavar="F", help="Prompt length's standard deviation, as a "
-                                                                    "share of the mean."),
-    long_prompts: float = typer.Option(0.0, "--long-prompts", metavar="SHARE", help="A mix: this share of prompts "
-                                                                                     "is --long-factor times longer."),
+    spread: float = typer.Option(
+        0.0, "--spread", metavar="F", help="Prompt length's standard deviation, as a share of the mean."
+    ),
+    long_prompts: float = typer.Option(
+        0.0, "--long-prompts", metavar="SHARE", help="A mix: this share of prompts is --long-factor times longer."
+    ),
     long_factor: float = typer.Option(8.0, "--long-factor", metavar="X"),
-    control: bool = typer.Option(True, "--control/--no-control", help="With --long-prompts: run each step again "
-                                 "with every prompt at the normal length, to measure what the long ones cost."),
-    prompts: Optional[Path] = typer.Option(None, "--prompts", metavar="FILE.jsonl",
-                                           help='Prompts to send in turn: {"prompt": ..., "max_tokens": ...} a line.'),
+    control: bool = typer.Option(
+        True,
+        "--control/--no-control",
+        help="With --long-prompts: run each step again "
+        "with every prompt at the normal length, to measure what the long ones cost.",
+    ),
+    prompts: Optional[Path] = typer.Option(
+        None,
+        "--prompts",
+        metavar="FILE.jsonl",
+        help='Prompts to send in turn: {"prompt": ..., "max_tokens": ...} a line.',
+    ),
     chat: bool = typer.Option(False, "--chat", help="Use /v1/chat/completions."),
-    model: Optional[str] = typer.Option(None, "--model", metavar="NAME",
-                                        help="The model to ask for (default: /v1/models' first)."),
-    slo: Optional[str] = typer.Option(None, "--slo", metavar="SPEC", help="e.g. ttft=500ms,tpot=50ms (also itl, "
-                                                                          "e2e): goodput and the knee by it."),
+    model: Optional[str] = typer.Option(
+        None, "--model", metavar="NAME", help="The model to ask for (default: /v1/models' first)."
+    ),
+    slo: Optional[str] = typer.Option(
+        None, "--slo", metavar="SPEC", help="e.g. ttft=500ms,tpot=50ms (also itl, e2e): goodput and the knee by it."
+    ),
     slo_percentile: int = typer.Option(90, "--slo-percentile", metavar="P", help="50, 90 or 99."),
     timeout: float = typer.Option(120.0, "--timeout", metavar="S", help="Per request."),
     ignore_eos: bool = typer.Option(False, "--ignore-eos", help="Ask for exactly --output-tokens (vLLM, SGLang)."),
-    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", metavar="PATH", help="Count the tokens the "
-                                            "server's usage lacks with this tokenizer (a local tokenizer.json or "
-                                            "the model's folder; nothing is downloaded). Else one per chunk."),
+    tokenizer: Optional[str] = typer.Option(
+        None,
+        "--tokenizer",
+        metavar="PATH",
+        help="Count the tokens the "
+        "server's usage lacks with this tokenizer (a local tokenizer.json or "
+        "the model's folder; nothing is downloaded). Else one per chunk.",
+    ),
     no_metrics: bool = typer.Option(False, "--no-metrics", help="Do not scrape the server's /metrics."),
     no_gpus: bool = typer.Option(False, "--no-gpus", help="Do not sample this machine's GPUs."),
-    weights_gb: Optional[float] = typer.Option(None, "--weights-gb", metavar="GB", help="The model's weights in GB: "
-                                               "decode is set against memory bandwidth / weights."),
+    weights_gb: Optional[float] = typer.Option(
+        None,
+        "--weights-gb",
+        metavar="GB",
+        help="The model's weights in GB: decode is set against memory bandwidth / weights.",
+    ),
     show: Optional[int] = typer.Option(None, "--show", metavar="ID", help="Show a kept load test, and exit."),
     store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Where it is kept (SQLite)."),
     no_store: bool = typer.Option(False, "--no-store", help="Do not keep it."),
@@ -120,21 +155,39 @@ def load(
                 fail("give the server's URL (or --show ID)", exits.USAGE)
             with spinner() as say:
                 report = run_load(
-                    url, concurrency=_numbers(concurrency, int, "--concurrency"), max_concurrency=max_concurrency,
-                    rates=_numbers(rate, float, "--rate"), burstiness=burstiness, requests_per_step=requests,
-                    seconds_per_step=seconds, warmup=warmup, input_tokens=input_tokens, output_tokens=output_tokens,
-                    spread=spread, long_prompt_share=long_prompts, long_prompt_factor=long_factor,
-                    long_prompt_control=control, tokenizer=tokenizer,
-                    prompts_file=prompts, chat=chat, model=model,
-                    slo=parse_slo(slo, slo_percentile) if slo else None, timeout_s=timeout, ignore_eos=ignore_eos,
-                    metrics=not no_metrics, sample_gpus=not no_gpus,
+                    url,
+                    concurrency=_numbers(concurrency, int, "--concurrency"),
+                    max_concurrency=max_concurrency,
+                    rates=_numbers(rate, float, "--rate"),
+                    burstiness=burstiness,
+                    requests_per_step=requests,
+                    seconds_per_step=seconds,
+                    warmup=warmup,
+                    input_tokens=input_tokens,
+                    output_tokens=output_tokens,
+                    spread=spread,
+                    long_prompt_share=long_prompts,
+                    long_prompt_factor=long_factor,
+                    long_prompt_control=control,
+                    tokenizer=tokenizer,
+                    prompts_file=prompts,
+                    chat=chat,
+                    model=model,
+                    slo=parse_slo(slo, slo_percentile) if slo else None,
+                    timeout_s=timeout,
+                    ignore_eos=ignore_eos,
+                    metrics=not no_metrics,
+                    sample_gpus=not no_gpus,
                     weight_bytes=weights_gb * 1e9 if weights_gb is not None else None,
                     store=False if no_store else store_path,
-                    progress=say)
+                    progress=say,
+                )
             if report.cut is not None and not report.steps:
-                fail(f"the sweep was cut at step {report.cut.step} of {report.cut.steps} ({report.cut.signal}) "
-                     "before a step finished: nothing to show or keep",
-                     exits.INTERRUPTED if report.cut.signal == "SIGINT" else exits.TERMINATED)
+                fail(
+                    f"the sweep was cut at step {report.cut.step} of {report.cut.steps} ({report.cut.signal}) "
+                    "before a step finished: nothing to show or keep",
+                    exits.INTERRUPTED if report.cut.signal == "SIGINT" else exits.TERMINATED,
+                )
     if as_json:
         print_json(report)
     else:

@@ -43,6 +43,7 @@ app = typer.Typer(
 
 def _pipe_safe(command: Callable[..., None]) -> Callable[..., None]:
     """A reader that stops early (`gputriage rules | head`) is not an error: stop writing, exit 0."""
+
     @functools.wraps(command)
     def wrapped(*args: object, **kwargs: object) -> None:
         try:
@@ -55,8 +56,22 @@ def _pipe_safe(command: Callable[..., None]) -> Callable[..., None]:
     return wrapped
 
 
-for _command in (check, bench, snapshot, rules, watch, trace, runs, show, diff, checklist, report, load,
-                 exporter, profile):
+for _command in (
+    check,
+    bench,
+    snapshot,
+    rules,
+    watch,
+    trace,
+    runs,
+    show,
+    diff,
+    checklist,
+    report,
+    load,
+    exporter,
+    profile,
+):
     app.command()(_pipe_safe(_command))
 app.add_typer(baseline_app, name="baseline")
 app.add_typer(fleet_app, name="fleet")
@@ -71,21 +86,50 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version.")) -> None:
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
     pass
 
 
 # what the terminal renderers draw, for a terminal or file that cannot take UTF-8 (LANG=C, latin-1)
-ASCII = {"█": "#", "▁": "_", "▂": "_", "▃": "-", "▄": "-", "▅": "=", "▆": "=", "▇": "#", "·": ".", "→": "->",
-         "↔": "<->", "µ": "u", "×": "x", "–": "-", "—": "--", "…": "...", "≥": ">=", "≤": "<=", "°": " deg",
-         "╭": "+", "╮": "+", "╰": "+", "╯": "+", "─": "-", "│": "|", "⠋": "-", "⠙": "\\", "⠹": "|", "⠸": "/"}
+ASCII = {
+    "█": "#",
+    "▁": "_",
+    "▂": "_",
+    "▃": "-",
+    "▄": "-",
+    "▅": "=",
+    "▆": "=",
+    "▇": "#",
+    "·": ".",
+    "→": "->",
+    "↔": "<->",
+    "µ": "u",
+    "×": "x",
+    "–": "-",
+    "—": "--",
+    "…": "...",
+    "≥": ">=",
+    "≤": "<=",
+    "°": " deg",
+    "╭": "+",
+    "╮": "+",
+    "╰": "+",
+    "╯": "+",
+    "─": "-",
+    "│": "|",
+    "⠋": "-",
+    "⠙": "\\",
+    "⠹": "|",
+    "⠸": "/",
+}
 
 
 def _ascii(err: UnicodeError) -> tuple[str, int]:
     if not isinstance(err, UnicodeEncodeError):
         raise err
-    return "".join(ASCII.get(ch, "?") for ch in err.object[err.start:err.end]), err.end
+    return "".join(ASCII.get(ch, "?") for ch in err.object[err.start : err.end]), err.end
 
 
 def _safe_streams() -> None:
@@ -109,6 +153,8 @@ def main() -> None:
     except Exception as exc:  # never a traceback for the user; GPUTRIAGE_DEBUG=1 shows it
         if os.environ.get("GPUTRIAGE_DEBUG"):
             raise
-        sys.stderr.write(f"gputriage: internal error: {type(exc).__name__}: {safe_text(exc, 2000)} "
-                         "(set GPUTRIAGE_DEBUG=1 for the traceback)\n")
+        sys.stderr.write(
+            f"gputriage: internal error: {type(exc).__name__}: {safe_text(exc, 2000)} "
+            "(set GPUTRIAGE_DEBUG=1 for the traceback)\n"
+        )
         sys.exit(exits.INTERNAL)

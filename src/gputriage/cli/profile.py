@@ -16,11 +16,16 @@ from gputriage.model.safe_text import safe_text
 def profile(
     run_id: int = typer.Argument(..., metavar="RUN", help="A running run's id (`gputriage runs` shows it)."),
     store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Run store (SQLite)."),
-    out_path: Optional[Path] = typer.Option(None, "--out", metavar="FILE",
-                                            help="Where to write the trace (default: gputriage-runRUN-profile.json "
-                                                 "here; a distributed job's ranks as FILE.rankN.json)."),
-    wait: float = typer.Option(300.0, "--wait", metavar="SECONDS", min=0.0,
-                               help="How long to wait for the trace (0: only ask)."),
+    out_path: Optional[Path] = typer.Option(
+        None,
+        "--out",
+        metavar="FILE",
+        help="Where to write the trace (default: gputriage-runRUN-profile.json "
+        "here; a distributed job's ranks as FILE.rankN.json).",
+    ),
+    wait: float = typer.Option(
+        300.0, "--wait", metavar="SECONDS", min=0.0, help="How long to wait for the trace (0: only ask)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the run's answer as JSON."),
 ) -> None:
     """Profile one window of a running `gputriage run` now (its profiler re-armed in the workload), from another
@@ -31,8 +36,10 @@ def profile(
 
     def said(answer: dict[str, Any]) -> None:
         if not as_json and answer.get("state") == "asked":  # one line: a path is copied whole
-            sys.stderr.write(f"run {run_id}: window {answer.get('window')} asked; its trace goes to "
-                             f"{safe_text(answer.get('trace'), 500)}\n")
+            sys.stderr.write(
+                f"run {run_id}: window {answer.get('window')} asked; its trace goes to "
+                f"{safe_text(answer.get('trace'), 500)}\n"
+            )
 
     try:
         answer = ask_profile(run_id, store_path, out_path, wait, said)
@@ -43,12 +50,17 @@ def profile(
         print_json(answer)
     elif state == "written":
         t0, t1 = (answer.get("window_s") or [0.0, 0.0])[:2]
-        print(f"profiled {t1 - t0:.2f} s (window {answer.get('window')}): trace written to "
-              f"{safe_text(answer.get('trace'), 2000)}")
+        print(
+            f"profiled {t1 - t0:.2f} s (window {answer.get('window')}): trace written to "
+            f"{safe_text(answer.get('trace'), 2000)}"
+        )
     elif state == "failed":
-        sys.stderr.write(f"gputriage: run {run_id} could not profile the window: "
-                         f"{safe_text(answer.get('error'), 500)}\n")
+        sys.stderr.write(
+            f"gputriage: run {run_id} could not profile the window: {safe_text(answer.get('error'), 500)}\n"
+        )
     elif wait > 0:
-        sys.stderr.write(f"gputriage: no trace within {wait:.0f} s; the run will still write it to "
-                         f"{safe_text(answer.get('trace'), 500)}\n")
+        sys.stderr.write(
+            f"gputriage: no trace within {wait:.0f} s; the run will still write it to "
+            f"{safe_text(answer.get('trace'), 500)}\n"
+        )
     raise typer.Exit(exits.FINDINGS if state == "failed" or (state == "asked" and wait > 0) else exits.OK)

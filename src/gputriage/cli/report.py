@@ -12,11 +12,21 @@ from gputriage.cli.common import api_errors, err
 
 
 def report(
-    targets: list[str] = typer.Argument(..., metavar="WHAT", help=(
-        "A run's number in the store; `check` (this machine, now); a file written by `gputriage ... --json` "
-        "(run, trace, bench, check, checklist, diff) or `gputriage snapshot`; or profiler traces, one per rank.")),
-    output: Path = typer.Option(Path("gputriage-report.html"), "-o", "--output", metavar="FILE",
-                                help="The HTML file to write (replaced whole, never half-written)."),
+    targets: list[str] = typer.Argument(
+        ...,
+        metavar="WHAT",
+        help=(
+            "A run's number in the store; `check` (this machine, now); a file written by `gputriage ... --json` "
+            "(run, trace, bench, check, checklist, diff) or `gputriage snapshot`; or profiler traces, one per rank."
+        ),
+    ),
+    output: Path = typer.Option(
+        Path("gputriage-report.html"),
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="The HTML file to write (replaced whole, never half-written).",
+    ),
     store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Run store (SQLite)."),
 ) -> None:
     """One self-contained HTML page to look at and to share: no network, scripts and styles inline. A run's

@@ -16,13 +16,19 @@ from gputriage.report.rules_markdown import rules_markdown
 
 def rules(
     as_json: bool = typer.Option(False, "--json", help="Print the catalog as JSON (schema gputriage.rules/2)."),
-    markdown: bool = typer.Option(False, "--markdown", help="Print the catalog as Markdown (the documentation's "
-                                                            "rules page)."),
-    command: Optional[str] = typer.Option(None, "--command", "-c", metavar="COMMAND", help="Only what this command "
-                                                                                           "can report: check, "
-                                                                          "run, watch, monitor, trace or bench."),
-    finding_id: Optional[str] = typer.Argument(None, metavar="ID", help="Show one finding id (or the ids starting "
-                                                                          "with it)."),
+    markdown: bool = typer.Option(
+        False, "--markdown", help="Print the catalog as Markdown (the documentation's rules page)."
+    ),
+    command: Optional[str] = typer.Option(
+        None,
+        "--command",
+        "-c",
+        metavar="COMMAND",
+        help="Only what this command can report: check, run, watch, monitor, trace or bench.",
+    ),
+    finding_id: Optional[str] = typer.Argument(
+        None, metavar="ID", help="Show one finding id (or the ids starting with it)."
+    ),
 ) -> None:
     """List every finding any command can report: id, triage step, severity, symptom, cause, decision,
     when it fires and its thresholds."""

@@ -17,7 +17,7 @@ from gputriage.report.style import local_time
 
 def runs(
     store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Run store (SQLite)."),
-    as_json: bool = typer.Option(False, "--json", help="Print {\"runs\": [...]}."),
+    as_json: bool = typer.Option(False, "--json", help='Print {"runs": [...]}.'),
     limit: int = typer.Option(50, "--limit", "-n", metavar="N", min=1, help="How many recent runs."),
 ) -> None:
     """List the runs and watches kept in the store, newest first."""
@@ -37,16 +37,29 @@ def runs(
     for r in listed:
         started = local_time(r["started"], "%m-%d %H:%M")  # type: ignore[arg-type]
         dur = f"{r['ended'] - r['started']:.0f}s" if r["ended"] else "cut"  # type: ignore[operator]
-        rows.append([str(r["id"]), str(r["kind"]), started, dur, "" if r["exit_code"] is None else str(r["exit_code"]),
-                     str(r["bottleneck"] or "-"), " ".join(r["command"])])  # type: ignore[arg-type]
+        rows.append(
+            [
+                str(r["id"]),
+                str(r["kind"]),
+                started,
+                dur,
+                "" if r["exit_code"] is None else str(r["exit_code"]),
+                str(r["bottleneck"] or "-"),
+                " ".join(r["command"]),  # type: ignore[arg-type]
+            ]
+        )
     heads = ("id", "kind", "started", "dur", "exit", "bottleneck", "command")
     widths = [max([len(h)] + [len(row[k]) for row in rows]) for k, h in enumerate(heads)]
     room = max(10, out.width - sum(widths[:-1]) - 2 * (len(heads) - 1))  # one line per run: the command is cut
     t = Table(header_style="bold", box=None, pad_edge=False)
     for k, col in enumerate(heads):
-        t.add_column(col, no_wrap=True, min_width=widths[k] if col != "command" else None,
-                     max_width=room if col == "command" else None,
-                     justify="right" if col in ("id", "dur", "exit") else "left")
+        t.add_column(
+            col,
+            no_wrap=True,
+            min_width=widths[k] if col != "command" else None,
+            max_width=room if col == "command" else None,
+            justify="right" if col in ("id", "dur", "exit") else "left",
+        )
     for row in rows:  # one line each: a command's newlines shown as ⏎, its control characters replaced
         t.add_row(*row[:-1], Text(safe_text(row[-1], room, newline="⏎")))
     out.print(t)
@@ -55,10 +68,12 @@ def runs(
 def show(
     run_id: int = typer.Argument(..., metavar="RUN", help="A run id from `gputriage runs`."),
     store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Run store (SQLite)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the run's report as JSON (the document `run --json` "
-                                                       "printed)."),
-    price: Optional[float] = typer.Option(None, "--price", metavar="PER_GPU_HOUR", min=0.0,
-                                          help="Count the run's cost again at this price per GPU-hour."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the run's report as JSON (the document `run --json` printed)."
+    ),
+    price: Optional[float] = typer.Option(
+        None, "--price", metavar="PER_GPU_HOUR", min=0.0, help="Count the run's cost again at this price per GPU-hour."
+    ),
     currency: str = typer.Option("USD", "--currency", metavar="CODE", help="The currency of --price."),
 ) -> None:
     """Re-render a stored run. A run whose gputriage died is judged from the samples it kept."""

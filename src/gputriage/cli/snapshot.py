@@ -13,8 +13,9 @@ from gputriage.cli.common import err, fail
 
 def snapshot(
     output: Path = typer.Option(..., "-o", "--output", metavar="FILE", help="File to write (JSON), or - for stdout."),
-    window: float = typer.Option(0.5, "--window", metavar="SECONDS", min=0.1, max=10.0, help="Seconds for CPU and GPM "
-                                                                                             "windows."),
+    window: float = typer.Option(
+        0.5, "--window", metavar="SECONDS", min=0.1, max=10.0, help="Seconds for CPU and GPM windows."
+    ),
     no_load: bool = typer.Option(False, "--no-load", help="Do not load the GPU briefly to read the PCIe link."),
 ) -> None:
     """Record every fact `check` reads, with the raw sources, to FILE. `check --from FILE` replays it."""

@@ -11,8 +11,9 @@ from gputriage.cli.common import FAIL_ON_HELP, exit_for, fail, out, parse_fail_o
 
 
 def trace(
-    files: list[Path] = typer.Argument(..., metavar="TRACE",
-                                       help="Kineto chrome traces (.json or .json.gz), one per rank."),
+    files: list[Path] = typer.Argument(
+        ..., metavar="TRACE", help="Kineto chrome traces (.json or .json.gz), one per rank."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the analysis as JSON (schema gputriage.trace/2)."),
     top: int = typer.Option(10, "--top", metavar="N", min=0, help="Kernels to list."),
     fail_on: str = typer.Option("never", "--fail-on", metavar="LEVEL", help=FAIL_ON_HELP),

@@ -33,8 +33,12 @@ def _bar(pct: float | None, width: int = 10) -> str:
     return "█" * n + "·" * (width - n)
 
 
-def frame(sample: Sample, static: dict[str, GpuStatic], labels: dict[int, str],
-          owners: Mapping[int, ProcessOwner] | None = None) -> Group:
+def frame(
+    sample: Sample,
+    static: dict[str, GpuStatic],
+    labels: dict[int, str],
+    owners: Mapping[int, ProcessOwner] | None = None,
+) -> Group:
     """One view: each GPU, the processes holding them (`owners`: who each pid is), the host."""
     t = Table(box=None, header_style="bold", pad_edge=False)
     for col in ("GPU", "util", "SM act", "tens", "DRAM", "VRAM", "power", "clock", "state"):
@@ -44,45 +48,71 @@ def frame(sample: Sample, static: dict[str, GpuStatic], labels: dict[int, str],
         vram = f"{(g.used_bytes or 0) / 2**30:.0f}/{total / 2**30:.0f}G" if total else "-"
         reasons = [r for r in decode_reasons(g.clock_event_reasons or 0) if r != "gpu_idle"]
         sm = g.sm_active_pct
-        t.add_row(str(g.index), f"{g.util_pct:.0f}%" if g.util_pct is not None else "-",
-                  f"{_bar(sm, 6)} {sm:.0f}%" if sm is not None else "n/a",
-                  f"{g.tensor_active_pct:.0f}%" if g.tensor_active_pct is not None else "-",
-                  f"{g.dram_active_pct:.0f}%" if g.dram_active_pct is not None else "-", vram,
-                  f"{(g.power_mw or 0) / 1000:.0f}W", f"{g.sm_clock_mhz or '-'}MHz",
-                  labels.get(g.index, "") + (" " + ",".join(reasons) if reasons else ""))
+        t.add_row(
+            str(g.index),
+            f"{g.util_pct:.0f}%" if g.util_pct is not None else "-",
+            f"{_bar(sm, 6)} {sm:.0f}%" if sm is not None else "n/a",
+            f"{g.tensor_active_pct:.0f}%" if g.tensor_active_pct is not None else "-",
+            f"{g.dram_active_pct:.0f}%" if g.dram_active_pct is not None else "-",
+            vram,
+            f"{(g.power_mw or 0) / 1000:.0f}W",
+            f"{g.sm_clock_mhz or '-'}MHz",
+            labels.get(g.index, "") + (" " + ",".join(reasons) if reasons else ""),
+        )
     host = sample.host
     cpu = Text()
     if host is not None and host.cpu_busy_pct:
         cores = host.cpu_busy_pct
-        cpu.append(f"CPU {len(cores)} cores  max {max(cores):.0f}%  mean {sum(cores) / len(cores):.0f}%  "
-                   f"iowait {host.iowait_pct or 0:.0f}%\n")
+        cpu.append(
+            f"CPU {len(cores)} cores  max {max(cores):.0f}%  mean {sum(cores) / len(cores):.0f}%  "
+            f"iowait {host.iowait_pct or 0:.0f}%\n"
+        )
         cpu.append("".join("▁▁▂▃▄▅▆▇█"[min(8, int(c / 12.5))] for c in cores[:72]))
     if host is not None:
-        cpu.append(f"\ndisk read {(host.disk_read_bytes_per_s or 0) / 1e6:.0f} MB/s  write "
-                   f"{(host.disk_write_bytes_per_s or 0) / 1e6:.0f} MB/s  net rx "
-                   f"{(host.net_rx_bytes_per_s or 0) / 1e6:.0f}"
-                   f" MB/s  swap-in {host.swap_in_pages_per_s or 0:.0f}/s", style="dim")
+        cpu.append(
+            f"\ndisk read {(host.disk_read_bytes_per_s or 0) / 1e6:.0f} MB/s  write "
+            f"{(host.disk_write_bytes_per_s or 0) / 1e6:.0f} MB/s  net rx "
+            f"{(host.net_rx_bytes_per_s or 0) / 1e6:.0f}"
+            f" MB/s  swap-in {host.swap_in_pages_per_s or 0:.0f}/s",
+            style="dim",
+        )
     holders = live_processes(sample.job_processes + sample.neighbours, owners or {}, sample.t_s)
-    return Group(*([t] if sample.gpus else []), *([holders] if holders is not None else []), cpu,
-                 Text("Ctrl-C to stop", style="dim"))
+    return Group(
+        *([t] if sample.gpus else []),
+        *([holders] if holders is not None else []),
+        cpu,
+        Text("Ctrl-C to stop", style="dim"),
+    )
 
 
 def watch(
     store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="Run store (SQLite)."),
     no_store: bool = typer.Option(False, "--no-store", help="Do not keep this watch in the store."),
     period: Optional[float] = typer.Option(None, "--period", metavar="SECONDS", min=0.02, max=10.0, help=PERIOD_HELP),
-    seconds: Optional[float] = typer.Option(None, "--seconds", metavar="SECONDS", min=0.5, help="Stop after this many "
-                                                                                                "seconds."),
-    budget: Optional[Path] = typer.Option(None, "--budget", metavar="FILE", help="A TOML budget file; violations are "
-                                                                                 "findings."),
+    seconds: Optional[float] = typer.Option(
+        None, "--seconds", metavar="SECONDS", min=0.5, help="Stop after this many seconds."
+    ),
+    budget: Optional[Path] = typer.Option(
+        None, "--budget", metavar="FILE", help="A TOML budget file; violations are findings."
+    ),
     fail_on: str = typer.Option("never", "--fail-on", metavar="LEVEL", help=FAIL_ON_HELP),
-    price: Optional[float] = typer.Option(None, "--price", metavar="P", min=0.0,
-                                          help="Price per GPU-hour (default: the config file's [cost]): the "
-                                               "summary counts what the idle share of the watched time cost."),
+    price: Optional[float] = typer.Option(
+        None,
+        "--price",
+        metavar="P",
+        min=0.0,
+        help="Price per GPU-hour (default: the config file's [cost]): the "
+        "summary counts what the idle share of the watched time cost.",
+    ),
     currency: Optional[str] = typer.Option(None, "--currency", metavar="CODE"),
-    stacks_every: float = typer.Option(10.0, "--stacks-every", metavar="SECONDS", min=0.0,
-                                       help="Dump the Python stacks of the processes on the GPUs this often with "
-                                            "py-spy, where it is installed and permitted (0: never)."),
+    stacks_every: float = typer.Option(
+        10.0,
+        "--stacks-every",
+        metavar="SECONDS",
+        min=0.0,
+        help="Dump the Python stacks of the processes on the GPUs this often with "
+        "py-spy, where it is installed and permitted (0: never).",
+    ),
 ) -> None:
     """Watch every GPU and the host live; Ctrl-C, SIGTERM or SIGHUP (or --seconds) leaves with a summary."""
     from gputriage import api  # the library and the renderer when the command runs: `gputriage --help` stays quick
@@ -94,8 +124,16 @@ def watch(
     stop = threading.Event()
     previous = {s: signal.signal(s, _stopper(stop)) for s in STOP_SIGNALS}  # a stop during start-up is kept
     try:
-        m = api.Monitor(store=False if no_store else store_path, budget=budget, period_s=period, kind="watch", pid=None,
-                        isolated=False, price_per_gpu_hour=price, currency=currency)
+        m = api.Monitor(
+            store=False if no_store else store_path,
+            budget=budget,
+            period_s=period,
+            kind="watch",
+            pid=None,
+            isolated=False,
+            price_per_gpu_hour=price,
+            currency=currency,
+        )
         m.__enter__()
     except api.GputriageError as exc:
         fail(str(exc), exits.BAD_INPUT)
@@ -106,15 +144,18 @@ def watch(
     stacks = started(lambda: gpu_pids(session.nvml, session.gpus, os.getpid()), stacks_every)  # py-spy, every N s
     t_end = time.monotonic() + seconds if seconds else None
     try:
-        with Live(Text("sampling…"), console=out, refresh_per_second=4, transient=False,
-                  auto_refresh=out.is_terminal) as live:
+        with Live(
+            Text("sampling…"), console=out, refresh_per_second=4, transient=False, auto_refresh=out.is_terminal
+        ) as live:
             while not stop.is_set() and (t_end is None or time.monotonic() < t_end):
                 stop.wait(0.25)
                 now = m.live()
                 if now is not None:
                     holders = m.session.sampler.holders
-                    live.update(frame(now[0], m.session.meta.gpus, now[1], holders.owners if holders else None),
-                                refresh=out.is_terminal)
+                    live.update(
+                        frame(now[0], m.session.meta.gpus, now[1], holders.owners if holders else None),
+                        refresh=out.is_terminal,
+                    )
     except KeyboardInterrupt:  # a second stop while the view was drawn: the summary still comes
         pass
     m.__exit__(None, None, None)
@@ -129,15 +170,18 @@ def watch(
 
 
 # how a supervisor stops a process (systemd: SIGTERM; a closed terminal or ssh session: SIGHUP), and Ctrl-C
-STOP_SIGNALS = tuple(s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None))
-                     if s is not None)
+STOP_SIGNALS = tuple(
+    s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None
+)
 
 
 def _stopper(stop: threading.Event) -> Callable[[int, Optional[FrameType]], None]:
     """The first stop signal ends the watch with its summary and keeps it as finished; a second one, while
     the summary is being made, leaves without it (exit 130)."""
+
     def handle(_signum: int, _frame: Optional[FrameType]) -> None:
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
+
     return handle

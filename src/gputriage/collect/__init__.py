@@ -34,9 +34,15 @@ DEFAULT_WINDOW_S = 0.5
 DEFAULT_LOAD_MS = 200.0
 
 
-def collect_snapshot(nvml: NvmlBackend, host: Host, *, window_s: float = DEFAULT_WINDOW_S,
-                     load_ms: float = DEFAULT_LOAD_MS, use_framework: bool = True,
-                     use_cache: bool = True) -> Snapshot:
+def collect_snapshot(
+    nvml: NvmlBackend,
+    host: Host,
+    *,
+    window_s: float = DEFAULT_WINDOW_S,
+    load_ms: float = DEFAULT_LOAD_MS,
+    use_framework: bool = True,
+    use_cache: bool = True,
+) -> Snapshot:
     """Read every fact of this machine.
 
     Two helper children start first: the framework probe (imports torch), unless its answer is cached
@@ -70,11 +76,23 @@ def collect_snapshot(nvml: NvmlBackend, host: Host, *, window_s: float = DEFAULT
 
     t0 = host.monotonic()
     cpu_first, vm_first, gpm_first = cpu.begin(ctx), memory.begin(ctx), utilization.gpm_begin(ctx)
-    bus_ids = {i: f.value for f in facts for i in ctx.gpus
-               if f.name == f"gpu.{i}.pci.bus_id" and isinstance(f.value, str)}
-    for collect in (pcie.collect, utilization.collect_util, processes.collect, power_thermal.collect,
-                    health.collect, cpu.collect, memory.collect, filesystem.collect, container.collect,
-                    network.collect, environment.collect, kernel_log.collect):
+    bus_ids = {
+        i: f.value for f in facts for i in ctx.gpus if f.name == f"gpu.{i}.pci.bus_id" and isinstance(f.value, str)
+    }
+    for collect in (
+        pcie.collect,
+        utilization.collect_util,
+        processes.collect,
+        power_thermal.collect,
+        health.collect,
+        cpu.collect,
+        memory.collect,
+        filesystem.collect,
+        container.collect,
+        network.collect,
+        environment.collect,
+        kernel_log.collect,
+    ):
         facts += collect(ctx)
     facts += numa.collect(ctx, bus_ids)
     remaining = window_s - (host.monotonic() - t0)
@@ -86,8 +104,11 @@ def collect_snapshot(nvml: NvmlBackend, host: Host, *, window_s: float = DEFAULT
     facts += utilization.gpm_end(ctx, gpm_first)
 
     if load_child is None:
-        idle = (f"read at idle: GPU {shared[0]} is in an exclusive or prohibited compute mode" if shared
-                else "read at idle (--no-load)")
+        idle = (
+            f"read at idle: GPU {shared[0]} is in an exclusive or prohibited compute mode"
+            if shared
+            else "read at idle (--no-load)"
+        )
         facts += pcie.not_loaded(ctx, Unavailable("not_supported", idle))
     else:
         problem = load_child.wait_for("READY", timeout_s=15.0)

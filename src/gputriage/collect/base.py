@@ -20,8 +20,9 @@ class Context:
     ignore_pids: set[int] = field(default_factory=set)  # our own helpers (the load child)
 
 
-def nvml_fact(ctx: Context, index: int | None, name: str, fn: str, *args: Any,
-              transform: Callable[[Any], Any] | None = None) -> Fact:
+def nvml_fact(
+    ctx: Context, index: int | None, name: str, fn: str, *args: Any, transform: Callable[[Any], Any] | None = None
+) -> Fact:
     """Call `fn` and name the result; `transform` maps a value (never an Unavailable)."""
     reading: Reading = ctx.nvml.call(fn, index, *args)
     if transform is not None and not isinstance(reading, Unavailable):

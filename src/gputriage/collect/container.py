@@ -6,8 +6,13 @@ from gputriage.collect.base import Context, fact
 from gputriage.model.fact import Fact
 from gputriage.model.reading import Unavailable
 
-CGROUP_MARKERS = (("kubepods", "kubernetes"), ("docker", "docker"), ("containerd", "containerd"),
-                  ("libpod", "podman"), ("lxc", "lxc"))
+CGROUP_MARKERS = (
+    ("kubepods", "kubernetes"),
+    ("docker", "docker"),
+    ("containerd", "containerd"),
+    ("libpod", "podman"),
+    ("lxc", "lxc"),
+)
 
 
 def detect(ctx: Context) -> str | None:
@@ -40,6 +45,9 @@ def collect(ctx: Context) -> list[Fact]:
     for var in ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"):
         facts.append(fact(f"env.{var}", host.environ.get(var), "env"))
     shm = host.statvfs("/dev/shm")
-    facts.append(fact("host.shm.total_bytes", shm if isinstance(shm, Unavailable) else shm["total_bytes"],
-                      "os:statvfs(/dev/shm)"))
+    facts.append(
+        fact(
+            "host.shm.total_bytes", shm if isinstance(shm, Unavailable) else shm["total_bytes"], "os:statvfs(/dev/shm)"
+        )
+    )
     return facts

@@ -45,8 +45,9 @@ def begin(ctx: Context) -> Any:
     return text if isinstance(text, Unavailable) else (parse_proc_stat(text), thread_jiffies(ctx))
 
 
-def _subtract_ignored(ctx: Context, stats: dict[str, list[int]], before: dict[int, tuple[int, int]],
-                      after: dict[int, tuple[int, int]]) -> None:
+def _subtract_ignored(
+    ctx: Context, stats: dict[str, list[int]], before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]]
+) -> None:
     for tid, (j1, cpu_id) in after.items():
         spent = j1 - (before[tid][0] if tid in before else 0)
         row = stats.get(f"cpu{cpu_id}")
@@ -77,20 +78,31 @@ def end(ctx: Context, first: Any, window_s: float) -> list[Fact]:
         fact("host.cpu.window_ms", round(window_s * 1000), src),
     ]
     if per_core:
-        facts += [fact("host.cpu.max_core_busy_pct", max(per_core), src),
-                  fact("host.cpu.median_core_busy_pct", round(median(per_core), 1), src)]
+        facts += [
+            fact("host.cpu.max_core_busy_pct", max(per_core), src),
+            fact("host.cpu.median_core_busy_pct", round(median(per_core), 1), src),
+        ]
     return facts
 
 
 def collect(ctx: Context) -> list[Fact]:
     facts: list[Fact] = []
     load = ctx.host.read_text("/proc/loadavg")
-    facts.append(fact("host.cpu.loadavg_1m", load if isinstance(load, Unavailable) else float(load.split()[0]),
-                      "proc:/proc/loadavg"))
+    facts.append(
+        fact(
+            "host.cpu.loadavg_1m",
+            load if isinstance(load, Unavailable) else float(load.split()[0]),
+            "proc:/proc/loadavg",
+        )
+    )
     psi = ctx.host.read_text("/proc/pressure/cpu")
-    facts.append(fact("host.psi.cpu.some_avg10_pct",
-                      psi if isinstance(psi, Unavailable) else parse_psi(psi).get("some_avg10", 0.0),
-                      "proc:/proc/pressure/cpu"))
+    facts.append(
+        fact(
+            "host.psi.cpu.some_avg10_pct",
+            psi if isinstance(psi, Unavailable) else parse_psi(psi).get("some_avg10", 0.0),
+            "proc:/proc/pressure/cpu",
+        )
+    )
     facts.append(cgroup_cpu_limit(ctx))
     return facts
 

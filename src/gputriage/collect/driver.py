@@ -34,16 +34,28 @@ def collect(ctx: Context) -> list[Fact]:
         ]
         pci = ctx.nvml.call("nvmlDeviceGetPciInfo_v3", i)
         if isinstance(pci, Unavailable):
-            facts += [fact(f"gpu.{i}.pci.bus_id", pci, "nvml:nvmlDeviceGetPciInfo_v3"),
-                      fact(f"gpu.{i}.pci.device_id", pci, "nvml:nvmlDeviceGetPciInfo_v3")]
+            facts += [
+                fact(f"gpu.{i}.pci.bus_id", pci, "nvml:nvmlDeviceGetPciInfo_v3"),
+                fact(f"gpu.{i}.pci.device_id", pci, "nvml:nvmlDeviceGetPciInfo_v3"),
+            ]
         else:
             facts += [
                 fact(f"gpu.{i}.pci.bus_id", _short_bus_id(pci.get("busId", "")), "nvml:nvmlDeviceGetPciInfo_v3"),
-                fact(f"gpu.{i}.pci.device_id", f"0x{int(pci.get('pciDeviceId', 0)) >> 16:04x}",
-                     "nvml:nvmlDeviceGetPciInfo_v3"),
+                fact(
+                    f"gpu.{i}.pci.device_id",
+                    f"0x{int(pci.get('pciDeviceId', 0)) >> 16:04x}",
+                    "nvml:nvmlDeviceGetPciInfo_v3",
+                ),
             ]
-        facts.append(nvml_fact(ctx, i, "compute_capability", "nvmlDeviceGetCudaComputeCapability",
-                               transform=lambda cc: f"{cc[0]}.{cc[1]}"))
+        facts.append(
+            nvml_fact(
+                ctx,
+                i,
+                "compute_capability",
+                "nvmlDeviceGetCudaComputeCapability",
+                transform=lambda cc: f"{cc[0]}.{cc[1]}",
+            )
+        )
         mem = ctx.nvml.call("nvmlDeviceGetMemoryInfo", i)
         for key in ("total", "used", "free"):
             value = mem if isinstance(mem, Unavailable) else int(mem[key])

@@ -24,8 +24,13 @@ PROBE_MODULE = "gputriage.probes.torch_info"
 MODULE_VERSION = "/sys/module/nvidia/version"  # the loaded driver's version, readable before NVML starts
 WAIT_S = 0.3  # how long a snapshot waits for the child beyond its own readings (unless asked to wait for it)
 REFRESH_WAIT_S = 60.0  # `check --refresh`: the child's answer is waited for, this long at most
-NAMES = ("torch.version", "torch.cuda.build_version", "torch.cuda.available", "torch.cuda.arch_list",
-         "torch.cuda.error")
+NAMES = (
+    "torch.version",
+    "torch.cuda.build_version",
+    "torch.cuda.available",
+    "torch.cuda.arch_list",
+    "torch.cuda.error",
+)
 PROBED = NAMES[2:]  # what only the import answers
 
 
@@ -56,9 +61,11 @@ def unprobed(why: Unavailable) -> list[Fact]:
     installed = build()
     if installed is None:
         return facts_from_info(Unavailable("not_installed", "torch is not importable"), src="torch:install")
-    return [fact("torch.version", installed["version"], "torch:install"),
-            fact("torch.cuda.build_version", installed["cuda_build"], "torch:install"),
-            *(fact(n, why, "torch:child") for n in PROBED)]
+    return [
+        fact("torch.version", installed["version"], "torch:install"),
+        fact("torch.cuda.build_version", installed["cuda_build"], "torch:install"),
+        *(fact(n, why, "torch:child") for n in PROBED),
+    ]
 
 
 class FrameworkProbe:
@@ -107,8 +114,13 @@ class FrameworkProbe:
             return unprobed(Unavailable("not_installed", "torch is not importable"))
         line = self.child.next_line(WAIT_S if self.use_cache else REFRESH_WAIT_S)
         if line is None and self.child.proc.poll() is None:  # still importing: it fills the cache on its own
-            return unprobed(Unavailable("timeout", f"torch's import outlasted check (beyond {WAIT_S:g} s more): its "
-                                                   "answer is cached for the next check (`check --refresh` waits)"))
+            return unprobed(
+                Unavailable(
+                    "timeout",
+                    f"torch's import outlasted check (beyond {WAIT_S:g} s more): its "
+                    "answer is cached for the next check (`check --refresh` waits)",
+                )
+            )
         info = ChildProbe.parse(self.child.module, line)
         self.child.stop(0)
         return facts_from_info(info)

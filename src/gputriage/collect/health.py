@@ -17,26 +17,66 @@ def collect(ctx: Context) -> list[Fact]:
     facts: list[Fact] = []
     for i in ctx.gpus:
         ecc = ctx.nvml.call("nvmlDeviceGetEccMode", i)
-        facts.append(fact(f"gpu.{i}.ecc.enabled", ecc if isinstance(ecc, Unavailable) else bool(ecc[0]),
-                          "nvml:nvmlDeviceGetEccMode"))
+        facts.append(
+            fact(
+                f"gpu.{i}.ecc.enabled",
+                ecc if isinstance(ecc, Unavailable) else bool(ecc[0]),
+                "nvml:nvmlDeviceGetEccMode",
+            )
+        )
         facts += [
-            nvml_fact(ctx, i, "ecc.volatile_uncorrected", "nvmlDeviceGetTotalEccErrors",
-                      NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC),
-            nvml_fact(ctx, i, "ecc.aggregate_uncorrected", "nvmlDeviceGetTotalEccErrors",
-                      NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC),
+            nvml_fact(
+                ctx,
+                i,
+                "ecc.volatile_uncorrected",
+                "nvmlDeviceGetTotalEccErrors",
+                NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                NVML_VOLATILE_ECC,
+            ),
+            nvml_fact(
+                ctx,
+                i,
+                "ecc.aggregate_uncorrected",
+                "nvmlDeviceGetTotalEccErrors",
+                NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                NVML_AGGREGATE_ECC,
+            ),
         ]
         rows = ctx.nvml.call("nvmlDeviceGetRemappedRows", i)
         for k, name in ((2, "remap.pending"), (3, "remap.failed")):
-            facts.append(fact(f"gpu.{i}.{name}", rows if isinstance(rows, Unavailable) else bool(rows[k]),
-                              "nvml:nvmlDeviceGetRemappedRows"))
-        facts.append(fact(f"gpu.{i}.remap.uncorrectable_rows", rows if isinstance(rows, Unavailable) else int(rows[1]),
-                          "nvml:nvmlDeviceGetRemappedRows"))
-        facts.append(nvml_fact(ctx, i, "retired_pages.pending", "nvmlDeviceGetRetiredPagesPendingStatus",
-                               transform=bool))
+            facts.append(
+                fact(
+                    f"gpu.{i}.{name}",
+                    rows if isinstance(rows, Unavailable) else bool(rows[k]),
+                    "nvml:nvmlDeviceGetRemappedRows",
+                )
+            )
+        facts.append(
+            fact(
+                f"gpu.{i}.remap.uncorrectable_rows",
+                rows if isinstance(rows, Unavailable) else int(rows[1]),
+                "nvml:nvmlDeviceGetRemappedRows",
+            )
+        )
+        facts.append(
+            nvml_fact(ctx, i, "retired_pages.pending", "nvmlDeviceGetRetiredPagesPendingStatus", transform=bool)
+        )
         facts.append(nvml_fact(ctx, i, "persistence_mode", "nvmlDeviceGetPersistenceMode", transform=bool))
         mig = ctx.nvml.call("nvmlDeviceGetMigMode", i)
-        facts.append(fact(f"gpu.{i}.mig.enabled", mig if isinstance(mig, Unavailable) else bool(mig[0]),
-                          "nvml:nvmlDeviceGetMigMode"))
-        facts.append(nvml_fact(ctx, i, "compute_mode", "nvmlDeviceGetComputeMode",
-                               transform=lambda m: COMPUTE_MODES.get(int(m), str(m))))
+        facts.append(
+            fact(
+                f"gpu.{i}.mig.enabled",
+                mig if isinstance(mig, Unavailable) else bool(mig[0]),
+                "nvml:nvmlDeviceGetMigMode",
+            )
+        )
+        facts.append(
+            nvml_fact(
+                ctx,
+                i,
+                "compute_mode",
+                "nvmlDeviceGetComputeMode",
+                transform=lambda m: COMPUTE_MODES.get(int(m), str(m)),
+            )
+        )
     return facts

@@ -55,8 +55,9 @@ def parse(text: str) -> dict[str, Any]:
         if m:
             code = int(m.group(2))
             meaning, blame = XID_CATALOG.get(code, ("unlisted Xid (see NVIDIA's Xid catalog)", "unknown"))
-            xids.append({"code": code, "pci": m.group(1).lower(), "meaning": meaning, "blame": blame,
-                         "text": m.group(3)[:160]})
+            xids.append(
+                {"code": code, "pci": m.group(1).lower(), "meaning": meaning, "blame": blame, "text": m.group(3)[:160]}
+            )
         if "fallen off the bus" in line:
             fallen += 1
         if "NVRM:" in line and not m and ("error" in line.lower() or "failed" in line.lower()):

@@ -23,15 +23,20 @@ def end(ctx: Context, first: Any, window_s: float) -> list[Fact]:
         why = why if isinstance(why, Unavailable) else Unavailable("error", "no window")
         return [fact("host.vm.major_faults_per_s", why, src), fact("host.vm.swap_in_pages_per_s", why, src)]
     rate = lambda key: round((second.get(key, 0) - first.get(key, 0)) / window_s, 1)
-    return [fact("host.vm.major_faults_per_s", rate("pgmajfault"), src),
-            fact("host.vm.swap_in_pages_per_s", rate("pswpin"), src)]
+    return [
+        fact("host.vm.major_faults_per_s", rate("pgmajfault"), src),
+        fact("host.vm.swap_in_pages_per_s", rate("pswpin"), src),
+    ]
 
 
 def collect(ctx: Context) -> list[Fact]:
     src = "proc:/proc/meminfo"
     text = ctx.host.read_text("/proc/meminfo")
-    names = {"MemTotal": "host.mem.total_bytes", "MemAvailable": "host.mem.available_bytes",
-             "SwapTotal": "host.swap.total_bytes"}
+    names = {
+        "MemTotal": "host.mem.total_bytes",
+        "MemAvailable": "host.mem.available_bytes",
+        "SwapTotal": "host.swap.total_bytes",
+    }
     facts: list[Fact] = []
     if isinstance(text, Unavailable):
         facts += [fact(n, text, src) for n in (*names.values(), "host.swap.used_bytes")]
@@ -41,7 +46,11 @@ def collect(ctx: Context) -> list[Fact]:
         if "SwapTotal" in kb and "SwapFree" in kb:
             facts.append(fact("host.swap.used_bytes", (kb["SwapTotal"] - kb["SwapFree"]) * 1024, src))
     psi = ctx.host.read_text("/proc/pressure/memory")
-    facts.append(fact("host.psi.memory.some_avg10_pct",
-                      psi if isinstance(psi, Unavailable) else parse_psi(psi).get("some_avg10", 0.0),
-                      "proc:/proc/pressure/memory"))
+    facts.append(
+        fact(
+            "host.psi.memory.some_avg10_pct",
+            psi if isinstance(psi, Unavailable) else parse_psi(psi).get("some_avg10", 0.0),
+            "proc:/proc/pressure/memory",
+        )
+    )
     return facts

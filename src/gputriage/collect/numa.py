@@ -34,6 +34,11 @@ def collect(ctx: Context, bus_ids: dict[int, str]) -> list[Fact]:
             aff = parse_cpu_list(text) if isinstance(text, str) else aff
             facts.append(fact(f"gpu.{i}.cpu_affinity", aff, "sysfs:local_cpulist"))
         else:
-            facts.append(fact(f"gpu.{i}.cpu_affinity", aff if isinstance(aff, Unavailable) else cpu_mask_words(aff),
-                              "nvml:nvmlDeviceGetCpuAffinity"))
+            facts.append(
+                fact(
+                    f"gpu.{i}.cpu_affinity",
+                    aff if isinstance(aff, Unavailable) else cpu_mask_words(aff),
+                    "nvml:nvmlDeviceGetCpuAffinity",
+                )
+            )
     return facts

@@ -39,6 +39,8 @@ def collect_loaded(ctx: Context) -> list[Fact]:
 def not_loaded(ctx: Context, why: Unavailable) -> list[Fact]:
     facts: list[Fact] = []
     for i in ctx.gpus:
-        facts += [fact(f"gpu.{i}.pcie.link_gen.loaded", why, "gputriage:load"),
-                  fact(f"gpu.{i}.pcie.link_width.loaded", why, "gputriage:load")]
+        facts += [
+            fact(f"gpu.{i}.pcie.link_gen.loaded", why, "gputriage:load"),
+            fact(f"gpu.{i}.pcie.link_width.loaded", why, "gputriage:load"),
+        ]
     return facts

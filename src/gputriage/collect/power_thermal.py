@@ -24,8 +24,13 @@ def collect(ctx: Context) -> list[Fact]:
             nvml_fact(ctx, i, "power.limit_enforced_mw", "nvmlDeviceGetEnforcedPowerLimit"),
             nvml_fact(ctx, i, "power.limit_default_mw", "nvmlDeviceGetPowerManagementDefaultLimit"),
             nvml_fact(ctx, i, "temperature_c", "nvmlDeviceGetTemperature", NVML_TEMPERATURE_GPU),
-            nvml_fact(ctx, i, "temperature.slowdown_c", "nvmlDeviceGetTemperatureThreshold",
-                      NVML_TEMPERATURE_THRESHOLD_SLOWDOWN),
+            nvml_fact(
+                ctx,
+                i,
+                "temperature.slowdown_c",
+                "nvmlDeviceGetTemperatureThreshold",
+                NVML_TEMPERATURE_THRESHOLD_SLOWDOWN,
+            ),
             nvml_fact(ctx, i, "clock.sm_mhz", "nvmlDeviceGetClockInfo", NVML_CLOCK_SM),
             nvml_fact(ctx, i, "clock.sm_max_mhz", "nvmlDeviceGetMaxClockInfo", NVML_CLOCK_SM),
             nvml_fact(ctx, i, "clock.mem_mhz", "nvmlDeviceGetClockInfo", NVML_CLOCK_MEM),
@@ -33,9 +38,13 @@ def collect(ctx: Context) -> list[Fact]:
         ]
         reasons = ctx.nvml.call("nvmlDeviceGetCurrentClocksEventReasons", i)
         facts.append(fact(f"gpu.{i}.clock.event_reasons_mask", reasons, "nvml:nvmlDeviceGetCurrentClocksEventReasons"))
-        facts.append(fact(f"gpu.{i}.clock.event_reasons",
-                          reasons if isinstance(reasons, Unavailable) else decode_reasons(int(reasons)),
-                          "nvml:nvmlDeviceGetCurrentClocksEventReasons"))
+        facts.append(
+            fact(
+                f"gpu.{i}.clock.event_reasons",
+                reasons if isinstance(reasons, Unavailable) else decode_reasons(int(reasons)),
+                "nvml:nvmlDeviceGetCurrentClocksEventReasons",
+            )
+        )
         for policy, name in ((NVML_PERF_POLICY_POWER, "power"), (NVML_PERF_POLICY_THERMAL, "thermal")):
             v = ctx.nvml.call("nvmlDeviceGetViolationStatus", i, policy)
             ns = v if isinstance(v, Unavailable) else int(v["violationTime"])

@@ -53,9 +53,13 @@ def collect(ctx: Context, now_s: float | None = None) -> list[Fact]:
             if util is not None:  # a process with no sample ran no kernel in the window
                 entry.update(sm_util_pct=util[0].get(pid, 0.0), sm_util_window_s=UTIL_LOOKBACK_S)
         value = failure if (failure is not None and not procs) else sorted(procs.values(), key=lambda e: e["pid"])
-        facts.append(fact(f"gpu.{i}.processes", value,
-                          "nvml:nvmlDeviceGetComputeRunningProcesses+nvmlDeviceGetProcessUtilization+"
-                          "psutil+/proc/PID/cgroup"))
+        facts.append(
+            fact(
+                f"gpu.{i}.processes",
+                value,
+                "nvml:nvmlDeviceGetComputeRunningProcesses+nvmlDeviceGetProcessUtilization+psutil+/proc/PID/cgroup",
+            )
+        )
     return facts
 
 
@@ -63,8 +67,13 @@ def _owner_fields(ctx: Context, pid: int) -> dict[str, Any]:
     o = owner(ctx.host, pid)
     if not o.visible or o.note:
         return {"name": None, "user": None, "visible": o.visible, "note": o.note}
-    fields: dict[str, Any] = {"name": o.name or "", "user": o.user or "", "visible": True,
-                              "cmdline": o.cmdline or "", "age_s": o.age_s}
+    fields: dict[str, Any] = {
+        "name": o.name or "",
+        "user": o.user or "",
+        "visible": True,
+        "cmdline": o.cmdline or "",
+        "age_s": o.age_s,
+    }
     if o.container is not None:
         fields["container"] = msgspec.to_builtins(o.container)
     return fields

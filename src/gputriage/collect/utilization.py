@@ -27,6 +27,7 @@ GPM_FACTS = {
     GPM_DRAM_BW_UTIL: "gpm.dram_bw_util_pct",
 }
 
+
 def collect_util(ctx: Context) -> list[Fact]:
     facts: list[Fact] = []
     for i in ctx.gpus:

@@ -50,8 +50,9 @@ class Key(NamedTuple):
 KEYS: dict[str, Key] = {
     "vram_headroom_pct": Key(float, 3, "free VRAM share", 0, 100, ("check", "run", "watch")),
     "max_temperature_c": Key(float, 5, "GPU temperature", 0, 150, ("check", "run", "watch")),
-    "max_power_pct_of_limit": Key(float, 5, "power draw as a share of the enforced limit", 0, 100,
-                                  ("check", "run", "watch")),
+    "max_power_pct_of_limit": Key(
+        float, 5, "power draw as a share of the enforced limit", 0, 100, ("check", "run", "watch")
+    ),
     "min_pcie_width": Key(int, 5, "PCIe link width", 1, 32, ("check",)),
     "min_pcie_gen": Key(int, 5, "PCIe link generation", 1, 7, ("check",)),
     "no_swap": Key(bool, 4, "swap use", 0, 1, ("check", "run", "watch")),
@@ -59,12 +60,19 @@ KEYS: dict[str, Key] = {
     "min_sm_active_pct": Key(float, 2, "steady-state SM activity", 0, 100, ("run", "watch")),
     "max_iowait_pct": Key(float, 4, "CPU iowait", 0, 100, ("check", "run", "watch")),
 }
-SPECS = {key: FindingSpec(id=f"budget.{key}", step=k.step, severity=Severity.warn, commands=k.commands,
-                          symptom=f"Budget exceeded: {k.bounds}",
-                          cause=f"{k.bounds} is outside the limit set in the budget file",
-                          decision="Bring it back within budget, or change the budget deliberately",
-                          condition=f"the observed {k.bounds} crosses the budget's {key}")
-         for key, k in KEYS.items()}
+SPECS = {
+    key: FindingSpec(
+        id=f"budget.{key}",
+        step=k.step,
+        severity=Severity.warn,
+        commands=k.commands,
+        symptom=f"Budget exceeded: {k.bounds}",
+        cause=f"{k.bounds} is outside the limit set in the budget file",
+        decision="Bring it back within budget, or change the budget deliberately",
+        condition=f"the observed {k.bounds} crosses the budget's {key}",
+    )
+    for key, k in KEYS.items()
+}
 
 
 class BudgetError(Exception):
@@ -117,9 +125,13 @@ def load_budget(path: str | Path) -> Budget:
 
 
 def _finding(budget: Budget, key: str, subject: str, observed: Any, text: str) -> Finding:
-    return SPECS[key].finding({"budget": key, "limit": budget.limits[key], "observed": observed},
-                              subject=subject, severity=budget.severity, symptom=f"Budget exceeded: {text}",
-                              cause=f"{KEYS[key].bounds} is outside the budget in {budget.source}")
+    return SPECS[key].finding(
+        {"budget": key, "limit": budget.limits[key], "observed": observed},
+        subject=subject,
+        severity=budget.severity,
+        symptom=f"Budget exceeded: {text}",
+        cause=f"{KEYS[key].bounds} is outside the budget in {budget.source}",
+    )
 
 
 def check_snapshot(budget: Budget, snap: Snapshot) -> list[Finding]:
@@ -127,6 +139,7 @@ def check_snapshot(budget: Budget, snap: Snapshot) -> list[Finding]:
     lim = budget.limits
     count = snap.get("gpu.count")
     for i in range(count if isinstance(count, int) else 0):
+
         def g(k: str) -> Any:
             return snap.get(f"gpu.{i}.{k}")
 
@@ -158,8 +171,9 @@ def check_snapshot(budget: Budget, snap: Snapshot) -> list[Finding]:
     return out
 
 
-def check_windows(budget: Budget, series: Mapping[int, Windows], host: Windows | None,
-                  static: dict[int, GpuStatic]) -> list[Finding]:
+def check_windows(
+    budget: Budget, series: Mapping[int, Windows], host: Windows | None, static: dict[int, GpuStatic]
+) -> list[Finding]:
     """Budgets over a run: maxima for limits; medians in steady state (between the workload's first
     and last GPU work, as the verdict judges it) for SM activity and iowait."""
     out: list[Finding] = []
@@ -172,8 +186,9 @@ def check_windows(budget: Budget, series: Mapping[int, Windows], host: Windows |
         if "vram_headroom_pct" in lim and total and used is not None:
             free_pct = round(100.0 * (total - used) / total, 1)
             if free_pct < lim["vram_headroom_pct"]:
-                out.append(_finding(budget, "vram_headroom_pct", f"gpu.{i}", free_pct,
-                                    f"{free_pct}% VRAM free at peak"))
+                out.append(
+                    _finding(budget, "vram_headroom_pct", f"gpu.{i}", free_pct, f"{free_pct}% VRAM free at peak")
+                )
         temp = max((x for x in s.column("temperature_max_c") if x is not None), default=None)
         if "max_temperature_c" in lim and temp is not None and temp > lim["max_temperature_c"]:
             out.append(_finding(budget, "max_temperature_c", f"gpu.{i}", temp, f"peak {temp:g} C"))
@@ -190,7 +205,7 @@ def check_windows(budget: Budget, series: Mapping[int, Windows], host: Windows |
                 out.append(_finding(budget, "max_throttled_pct", f"gpu.{i}", pct, f"throttled {pct}% of the time"))
         ws = list(s)
         start, end = steady_bounds(ws)
-        steady = ws[(start or 0):(len(ws) if end is None else end + 1)]
+        steady = ws[(start or 0) : (len(ws) if end is None else end + 1)]
         sm = [w.sm_active_pct for w in steady if w.sm_active_pct is not None]
         if "min_sm_active_pct" in lim and sm:
             med = round(median(sm), 1)

@@ -27,9 +27,19 @@ def entries() -> dict[str, FindingSpec]:
     from gputriage.diagnosis.trace import judge as trace_judge
 
     specs: list[FindingSpec] = [s for rule in default_rules() for s in rule.specs]
-    specs += [*run_findings.SPECS, *trace_findings.ALL_SPECS, *trace_judge.SPECS, *bench.SPECS, *budget.SPECS.values(),
-              *baseline.SPECS, *load_findings.SPECS, vram_growth.VRAM_GROWING, *run_compile.SPECS,
-              *regimes.SPECS, *idle_held.SPECS]
+    specs += [
+        *run_findings.SPECS,
+        *trace_findings.ALL_SPECS,
+        *trace_judge.SPECS,
+        *bench.SPECS,
+        *budget.SPECS.values(),
+        *baseline.SPECS,
+        *load_findings.SPECS,
+        vram_growth.VRAM_GROWING,
+        *run_compile.SPECS,
+        *regimes.SPECS,
+        *idle_held.SPECS,
+    ]
     out: dict[str, FindingSpec] = {}
     for s in specs:
         if s.id in out and out[s.id] != s:

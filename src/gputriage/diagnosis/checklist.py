@@ -74,8 +74,15 @@ def _missing(check: CheckReport, per_gpu: tuple[str, ...] = (), host: tuple[str,
     return [f"{n} ({why})" for n in names if (why := _unread(check, n)) is not None]
 
 
-def _by_findings(check: CheckReport | None, ids: tuple[str, ...], clean: str, *, per_gpu: tuple[str, ...] = (),
-                 host: tuple[str, ...] = (), needs_gpu: bool = False) -> Verdict:
+def _by_findings(
+    check: CheckReport | None,
+    ids: tuple[str, ...],
+    clean: str,
+    *,
+    per_gpu: tuple[str, ...] = (),
+    host: tuple[str, ...] = (),
+    needs_gpu: bool = False,
+) -> Verdict:
     """Failed by any of `ids`; passed only when the facts the item rests on were measured, else unknown."""
     if check is None:
         return Status.unknown, "needs `gputriage check` (or --from SNAPSHOT)", {}
@@ -98,40 +105,69 @@ def _question(why: str) -> Decider:
 
 
 def _power(g: Given) -> Verdict:
-    return _by_findings(g.check, ("clocks.hw_slowdown", "pcie.fallen_off_bus", "gpu.lost"),
-                        "no hardware slowdown and no GPU fallen off the bus", per_gpu=("clock.event_reasons",),
-                        host=("kernel.fallen_off_bus",), needs_gpu=True)
+    return _by_findings(
+        g.check,
+        ("clocks.hw_slowdown", "pcie.fallen_off_bus", "gpu.lost"),
+        "no hardware slowdown and no GPU fallen off the bus",
+        per_gpu=("clock.event_reasons",),
+        host=("kernel.fallen_off_bus",),
+        needs_gpu=True,
+    )
 
 
 def _cooling(g: Given) -> Verdict:
-    return _by_findings(g.check, ("clocks.thermal_slowdown", "thermal.violation_time", "thermal.near_slowdown"),
-                        "no thermal slowdown, no time spent over the thermal limit, not near it",
-                        per_gpu=("clock.event_reasons", "temperature_c"), needs_gpu=True)
+    return _by_findings(
+        g.check,
+        ("clocks.thermal_slowdown", "thermal.violation_time", "thermal.near_slowdown"),
+        "no thermal slowdown, no time spent over the thermal limit, not near it",
+        per_gpu=("clock.event_reasons", "temperature_c"),
+        needs_gpu=True,
+    )
 
 
 def _storage(g: Given) -> Verdict:
-    verdict = _by_findings(g.check, ("fs.slow_type", "fs.slow_reads", "fs.low_space"),
-                           "the working directory's filesystem is local, reads fast and has room",
-                           host=("host.fs.cwd.fstype", "host.fs.cwd.free_bytes", *READ_FACTS))
+    verdict = _by_findings(
+        g.check,
+        ("fs.slow_type", "fs.slow_reads", "fs.low_space"),
+        "the working directory's filesystem is local, reads fast and has room",
+        host=("host.fs.cwd.fstype", "host.fs.cwd.free_bytes", *READ_FACTS),
+    )
     unmeasured = verdict[2].get("unmeasured", [])
     if unmeasured and all(u.split(" ")[0] in READ_FACTS for u in unmeasured):
-        return Status.unknown, "its read speed was not measured: `gputriage checklist box --full` measures it", \
-            verdict[2]
+        return (
+            Status.unknown,
+            "its read speed was not measured: `gputriage checklist box --full` measures it",
+            verdict[2],
+        )
     return verdict
 
 
 def _driver(g: Given) -> Verdict:
-    return _by_findings(g.check, ("driver.missing", "driver.version_mismatch", "kernel.nvrm_errors", "xid.event"),
-                        "the driver loads, matches its library, and logged no NVRM error or Xid",
-                        host=("driver.version", "kernel.nvrm_errors", "kernel.xid_events"))
+    return _by_findings(
+        g.check,
+        ("driver.missing", "driver.version_mismatch", "kernel.nvrm_errors", "xid.event"),
+        "the driver loads, matches its library, and logged no NVRM error or Xid",
+        host=("driver.version", "kernel.nvrm_errors", "kernel.xid_events"),
+    )
 
 
 def _chain(g: Given) -> Verdict:
-    return _by_findings(g.check, ("driver.missing", "container.no_gpu_devices", "env.gpus_hidden",
-                                  "env.visible_devices_cut_short", "torch.cuda_unavailable", "torch.cpu_build",
-                                  "torch.arch_missing", "torch.cuda_newer_than_driver"),
-                        "NVML sees the GPUs, the container passes them through, the framework uses them",
-                        host=("torch.cuda.available",), needs_gpu=True)
+    return _by_findings(
+        g.check,
+        (
+            "driver.missing",
+            "container.no_gpu_devices",
+            "env.gpus_hidden",
+            "env.visible_devices_cut_short",
+            "torch.cuda_unavailable",
+            "torch.cpu_build",
+            "torch.arch_missing",
+            "torch.cuda_newer_than_driver",
+        ),
+        "NVML sees the GPUs, the container passes them through, the framework uses them",
+        host=("torch.cuda.available",),
+        needs_gpu=True,
+    )
 
 
 def _vram_peak_pct(run: RunReport) -> float | None:
@@ -146,8 +182,9 @@ def _vram_peak_pct(run: RunReport) -> float | None:
 
 
 def _load_vram_peak_pct(load: LoadReport) -> float | None:
-    peaks = [100 * g.used_max_bytes / g.total_bytes for s in load.steps for g in s.gpus
-             if g.used_max_bytes and g.total_bytes]
+    peaks = [
+        100 * g.used_max_bytes / g.total_bytes for s in load.steps for g in s.gpus if g.used_max_bytes and g.total_bytes
+    ]
     return round(max(peaks), 1) if peaks else None
 
 
@@ -176,9 +213,11 @@ def _vram_budget(g: Given) -> Verdict:
         return Status.unknown, f"not measured: {' and '.join(given)} saw no GPU memory in use", {}
     limit = VRAM_NEARLY_FULL.value
     ok = peak < limit
-    return (Status.passed if ok else Status.failed,
-            f"VRAM peaked at {peak}% of the GPU's ({'under' if ok else 'at or over'} {limit:.0f}%)",
-            {"vram_peak_pct": peak})
+    return (
+        Status.passed if ok else Status.failed,
+        f"VRAM peaked at {peak}% of the GPU's ({'under' if ok else 'at or over'} {limit:.0f}%)",
+        {"vram_peak_pct": peak},
+    )
 
 
 def _tail(g: Given) -> Verdict:
@@ -189,12 +228,15 @@ def _tail(g: Given) -> Verdict:
     if slo is None:
         return Status.unknown, "the load test had no SLO: give --slo (e.g. ttft=500ms,tpot=50ms)", {}
     met = [s for s in load.steps if s.meets_slo]
-    at = (lambda s: s.concurrency if s.concurrency is not None else s.rate_per_s)
+    at = lambda s: s.concurrency if s.concurrency is not None else s.rate_per_s
     if not met:
         return Status.failed, f"no step met the SLO at p{slo.percentile}, the lightest load included", {}
     top = met[-1]
-    return (Status.passed, f"p{slo.percentile} within the SLO up to a load of {at(top):g}",
-            {"knee": at(top), "ttft_p99_ms": top.ttft.p99_ms, "tpot_p99_ms": top.tpot.p99_ms})
+    return (
+        Status.passed,
+        f"p{slo.percentile} within the SLO up to a load of {at(top):g}",
+        {"knee": at(top), "ttft_p99_ms": top.ttft.p99_ms, "tpot_p99_ms": top.tpot.p99_ms},
+    )
 
 
 def _no_failures(g: Given) -> Verdict:
@@ -209,8 +251,11 @@ def _no_failures(g: Given) -> Verdict:
             errors[k] = errors.get(k, 0) + n
     bad = {k: n for k, n in errors.items() if k.startswith("http_5") or k in ("connect", "stream")}
     if bad:
-        return Status.failed, "the server failed or dropped requests under load: " + ", ".join(
-            f"{k} x{n}" for k, n in bad.items()), {"errors": bad}
+        return (
+            Status.failed,
+            "the server failed or dropped requests under load: " + ", ".join(f"{k} x{n}" for k, n in bad.items()),
+            {"errors": bad},
+        )
     return Status.passed, f"{sum(s.requests for s in load.steps)} requests, no server error or dropped stream", {}
 
 
@@ -266,8 +311,11 @@ def _baseline(g: Given) -> Verdict:
 
 ITEMS: dict[str, list[tuple[str, Decider, str]]] = {
     "box": [
-        ("Choose the GPU by VRAM first: if the target model just fits, it does not fit", _question(
-            "how much VRAM the target model needs is yours to say (the GPUs' VRAM is in `gputriage check`)"), ""),
+        (
+            "Choose the GPU by VRAM first: if the target model just fits, it does not fit",
+            _question("how much VRAM the target model needs is yours to say (the GPUs' VRAM is in `gputriage check`)"),
+            "",
+        ),
         ("A power supply that holds its transients: stability beats the theoretical peak", _power, "check"),
         ("Cooling is not optional: hot GPUs throttle, throttled GPUs lie about performance", _cooling, "check"),
         ("NVMe for datasets and checkpoints (it will not fix CPU preprocessing)", _storage, "check"),
@@ -276,23 +324,36 @@ ITEMS: dict[str, list[tuple[str, Decider, str]]] = {
         ("Versions locked (pip freeze or a lock file)", _question("whether versions are locked is yours to say"), ""),
     ],
     "inference": [
-        (f"A VRAM budget with headroom for peaks: {VRAM_NEARLY_FULL.value:.0f}-{VRAM_PRESSURE.value:.0f}% used is "
-         "dangerously full", _vram_budget, "run"),
-        ("Request sizes bounded: a context length and an output-token cap", _question(
-            "the server's caps are yours to say (`gputriage load` shows where latency breaks)"), ""),
+        (
+            f"A VRAM budget with headroom for peaks: {VRAM_NEARLY_FULL.value:.0f}-{VRAM_PRESSURE.value:.0f}% used is "
+            "dangerously full",
+            _vram_budget,
+            "run",
+        ),
+        (
+            "Request sizes bounded: a context length and an output-token cap",
+            _question("the server's caps are yours to say (`gputriage load` shows where latency breaks)"),
+            "",
+        ),
         ("Batching deliberate: unbounded dynamic batching can blow up VRAM", _question("yours to say"), ""),
         ("Quantization tested on long contexts and edge cases", _question("yours to say"), ""),
         ("Tail metrics watched (p95/p99) and correlated with VRAM and sequence length", _tail, "load"),
         ("No OOM and no restart under load: the server answers every request", _no_failures, "load"),
     ],
     "training": [
-        ("A tiny run first: the loss falls, checkpoints are written, the data loader does not hang", _question(
-            "yours to say"), ""),
+        (
+            "A tiny run first: the loss falls, checkpoints are written, the data loader does not hang",
+            _question("yours to say"),
+            "",
+        ),
         ("Mixed precision used properly (tensor cores, not CUDA cores)", _precision, "run"),
         ("Memory under control: batch size, gradient accumulation, checkpointing", _memory, "run"),
         ("Boring I/O: datasets on fast local storage, few small files, pre-tokenized", _io, "run"),
-        ("Baselines captured: samples/s or tokens/s on a known sample, re-run after each change", _baseline,
-         "baseline"),
+        (
+            "Baselines captured: samples/s or tokens/s on a known sample, re-run after each change",
+            _baseline,
+            "baseline",
+        ),
     ],
 }
 
@@ -301,13 +362,21 @@ def _decided_by(command: str, g: Given) -> str:
     if command == "run" and g.run is None and g.load is not None:
         command = "load"
     run, load = g.run, g.load
-    return {"check": "gputriage check", "run": f"gputriage show {run.id}" if run and run.id else "gputriage run",
-            "baseline": "gputriage baseline",
-            "load": f"gputriage load --show {load.id}" if load and load.id else "gputriage load"}.get(command, "")
+    return {
+        "check": "gputriage check",
+        "run": f"gputriage show {run.id}" if run and run.id else "gputriage run",
+        "baseline": "gputriage baseline",
+        "load": f"gputriage load --show {load.id}" if load and load.id else "gputriage load",
+    }.get(command, "")
 
 
-def evaluate(kind: str, check: CheckReport | None = None, run: RunReport | None = None,
-             baselines: bool = False, load: LoadReport | None = None) -> ChecklistReport:
+def evaluate(
+    kind: str,
+    check: CheckReport | None = None,
+    run: RunReport | None = None,
+    baselines: bool = False,
+    load: LoadReport | None = None,
+) -> ChecklistReport:
     given = Given(check=check, run=run, baselines=baselines, load=load)
     items = []
     for step, (text, decide, command) in enumerate(ITEMS[kind], 1):

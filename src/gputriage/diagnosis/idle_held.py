@@ -18,14 +18,16 @@ from gputriage.model.finding import Finding
 from gputriage.model.run import GpuStatic
 
 THRESHOLDS = (IDLE_HELD_BYTES, IDLE_HELD_SM, IDLE_HELD_MIN_S)
-DECISION = ("Stop the process or free its memory (a notebook's kernel left open: restart or shut it down; a job "
-            "that hung after its work: kill it and fix its exit), or give the GPU back to the scheduler; where it "
-            "must stay, move it to a smaller GPU or a MIG slice. Kubernetes: `kubectl delete pod` in the namespace "
-            "named; the pod's owner can set activeDeadlineSeconds or an idle culler")
+DECISION = (
+    "Stop the process or free its memory (a notebook's kernel left open: restart or shut it down; a job "
+    "that hung after its work: kill it and fix its exit), or give the GPU back to the scheduler; where it "
+    "must stay, move it to a smaller GPU or a MIG slice. Kubernetes: `kubectl delete pod` in the namespace "
+    "named; the pod's owner can set activeDeadlineSeconds or an idle culler"
+)
 
 
 def holder_label(pid: int, name: Any = None, user: Any = None, container: Mapping[str, Any] | None = None) -> str:
-    """"pid 506 (python3, user alice, pod ml/train-7f9/trainer)": what names a process to whoever must act."""
+    """ "pid 506 (python3, user alice, pod ml/train-7f9/trainer)": what names a process to whoever must act."""
     parts = [str(name)] if name else []
     if user:
         parts.append(f"user {user}")
@@ -61,12 +63,17 @@ def gpu_hours(held_s: float, share: float) -> float:
 
 def is_idle_held(used_bytes: int | None, sm_util_pct: float | None) -> bool:
     """Holds enough memory and computes nothing (held time aside)."""
-    return used_bytes is not None and used_bytes >= IDLE_HELD_BYTES.value and sm_util_pct is not None \
+    return (
+        used_bytes is not None
+        and used_bytes >= IDLE_HELD_BYTES.value
+        and sm_util_pct is not None
         and sm_util_pct < IDLE_HELD_SM.value
+    )
 
 
-def priced(findings: list[Finding], ids: tuple[str, ...], price_per_gpu_hour: float | None,
-           currency: str = "USD") -> list[Finding]:
+def priced(
+    findings: list[Finding], ids: tuple[str, ...], price_per_gpu_hour: float | None, currency: str = "USD"
+) -> list[Finding]:
     """The idle-held findings with what their GPU-hours cost at a price per GPU-hour (the others as they are)."""
     if price_per_gpu_hour is None:
         return findings
@@ -77,9 +84,13 @@ def priced(findings: list[Finding], ids: tuple[str, ...], price_per_gpu_hour: fl
             out.append(f)
             continue
         cost = round(hours * price_per_gpu_hour, 2)
-        out.append(msgspec.structs.replace(
-            f, evidence={**f.evidence, "cost": cost, "currency": currency, "price_per_gpu_hour": price_per_gpu_hour},
-            symptom=f"{f.symptom}: {cost:g} {currency} at {price_per_gpu_hour:g} {currency}/GPU-hour"))
+        out.append(
+            msgspec.structs.replace(
+                f,
+                evidence={**f.evidence, "cost": cost, "currency": currency, "price_per_gpu_hour": price_per_gpu_hour},
+                symptom=f"{f.symptom}: {cost:g} {currency} at {price_per_gpu_hour:g} {currency}/GPU-hour",
+            )
+        )
     return out
 
 

@@ -18,12 +18,24 @@ from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Finding
 from gputriage.model.run import GpuVerdict
 
-WAITING = {B.input_starved, B.launch_bound, B.sync_bound, B.host_bound, B.h2d_copy_bound, B.vram_pressure,
-           B.underfilled, B.idle}
+WAITING = {
+    B.input_starved,
+    B.launch_bound,
+    B.sync_bound,
+    B.host_bound,
+    B.h2d_copy_bound,
+    B.vram_pressure,
+    B.underfilled,
+    B.idle,
+}
 TRACE_SHARES = {  # a trace finding's evidence key that holds its share of the window, in percent
-    "trace.launch_bound": "launch_idle_pct", "trace.sync_bound": "sync_idle_pct", "trace.input_starved":
-    "host_outside_ops_pct", "trace.h2d_copy_bound": "copies_pct", "trace.vram_pressure": "allocator_idle_pct",
-    "trace.comm_bound": "exposed_comm_pct"}
+    "trace.launch_bound": "launch_idle_pct",
+    "trace.sync_bound": "sync_idle_pct",
+    "trace.input_starved": "host_outside_ops_pct",
+    "trace.h2d_copy_bound": "copies_pct",
+    "trace.vram_pressure": "allocator_idle_pct",
+    "trace.comm_bound": "exposed_comm_pct",
+}
 
 
 def _idle_share(v: GpuVerdict) -> float | None:
@@ -60,6 +72,9 @@ def with_impact(findings: list[Finding], verdicts: Mapping[int, GpuVerdict] | No
     out = []
     for f in findings:
         share = f.impact if f.impact is not None else estimate(f, verdicts)
-        out.append(f if share is None or share == f.impact else
-                   msgspec.structs.replace(f, impact=round(min(1.0, max(0.0, share)), 3)))
+        out.append(
+            f
+            if share is None or share == f.impact
+            else msgspec.structs.replace(f, impact=round(min(1.0, max(0.0, share)), 3))
+        )
     return out

@@ -20,8 +20,14 @@ Judge = Callable[[list[HeldProcess], Mapping[int, GpuStatic]], list[HeldProcess]
 
 
 class HolderTracker:
-    def __init__(self, nvml: NvmlBackend, host: Host | None, gpus: list[int], static: Mapping[int, GpuStatic],
-                 judge: Judge | None = None) -> None:
+    def __init__(
+        self,
+        nvml: NvmlBackend,
+        host: Host | None,
+        gpus: list[int],
+        static: Mapping[int, GpuStatic],
+        judge: Judge | None = None,
+    ) -> None:
         self.holders = Holders(nvml, host, gpus)
         self.static, self.judge = static, judge
         self.held: list[HeldProcess] = []
@@ -39,8 +45,15 @@ class HolderTracker:
         for p in procs:
             self._streaks.add((p.gpu, p.pid), now_s, p.used_bytes, p.sm_util_pct)
             stretch = self._streaks.current((p.gpu, p.pid), now_s)
-            held.append(HeldProcess(gpu=p.gpu, pid=p.pid, used_bytes=p.used_bytes, sm_util_pct=p.sm_util_pct,
-                                    idle_s=round(stretch[0], 1) if stretch else 0.0,
-                                    owner=self.holders.owners.get(p.pid)))
+            held.append(
+                HeldProcess(
+                    gpu=p.gpu,
+                    pid=p.pid,
+                    used_bytes=p.used_bytes,
+                    sm_util_pct=p.sm_util_pct,
+                    idle_s=round(stretch[0], 1) if stretch else 0.0,
+                    owner=self.holders.owners.get(p.pid),
+                )
+            )
         self.held = self.judge(held, self.static) if self.judge is not None else held
         return self.held

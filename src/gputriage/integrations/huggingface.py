@@ -26,6 +26,8 @@ class GputriageCallback(TrainerCallback):
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         seen = int(getattr(state, "num_input_tokens_seen", 0) or 0)
-        progress.step(samples=args.per_device_train_batch_size * args.gradient_accumulation_steps,
-                      tokens=max(0, seen - self._tokens_seen))
+        progress.step(
+            samples=args.per_device_train_batch_size * args.gradient_accumulation_steps,
+            tokens=max(0, seen - self._tokens_seen),
+        )
         self._tokens_seen = seen

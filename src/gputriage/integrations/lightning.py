@@ -1,6 +1,6 @@
 """PyTorch Lightning: report each training batch to `gputriage run`.
 
-    trainer = lightning.Trainer(callbacks=[GputriageCallback()])
+trainer = lightning.Trainer(callbacks=[GputriageCallback()])
 """
 
 from __future__ import annotations

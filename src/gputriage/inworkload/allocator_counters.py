@@ -24,8 +24,17 @@ from typing import Any, Optional
 
 DIR_ENV = "GPUTRIAGE_PROGRESS_DIR"
 PREFIX = "allocator."
-FIELDS = ("retries", "cuda_mallocs", "cuda_frees", "ooms", "reserved_bytes", "oom_requested_bytes",
-          "oom_free_bytes", "read_t_s", "allocated_bytes")
+FIELDS = (
+    "retries",
+    "cuda_mallocs",
+    "cuda_frees",
+    "ooms",
+    "reserved_bytes",
+    "oom_requested_bytes",
+    "oom_free_bytes",
+    "read_t_s",
+    "allocated_bytes",
+)
 FILE_BYTES = 8 * len(FIELDS)
 PERIOD_S = 0.5  # two reads a second: 13-21 µs of the GIL each per GPU used (an H200)
 

@@ -52,8 +52,9 @@ def read(utils: Any, convert_frame: Any = None) -> dict[str, Any]:
     for name, count in sorted(resumes.items(), key=lambda kv: -kv[1])[:MAX_ITEMS]:
         m = _RESUME.match(name)
         if m:
-            sites.append({"function": m["function"], "line": int(m["line"]), "count": int(count),
-                          "file": files.get(name, "")})
+            sites.append(
+                {"function": m["function"], "line": int(m["line"]), "count": int(count), "file": files.get(name, "")}
+            )
     out: dict[str, Any] = {
         "frames_compiled": int(frames.get("total", 0)),
         "graph_breaks": int(sum(breaks.values())),
@@ -67,8 +68,11 @@ def read(utils: Any, convert_frame: Any = None) -> dict[str, Any]:
         out["compile_s"] = round(float(sum(compiled)), 3)
     if codes:
         out["recompiles"] = max(0, out["frames_compiled"] - len(codes))
-        out["compiled_functions"] = [{"function": c.co_name, "file": c.co_filename, "line": c.co_firstlineno}
-                                     for c in codes if not _RESUME.match(c.co_name)][:MAX_ITEMS]
+        out["compiled_functions"] = [
+            {"function": c.co_name, "file": c.co_filename, "line": c.co_firstlineno}
+            for c in codes
+            if not _RESUME.match(c.co_name)
+        ][:MAX_ITEMS]
     return out
 
 

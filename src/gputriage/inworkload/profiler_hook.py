@@ -46,9 +46,18 @@ RANK_ALIGN_S = 2.0  # the ranks of a distributed job ask for a start at the same
 class Profiler:
     """The state machine: a worker thread asks ("want"), the workload's main thread acts."""
 
-    def __init__(self, out: str, skip_s: float = 2.0, steps: int = 10, window_s: float = 0.5, max_s: float = 3.0,
-                 cuda: bool = True, clock: Callable[[], float] = time.time, ranked: bool = False,
-                 gate: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        out: str,
+        skip_s: float = 2.0,
+        steps: int = 10,
+        window_s: float = 0.5,
+        max_s: float = 3.0,
+        cuda: bool = True,
+        clock: Callable[[], float] = time.time,
+        ranked: bool = False,
+        gate: Optional[str] = None,
+    ) -> None:
         """`ranked`: a rank of a distributed job. Its ranks run in lockstep and wait on each other, so each
         asks for its start at the same wall-clock instant (a multiple of RANK_ALIGN_S) and starts at the
         next optimizer step — never by signal while the job is still setting up: the ranks profile the
@@ -139,8 +148,10 @@ class Profiler:
             prof.export_chrome_trace(path + ".tmp")
             os.replace(path + ".tmp", path)
             self.mark("exported", exported := self.clock(), k)
-            self.note("stopped at %s after %d optimizer steps (+%.1f s, %.2f s profiled)"
-                      % (where, self.steps_profiled, stopped - self.born, stopped - self.started))
+            self.note(
+                "stopped at %s after %d optimizer steps (+%.1f s, %.2f s profiled)"
+                % (where, self.steps_profiled, stopped - self.born, stopped - self.started)
+            )
             # the hold (from the start, when CUPTI drains the GPU's queue, to the export's end), the window inside
             self.note("window %.3f %.3f %.3f %.3f %d" % (self.begin, self.started, stopped, exported, k))
         except Exception as exc:
@@ -215,8 +226,10 @@ class Profiler:
             acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
             self.make = lambda: profile(activities=acts, record_shapes=True)
             if not self.hooks:
-                self.hooks = [register_optimizer_step_post_hook(self.on_step),
-                              register_module_forward_pre_hook(self.on_forward)]
+                self.hooks = [
+                    register_optimizer_step_post_hook(self.on_step),
+                    register_module_forward_pre_hook(self.on_forward),
+                ]
         except Exception as exc:
             self.note("ERROR setup: %s: %s" % (type(exc).__name__, exc))
             return False
@@ -246,8 +259,10 @@ class Profiler:
                 return False  # failed, or the workload ended inside the window
             if attempt + 1 == ATTEMPTS or self.saw_work():
                 return True
-            self.note("no %s in the window (still compiling or loading?): profiling again in %.0f s"
-                      % ("GPU work" if self.cuda else "framework op", self.skip_s))
+            self.note(
+                "no %s in the window (still compiling or loading?): profiling again in %.0f s"
+                % ("GPU work" if self.cuda else "framework op", self.skip_s)
+            )
             self.prof, self.steps_profiled = None, 0
             time.sleep(self.skip_s)
         return True
@@ -334,8 +349,9 @@ class Profiler:
             if self.prof is False:  # stopped at a step (its window was long enough), or failed (then done is set)
                 break
             spent = self.clock() - self.started if self.prof else 0.0
-            if (self.steps_profiled >= self.steps and spent >= self.window_s) or \
-                    spent >= (self.max_s if self.seen_step else self.window_s):
+            if (self.steps_profiled >= self.steps and spent >= self.window_s) or spent >= (
+                self.max_s if self.seen_step else self.window_s
+            ):
                 break
             time.sleep(0.02)
         return not self.done.is_set()
@@ -380,12 +396,16 @@ def from_environ(environ: os._Environ[str] | dict[str, str], argv: Optional[list
     ranked = rank is not None and rank.isdigit()
     if ranked:
         out = os.path.join(os.path.dirname(out), "trace.rank%s.json" % rank)
-    return Profiler(out, skip_s=float(environ.pop("GPUTRIAGE_PROFILE_SKIP_S", "2")),
-                    steps=int(environ.pop("GPUTRIAGE_PROFILE_STEPS", "10")),
-                    window_s=float(environ.pop("GPUTRIAGE_PROFILE_WINDOW_S", "0.5")),
-                    max_s=float(environ.pop("GPUTRIAGE_PROFILE_MAX_S", "3")),
-                    cuda=environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1", ranked=ranked,
-                    gate=environ.pop("GPUTRIAGE_PROFILE_GATE", None) or None)
+    return Profiler(
+        out,
+        skip_s=float(environ.pop("GPUTRIAGE_PROFILE_SKIP_S", "2")),
+        steps=int(environ.pop("GPUTRIAGE_PROFILE_STEPS", "10")),
+        window_s=float(environ.pop("GPUTRIAGE_PROFILE_WINDOW_S", "0.5")),
+        max_s=float(environ.pop("GPUTRIAGE_PROFILE_MAX_S", "3")),
+        cuda=environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1",
+        ranked=ranked,
+        gate=environ.pop("GPUTRIAGE_PROFILE_GATE", None) or None,
+    )
 
 
 def main() -> Optional[Profiler]:

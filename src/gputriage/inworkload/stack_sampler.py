@@ -66,22 +66,41 @@ _GPU_WAIT, _INPUT, _COPY, _HOST, _COMPILE, _GC, _LAUNCH = range(len(CATEGORIES))
 USER, STDLIB, LIBRARY, TORCH, COMPILER, LOADER, TORCH_SYNC, PINNING, MODULE = range(9)
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
 _GPUTRIAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_COMPILERS = ("torch/_dynamo/convert_frame.py", "torch/_inductor/compile_fx.py", "torch/_inductor/async_compile.py",
-              "torch/_inductor/autotune_process.py", "torch/_inductor/select_algorithm.py", "triton/compiler/")
+_COMPILERS = (
+    "torch/_dynamo/convert_frame.py",
+    "torch/_inductor/compile_fx.py",
+    "torch/_inductor/async_compile.py",
+    "torch/_inductor/autotune_process.py",
+    "torch/_inductor/select_algorithm.py",
+    "triton/compiler/",
+)
 _SYNCS = ("torch/cuda/__init__.py", "torch/cuda/streams.py", "torch/_tensor_str.py")
 # blocking stdlib functions: (file suffix, function names; empty: any)
-_WAITS = (("threading.py", ("wait", "acquire", "join", "_wait_for_tstate_lock")), ("queue.py", ("get", "put", "join")),
-          ("selectors.py", ()), ("socket.py", ("accept", "readinto", "recv_into", "create_connection")),
-          ("ssl.py", ("read", "recv", "recv_into")), ("multiprocessing/connection.py", ()),
-          ("multiprocessing/queues.py", ("get",)), ("multiprocessing/synchronize.py", ()), ("multiprocessing/pool.py",
-          ("get", "wait")), ("subprocess.py", ("wait", "communicate", "_try_wait", "_wait")),
-          ("concurrent/futures/_base.py", ("result", "wait", "as_completed")), ("asyncio/base_events.py",
-          ("run_forever", "_run_once")))
+_WAITS = (
+    ("threading.py", ("wait", "acquire", "join", "_wait_for_tstate_lock")),
+    ("queue.py", ("get", "put", "join")),
+    ("selectors.py", ()),
+    ("socket.py", ("accept", "readinto", "recv_into", "create_connection")),
+    ("ssl.py", ("read", "recv", "recv_into")),
+    ("multiprocessing/connection.py", ()),
+    ("multiprocessing/queues.py", ("get",)),
+    ("multiprocessing/synchronize.py", ()),
+    ("multiprocessing/pool.py", ("get", "wait")),
+    ("subprocess.py", ("wait", "communicate", "_try_wait", "_wait")),
+    ("concurrent/futures/_base.py", ("result", "wait", "as_completed")),
+    ("asyncio/base_events.py", ("run_forever", "_run_once")),
+)
 _LINE_RULES = (  # the innermost line's text, in order: (category, pattern)
     (_GPU_WAIT, re.compile(r"\.(?:item|cpu|tolist|numpy)\(\)|synchronize\(|\.wait_(?:event|stream)\(")),
     (_COPY, re.compile(r"\.to\(|\.cuda\(|copy_\(|pin_memory\(")),
-    (_INPUT, re.compile(r"sleep\(|\.recv(?:_into|from)?\(|\.accept\(|\bselect\(|\.poll\(|\binput\(|\.readline\(|"
-                        r"(?:queue|\bq|_q)\.get(?:_nowait)?\(", re.I)),
+    (
+        _INPUT,
+        re.compile(
+            r"sleep\(|\.recv(?:_into|from)?\(|\.accept\(|\bselect\(|\.poll\(|\binput\(|\.readline\(|"
+            r"(?:queue|\bq|_q)\.get(?:_nowait)?\(",
+            re.I,
+        ),
+    ),
     (_LAUNCH, re.compile(r"\btorch\.|\bF\.|\s@\s|\.backward\(")),
 )
 _HOST_ONLY = {_GPU_WAIT: _HOST, _COPY: _HOST, _LAUNCH: _HOST}  # without CUDA
@@ -173,8 +192,9 @@ class Classifier:
             cat = _HOST_ONLY.get(cat, cat)
         return cat, line, loader and cat == _INPUT
 
-    def _category(self, frame: FrameType, kind: int, compiling: bool, loader: bool, moving: bool,
-                  in_forward: bool) -> int:
+    def _category(
+        self, frame: FrameType, kind: int, compiling: bool, loader: bool, moving: bool, in_forward: bool
+    ) -> int:
         code = frame.f_code
         if compiling:
             return _COMPILE
@@ -229,10 +249,16 @@ class Counts:
         rows = self.lines.items()
         top = {k for k, _ in sorted(rows, key=lambda kv: -kv[1][0])[:TOP_LINES] if self.lines[k][0] > 0}
         top |= {k for k, _ in sorted(rows, key=lambda kv: -kv[1][1])[:TOP_LINES]}
-        return {"ticks": self.ticks, "main": dict(zip(CATEGORIES, self.main)), "all": dict(zip(CATEGORIES, self.all)),
-                "main_loader": self.main_loader,
-                "lines": [[k[0], k[1], k[2], CATEGORIES[k[3]], round(self.lines[k][0], 2), round(self.lines[k][1], 2)]
-                          for k in sorted(top, key=lambda k: -self.lines[k][1])]}
+        return {
+            "ticks": self.ticks,
+            "main": dict(zip(CATEGORIES, self.main)),
+            "all": dict(zip(CATEGORIES, self.all)),
+            "main_loader": self.main_loader,
+            "lines": [
+                [k[0], k[1], k[2], CATEGORIES[k[3]], round(self.lines[k][0], 2), round(self.lines[k][1], 2)]
+                for k in sorted(top, key=lambda k: -self.lines[k][1])
+            ],
+        }
 
 
 class GcClock:
@@ -300,8 +326,11 @@ class StackSampler:
 
     def _refresh_skipped(self) -> None:
         own = threading.get_ident()
-        self.skip = {t.ident for t in threading.enumerate() if t.ident is not None and
-                     (t.ident == own or t.name.startswith("gputriage-"))}
+        self.skip = {
+            t.ident
+            for t in threading.enumerate()
+            if t.ident is not None and (t.ident == own or t.name.startswith("gputriage-"))
+        }
         self.cuda = self.cuda or _cuda_ready()
 
     def sample(self) -> None:
@@ -349,8 +378,15 @@ class StackSampler:
         with self.lock:
             report = self.counts.snapshot()
         now = time.time()
-        report.update(pid=os.getpid(), t_s=now, wall_s=now - self.started_s, rate_hz=self.rate_hz,
-                      main_cpu_s=None if cpu is None else cpu - self.cpu0_s, cuda=self.cuda, child=_spawned_child())
+        report.update(
+            pid=os.getpid(),
+            t_s=now,
+            wall_s=now - self.started_s,
+            rate_hz=self.rate_hz,
+            main_cpu_s=None if cpu is None else cpu - self.cpu0_s,
+            cuda=self.cuda,
+            child=_spawned_child(),
+        )
         tmp = f"{self.path}.tmp"
         with contextlib.suppress(OSError):  # a folder gone: the run is over
             with open(tmp, "w") as fh:
@@ -386,9 +422,11 @@ def start(folder: str, stop: Optional[threading.Event] = None, rate_hz: float = 
     t = threading.Thread(target=sampler.run, args=(until,), name="gputriage-stacks", daemon=True)
     t.start()
     if stop is None:
+
         def _at_exit() -> None:
             until.set()
             t.join(1.0)
+
         atexit.register(_at_exit)
     return t
 

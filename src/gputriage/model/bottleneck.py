@@ -23,5 +23,6 @@ class Bottleneck(str, enum.Enum):
 
 
 # the host did not keep the GPU fed
-HOST_BOUND = frozenset({Bottleneck.input_starved, Bottleneck.launch_bound, Bottleneck.sync_bound,
-                        Bottleneck.host_bound})
+HOST_BOUND = frozenset(
+    {Bottleneck.input_starved, Bottleneck.launch_bound, Bottleneck.sync_bound, Bottleneck.host_bound}
+)

@@ -39,5 +39,11 @@ def check_report(snapshot: Snapshot, findings: list[Finding]) -> CheckReport:
     facts: dict[str, Any] = {}
     for f in snapshot.facts:
         facts[f.name] = {"unavailable": f.value.to_json()} if isinstance(f.value, Unavailable) else f.value
-    return CheckReport(hostname=snapshot.hostname, taken_at=snapshot.taken_at, tool_version=snapshot.tool_version,
-                       summary=summarize(findings), findings=findings, facts=facts)
+    return CheckReport(
+        hostname=snapshot.hostname,
+        taken_at=snapshot.taken_at,
+        tool_version=snapshot.tool_version,
+        summary=summarize(findings),
+        findings=findings,
+        facts=facts,
+    )

@@ -105,13 +105,29 @@ class FindingSpec(msgspec.Struct, frozen=True, kw_only=True):
     thresholds: tuple[Threshold, ...] = ()
     needs: tuple[str, ...] = ()
 
-    def finding(self, evidence: dict[str, Any] | None = None, *, subject: str = "", severity: Severity | None = None,
-                symptom: str | None = None, cause: str | None = None, decision: str | None = None,
-                impact: float | None = None) -> Finding:
+    def finding(
+        self,
+        evidence: dict[str, Any] | None = None,
+        *,
+        subject: str = "",
+        severity: Severity | None = None,
+        symptom: str | None = None,
+        cause: str | None = None,
+        decision: str | None = None,
+        impact: float | None = None,
+    ) -> Finding:
         """One occurrence; the wording may be made concrete (symptom with the figures), the id never changes."""
-        return Finding(id=self.id, severity=severity or self.severity, step=self.step, symptom=symptom or self.symptom,
-                       cause=cause or self.cause, decision=decision or self.decision, evidence=evidence or {},
-                       subject=subject, impact=None if impact is None else round(min(1.0, max(0.0, impact)), 3))
+        return Finding(
+            id=self.id,
+            severity=severity or self.severity,
+            step=self.step,
+            symptom=symptom or self.symptom,
+            cause=cause or self.cause,
+            decision=decision or self.decision,
+            evidence=evidence or {},
+            subject=subject,
+            impact=None if impact is None else round(min(1.0, max(0.0, impact)), 3),
+        )
 
     def threshold(self, name: str) -> float:
         for t in self.thresholds:
@@ -123,5 +139,6 @@ class FindingSpec(msgspec.Struct, frozen=True, kw_only=True):
 def triage_order(findings: list[Finding]) -> list[Finding]:
     """The order every report shows: findings whose fix has an estimated impact first, the largest first; then the
     others by triage step, most severe first, then id and subject."""
-    return sorted(findings, key=lambda f: (f.impact is None, -(f.impact or 0.0), f.step, -f.severity.rank, f.id,
-                                           f.subject))
+    return sorted(
+        findings, key=lambda f: (f.impact is None, -(f.impact or 0.0), f.step, -f.severity.rank, f.id, f.subject)
+    )

@@ -61,9 +61,20 @@ class GpuHolder(msgspec.Struct, kw_only=True, omit_defaults=True):
     def from_fact(cls, gpu: int, entry: dict[str, Any]) -> GpuHolder:
         """One entry of a check's gpu.N.processes fact."""
         c = entry.get("container")
-        owner = ProcessOwner(pid=int(entry["pid"]), visible=entry.get("visible", True) is not False,
-                             name=entry.get("name"), user=entry.get("user"), cmdline=entry.get("cmdline") or None,
-                             age_s=entry.get("age_s"), note=entry.get("note") or "",
-                             container=msgspec.convert(c, Container) if isinstance(c, dict) else None)
-        return cls(gpu=gpu, pid=int(entry["pid"]), used_bytes=entry.get("used_bytes"),
-                   sm_util_pct=entry.get("sm_util_pct"), owner=owner)
+        owner = ProcessOwner(
+            pid=int(entry["pid"]),
+            visible=entry.get("visible", True) is not False,
+            name=entry.get("name"),
+            user=entry.get("user"),
+            cmdline=entry.get("cmdline") or None,
+            age_s=entry.get("age_s"),
+            note=entry.get("note") or "",
+            container=msgspec.convert(c, Container) if isinstance(c, dict) else None,
+        )
+        return cls(
+            gpu=gpu,
+            pid=int(entry["pid"]),
+            used_bytes=entry.get("used_bytes"),
+            sm_util_pct=entry.get("sm_util_pct"),
+            owner=owner,
+        )

@@ -15,8 +15,7 @@ from typing import Any
 #: line and paragraph separators, the bidirectional overrides and isolates that reorder what is shown, and
 #: lone surrogates (bytes that were not UTF-8, as Python keeps them from argv or a file name: written out,
 #: \udc9b is the byte 0x9b again).
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-                     "\ud800-\udfff]")
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 WHITESPACE = frozenset("\t\n\r\x0b\x0c\x85\u2028\u2029")
 REPLACEMENT = "\ufffd"  # shown where a control character was, so that a reader sees the text was altered
 ELLIPSIS = "…"
@@ -37,7 +36,7 @@ def safe_text(text: Any, limit: int = FIELD_CHARS, newline: str = " ") -> str:
     if not isinstance(text, str):
         text = str(text)
     if len(text) > limit:
-        text = text[:max(0, limit - 1)] + ELLIPSIS
+        text = text[: max(0, limit - 1)] + ELLIPSIS
     if CONTROL.search(text) is None:
         return text
     return CONTROL.sub(lambda m: _replacement(m.group(), newline), text.replace("\r\n", "\n"))
@@ -61,8 +60,9 @@ def safe_tree(value: Any, limit: int = FIELD_CHARS, newline: str = " ") -> Any:
     if isinstance(value, str):
         return safe_text(value, limit, newline)
     if isinstance(value, dict):
-        return {safe_text(k, limit) if isinstance(k, str) else k: safe_tree(v, limit, newline)
-                for k, v in value.items()}
+        return {
+            safe_text(k, limit) if isinstance(k, str) else k: safe_tree(v, limit, newline) for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
         return [safe_tree(v, limit, newline) for v in value]
     return value

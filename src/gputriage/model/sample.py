@@ -143,18 +143,47 @@ def decode(data: bytes | str) -> Sample:
         return from_legacy(msgspec.json.decode(data))
 
 
-_GPM_KEYS = {"2": "sm_active_pct", "3": "sm_occupancy_pct", "5": "tensor_active_pct", "10": "dram_active_pct",
-             "20": "pcie_tx_mib_per_s", "21": "pcie_rx_mib_per_s",
-             "60": "nvlink_rx_mib_per_s", "61": "nvlink_tx_mib_per_s"}
-_GPU_KEYS = {"util": "util_pct", "memutil": "mem_util_pct", "power": "power_mw", "sm_clk": "sm_clock_mhz",
-             "reasons": "clock_event_reasons", "used": "used_bytes", "temp": "temperature_c"}
-_HOST_KEYS = {"cpu": "cpu_busy_pct", "iowait": "iowait_pct", "mem_avail": "mem_available_bytes",
-              "swap_used": "swap_used_bytes", "majflt_s": "major_faults_per_s", "swapin_s": "swap_in_pages_per_s",
-              "disk_rd_bps": "disk_read_bytes_per_s", "disk_wr_bps": "disk_write_bytes_per_s",
-              "net_rx_bps": "net_rx_bytes_per_s", "net_tx_bps": "net_tx_bytes_per_s"}
-_PROC_KEYS = {"pids": "pids", "cpu_pct": "cpu_pct", "top_thread_pct": "top_thread_pct", "rss": "rss_bytes",
-              "io_rd_bps": "read_bytes_per_s", "io_wr_bps": "write_bytes_per_s", "io_rchar_bps": "rchar_bytes_per_s",
-              "vram": "vram_bytes"}
+_GPM_KEYS = {
+    "2": "sm_active_pct",
+    "3": "sm_occupancy_pct",
+    "5": "tensor_active_pct",
+    "10": "dram_active_pct",
+    "20": "pcie_tx_mib_per_s",
+    "21": "pcie_rx_mib_per_s",
+    "60": "nvlink_rx_mib_per_s",
+    "61": "nvlink_tx_mib_per_s",
+}
+_GPU_KEYS = {
+    "util": "util_pct",
+    "memutil": "mem_util_pct",
+    "power": "power_mw",
+    "sm_clk": "sm_clock_mhz",
+    "reasons": "clock_event_reasons",
+    "used": "used_bytes",
+    "temp": "temperature_c",
+}
+_HOST_KEYS = {
+    "cpu": "cpu_busy_pct",
+    "iowait": "iowait_pct",
+    "mem_avail": "mem_available_bytes",
+    "swap_used": "swap_used_bytes",
+    "majflt_s": "major_faults_per_s",
+    "swapin_s": "swap_in_pages_per_s",
+    "disk_rd_bps": "disk_read_bytes_per_s",
+    "disk_wr_bps": "disk_write_bytes_per_s",
+    "net_rx_bps": "net_rx_bytes_per_s",
+    "net_tx_bps": "net_tx_bytes_per_s",
+}
+_PROC_KEYS = {
+    "pids": "pids",
+    "cpu_pct": "cpu_pct",
+    "top_thread_pct": "top_thread_pct",
+    "rss": "rss_bytes",
+    "io_rd_bps": "read_bytes_per_s",
+    "io_wr_bps": "write_bytes_per_s",
+    "io_rchar_bps": "rchar_bytes_per_s",
+    "vram": "vram_bytes",
+}
 
 
 def from_legacy(data: dict[str, Any]) -> Sample:
@@ -171,11 +200,15 @@ def from_legacy(data: dict[str, Any]) -> Sample:
     host = data.get("host")
     proc = data.get("proc")
     return Sample(
-        t_s=float(data["t"]), gpus=gpus,
+        t_s=float(data["t"]),
+        gpus=gpus,
         host=HostSample(**{new: host[old] for old, new in _HOST_KEYS.items() if host.get(old) is not None})
-        if host else None,
+        if host
+        else None,
         workload=WorkloadSample(**{new: proc[old] for old, new in _PROC_KEYS.items() if proc.get(old) is not None})
-        if proc else None,
-        neighbours=[Neighbour(gpu=int(o["gpu"]), pid=int(o["pid"]), used_bytes=o.get("used"))
-                    for o in data.get("others") or []],
+        if proc
+        else None,
+        neighbours=[
+            Neighbour(gpu=int(o["gpu"]), pid=int(o["pid"]), used_bytes=o.get("used")) for o in data.get("others") or []
+        ],
     )

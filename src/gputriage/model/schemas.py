@@ -16,9 +16,18 @@ from gputriage.model.load import LoadReport
 from gputriage.model.run import RunReport
 from gputriage.model.trace import TraceReport
 
-REPORTS: dict[str, type] = {"check": CheckReport, "run": RunReport, "trace": TraceReport, "bench": BenchReport,
-                            "rules": Catalog, "baseline": Baseline, "diff": Diff,
-                            "checklist": ChecklistReport, "load": LoadReport, "fleet": FleetReport}
+REPORTS: dict[str, type] = {
+    "check": CheckReport,
+    "run": RunReport,
+    "trace": TraceReport,
+    "bench": BenchReport,
+    "rules": Catalog,
+    "baseline": Baseline,
+    "diff": Diff,
+    "checklist": ChecklistReport,
+    "load": LoadReport,
+    "fleet": FleetReport,
+}
 
 
 def schema(kind: str) -> dict[str, Any]:

@@ -115,8 +115,13 @@ class Snapshot:
             else:
                 value = safe_tree(typed(name, x.value))
             facts.append(Fact(name, value, safe_text(x.source, NAME_CHARS)))
-        return cls(facts=tuple(facts), taken_at=f.taken_at, hostname=safe_text(f.hostname, NAME_CHARS),
-                   tool_version=safe_text(f.tool_version, NAME_CHARS), raw=f.raw)
+        return cls(
+            facts=tuple(facts),
+            taken_at=f.taken_at,
+            hostname=safe_text(f.hostname, NAME_CHARS),
+            tool_version=safe_text(f.tool_version, NAME_CHARS),
+            raw=f.raw,
+        )
 
     @classmethod
     def load(cls, path: str | Path) -> Snapshot:
@@ -126,8 +131,9 @@ class Snapshot:
         try:
             size = path.stat().st_size
             if size > MAX_SNAPSHOT_BYTES:
-                raise SnapshotError(f"{path}: {size / 2**20:.0f} MiB, larger than a snapshot can be "
-                                    f"({MAX_SNAPSHOT_BYTES >> 20} MiB)")
+                raise SnapshotError(
+                    f"{path}: {size / 2**20:.0f} MiB, larger than a snapshot can be ({MAX_SNAPSHOT_BYTES >> 20} MiB)"
+                )
             data = path.read_bytes()
         except OSError as exc:
             raise SnapshotError(unreadable(path, exc)) from None

@@ -75,21 +75,27 @@ def _form(words: str) -> str | None:
     return next((f for f in ("pcie", "sxm", "nvl") if any(w.startswith(f) for w in words.split())), None)
 
 
-def _closest(hits: list[GpuSpec], memory_bytes: int | None, sm_count: int | None,
-             words: str = "") -> GpuSpec:
+def _closest(hits: list[GpuSpec], memory_bytes: int | None, sm_count: int | None, words: str = "") -> GpuSpec:
     """Among parts sharing an id or a family: same SM count, same form factor, nearest memory."""
     stated = _form(words)
 
     def key(s: GpuSpec) -> tuple[bool, bool, float]:
         sms = s.data.get("sm_count")
-        return (bool(sm_count and sms and sms != sm_count),
-                bool(stated and _form(_norm(s.name)) != stated),
-                _memory_off(s, memory_bytes))
+        return (
+            bool(sm_count and sms and sms != sm_count),
+            bool(stated and _form(_norm(s.name)) != stated),
+            _memory_off(s, memory_bytes),
+        )
+
     return min(hits, key=key)
 
 
-def match(pci_device_id: str | None = None, memory_bytes: int | None = None, name: str | None = None,
-          sm_count: int | None = None) -> GpuSpec | None:
+def match(
+    pci_device_id: str | None = None,
+    memory_bytes: int | None = None,
+    name: str | None = None,
+    sm_count: int | None = None,
+) -> GpuSpec | None:
     """The datasheet of a GPU, from whatever is known of it; None rather than a guess.
 
     In order: PCI device id (memory size between parts sharing one); the name as NVML or the
@@ -116,8 +122,9 @@ def match(pci_device_id: str | None = None, memory_bytes: int | None = None, nam
             memory = memory_bytes or (int(stated.group(1)) * GIB if stated else None)
             return replace(_closest(family, memory, sm_count, words), matched_by="family")
     if sm_count and memory_bytes:
-        fits = [s for s in specs
-                if s.data.get("sm_count") == sm_count and _memory_off(s, memory_bytes) <= MEMORY_TOLERANCE]
+        fits = [
+            s for s in specs if s.data.get("sm_count") == sm_count and _memory_off(s, memory_bytes) <= MEMORY_TOLERANCE
+        ]
         if len(fits) == 1:
             return replace(fits[0], matched_by="SM count and memory")
     return None

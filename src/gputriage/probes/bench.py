@@ -22,8 +22,13 @@ from gputriage.model.probe import ProbeResult
 from gputriage.model.sample import Sample
 from gputriage.model.specs import GpuSpec, pcie_link_gbs
 
-DTYPE_FIELD = {"fp32": "fp32_tflops", "tf32": "tf32_tflops", "fp16": "fp16_tflops", "bf16": "bf16_tflops",
-               "fp8_e4m3": "fp8_tflops"}
+DTYPE_FIELD = {
+    "fp32": "fp32_tflops",
+    "tf32": "tf32_tflops",
+    "fp16": "fp16_tflops",
+    "bf16": "bf16_tflops",
+    "fp8_e4m3": "fp8_tflops",
+}
 CHILD_TIMEOUT_S = {"quick": 60, "full": 180}
 
 
@@ -52,9 +57,13 @@ def conditions(samples: list[Sample], t0: float, t1: float, gpu: int = 0) -> dic
     for r in rows:
         reasons.update(x for x in decode_reasons(r.clock_event_reasons or 0) if x != "gpu_idle")
     power = med([r.power_mw for r in rows])
-    return {"sm_clock_mhz": med([r.sm_clock_mhz for r in rows]), "power_w": round(power / 1000, 1) if power else None,
-            "temperature_c": med([r.temperature_c for r in rows]), "clock_event_reasons": sorted(reasons),
-            "samples": len(rows)}
+    return {
+        "sm_clock_mhz": med([r.sm_clock_mhz for r in rows]),
+        "power_w": round(power / 1000, 1) if power else None,
+        "temperature_c": med([r.temperature_c for r in rows]),
+        "clock_event_reasons": sorted(reasons),
+        "samples": len(rows),
+    }
 
 
 def numa_layout(bus_id: str | None, root: str = "/") -> tuple[int, list[int]] | None:
@@ -68,13 +77,15 @@ def numa_layout(bus_id: str | None, root: str = "/") -> tuple[int, list[int]] | 
     return (gpu_node, nodes) if len(nodes) > 1 and gpu_node >= 0 else None
 
 
-def run_gpu_child(quick: bool, on_line: Callable[[dict[str, Any]], None],
-                  numa: tuple[int, list[int]] | None = None) -> list[dict[str, Any]]:
+def run_gpu_child(
+    quick: bool, on_line: Callable[[dict[str, Any]], None], numa: tuple[int, list[int]] | None = None
+) -> list[dict[str, Any]]:
     argv = [sys.executable, "-m", "gputriage.probes.gpu_bench"] + (["--quick"] if quick else [])
     if numa is not None:
         argv += ["--numa", str(numa[0]), ",".join(map(str, numa[1]))]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, stdin=subprocess.DEVNULL
+    )
     rows = []
     deadline = time.monotonic() + CHILD_TIMEOUT_S["quick" if quick else "full"]
     assert proc.stdout is not None
@@ -98,8 +109,9 @@ def run_gpu_child(quick: bool, on_line: Callable[[dict[str, Any]], None],
     return rows
 
 
-def run_collectives(on_line: Callable[[dict[str, Any]], None], timeout_s: float = 120.0,
-                    extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+def run_collectives(
+    on_line: Callable[[dict[str, Any]], None], timeout_s: float = 120.0, extra: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
     """All-reduce bus bandwidth over every visible GPU (NCCL, one process per GPU), as result rows."""
     argv = [sys.executable, "-m", "gputriage.probes.collectives", *extra]
     t0 = time.time()
@@ -118,15 +130,26 @@ def run_collectives(on_line: Callable[[dict[str, Any]], None], timeout_s: float 
     if errors or not sizes:
         return errors or [{"probe": "allreduce", "error": (p.stderr.strip().splitlines() or ["no output"])[-1][:200]}]
     best = max(sizes, key=lambda r: r["busbw_gbs"])
-    row = {"probe": "allreduce.busbw", "value": best["busbw_gbs"], "unit": "GB/s", "t0": t0, "t1": time.time(),
-           "detail": {"world": best["world"], "best_at_bytes": best["bytes"], "backend": best["backend"],
-                      "sizes": [{k: r[k] for k in ("bytes", "time_us", "algbw_gbs", "busbw_gbs")} for r in sizes]}}
+    row = {
+        "probe": "allreduce.busbw",
+        "value": best["busbw_gbs"],
+        "unit": "GB/s",
+        "t0": t0,
+        "t1": time.time(),
+        "detail": {
+            "world": best["world"],
+            "best_at_bytes": best["bytes"],
+            "backend": best["backend"],
+            "sizes": [{k: r[k] for k in ("bytes", "time_us", "algbw_gbs", "busbw_gbs")} for r in sizes],
+        },
+    }
     on_line(row)
     return [row]
 
 
-def to_results(rows: list[dict[str, Any]], samples: list[Sample], spec: GpuSpec | None,
-               link: tuple[int, int] | None) -> tuple[list[ProbeResult], list[dict[str, Any]]]:
+def to_results(
+    rows: list[dict[str, Any]], samples: list[Sample], spec: GpuSpec | None, link: tuple[int, int] | None
+) -> tuple[list[ProbeResult], list[dict[str, Any]]]:
     results, errors = [], []
     for row in rows:
         if "error" in row:
@@ -135,12 +158,21 @@ def to_results(rows: list[dict[str, Any]], samples: list[Sample], spec: GpuSpec 
         if row.get("probe") == "device":
             continue
         cond = conditions(samples, row.get("t0", 0), row.get("t1", 0))
-        results.append(ProbeResult(row["probe"], row["value"], row["unit"], reference(row["probe"], spec, link),
-                                   cond, row.get("detail", {})))
+        results.append(
+            ProbeResult(
+                row["probe"],
+                row["value"],
+                row["unit"],
+                reference(row["probe"], spec, link),
+                cond,
+                row.get("detail", {}),
+            )
+        )
     return results, errors
 
 
 def others_on_gpus(nvml: Any, gpus: list[int], exclude: Collection[int] = frozenset()) -> list[dict[str, Any]]:
     """Compute processes on these GPUs that are not the bench's own (pid, GPU, VRAM bytes)."""
-    return [{"gpu": i, **p} for i, procs in compute_processes(nvml, gpus).items() for p in procs
-            if p["pid"] not in exclude]
+    return [
+        {"gpu": i, **p} for i, procs in compute_processes(nvml, gpus).items() for p in procs if p["pid"] not in exclude
+    ]

@@ -49,10 +49,20 @@ def _worker(rank: int, world: int, backend: str, port: int, sizes: list[int], re
             if rank == 0:
                 slowest = float(slowest_t.item())
                 algbw = nbytes / slowest / 1e9
-                print(json.dumps({"probe": f"allreduce.{nbytes}", "bytes": nbytes, "world": world,
-                                  "time_us": round(slowest * 1e6, 1), "algbw_gbs": round(algbw, 2),
-                                  "busbw_gbs": round(algbw * 2 * (world - 1) / world, 2), "backend": backend}),
-                      flush=True)
+                print(
+                    json.dumps(
+                        {
+                            "probe": f"allreduce.{nbytes}",
+                            "bytes": nbytes,
+                            "world": world,
+                            "time_us": round(slowest * 1e6, 1),
+                            "algbw_gbs": round(algbw, 2),
+                            "busbw_gbs": round(algbw * 2 * (world - 1) / world, 2),
+                            "backend": backend,
+                        }
+                    ),
+                    flush=True,
+                )
             del x
     finally:
         dist.destroy_process_group()
@@ -66,8 +76,11 @@ def main(argv: list[str]) -> int:
     if backend == "nccl" and (not torch.cuda.is_available() or torch.cuda.device_count() < 2):
         print(json.dumps({"probe": "allreduce", "error": "needs at least 2 GPUs visible to torch"}), flush=True)
         return 0
-    world = int(argv[argv.index("--world") + 1]) if "--world" in argv else (
-        torch.cuda.device_count() if backend == "nccl" else 2)
+    world = (
+        int(argv[argv.index("--world") + 1])
+        if "--world" in argv
+        else (torch.cuda.device_count() if backend == "nccl" else 2)
+    )
     max_bytes = int(argv[argv.index("--max-bytes") + 1]) if "--max-bytes" in argv else 1 << 30
     sizes, n = [], 1 << 20
     while n <= max_bytes:

@@ -91,26 +91,52 @@ def _builtin(path: Path, size_bytes: int, seconds: float) -> list[ProbeResult]:
         whole.release()
         buf.close()
     detail = {"tool": "built-in", "cache": cache, "file_bytes": size_bytes, "path": str(path.parent)}
-    return [ProbeResult("disk.seq_read", round(seq, 1), "MB/s", detail=detail | {"block_bytes": BLOCK}),
-            ProbeResult("disk.rand_read_4k", round(iops), "IOPS", detail=detail | {"queue_depth": 1})]
+    return [
+        ProbeResult("disk.seq_read", round(seq, 1), "MB/s", detail=detail | {"block_bytes": BLOCK}),
+        ProbeResult("disk.rand_read_4k", round(iops), "IOPS", detail=detail | {"queue_depth": 1}),
+    ]
 
 
 def _fio(fio: str, path: Path, size_bytes: int, seconds: float) -> list[ProbeResult] | None:
     out = []
-    for name, rw, bs, depth, unit in (("disk.seq_read", "read", "1M", 16, "MB/s"),
-                                      ("disk.rand_read_4k", "randread", "4k", 32, "IOPS")):
-        argv = [fio, "--name=gputriage", f"--filename={path}", f"--rw={rw}", f"--bs={bs}", f"--iodepth={depth}",
-                "--ioengine=libaio", "--direct=1", f"--size={size_bytes}", f"--runtime={seconds:g}", "--time_based=0",
-                "--output-format=json"]
+    for name, rw, bs, depth, unit in (
+        ("disk.seq_read", "read", "1M", 16, "MB/s"),
+        ("disk.rand_read_4k", "randread", "4k", 32, "IOPS"),
+    ):
+        argv = [
+            fio,
+            "--name=gputriage",
+            f"--filename={path}",
+            f"--rw={rw}",
+            f"--bs={bs}",
+            f"--iodepth={depth}",
+            "--ioengine=libaio",
+            "--direct=1",
+            f"--size={size_bytes}",
+            f"--runtime={seconds:g}",
+            "--time_based=0",
+            "--output-format=json",
+        ]
         try:
             p = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 30)
             job = json.loads(p.stdout)["jobs"][0]["read"]
         except (subprocess.TimeoutExpired, ValueError, KeyError, IndexError, OSError):
             return None
         value = job["bw_bytes"] / 1e6 if unit == "MB/s" else job["iops"]
-        out.append(ProbeResult(name, round(value, 1), unit, detail={"tool": "fio", "cache": "O_DIRECT",
-                                                                     "queue_depth": depth, "file_bytes": size_bytes,
-                                                                     "path": str(path.parent)}))
+        out.append(
+            ProbeResult(
+                name,
+                round(value, 1),
+                unit,
+                detail={
+                    "tool": "fio",
+                    "cache": "O_DIRECT",
+                    "queue_depth": depth,
+                    "file_bytes": size_bytes,
+                    "path": str(path.parent),
+                },
+            )
+        )
     return out
 
 
@@ -142,8 +168,12 @@ def host_memcpy(size_bytes: int = 256 << 20, repeats: int = 5) -> ProbeResult:
         times.append(time.perf_counter() - t0)
     times.sort()
     secs = times[len(times) // 2]
-    return ProbeResult("host.memcpy", round(2 * size_bytes / secs / 1e9, 1), "GB/s",
-                       detail={"buffer_bytes": size_bytes, "threads": 1, "counted": "bytes read + bytes written"})
+    return ProbeResult(
+        "host.memcpy",
+        round(2 * size_bytes / secs / 1e9, 1),
+        "GB/s",
+        detail={"buffer_bytes": size_bytes, "threads": 1, "counted": "bytes read + bytes written"},
+    )
 
 
 CHECK_BYTES = 64 << 20
@@ -159,7 +189,12 @@ def check_facts(directory: str | Path) -> list[Fact]:
         why = Unavailable("error", str(exc))
         return [Fact("host.fs.cwd.seq_read_mbps", why, src), Fact("host.fs.cwd.rand_read_4k_iops", why, src)]
     seq, rnd = results["disk.seq_read"], results["disk.rand_read_4k"]
-    return [Fact("host.fs.cwd.seq_read_mbps", seq.value, f"{src}:{seq.detail.get('tool')}"),
-            Fact("host.fs.cwd.rand_read_4k_iops", rnd.value, f"{src}:{rnd.detail.get('tool')}"),
-            Fact("host.fs.cwd.read_probe", {"cache": seq.detail.get("cache"), "queue_depth":
-                                            rnd.detail.get("queue_depth"), "file_bytes": CHECK_BYTES}, src)]
+    return [
+        Fact("host.fs.cwd.seq_read_mbps", seq.value, f"{src}:{seq.detail.get('tool')}"),
+        Fact("host.fs.cwd.rand_read_4k_iops", rnd.value, f"{src}:{rnd.detail.get('tool')}"),
+        Fact(
+            "host.fs.cwd.read_probe",
+            {"cache": seq.detail.get("cache"), "queue_depth": rnd.detail.get("queue_depth"), "file_bytes": CHECK_BYTES},
+            src,
+        ),
+    ]

@@ -63,11 +63,11 @@ def matmul(torch: Any, dtype: str, shapes: tuple[int, ...], repeats: int) -> Non
                 a = [torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn) for _ in range(2)]
                 b = [torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t() for _ in range(2)]
                 one = torch.ones((), device="cuda")
-                fn = lambda i: torch._scaled_mm(a[i % 2], b[i % 2], scale_a=one, scale_b=one,
-                                                out_dtype=torch.bfloat16)
+                fn = lambda i: torch._scaled_mm(a[i % 2], b[i % 2], scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
             else:
-                tdt = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
-                       "bf16": torch.bfloat16}[dtype]
+                tdt = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[
+                    dtype
+                ]
                 a = [torch.randn(n, n, device="cuda", dtype=tdt) for _ in range(2)]
                 b = [torch.randn(n, n, device="cuda", dtype=tdt) for _ in range(2)]
                 fn = lambda i: a[i % 2] @ b[i % 2]
@@ -86,8 +86,14 @@ def matmul(torch: Any, dtype: str, shapes: tuple[int, ...], repeats: int) -> Non
     if best is None:
         emit(probe=f"matmul.{dtype}", error="; ".join(s.get("error", "") for s in sweep))
         return
-    emit(probe=f"matmul.{dtype}", value=round(best["tflops"], 1), unit="TFLOP/s", t0=t0, t1=time.time(),
-         detail={"best_shape": [best["n"]] * 3, "sweep": sweep, "tf32": dtype == "tf32"})
+    emit(
+        probe=f"matmul.{dtype}",
+        value=round(best["tflops"], 1),
+        unit="TFLOP/s",
+        t0=t0,
+        t1=time.time(),
+        detail={"best_shape": [best["n"]] * 3, "sweep": sweep, "tf32": dtype == "tf32"},
+    )
 
 
 def memory(torch: Any, quick: bool) -> None:
@@ -110,13 +116,29 @@ def memory(torch: Any, quick: bool) -> None:
 
     t0 = time.time()
     secs = timed(torch, copies, repeats=10 if quick else 20)
-    emit(probe="memory.copy", value=round(2 * nbytes * passes / secs / 1e9, 1), unit="GB/s", t0=t0, t1=time.time(),
-         detail={"buffer_bytes": nbytes, "counted": "bytes read + bytes written", "l2_bytes": l2,
-                 "passes_per_sample": passes})
+    emit(
+        probe="memory.copy",
+        value=round(2 * nbytes * passes / secs / 1e9, 1),
+        unit="GB/s",
+        t0=t0,
+        t1=time.time(),
+        detail={
+            "buffer_bytes": nbytes,
+            "counted": "bytes read + bytes written",
+            "l2_bytes": l2,
+            "passes_per_sample": passes,
+        },
+    )
     t0 = time.time()
     secs = timed(torch, reads, repeats=10 if quick else 20)
-    emit(probe="memory.read", value=round(nbytes * passes / secs / 1e9, 1), unit="GB/s", t0=t0, t1=time.time(),
-         detail={"buffer_bytes": nbytes, "counted": "bytes read (a reduction)", "passes_per_sample": passes})
+    emit(
+        probe="memory.read",
+        value=round(nbytes * passes / secs / 1e9, 1),
+        unit="GB/s",
+        t0=t0,
+        t1=time.time(),
+        detail={"buffer_bytes": nbytes, "counted": "bytes read (a reduction)", "passes_per_sample": passes},
+    )
 
 
 def host_copies(torch: Any, quick: bool) -> None:
@@ -131,8 +153,14 @@ def host_copies(torch: Any, quick: bool) -> None:
             t0 = time.time()
             dst, src = (dev, host) if direction == "h2d" else (host, dev)
             secs = timed(torch, copier(dst, src), repeats=10 if quick else 20)
-            emit(probe=f"pcie.{direction}_{kind}", value=round(nbytes / secs / 1e9, 1), unit="GB/s", t0=t0,
-                 t1=time.time(), detail={"buffer_bytes": nbytes, "pinned": kind == "pinned"})
+            emit(
+                probe=f"pcie.{direction}_{kind}",
+                value=round(nbytes / secs / 1e9, 1),
+                unit="GB/s",
+                t0=t0,
+                t1=time.time(),
+                detail={"buffer_bytes": nbytes, "pinned": kind == "pinned"},
+            )
         host = dst = src = None  # free before the next kind
 
 
@@ -162,9 +190,18 @@ def numa_copies(torch: Any, gpu_node: int, nodes: list[int]) -> None:
             host = torch.randn(n).pin_memory()
             t0 = time.time()
             secs = timed(torch, copier(dev, host), repeats=10)
-            emit(probe=f"pcie.h2d_pinned_node{node}", value=round(nbytes / secs / 1e9, 1), unit="GB/s", t0=t0,
-                 t1=time.time(), detail={"buffer_node": node, "gpu_node": gpu_node,
-                                         "placement": "local" if node == gpu_node else "remote"})
+            emit(
+                probe=f"pcie.h2d_pinned_node{node}",
+                value=round(nbytes / secs / 1e9, 1),
+                unit="GB/s",
+                t0=t0,
+                t1=time.time(),
+                detail={
+                    "buffer_node": node,
+                    "gpu_node": gpu_node,
+                    "placement": "local" if node == gpu_node else "remote",
+                },
+            )
             host = None
     finally:
         os.sched_setaffinity(0, mine)
@@ -182,24 +219,42 @@ def launches(torch: Any) -> None:
         x.add_(1)
     enqueue = (time.perf_counter() - start) / count
     torch.cuda.synchronize()
-    emit(probe="launch.enqueue", value=round(enqueue * 1e6, 2), unit="µs", t0=t0, t1=time.time(),
-         detail={"what": "host time to enqueue one tiny kernel from Python (torch add_), no sync"})
+    emit(
+        probe="launch.enqueue",
+        value=round(enqueue * 1e6, 2),
+        unit="µs",
+        t0=t0,
+        t1=time.time(),
+        detail={"what": "host time to enqueue one tiny kernel from Python (torch add_), no sync"},
+    )
     lat = []
     for _ in range(500):
         s = time.perf_counter()
         x.add_(1)
         torch.cuda.synchronize()
         lat.append(time.perf_counter() - s)
-    emit(probe="launch.latency", value=round(statistics.median(lat) * 1e6, 2), unit="µs", t0=t0, t1=time.time(),
-         detail={"what": "launch + synchronize of one tiny kernel, median of 500"})
+    emit(
+        probe="launch.latency",
+        value=round(statistics.median(lat) * 1e6, 2),
+        unit="µs",
+        t0=t0,
+        t1=time.time(),
+        detail={"what": "launch + synchronize of one tiny kernel, median of 500"},
+    )
     rt = []
     y = torch.ones(1, device="cuda")
     for _ in range(500):
         s = time.perf_counter()
         y.item()
         rt.append(time.perf_counter() - s)
-    emit(probe="launch.item_roundtrip", value=round(statistics.median(rt) * 1e6, 2), unit="µs", t0=t0,
-         t1=time.time(), detail={"what": "tensor.item() on an idle GPU: a D2H copy and a host synchronization"})
+    emit(
+        probe="launch.item_roundtrip",
+        value=round(statistics.median(rt) * 1e6, 2),
+        unit="µs",
+        t0=t0,
+        t1=time.time(),
+        detail={"what": "tensor.item() on an idle GPU: a D2H copy and a host synchronization"},
+    )
     kernels = 100
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
@@ -209,8 +264,14 @@ def launches(torch: Any) -> None:
                 x.add_(1)
     torch.cuda.synchronize()
     secs = timed(torch, lambda i: graph.replay(), repeats=50)
-    emit(probe="launch.graph_per_kernel", value=round(secs / kernels * 1e6, 3), unit="µs", t0=t0, t1=time.time(),
-         detail={"what": f"CUDA graph replay of {kernels} tiny kernels, per kernel"})
+    emit(
+        probe="launch.graph_per_kernel",
+        value=round(secs / kernels * 1e6, 3),
+        unit="µs",
+        t0=t0,
+        t1=time.time(),
+        detail={"what": f"CUDA graph replay of {kernels} tiny kernels, per kernel"},
+    )
 
 
 def peers(torch: Any) -> None:
@@ -226,8 +287,14 @@ def peers(torch: Any) -> None:
             dst = torch.empty(nbytes // 4, device=f"cuda:{b}")
             t0 = time.time()
             secs = timed(torch, lambda i: dst.copy_(src, non_blocking=True), repeats=10)
-            emit(probe=f"p2p.{a}to{b}", value=round(nbytes / secs / 1e9, 1), unit="GB/s", t0=t0, t1=time.time(),
-                 detail={"buffer_bytes": nbytes, "peer_access": torch.cuda.can_device_access_peer(a, b)})
+            emit(
+                probe=f"p2p.{a}to{b}",
+                value=round(nbytes / secs / 1e9, 1),
+                unit="GB/s",
+                t0=t0,
+                t1=time.time(),
+                detail={"buffer_bytes": nbytes, "peer_access": torch.cuda.can_device_access_peer(a, b)},
+            )
             src = dst = None  # free before the next pair
 
 
@@ -242,14 +309,31 @@ def main(argv: list[str]) -> int:
         emit(probe="torch", error="torch cannot use CUDA here (torch.cuda.is_available() is False)")
         return 0
     torch.manual_seed(0)
-    emit(probe="device", value=0, unit="", detail={"name": torch.cuda.get_device_name(0), "torch": torch.__version__,
-                                                    "capability": list(torch.cuda.get_device_capability(0))})
+    emit(
+        probe="device",
+        value=0,
+        unit="",
+        detail={
+            "name": torch.cuda.get_device_name(0),
+            "torch": torch.__version__,
+            "capability": list(torch.cuda.get_device_capability(0)),
+        },
+    )
     steps: list[tuple[str, Callable[[], None]]] = []
-    for dtype in (("bf16", "fp32") if quick else DTYPES):
-        steps.append((f"matmul.{dtype}", functools.partial(matmul, torch, dtype, QUICK_SHAPES if quick else FULL_SHAPES,
-                                                           repeats=10 if quick else 20)))
-    steps += [("memory", lambda: memory(torch, quick)), ("pcie", lambda: host_copies(torch, quick)),
-              ("launch", lambda: launches(torch))]
+    for dtype in ("bf16", "fp32") if quick else DTYPES:
+        steps.append(
+            (
+                f"matmul.{dtype}",
+                functools.partial(
+                    matmul, torch, dtype, QUICK_SHAPES if quick else FULL_SHAPES, repeats=10 if quick else 20
+                ),
+            )
+        )
+    steps += [
+        ("memory", lambda: memory(torch, quick)),
+        ("pcie", lambda: host_copies(torch, quick)),
+        ("launch", lambda: launches(torch)),
+    ]
     if "--numa" in argv:  # --numa GPU_NODE NODE,NODE,...: only where several nodes exist
         i = argv.index("--numa")
         gpu_node, nodes = int(argv[i + 1]), [int(x) for x in argv[i + 2].split(",")]

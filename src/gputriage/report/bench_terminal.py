@@ -52,9 +52,11 @@ def render(report: BenchReport, console: Console) -> None:
         reference = f"{r.reference:g}" if r.reference else ""
         row: list[str | Text] = [r.name, Text(f"{r.value:g} {r.unit}", style=style), reference, share]
         if wide:
-            row += [f"{c['sm_clock_mhz']:.0f}" if c.get("sm_clock_mhz") else "",
-                    f"{c['power_w']:.0f}" if c.get("power_w") else "",
-                    f"{c['temperature_c']:.0f}" if c.get("temperature_c") else ""]
+            row += [
+                f"{c['sm_clock_mhz']:.0f}" if c.get("sm_clock_mhz") else "",
+                f"{c['power_w']:.0f}" if c.get("power_w") else "",
+                f"{c['temperature_c']:.0f}" if c.get("temperature_c") else "",
+            ]
         row.append(f"{r.change_pct:+.1f}%" if r.change_pct is not None else "")
         t.add_row(*row)
         for why in c.get("clock_event_reasons") or []:

@@ -11,8 +11,12 @@ def render(report: CheckReport) -> str:
     when = local_time(report.taken_at, "%Y-%m-%dT%H:%M:%S")
     counts = report.summary.counts
     findings = report.findings
-    lines = [f"# gputriage check — {report.hostname}", "",
-             f"Taken {when}. {counts['critical']} critical, {counts['warn']} warnings, {counts['info']} info.", ""]
+    lines = [
+        f"# gputriage check — {report.hostname}",
+        "",
+        f"Taken {when}. {counts['critical']} critical, {counts['warn']} warnings, {counts['info']} info.",
+        "",
+    ]
     for step, title in STEPS.items():
         lines.append(f"## {step}. {title}")
         lines.append("")
@@ -20,9 +24,11 @@ def render(report: CheckReport) -> str:
         if not in_step:
             lines += ["Nothing found.", ""]
         for f in in_step:
-            lines += [f"- **{f.severity.value.upper()}** `{f.id}`{' (' + f.subject + ')' if f.subject else ''}: "
-                      f"{f.symptom}",
-                      f"  - why: {f.cause}", f"  - do: {f.decision}"]
+            lines += [
+                f"- **{f.severity.value.upper()}** `{f.id}`{' (' + f.subject + ')' if f.subject else ''}: {f.symptom}",
+                f"  - why: {f.cause}",
+                f"  - do: {f.decision}",
+            ]
             if f.verify:
                 lines.append(f"  - verify: `{f.verify}`")
             if f.evidence:

@@ -57,12 +57,16 @@ def gpu_cells(snap: Facts, i: int) -> dict[str, str]:
         gen, width, suffix = g("pcie.link_gen.current"), g("pcie.link_width.current"), " idle"
     return {
         "name": show(g("name")),
-        "vram": f"{used / 2**30:.1f}/{total / 2**30:.0f}G" if isinstance(used, int) and isinstance(total, int)
+        "vram": f"{used / 2**30:.1f}/{total / 2**30:.0f}G"
+        if isinstance(used, int) and isinstance(total, int)
         else "n/a",
-        "util": show(g("util.gpu_pct"), "%"), "sm": show(g("gpm.sm_active_pct"), "%", 1),
-        "occup": show(g("gpm.sm_occupancy_pct"), "%", 1), "tensor": show(g("gpm.tensor_active_pct"), "%", 1),
+        "util": show(g("util.gpu_pct"), "%"),
+        "sm": show(g("gpm.sm_active_pct"), "%", 1),
+        "occup": show(g("gpm.sm_occupancy_pct"), "%", 1),
+        "tensor": show(g("gpm.tensor_active_pct"), "%", 1),
         "dram": show(g("gpm.dram_bw_util_pct"), "%", 1),
-        "power": f"{draw / 1000:.0f}/{limit / 1000:.0f}W" if isinstance(draw, int) and isinstance(limit, int)
+        "power": f"{draw / 1000:.0f}/{limit / 1000:.0f}W"
+        if isinstance(draw, int) and isinstance(limit, int)
         else "n/a",
         "temp": show(g("temperature_c"), "C"),
         "clock": f"{show(clk)}/{show(clkmax)}" if not isinstance(clk, Unavailable) else "n/a",
@@ -80,14 +84,31 @@ def _gpu_table(snap: Facts, width: int) -> Table | None:
         t.add_column(overflow="fold")
         for i in range(count):
             c = gpu_cells(snap, i)
-            t.add_row(Text(f"GPU {i}", style="bold"), Text(f"{c['name']}  VRAM {c['vram']}  {c['power']}  {c['temp']}  "
-                                                           f"SM {c['clock']} MHz  PCIe {c['pcie']}"))
-            t.add_row("", f"util {c['util']}  SM act {c['sm']}  occup {c['occup']}  tensor {c['tensor']}  "
-                          f"DRAM {c['dram']}")
+            t.add_row(
+                Text(f"GPU {i}", style="bold"),
+                Text(
+                    f"{c['name']}  VRAM {c['vram']}  {c['power']}  {c['temp']}  SM {c['clock']} MHz  PCIe {c['pcie']}"
+                ),
+            )
+            t.add_row(
+                "", f"util {c['util']}  SM act {c['sm']}  occup {c['occup']}  tensor {c['tensor']}  DRAM {c['dram']}"
+            )
         return t
     t = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
-    cols = {"GPU": None, "name": "name", "VRAM used": "vram", "util": "util", "SM act": "sm", "occup": "occup",
-            "tensor": "tensor", "DRAM": "dram", "power": "power", "temp": "temp", "SM clock": "clock", "PCIe": "pcie"}
+    cols = {
+        "GPU": None,
+        "name": "name",
+        "VRAM used": "vram",
+        "util": "util",
+        "SM act": "sm",
+        "occup": "occup",
+        "tensor": "tensor",
+        "DRAM": "dram",
+        "power": "power",
+        "temp": "temp",
+        "SM clock": "clock",
+        "PCIe": "pcie",
+    }
     for col in cols:
         t.add_column(col, justify="left" if col == "name" else "right", no_wrap=True)
     for i in range(count):
@@ -124,25 +145,43 @@ def render(report: CheckReport, console: Console, verbose: bool = False) -> None
     table = _gpu_table(snap, console.width)
     if table is not None:
         console.print(table)
-        if any(not isinstance(snap.get(f"gpu.{i}.gpm.sm_active_pct"), Unavailable)
-               for i in range(snap.get("gpu.count") or 0)):
+        if any(
+            not isinstance(snap.get(f"gpu.{i}.gpm.sm_active_pct"), Unavailable)
+            for i in range(snap.get("gpu.count") or 0)
+        ):
             window = snap.get("gpu.0.gpm.window_ms")
-            console.print(indented(f"GPM window {show(window)} ms. " + "; ".join(
-                f"{k.split('.')[-1].replace('_pct', '')}: {v.split(': ', 1)[1]}" for k, v in MEANING.items()
-                if k.startswith("gpm")) + ". util = " + MEANING["util.gpu_pct"].split(": ", 1)[1] + ".",
-                style="dim"))
+            console.print(
+                indented(
+                    f"GPM window {show(window)} ms. "
+                    + "; ".join(
+                        f"{k.split('.')[-1].replace('_pct', '')}: {v.split(': ', 1)[1]}"
+                        for k, v in MEANING.items()
+                        if k.startswith("gpm")
+                    )
+                    + ". util = "
+                    + MEANING["util.gpu_pct"].split(": ", 1)[1]
+                    + ".",
+                    style="dim",
+                )
+            )
         console.print()
     count = snap.get("gpu.count")
-    holders = check_processes({i: snap.get(f"gpu.{i}.processes") for i in range(count)}) \
-        if isinstance(count, int) else None
+    holders = (
+        check_processes({i: snap.get(f"gpu.{i}.processes") for i in range(count)}) if isinstance(count, int) else None
+    )
     if holders is not None:
         console.print(holders)
         console.print(indented(f"{SM_HELP} over the last seconds the driver keeps", style="dim"))
         console.print()
     seq, rnd = snap.get("host.fs.cwd.seq_read_mbps"), snap.get("host.fs.cwd.rand_read_4k_iops")
     if not isinstance(seq, Unavailable) or not isinstance(rnd, Unavailable):
-        console.print(Text(f"disk where you run (check --full): sequential read {show(seq, ' MB/s')}, 4 KiB random "
-                           f"read {show(rnd, ' IOPS')}", style="dim"))
+        console.print(
+            Text(
+                f"disk where you run (check --full): sequential read {show(seq, ' MB/s')}, 4 KiB random "
+                f"read {show(rnd, ' IOPS')}",
+                style="dim",
+            )
+        )
         console.print()
     shown = findings if verbose else [f for f in findings if f.severity >= Severity.info]
     for step, title in STEPS.items():

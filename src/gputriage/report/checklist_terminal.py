@@ -8,8 +8,12 @@ from rich.text import Text
 from gputriage.model.checklist import ChecklistReport, Status
 from gputriage.report.style import hanging
 
-MARK = {Status.passed: ("PASS", "green"), Status.failed: ("FAIL", "red"), Status.unknown: (" ?? ", "yellow"),
-        Status.question: ("ASK ", "cyan")}
+MARK = {
+    Status.passed: ("PASS", "green"),
+    Status.failed: ("FAIL", "red"),
+    Status.unknown: (" ?? ", "yellow"),
+    Status.question: ("ASK ", "cyan"),
+}
 
 
 def render(r: ChecklistReport, console: Console) -> None:

@@ -30,8 +30,7 @@ def render_baseline(b: Baseline, console: Console | None = None) -> None:
     for k, f in sorted(b.figures.items()):
         t.add_row(k, _fig(f))
     console.print(t)
-    console.print(Text("verdicts: " + (", ".join(f"{k} ×{n}" for k, n in b.verdicts.items()) or "none"),
-                       style="dim"))
+    console.print(Text("verdicts: " + (", ".join(f"{k} ×{n}" for k, n in b.verdicts.items()) or "none"), style="dim"))
     console.print(Text("environment: " + "; ".join(f"{k}: {v}" for k, v in b.fingerprint.items()), style="dim"))
 
 
@@ -47,16 +46,29 @@ def render_diff(d: Diff, console: Console | None = None) -> None:
             unknown = unknown or c.change_pct is not None
             call = Text("")
         elif c.called:
-            call = Text("worse" if c.better is False else "better" if c.better else "changed",
-                        style="red" if c.better is False else "green" if c.better else "yellow")
+            call = Text(
+                "worse" if c.better is False else "better" if c.better else "changed",
+                style="red" if c.better is False else "green" if c.better else "yellow",
+            )
         else:
             call = Text("within noise", style="dim")
-        t.add_row(c.figure, _fig(c.a), _fig(c.b), f"{c.change_pct:+.1f}%" if c.change_pct is not None else "",
-                  f"±{c.noise_pct:.1f}%" if c.noise_pct is not None else "", call)
+        t.add_row(
+            c.figure,
+            _fig(c.a),
+            _fig(c.b),
+            f"{c.change_pct:+.1f}%" if c.change_pct is not None else "",
+            f"±{c.noise_pct:.1f}%" if c.noise_pct is not None else "",
+            call,
+        )
     console.print(t)
     if unknown:
-        console.print(Text("one run on each side: the noise is unknown and no change is called (a baseline of "
-                           "several runs measures it)", style="yellow"))
+        console.print(
+            Text(
+                "one run on each side: the noise is unknown and no change is called (a baseline of "
+                "several runs measures it)",
+                style="yellow",
+            )
+        )
     console.print(Text(f"verdict: {verdicts(d)}", style="bold magenta" if d.verdict_a != d.verdict_b else "dim"))
     if d.environment:
         console.print(Text("environment changed:", style="bold yellow"))

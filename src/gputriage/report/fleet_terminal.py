@@ -36,19 +36,31 @@ def _row(n: NodeResult) -> list[str]:
     if not n.ok or f is None:
         return [_name(n), f"failed: {safe_text(n.error)}" if n.error else "failed", "", "", "", "", "", "", ""]
     link = f"G{_g(f.pcie_gen)} x{_g(f.pcie_width)}" if f.pcie_gen is not None else "-"
-    bench = (f"{_g(f.bf16_tflops, '{:.0f}')} TF {_g(f.memory_gbs, '{:.0f}')} GB/s"
-             if f.bf16_tflops is not None or f.memory_gbs is not None else "")
-    return [_name(n), gpus_cell(n), safe_text(f.driver or "-", NAME_CHARS), link,
-            _g(f.sm_clock_max_mhz, "{:.0f}"), _g(f.power_limit_w, "{:.0f}"),
-            _g(f.sm_active_pct if f.sm_active_pct is not None else f.util_pct, "{:.0f}%"), bench,
-            str(len(n.findings))]
+    bench = (
+        f"{_g(f.bf16_tflops, '{:.0f}')} TF {_g(f.memory_gbs, '{:.0f}')} GB/s"
+        if f.bf16_tflops is not None or f.memory_gbs is not None
+        else ""
+    )
+    return [
+        _name(n),
+        gpus_cell(n),
+        safe_text(f.driver or "-", NAME_CHARS),
+        link,
+        _g(f.sm_clock_max_mhz, "{:.0f}"),
+        _g(f.power_limit_w, "{:.0f}"),
+        _g(f.sm_active_pct if f.sm_active_pct is not None else f.util_pct, "{:.0f}%"),
+        bench,
+        str(len(n.findings)),
+    ]
 
 
 def render(r: FleetReport, console: Console) -> None:
     ok = sum(1 for n in r.nodes if n.ok)
     head = Text("gputriage fleet", style="bold")
-    head.append(f"  {r.address}  {ok} of {len(r.nodes)} nodes answered"
-                + (" (with bench --quick)" if r.bench else ""), style="dim")
+    head.append(
+        f"  {r.address}  {ok} of {len(r.nodes)} nodes answered" + (" (with bench --quick)" if r.bench else ""),
+        style="dim",
+    )
     console.print(head)
     for note in r.notes:
         console.print(Text(note, style="yellow"))
@@ -57,34 +69,54 @@ def render(r: FleetReport, console: Console) -> None:
     for c in ("node", "GPUs", "driver", "PCIe", "SM max", "W", "busy", "bench", "findings"):
         # at 80 columns the names, GPUs and bench figures wrap; the short figures never do
         wraps = c in ("node", "GPUs", "bench")
-        t.add_column(c, no_wrap=not wraps, overflow="fold",
-                     min_width=min(12, max(map(len, names), default=4)) if c == "node" else 7 if wraps else len(c))
+        t.add_column(
+            c,
+            no_wrap=not wraps,
+            overflow="fold",
+            min_width=min(12, max(map(len, names), default=4)) if c == "node" else 7 if wraps else len(c),
+        )
     for n in r.nodes:
         t.add_row(*_row(n), style="red" if not n.ok or n.gpus_not_visible else "")
     console.print(t)
     if r.outliers:
         console.print(Text("\nbelow the fleet (more than a robust spread under its median):", style="bold yellow"))
         for o in r.outliers:
-            console.print(Text(f"  {safe_text(o.node, NAME_CHARS)}: {o.figure} {o.value:g} {o.unit} against a median "
-                               f"of {o.fleet_median:g} "
-                               f"(threshold {o.threshold:g})", style="yellow"))
+            console.print(
+                Text(
+                    f"  {safe_text(o.node, NAME_CHARS)}: {o.figure} {o.value:g} {o.unit} against a median "
+                    f"of {o.fleet_median:g} "
+                    f"(threshold {o.threshold:g})",
+                    style="yellow",
+                )
+            )
     if r.drift:
         console.print(Text("\ndrift across nodes:", style="bold yellow"))
         for d in r.drift:
-            console.print(Text(f"  {d.key}: " + "; ".join(f"{safe_text(v, NAME_CHARS)} on {safe_text(', '.join(ns))}"
-                                                         for v, ns in d.values.items()), style="yellow"))
+            console.print(
+                Text(
+                    f"  {d.key}: "
+                    + "; ".join(
+                        f"{safe_text(v, NAME_CHARS)} on {safe_text(', '.join(ns))}" for v, ns in d.values.items()
+                    ),
+                    style="yellow",
+                )
+            )
     if r.findings_by_id:
         console.print(Text("\nfindings (`gputriage rules ID`):", style="bold"))
         for fid, nodes in r.findings_by_id.items():
             console.print(Text(f"  {fid}: {safe_text(', '.join(nodes))}"))
     w = r.waste
     if w is not None:
-        line = Text(f"\nidle at the check: {100 - w.busy_pct:.0f}% of {plural(w.gpus, 'GPU')} by {w.measure} = "
-                    f"{w.idle_gpu_equivalents:g} GPUs' worth", style="bold")
+        line = Text(
+            f"\nidle at the check: {100 - w.busy_pct:.0f}% of {plural(w.gpus, 'GPU')} by {w.measure} = "
+            f"{w.idle_gpu_equivalents:g} GPUs' worth",
+            style="bold",
+        )
         if w.not_visible:
             line.append(f" ({w.not_visible} not visible to the driver, counted idle)")
         if w.idle_cost_per_hour is not None:
-            line.append(f", {w.idle_cost_per_hour:,.2f} {w.currency}/hour at {w.price_per_gpu_hour:g} "
-                        f"{w.currency}/GPU-hour")
+            line.append(
+                f", {w.idle_cost_per_hour:,.2f} {w.currency}/hour at {w.price_per_gpu_hour:g} {w.currency}/GPU-hour"
+            )
         console.print(line)
         console.print(Text(f"  ({w.note})", style="dim"))

@@ -50,11 +50,22 @@ def _table(rows: Iterable[tuple[str, ...]]) -> Table | None:
     rows = list(rows)
     if not rows:
         return None
-    t = Table(box=None, header_style="bold", pad_edge=False, show_edge=False, title="processes", title_justify="left",
-              title_style="bold")
+    t = Table(
+        box=None,
+        header_style="bold",
+        pad_edge=False,
+        show_edge=False,
+        title="processes",
+        title_justify="left",
+        title_style="bold",
+    )
     for col in COLUMNS:
-        t.add_column(col, justify="right" if col in ("GPU", "pid", "VRAM", "SM", "age") else "left",
-                     no_wrap=col != "container / pod", overflow="fold")
+        t.add_column(
+            col,
+            justify="right" if col in ("GPU", "pid", "VRAM", "SM", "age") else "left",
+            no_wrap=col != "container / pod",
+            overflow="fold",
+        )
     for row in rows:
         t.add_row(*row)
     return t
@@ -68,22 +79,42 @@ def check_processes(processes: Mapping[int, Any]) -> Table | None:
             if not isinstance(p, dict):
                 continue
             name = p.get("name") or ("(another PID namespace)" if p.get("visible") is False else "-")
-            rows.append((str(i), str(p.get("pid")), clip(str(name), 24), clip(str(p.get("user") or "-"), 16),
-                         _vram(p.get("used_bytes")), _sm(p.get("sm_util_pct")),
-                         clip(container_text(p.get("container")), 60), _age(p.get("age_s"))))
+            rows.append(
+                (
+                    str(i),
+                    str(p.get("pid")),
+                    clip(str(name), 24),
+                    clip(str(p.get("user") or "-"), 16),
+                    _vram(p.get("used_bytes")),
+                    _sm(p.get("sm_util_pct")),
+                    clip(container_text(p.get("container")), 60),
+                    _age(p.get("age_s")),
+                )
+            )
     return _table(rows)
 
 
-def live_processes(processes: Iterable[GpuProcess], owners: Mapping[int, ProcessOwner],
-                   now_s: float | None = None) -> Table | None:
+def live_processes(
+    processes: Iterable[GpuProcess], owners: Mapping[int, ProcessOwner], now_s: float | None = None
+) -> Table | None:
     """The sampler's processes on the GPUs, named by their owners (looked up once per pid); ages at `now_s`."""
     rows = []
     for p in sorted(processes, key=lambda x: (x.gpu, x.pid)):
         o = owners.get(p.pid)
         name = (o.name if o else None) or ("(another PID namespace)" if o is not None and not o.visible else "-")
         container = container_text(_container_dict(o)) if o is not None else "-"
-        rows.append((str(p.gpu), str(p.pid), clip(name, 24), clip((o.user if o else None) or "-", 16),
-                     _vram(p.used_bytes), _sm(p.sm_util_pct), clip(container, 60), _age(_age_at(o, now_s))))
+        rows.append(
+            (
+                str(p.gpu),
+                str(p.pid),
+                clip(name, 24),
+                clip((o.user if o else None) or "-", 16),
+                _vram(p.used_bytes),
+                _sm(p.sm_util_pct),
+                clip(container, 60),
+                _age(_age_at(o, now_s)),
+            )
+        )
     return _table(rows)
 
 

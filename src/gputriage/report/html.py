@@ -19,9 +19,16 @@ Reportable = Union[RunReport, TraceReport, BenchReport, CheckReport, ChecklistRe
 def render_html(report: Reportable) -> str:
     from gputriage.report import html_bench, html_check, html_diff, html_fleet, html_load, html_run, html_trace
 
-    pages = {RunReport: html_run.run_page, TraceReport: html_trace.trace_page, BenchReport: html_bench.bench_page,
-             CheckReport: html_check.check_page, ChecklistReport: html_check.checklist_page, Diff: html_diff.diff_page,
-             LoadReport: html_load.load_page, FleetReport: html_fleet.fleet_page}
+    pages = {
+        RunReport: html_run.run_page,
+        TraceReport: html_trace.trace_page,
+        BenchReport: html_bench.bench_page,
+        CheckReport: html_check.check_page,
+        ChecklistReport: html_check.checklist_page,
+        Diff: html_diff.diff_page,
+        LoadReport: html_load.load_page,
+        FleetReport: html_fleet.fleet_page,
+    }
     page = pages.get(type(report))
     if page is None:
         raise TypeError(f"no HTML page for {type(report).__name__}")

@@ -10,9 +10,19 @@ from gputriage.model.reading import Unavailable
 from gputriage.report.check_terminal import Facts, gpu_cells
 from gputriage.report.html_page import Page, Raw, badge, findings_html, kv, table, when
 
-GPU_COLUMNS = (("name", "name"), ("VRAM used", "vram"), ("util", "util"), ("SM act", "sm"), ("occup", "occup"),
-               ("tensor", "tensor"), ("DRAM", "dram"), ("power", "power"), ("temp", "temp"),
-               ("SM clock MHz", "clock"), ("PCIe", "pcie"))
+GPU_COLUMNS = (
+    ("name", "name"),
+    ("VRAM used", "vram"),
+    ("util", "util"),
+    ("SM act", "sm"),
+    ("occup", "occup"),
+    ("tensor", "tensor"),
+    ("DRAM", "dram"),
+    ("power", "power"),
+    ("temp", "temp"),
+    ("SM clock MHz", "clock"),
+    ("PCIe", "pcie"),
+)
 
 
 def _shown(v: object) -> str:
@@ -29,14 +39,20 @@ def _shown(v: object) -> str:
 def check_page(report: CheckReport, verbose: bool = False) -> Page:
     snap = Facts(report)
     counts = report.summary.counts
-    page = Page(f"Check: {report.hostname or 'this machine'}",
-                f"{when(report.taken_at)} · {counts.get('critical', 0)} critical, {counts.get('warn', 0)} warn, "
-                f"{counts.get('info', 0)} info")
+    page = Page(
+        f"Check: {report.hostname or 'this machine'}",
+        f"{when(report.taken_at)} · {counts.get('critical', 0)} critical, {counts.get('warn', 0)} warn, "
+        f"{counts.get('info', 0)} info",
+    )
     nvml = snap.get("driver.nvml")
-    head = kv((("NVIDIA driver", str(nvml) if isinstance(nvml, Unavailable) else _shown(snap.get("driver.version"))),
-               ("CUDA (driver)", _shown(snap.get("driver.cuda_version"))),
-               ("torch", _shown(snap.get("torch.version"))),
-               ("gputriage", report.tool_version)))
+    head = kv(
+        (
+            ("NVIDIA driver", str(nvml) if isinstance(nvml, Unavailable) else _shown(snap.get("driver.version"))),
+            ("CUDA (driver)", _shown(snap.get("driver.cuda_version"))),
+            ("torch", _shown(snap.get("torch.version"))),
+            ("gputriage", report.tool_version),
+        )
+    )
     count = snap.get("gpu.count")
     gpus = ""
     if isinstance(count, int) and count:
@@ -46,8 +62,7 @@ def check_page(report: CheckReport, verbose: bool = False) -> Page:
     shown = report.findings if verbose else [f for f in report.findings if f.severity >= Severity.info]
     for step, title in STEPS.items():
         in_step = [f for f in shown if f.step == step]
-        page.section(f"{step}. {title}", findings_html(in_step) if in_step
-                     else '<p class="better">Nothing found.</p>')
+        page.section(f"{step}. {title}", findings_html(in_step) if in_step else '<p class="better">Nothing found.</p>')
     facts = table(("fact", "value"), ((k, _shown(snap.get(k))) for k in sorted(report.facts)))
     page.section("Every fact read", f"<details><summary>{len(report.facts)} facts</summary>{facts}</details>")
     return page

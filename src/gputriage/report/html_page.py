@@ -17,8 +17,7 @@ from gputriage.model.safe_text import KERNEL_CHARS, safe_text
 from gputriage.model.version import __version__
 from gputriage.report.style import SEVERITY_LABEL, local_time, plain
 
-PALETTE = ("#3b7dd8", "#2e8b57", "#a34bc9", "#d9822b", "#c0392b", "#17a2b8", "#7f8c8d", "#8e6c3a", "#5d6d7e",
-           "#e67e22")
+PALETTE = ("#3b7dd8", "#2e8b57", "#a34bc9", "#d9822b", "#c0392b", "#17a2b8", "#7f8c8d", "#8e6c3a", "#5d6d7e", "#e67e22")
 
 
 def esc(value: Any, limit: int = KERNEL_CHARS) -> str:
@@ -44,31 +43,57 @@ class Page:
         cls = f' class="{css}"' if css else ""
         self.sections.append(f"<section{cls}><h2>{esc(heading)}</h2>{body}</section>")
 
-    def chart(self, title: str, x: Sequence[float], series: list[dict[str, Any]], *, axes: list[dict[str, Any]],
-              x_label: str = "", kind: str = "line", bands: Optional[list[dict[str, Any]]] = None,
-              marks: Optional[list[dict[str, Any]]] = None, sync: str = "", height: int = 240,
-              x_log: Optional[int] = None) -> str:
+    def chart(
+        self,
+        title: str,
+        x: Sequence[float],
+        series: list[dict[str, Any]],
+        *,
+        axes: list[dict[str, Any]],
+        x_label: str = "",
+        kind: str = "line",
+        bands: Optional[list[dict[str, Any]]] = None,
+        marks: Optional[list[dict[str, Any]]] = None,
+        sync: str = "",
+        height: int = 240,
+        x_log: Optional[int] = None,
+    ) -> str:
         """A placeholder for a chart, and its data; returns the placeholder's HTML."""
         cid = f"chart{len(self.charts)}"
         for i, s in enumerate(series):
             s.setdefault("color", PALETTE[i % len(PALETTE)])
-        self.charts.append({"id": cid, "title": title, "x": list(x), "series": series, "axes": axes,
-                            "x_label": x_label, "kind": kind, "bands": bands or [], "marks": marks or [],
-                            "sync": sync, "height": height, "x_log": x_log})
+        self.charts.append(
+            {
+                "id": cid,
+                "title": title,
+                "x": list(x),
+                "series": series,
+                "axes": axes,
+                "x_label": x_label,
+                "kind": kind,
+                "bands": bands or [],
+                "marks": marks or [],
+                "sync": sync,
+                "height": height,
+                "x_log": x_log,
+            }
+        )
         return f'<div class="chart" id="{cid}" data-kind="{esc(kind)}"></div>'
 
     def render(self) -> str:
         data = msgspec.json.encode({"charts": self.charts}).replace(b"</", b"<\\/").decode()
         now = dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
         sub = f'<p class="sub">{esc(self.subtitle)}</p>' if self.subtitle else ""
-        return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-                f"<title>{esc(self.title)}</title><style>{_asset('uPlot.min.css')}\n{_asset('report.css')}</style>"
-                f"</head><body><header><h1>{esc(self.title)}</h1>{sub}</header><main>{''.join(self.sections)}</main>"
-                f"<footer>gputriage {esc(__version__)} · {esc(now)} · charts drawn with uPlot (MIT licence)</footer>"
-                f"<script type=\"application/json\" id=\"gt-data\">{data}</script>"
-                f"<script>{_asset('uPlot.iife.min.js')}</script><script>{_asset('report.js')}</script>"
-                "</body></html>\n")
+        return (
+            '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{esc(self.title)}</title><style>{_asset('uPlot.min.css')}\n{_asset('report.css')}</style>"
+            f"</head><body><header><h1>{esc(self.title)}</h1>{sub}</header><main>{''.join(self.sections)}</main>"
+            f"<footer>gputriage {esc(__version__)} · {esc(now)} · charts drawn with uPlot (MIT licence)</footer>"
+            f'<script type="application/json" id="gt-data">{data}</script>'
+            f"<script>{_asset('uPlot.iife.min.js')}</script><script>{_asset('report.js')}</script>"
+            "</body></html>\n"
+        )
 
 
 def badge(severity: str, label: str | None = None) -> str:
@@ -81,19 +106,26 @@ def findings_html(findings: Iterable[Finding]) -> str:
     for f in findings:
         subject = f" · {esc(f.subject)}" if f.subject else ""
         evidence = ", ".join(f"{esc(k)}={esc(v)}" for k, v in f.evidence.items())
-        out.append(f'<div class="finding" data-finding="{esc(f.id)}">'
-                   f'{badge(f.severity.value, SEVERITY_LABEL[f.severity])}<b>{esc(f.symptom)}</b> '
-                   f'<span class="fid">{esc(f.id)}{subject}</span>'
-                   f'<div class="muted">{esc(f.cause)}</div><div class="decision">Do: {esc(f.decision)}</div>'
-                   + (f'<div class="impact">Gain: up to {f.impact:.0%} of the GPU\'s time (estimated)</div>'
-                      if f.impact is not None else "")
-                   + (f'<div class="verify">Verify: <code>{esc(f.verify)}</code></div>' if f.verify else "")
-                   + (f'<div class="evidence">{evidence}</div>' if evidence else "") + "</div>")
+        out.append(
+            f'<div class="finding" data-finding="{esc(f.id)}">'
+            f"{badge(f.severity.value, SEVERITY_LABEL[f.severity])}<b>{esc(f.symptom)}</b> "
+            f'<span class="fid">{esc(f.id)}{subject}</span>'
+            f'<div class="muted">{esc(f.cause)}</div><div class="decision">Do: {esc(f.decision)}</div>'
+            + (
+                f'<div class="impact">Gain: up to {f.impact:.0%} of the GPU\'s time (estimated)</div>'
+                if f.impact is not None
+                else ""
+            )
+            + (f'<div class="verify">Verify: <code>{esc(f.verify)}</code></div>' if f.verify else "")
+            + (f'<div class="evidence">{evidence}</div>' if evidence else "")
+            + "</div>"
+        )
     return "".join(out) or '<p class="muted">No findings.</p>'
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[int] = ()) -> str:
     """Cells are escaped, except those given as `Raw`."""
+
     def cell(tag: str, i: int, v: Any) -> str:
         cls = ' class="num"' if i in numeric else ""
         return f"<{tag}{cls}>{v.html if isinstance(v, Raw) else esc(v)}</{tag}>"
@@ -110,8 +142,13 @@ class Raw:
         self.html = html_text
 
 
-def bar(pct: float | None, color: str = "#3b7dd8", band: Optional[Sequence[float]] = None,
-        marker_pct: float | None = None, scale_pct: float = 100.0) -> Raw:
+def bar(
+    pct: float | None,
+    color: str = "#3b7dd8",
+    band: Optional[Sequence[float]] = None,
+    marker_pct: float | None = None,
+    scale_pct: float = 100.0,
+) -> Raw:
     """A horizontal bar: `pct` of `scale_pct`, an optional shaded band and a marker (a reference)."""
     if pct is None:
         return Raw('<span class="muted">-</span>')
@@ -128,10 +165,14 @@ def bar(pct: float | None, color: str = "#3b7dd8", band: Optional[Sequence[float
 
 def stack(parts: Sequence[tuple[str, float, str]]) -> str:
     """One bar split in shares (label, %, colour), with its legend: where a window's time went."""
-    spans = "".join(f'<span title="{esc(label)} {pct:.1f}%" style="width:{max(0.0, pct):.2f}%;background:{esc(c)}">'
-                    "</span>" for label, pct, c in parts if pct > 0)
-    legend = "".join(f'<span><i style="background:{esc(c)}"></i>{esc(label)} {pct:.1f}%</span>'
-                     for label, pct, c in parts if pct > 0)
+    spans = "".join(
+        f'<span title="{esc(label)} {pct:.1f}%" style="width:{max(0.0, pct):.2f}%;background:{esc(c)}"></span>'
+        for label, pct, c in parts
+        if pct > 0
+    )
+    legend = "".join(
+        f'<span><i style="background:{esc(c)}"></i>{esc(label)} {pct:.1f}%</span>' for label, pct, c in parts if pct > 0
+    )
     return f'<div class="stack">{spans}</div><div class="legend">{legend}</div>'
 
 

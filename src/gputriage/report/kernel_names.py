@@ -4,14 +4,52 @@ from __future__ import annotations
 
 import re
 
-SHORT_KIND = {"gemm_tensor_core": "gemm·TC", "gemm_other": "gemm·32", "gemm_fp64": "gemm·64", "gemv": "gemv",
-              "attention": "attn",
-              "elementwise_reduction": "elem", "communication": "comm"}
+SHORT_KIND = {
+    "gemm_tensor_core": "gemm·TC",
+    "gemm_other": "gemm·32",
+    "gemm_fp64": "gemm·64",
+    "gemv": "gemv",
+    "attention": "attn",
+    "elementwise_reduction": "elem",
+    "communication": "comm",
+}
 _WORD = re.compile(r"([A-Za-z_]\w*)\s*(?:<|\(|,|>|$)")
-_SKIP = {"at", "native", "void", "int", "float", "char", "std", "array", "unsigned", "long", "const", "bool", "c10",
-         "Half", "BFloat16", "double", "operator", "lambda", "TensorIteratorBase", "type", "enable_if", "detail",
-         "ReduceOp", "AUnaryFunctor", "BUnaryFunctor", "BinaryFunctor", "TensorListMetadata", "cutlass", "Kernel",
-         "binary_internal", "internal", "true", "false", "func_wrapper_t"}
+_SKIP = {
+    "at",
+    "native",
+    "void",
+    "int",
+    "float",
+    "char",
+    "std",
+    "array",
+    "unsigned",
+    "long",
+    "const",
+    "bool",
+    "c10",
+    "Half",
+    "BFloat16",
+    "double",
+    "operator",
+    "lambda",
+    "TensorIteratorBase",
+    "type",
+    "enable_if",
+    "detail",
+    "ReduceOp",
+    "AUnaryFunctor",
+    "BUnaryFunctor",
+    "BinaryFunctor",
+    "TensorListMetadata",
+    "cutlass",
+    "Kernel",
+    "binary_internal",
+    "internal",
+    "true",
+    "false",
+    "func_wrapper_t",
+}
 
 
 def short_name(name: str) -> str:

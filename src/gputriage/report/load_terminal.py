@@ -32,10 +32,13 @@ def _load(s: LoadStep) -> str:
 def _gpu(s: LoadStep) -> str:
     if not s.gpus:
         return "-"
-    g = max(s.gpus, key=lambda x: (x.sm_active_pct or x.util_pct or 0))
-    act = f"SM {g.sm_active_pct:.0f}%" if g.sm_active_pct is not None else (
-        f"util {g.util_pct:.0f}%" if g.util_pct is not None else "")
-    vram = (f" {100 * g.used_max_bytes / g.total_bytes:.0f}% VRAM" if g.used_max_bytes and g.total_bytes else "")
+    g = max(s.gpus, key=lambda x: x.sm_active_pct or x.util_pct or 0)
+    act = (
+        f"SM {g.sm_active_pct:.0f}%"
+        if g.sm_active_pct is not None
+        else (f"util {g.util_pct:.0f}%" if g.util_pct is not None else "")
+    )
+    vram = f" {100 * g.used_max_bytes / g.total_bytes:.0f}% VRAM" if g.used_max_bytes and g.total_bytes else ""
     return (act + vram).strip() or "-"
 
 
@@ -57,23 +60,34 @@ def _server(s: LoadStep) -> str:
 
 def _groups(r: LoadReport) -> list[list[Column]]:
     """The steps' columns in groups that stay together (a percentile beside its p50), first the load's."""
-    groups: list[list[Column]] = [[
-        ("load", _load), ("ok", lambda s: str(s.ok)),
-        ("err", lambda s: str(sum(s.errors.values())) if s.errors else ""),
-        ("req/s", lambda s: f"{s.requests_per_s:.2f}"), ("tok/s", lambda s: f"{s.output_tokens_per_s:,.0f}")]]
+    groups: list[list[Column]] = [
+        [
+            ("load", _load),
+            ("ok", lambda s: str(s.ok)),
+            ("err", lambda s: str(sum(s.errors.values())) if s.errors else ""),
+            ("req/s", lambda s: f"{s.requests_per_s:.2f}"),
+            ("tok/s", lambda s: f"{s.output_tokens_per_s:,.0f}"),
+        ]
+    ]
     if r.meta.slo is not None:
-        groups.append([("good/s", lambda s: f"{s.goodput_per_s:.2f}" if s.goodput_per_s is not None else "-"),
-                       ("SLO", lambda s: "yes" if s.meets_slo else "no")])
-    groups += [[("TTFT p50", lambda s: _ms(s.ttft.p50_ms)), ("p99", lambda s: _ms(s.ttft.p99_ms))],
-               [("ITL p50", lambda s: _ms(s.itl.p50_ms)), ("p99", lambda s: _ms(s.itl.p99_ms))],
-               [("TPOT", lambda s: _ms(s.tpot.p50_ms))], [("E2E p99", lambda s: _ms(s.e2e.p99_ms))]]
+        groups.append(
+            [
+                ("good/s", lambda s: f"{s.goodput_per_s:.2f}" if s.goodput_per_s is not None else "-"),
+                ("SLO", lambda s: "yes" if s.meets_slo else "no"),
+            ]
+        )
+    groups += [
+        [("TTFT p50", lambda s: _ms(s.ttft.p50_ms)), ("p99", lambda s: _ms(s.ttft.p99_ms))],
+        [("ITL p50", lambda s: _ms(s.itl.p50_ms)), ("p99", lambda s: _ms(s.itl.p99_ms))],
+        [("TPOT", lambda s: _ms(s.tpot.p50_ms))],
+        [("E2E p99", lambda s: _ms(s.e2e.p99_ms))],
+    ]
     if any(s.gpus for s in r.steps):
         groups.append([("GPU", _gpu)])
     if any(s.server and s.server.source != "unknown" for s in r.steps):
         groups.append([("server", _server)])
     if any(s.server_process is not None and s.machine_cpu_pct is not None for s in r.steps):
-        groups.append([("host CPU", lambda s: f"{s.machine_cpu_pct:.0f}%" if s.machine_cpu_pct is not None
-                        else "-")])
+        groups.append([("host CPU", lambda s: f"{s.machine_cpu_pct:.0f}%" if s.machine_cpu_pct is not None else "-")])
     return groups
 
 
@@ -96,8 +110,12 @@ def tables(r: LoadReport, width: int) -> list[Table]:
     for columns in out:
         t = Table(box=None, header_style="bold", pad_edge=False)
         for h, _f in columns:
-            t.add_column(h, justify="left" if h in ("GPU", "server", "SLO") else "right", no_wrap=h not in
-                         ("GPU", "server"), overflow="fold")
+            t.add_column(
+                h,
+                justify="left" if h in ("GPU", "server", "SLO") else "right",
+                no_wrap=h not in ("GPU", "server"),
+                overflow="fold",
+            )
         for s in r.steps:
             t.add_row(*(f(s) for _h, f in columns))
         made.append(t)
@@ -116,7 +134,7 @@ def curve(steps: list[LoadStep], width: int = 56, height: int = 12) -> list[str]
         col = min(width - len(label), int(x / xmax * (width - 1)))
         row = height - 1 - min(height - 1, int((y or 0) / ymax * (height - 1)))
         # two marks on one spot: this one moves right past the other, with a space between (never merged)
-        while col + len(label) < width and any(c != " " for c in grid[row][max(0, col - 1):col + len(label) + 1]):
+        while col + len(label) < width and any(c != " " for c in grid[row][max(0, col - 1) : col + len(label) + 1]):
             col += 1
         for i, ch in enumerate(label):
             grid[row][col + i] = ch
@@ -129,8 +147,13 @@ def curve(steps: list[LoadStep], width: int = 56, height: int = 12) -> list[str]
 
 def knee_text(k: Knee) -> Text:
     """`knee: concurrency 4  (why)`, or `no knee within the sweep: why`."""
-    at = (f"concurrency {k.concurrency}" if k.concurrency is not None else
-          f"{k.rate_per_s:g} requests/s" if k.rate_per_s is not None else None)
+    at = (
+        f"concurrency {k.concurrency}"
+        if k.concurrency is not None
+        else f"{k.rate_per_s:g} requests/s"
+        if k.rate_per_s is not None
+        else None
+    )
     if at is None:
         out = Text("\nno knee within the sweep: ", style="bold")
         out.append(k.why)
@@ -147,12 +170,18 @@ def render(r: LoadReport, console: Console) -> None:
     if r.id is not None:
         head.append(f" #{r.id}")
     head.append(f"  {safe_text(m.url + m.endpoint, NAME_CHARS)}  {safe_text(m.model, NAME_CHARS)}\n", style="")
-    shape = ("concurrency sweep" if m.shape == "sweep" else f"request rates, burstiness {m.burstiness:g}")
-    prompt = (f"prompts from {m.prompts_file}" if m.prompts_file else
-              f"~{m.input_tokens} input tokens" + (f" ({m.long_prompt_share:.0%} x{m.long_prompt_factor:g} long)"
-                                                  if m.long_prompt_share else ""))
-    head.append(f"{shape}; {prompt}, {m.output_tokens} output tokens; {m.requests_per_step} requests or "
-                f"{m.seconds_per_step:g} s a step after {m.warmup_requests} warm-up", style="dim")
+    shape = "concurrency sweep" if m.shape == "sweep" else f"request rates, burstiness {m.burstiness:g}"
+    prompt = (
+        f"prompts from {m.prompts_file}"
+        if m.prompts_file
+        else f"~{m.input_tokens} input tokens"
+        + (f" ({m.long_prompt_share:.0%} x{m.long_prompt_factor:g} long)" if m.long_prompt_share else "")
+    )
+    head.append(
+        f"{shape}; {prompt}, {m.output_tokens} output tokens; {m.requests_per_step} requests or "
+        f"{m.seconds_per_step:g} s a step after {m.warmup_requests} warm-up",
+        style="dim",
+    )
     console.print(head)
     for n in r.notes:
         console.print(Text(n, style="yellow"))
@@ -160,12 +189,17 @@ def render(r: LoadReport, console: Console) -> None:
         if i:
             console.print()
         console.print(t)
-    console.print(Text("latencies in ms (p50, p99); TPOT p50; tok/s: output tokens"
-                       + ("; ctl: the step again, every prompt at the normal length" * any(s.control for s in r.steps))
-                       + ("; host CPU: this machine's, all cores" * any(s.machine_cpu_pct is not None
-                                                                        and s.server_process is not None
-                                                                        for s in r.steps)),
-                       style="dim"))
+    console.print(
+        Text(
+            "latencies in ms (p50, p99); TPOT p50; tok/s: output tokens"
+            + ("; ctl: the step again, every prompt at the normal length" * any(s.control for s in r.steps))
+            + (
+                "; host CPU: this machine's, all cores"
+                * any(s.machine_cpu_pct is not None and s.server_process is not None for s in r.steps)
+            ),
+            style="dim",
+        )
+    )
     lines = curve([s for s in r.steps if not s.control], width=max(20, min(56, console.width - 12)))
     if lines:
         console.print(Text("\nTTFT p90 against output tokens/s (each step marked by its load)", style="bold"))
@@ -175,8 +209,9 @@ def render(r: LoadReport, console: Console) -> None:
         console.print(knee_text(r.knee))
     cpu = [s.client_cpu_ms_per_1k_tokens for s in r.steps if s.client_cpu_ms_per_1k_tokens is not None]
     if cpu:
-        console.print(Text(f"the generator's own CPU: {min(cpu):.1f}–{max(cpu):.1f} ms per 1,000 streamed tokens",
-                           style="dim"))
+        console.print(
+            Text(f"the generator's own CPU: {min(cpu):.1f}–{max(cpu):.1f} ms per 1,000 streamed tokens", style="dim")
+        )
     if r.findings:
         console.print()
     for f in r.findings:

@@ -38,11 +38,15 @@ def cost_line(gpu: str, e: ProfilerEffect, traced: bool, any_trace: bool = True)
     held = f"held the workload {e.held_s:.1f} s" if e.held_s is not None else "held the workload"
     if not traced:
         nothing = " and traced nothing" if not any_trace else ""
-        return (f"GPU {gpu}: the profiler {held}{nothing}: GPU-Util {e.inside_pct:.0f}% meanwhile, "
-                f"{e.outside_pct:.0f}% in the rest of the steady run")
+        return (
+            f"GPU {gpu}: the profiler {held}{nothing}: GPU-Util {e.inside_pct:.0f}% meanwhile, "
+            f"{e.outside_pct:.0f}% in the rest of the steady run"
+        )
     around = f"{e.held_pct:.0f}% while it started and exported, " if e.held_pct is not None else ""
-    return (f"GPU {gpu}: the profiler {held}: GPU-Util {around}{e.inside_pct:.0f}% while it traced, "
-            f"{e.outside_pct:.0f}% in the rest of the steady run")
+    return (
+        f"GPU {gpu}: the profiler {held}: GPU-Util {around}{e.inside_pct:.0f}% while it traced, "
+        f"{e.outside_pct:.0f}% in the rest of the steady run"
+    )
 
 
 def render_profile_extra(profile: ProfileReport, run_start: float | None, console: Console) -> None:
@@ -57,5 +61,10 @@ def render_profile_extra(profile: ProfileReport, run_start: float | None, consol
             console.print(Text(cost_line(gpu, e, traced, any_trace), style="dim"))
     if not any_trace and profile.held_all_s:
         held = sum(b - a for a, b in profile.held_all_s)
-        console.print(Text(f"the profiler held the workload {held:.1f} s with no trace to show for it: those seconds "
-                           "are left out of the sampler's verdict", style="dim"))
+        console.print(
+            Text(
+                f"the profiler held the workload {held:.1f} s with no trace to show for it: those seconds "
+                "are left out of the sampler's verdict",
+                style="dim",
+            )
+        )

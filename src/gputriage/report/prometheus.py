@@ -23,9 +23,11 @@ MIB = 1 << 20
 def _scaled(field: str, factor: float) -> Callable[[GpuSample], Optional[float]]:
     """A sample's field in dcgm-exporter's unit (a percentage as a ratio, MiB/s as bytes/s); None where the
     GPU does not give it."""
+
     def read(g: GpuSample) -> Optional[float]:
         value = getattr(g, field)
         return value * factor if value is not None else None
+
     return read
 
 
@@ -36,39 +38,65 @@ GAUGES: tuple[tuple[str, str, Callable[[GpuSample], Optional[float]]], ...] = (
     ("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", lambda g: g.sm_clock_mhz),
     ("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", lambda g: g.temperature_c),
     ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", lambda g: g.power_mw / 1000 if g.power_mw is not None else None),
-    ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).",
-     lambda g: round(g.used_bytes / MIB) if g.used_bytes is not None else None),
-    ("DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.",
-     _scaled("sm_active_pct", 0.01)),
-    ("DCGM_FI_PROF_SM_OCCUPANCY", "The ratio of number of warps resident on an SM.",
-     _scaled("sm_occupancy_pct", 0.01)),
-    ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.",
-     _scaled("tensor_active_pct", 0.01)),
-    ("DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.",
-     _scaled("dram_active_pct", 0.01)),
-    ("DCGM_FI_PROF_PIPE_FP64_ACTIVE", "Ratio of cycles the fp64 pipes are active.",
-     _scaled("fp64_active_pct", 0.01)),
-    ("DCGM_FI_PROF_PIPE_FP32_ACTIVE", "Ratio of cycles the fp32 pipes are active.",
-     _scaled("fp32_active_pct", 0.01)),
-    ("DCGM_FI_PROF_PIPE_FP16_ACTIVE", "Ratio of cycles the fp16 pipes are active.",
-     _scaled("fp16_active_pct", 0.01)),
-    ("DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted over the PCIe bus - including both protocol headers "
-     "and data payloads - in bytes per second.",
-     _scaled("pcie_tx_mib_per_s", MIB)),
-    ("DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus - including both protocol headers "
-     "and data payloads - in bytes per second.",
-     _scaled("pcie_rx_mib_per_s", MIB)),
-    ("DCGM_FI_PROF_NVLINK_TX_BYTES", "The rate of data transmitted over NVLink, not including protocol headers, in "
-     "bytes per second.", _scaled("nvlink_tx_mib_per_s", MIB)),
-    ("DCGM_FI_PROF_NVLINK_RX_BYTES", "The rate of data received over NVLink, not including protocol headers, in "
-     "bytes per second.", _scaled("nvlink_rx_mib_per_s", MIB)),
+    (
+        "DCGM_FI_DEV_FB_USED",
+        "Framebuffer memory used (in MiB).",
+        lambda g: round(g.used_bytes / MIB) if g.used_bytes is not None else None,
+    ),
+    (
+        "DCGM_FI_PROF_SM_ACTIVE",
+        "The ratio of cycles an SM has at least 1 warp assigned.",
+        _scaled("sm_active_pct", 0.01),
+    ),
+    ("DCGM_FI_PROF_SM_OCCUPANCY", "The ratio of number of warps resident on an SM.", _scaled("sm_occupancy_pct", 0.01)),
+    (
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "Ratio of cycles the tensor (HMMA) pipe is active.",
+        _scaled("tensor_active_pct", 0.01),
+    ),
+    (
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        "Ratio of cycles the device memory interface is active sending or receiving data.",
+        _scaled("dram_active_pct", 0.01),
+    ),
+    ("DCGM_FI_PROF_PIPE_FP64_ACTIVE", "Ratio of cycles the fp64 pipes are active.", _scaled("fp64_active_pct", 0.01)),
+    ("DCGM_FI_PROF_PIPE_FP32_ACTIVE", "Ratio of cycles the fp32 pipes are active.", _scaled("fp32_active_pct", 0.01)),
+    ("DCGM_FI_PROF_PIPE_FP16_ACTIVE", "Ratio of cycles the fp16 pipes are active.", _scaled("fp16_active_pct", 0.01)),
+    (
+        "DCGM_FI_PROF_PCIE_TX_BYTES",
+        "The rate of data transmitted over the PCIe bus - including both protocol headers "
+        "and data payloads - in bytes per second.",
+        _scaled("pcie_tx_mib_per_s", MIB),
+    ),
+    (
+        "DCGM_FI_PROF_PCIE_RX_BYTES",
+        "The rate of data received over the PCIe bus - including both protocol headers "
+        "and data payloads - in bytes per second.",
+        _scaled("pcie_rx_mib_per_s", MIB),
+    ),
+    (
+        "DCGM_FI_PROF_NVLINK_TX_BYTES",
+        "The rate of data transmitted over NVLink, not including protocol headers, in bytes per second.",
+        _scaled("nvlink_tx_mib_per_s", MIB),
+    ),
+    (
+        "DCGM_FI_PROF_NVLINK_RX_BYTES",
+        "The rate of data received over NVLink, not including protocol headers, in bytes per second.",
+        _scaled("nvlink_rx_mib_per_s", MIB),
+    ),
 )
 
 
 def _labels(state: ExporterState, i: int) -> list[str]:
     static = state.gpus.get(i)
-    return [str(i), (static.uuid if static else None) or "", f"nvidia{i}", (static.name if static else None) or "",
-            state.hostname, state.pci_bus_ids.get(i, "")]
+    return [
+        str(i),
+        (static.uuid if static else None) or "",
+        f"nvidia{i}",
+        (static.name if static else None) or "",
+        state.hostname,
+        state.pci_bus_ids.get(i, ""),
+    ]
 
 
 def families(state: ExporterState) -> Iterator[Metric]:
@@ -103,11 +131,16 @@ def families(state: ExporterState) -> Iterator[Metric]:
 
 
 def _own(state: ExporterState) -> Iterator[Metric]:
-    share = GaugeMetricFamily("gputriage_bottleneck_share", f"Share of the last {state.window_s:g} s each GPU spent "
-                              "in each bottleneck, by gputriage's sampler verdict.", labels=["gpu", "bottleneck",
-                                                                                            "Hostname"])
-    current = GaugeMetricFamily("gputriage_bottleneck", "1 for each GPU's bottleneck over the last window (the one "
-                                "with the largest share).", labels=["gpu", "bottleneck", "Hostname"])
+    share = GaugeMetricFamily(
+        "gputriage_bottleneck_share",
+        f"Share of the last {state.window_s:g} s each GPU spent in each bottleneck, by gputriage's sampler verdict.",
+        labels=["gpu", "bottleneck", "Hostname"],
+    )
+    current = GaugeMetricFamily(
+        "gputriage_bottleneck",
+        "1 for each GPU's bottleneck over the last window (the one with the largest share).",
+        labels=["gpu", "bottleneck", "Hostname"],
+    )
     for i, shares in sorted(state.bottlenecks.items()):
         for b, v in sorted(shares.items()):
             share.add_metric([str(i), b, state.hostname], v)
@@ -116,14 +149,18 @@ def _own(state: ExporterState) -> Iterator[Metric]:
             current.add_metric([str(i), top, state.hostname], 1.0)
     yield share
     yield current
-    finding = GaugeMetricFamily("gputriage_finding", "1 for each finding of the last check (`gputriage rules ID` "
-                                "says what it means and what to do).", labels=["id", "severity", "subject", "Hostname"])
+    finding = GaugeMetricFamily(
+        "gputriage_finding",
+        "1 for each finding of the last check (`gputriage rules ID` says what it means and what to do).",
+        labels=["id", "severity", "subject", "Hostname"],
+    )
     for f in state.findings:
         finding.add_metric([f.id, f.severity.value, f.subject, state.hostname], 1.0)
     yield finding
     if state.checked_s is not None:
-        yield GaugeMetricFamily("gputriage_check_timestamp_seconds", "When the last check ran (unix seconds).",
-                                value=state.checked_s)
+        yield GaugeMetricFamily(
+            "gputriage_check_timestamp_seconds", "When the last check ran (unix seconds).", value=state.checked_s
+        )
     yield from holder_families(state)
     yield GaugeMetricFamily("gputriage_gpus", "GPUs this exporter samples.", value=float(len(state.gpus)))
 

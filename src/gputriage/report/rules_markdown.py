@@ -37,18 +37,28 @@ def _value(th: Threshold) -> str:
 def _section(spec: FindingSpec) -> list[str]:
     commands = ", ".join(f"`{c}`" for c in spec.commands)
     head = f"**{spec.severity.value}** · triage step {spec.step} ({STEPS.get(spec.step, '?')}) · reported by {commands}"
-    lines = [f"## `{spec.id}`", "", head, "",
-             f"**Symptom:** {_prose(spec.symptom)}", "",
-             f"**Cause:** {_prose(spec.cause)}", "",
-             f"**Decision:** {_prose(spec.decision)}", ""]
+    lines = [
+        f"## `{spec.id}`",
+        "",
+        head,
+        "",
+        f"**Symptom:** {_prose(spec.symptom)}",
+        "",
+        f"**Cause:** {_prose(spec.cause)}",
+        "",
+        f"**Decision:** {_prose(spec.decision)}",
+        "",
+    ]
     if spec.condition:
         lines += [f"**When:** {_prose(spec.condition)}", ""]
     if spec.needs:
         lines += [f"**Needs:** {', '.join(_prose(n) for n in spec.needs)}", ""]
     if spec.thresholds:
         lines += ["| threshold | value | meaning | source |", "| --- | --- | --- | --- |"]
-        lines += [f"| `{th.name}` | {_value(th)} | {_prose(th.meaning, in_table=True)} | "
-                  f"{_prose(th.source, in_table=True)} |" for th in spec.thresholds]
+        lines += [
+            f"| `{th.name}` | {_value(th)} | {_prose(th.meaning, in_table=True)} | {_prose(th.source, in_table=True)} |"
+            for th in spec.thresholds
+        ]
         lines.append("")
     return lines
 
@@ -57,13 +67,19 @@ def rules_markdown(catalog: Catalog) -> str:
     """One section per finding id: severity, triage step, symptom, cause, decision, when it fires, what it needs
     to be seen, and its thresholds with their meaning and source."""
     steps = ", ".join(f"{n}. {title}" for n, title in STEPS.items())
-    lines = ["# Rules", "",
-             f"Every finding a gputriage command can report: {len(catalog.rules)} findings, each with its default "
-             "severity, its triage step, what it looks like, what it means, what to do, when it fires and the "
-             "numbers it rests on. Every finding in every report is made from one of these entries, so an id seen "
-             "in a report can be looked up here or with `gputriage rules ID`.", "",
-             f"The triage steps, in the order reports show them: {steps}.", "",
-             "This page is generated from the catalog: `gputriage rules --markdown > docs/rules.md`.", ""]
+    lines = [
+        "# Rules",
+        "",
+        f"Every finding a gputriage command can report: {len(catalog.rules)} findings, each with its default "
+        "severity, its triage step, what it looks like, what it means, what to do, when it fires and the "
+        "numbers it rests on. Every finding in every report is made from one of these entries, so an id seen "
+        "in a report can be looked up here or with `gputriage rules ID`.",
+        "",
+        f"The triage steps, in the order reports show them: {steps}.",
+        "",
+        "This page is generated from the catalog: `gputriage rules --markdown > docs/rules.md`.",
+        "",
+    ]
     for spec in catalog.rules:
         lines += _section(spec)
     return "\n".join(lines).rstrip("\n") + "\n"

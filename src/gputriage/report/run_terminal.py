@@ -24,13 +24,17 @@ def sparkline(values: Sequence[Optional[float]], width: int = 60) -> str:
     vals = [0.0 if v is None else float(v) for v in values]
     if len(vals) > width:
         step = len(vals) / width
-        vals = [max(vals[int(i * step): max(int((i + 1) * step), int(i * step) + 1)]) for i in range(width)]
+        vals = [max(vals[int(i * step) : max(int((i + 1) * step), int(i * step) + 1)]) for i in range(width)]
     return "".join(BLOCKS[min(8, int(round(v / 12.5)))] for v in vals)
 
 
-ROWS = (("util_pct", "GPU-Util", "cyan"), ("sm_active_pct", "SM act. ", "cyan"),
-        ("tensor_active_pct", "tensor  ", "magenta"), ("dram_active_pct", "DRAM    ", "blue"),
-        ("power_pct", "power   ", "yellow"))
+ROWS = (
+    ("util_pct", "GPU-Util", "cyan"),
+    ("sm_active_pct", "SM act. ", "cyan"),
+    ("tensor_active_pct", "tensor  ", "magenta"),
+    ("dram_active_pct", "DRAM    ", "blue"),
+    ("power_pct", "power   ", "yellow"),
+)
 EDGE_PHASES = {"start-up": ("s", "dim"), "shut-down": ("e", "dim"), "warm-up": ("w", "dim")}
 PHASE_STYLES = ("bold red", "bold magenta", "bold yellow", "bold blue", "bold green", "bold cyan")
 
@@ -92,8 +96,9 @@ def _header(r: RunReport) -> Text:
         signal = f" (killed by signal {r.exit_code - 128})" if r.exit_code > 128 else ""
         head.append(f"  exit {r.exit_code}{signal}", style="dim" if r.exit_code == 0 else "red")
     if not r.complete:
-        head.append("  (incomplete: gputriage stopped before the run ended; judged from the samples it kept)",
-                    style="yellow")
+        head.append(
+            "  (incomplete: gputriage stopped before the run ended; judged from the samples it kept)", style="yellow"
+        )
     return head
 
 
@@ -110,8 +115,13 @@ def _gpu(r: RunReport, key: str, v: GpuVerdict, console: Console) -> None:
     console.print(line)
     console.print(Text("  " + v.summary))
     if v.undecided_between:
-        console.print(Text(f"  the sampler cannot tell {' / '.join(b.value for b in v.undecided_between)} apart: "
-                           "`gputriage run --profile auto -- ...` separates them", style="yellow"))
+        console.print(
+            Text(
+                f"  the sampler cannot tell {' / '.join(b.value for b in v.undecided_between)} apart: "
+                "`gputriage run --profile auto -- ...` separates them",
+                style="yellow",
+            )
+        )
     console.print(Text("  do: " + v.decision, style="green"))
     if v.impact is not None:
         console.print(Text(f"  gain: up to {v.impact:.0%} of the GPU's time (estimated)", style="dim"))
@@ -121,8 +131,12 @@ def _gpu(r: RunReport, key: str, v: GpuVerdict, console: Console) -> None:
         console.print(Text("  at: " + line_text(x, r.meta.cwd), style="cyan"))
     _timeline_plot(v, console)
     if v.timeline:
-        console.print(Text("  timeline: " + " · ".join(f"{t.start_s:.0f}–{t.end_s:.0f}s {t.regime}"
-                                                      for t in v.timeline), style="dim"))
+        console.print(
+            Text(
+                "  timeline: " + " · ".join(f"{t.start_s:.0f}–{t.end_s:.0f}s {t.regime}" for t in v.timeline),
+                style="dim",
+            )
+        )
         described = [t for t in v.timeline if t.summary]
         if len(described) > 1:  # a run of several regimes: each with its own cause
             for t in described:
@@ -133,9 +147,14 @@ def _host(r: RunReport, console: Console) -> None:
     h = r.host
     parts = []
     if h.workload_cpu_pct is not None:
-        parts.append(f"workload CPU {h.workload_cpu_pct:.0f}% of a core" + (
-            f" ({h.gpu_process_cpu_pct:.0f}% in the processes on the GPU)" if h.gpu_process_cpu_pct is not None
-            else ""))
+        parts.append(
+            f"workload CPU {h.workload_cpu_pct:.0f}% of a core"
+            + (
+                f" ({h.gpu_process_cpu_pct:.0f}% in the processes on the GPU)"
+                if h.gpu_process_cpu_pct is not None
+                else ""
+            )
+        )
     if h.top_thread_pct is not None:
         parts.append(f"busiest thread {h.top_thread_pct:.0f}%")
     if h.max_core_pct is not None:
@@ -152,8 +171,9 @@ def _host(r: RunReport, console: Console) -> None:
     if h.mem_available_min_bytes is not None:
         peaks.append(f"host memory available {h.mem_available_min_bytes / 2**30:.1f} GiB at least")
     if parts:
-        console.print(Text("host: " + ", ".join(parts) + " (medians)" + ("; " + ", ".join(peaks) if peaks else ""),
-                           style="dim"))
+        console.print(
+            Text("host: " + ", ".join(parts) + " (medians)" + ("; " + ", ".join(peaks) if peaks else ""), style="dim")
+        )
 
 
 def _stacks(r: RunReport, console: Console) -> None:
@@ -194,31 +214,59 @@ def _throughput(r: RunReport, console: Console) -> None:
     t = r.throughput
     if t is None:
         return
-    rates = [x for x in (_rate(t.steps_per_s, "steps"), _rate(t.samples_per_s, "samples"),
-                         _rate(t.tokens_per_s, "tokens")) if x]
+    rates = [
+        x
+        for x in (_rate(t.steps_per_s, "steps"), _rate(t.samples_per_s, "samples"), _rate(t.tokens_per_s, "tokens"))
+        if x
+    ]
     if t.metric_pattern is not None:
-        rates.append(f"{t.metric_median:,.4g} (median of {t.metric_lines} line{'s' * (t.metric_lines != 1)} matching "
-                     f"{t.metric_pattern!r})"
-                     if t.metric_median is not None else f"no line matched {t.metric_pattern!r} in the steady state")
+        rates.append(
+            f"{t.metric_median:,.4g} (median of {t.metric_lines} line{'s' * (t.metric_lines != 1)} matching "
+            f"{t.metric_pattern!r})"
+            if t.metric_median is not None
+            else f"no line matched {t.metric_pattern!r} in the steady state"
+        )
     line = Text("throughput: ", style="bold")
     line.append(", ".join(rates) or "no steady rate", style="bold cyan")
     line.append((f" over the steady {t.steady_s:.0f} s" if t.steady_s >= 1 else "") + f" ({t.source})", style="dim")
     console.print(line)
     if t.mfu_pct is not None:
-        console.print(Text(f"  MFU {t.mfu_pct:.1f}%: {t.achieved_tflops:,.1f} TFLOP/s of the model's math against "
-                           f"{t.peak_tflops:,.0f} ({t.peak_source})", style="cyan"))
+        console.print(
+            Text(
+                f"  MFU {t.mfu_pct:.1f}%: {t.achieved_tflops:,.1f} TFLOP/s of the model's math against "
+                f"{t.peak_tflops:,.0f} ({t.peak_source})",
+                style="cyan",
+            )
+        )
     if t.mfu_bench_pct is not None:
-        console.print(Text(f"  MFU {t.mfu_bench_pct:.1f}% against the {t.bench_tflops:,.0f} TFLOP/s measured here "
-                           f"({t.bench_source})", style="cyan"))
+        console.print(
+            Text(
+                f"  MFU {t.mfu_bench_pct:.1f}% against the {t.bench_tflops:,.0f} TFLOP/s measured here "
+                f"({t.bench_source})",
+                style="cyan",
+            )
+        )
     if t.mfu_pct is None and t.achieved_tflops is not None:
-        console.print(Text(f"  the model's math: {t.achieved_tflops:,.1f} TFLOP/s (no datasheet for this GPU)",
-                           style="cyan"))
+        console.print(
+            Text(f"  the model's math: {t.achieved_tflops:,.1f} TFLOP/s (no datasheet for this GPU)", style="cyan")
+        )
     if len(t.by_regime) > 1:
-        console.print(Text("  by phase: " + " · ".join(
-            f"{p.start_s:.0f}–{p.end_s:.0f}s {p.regime} "
-            + (_rate(p.samples_per_s, "samples") or _rate(p.tokens_per_s, "tokens") or _rate(p.steps_per_s, "steps")
-               or (f"{p.metric_median:,.4g}" if p.metric_median is not None else "none"))
-            for p in t.by_regime), style="dim"))
+        console.print(
+            Text(
+                "  by phase: "
+                + " · ".join(
+                    f"{p.start_s:.0f}–{p.end_s:.0f}s {p.regime} "
+                    + (
+                        _rate(p.samples_per_s, "samples")
+                        or _rate(p.tokens_per_s, "tokens")
+                        or _rate(p.steps_per_s, "steps")
+                        or (f"{p.metric_median:,.4g}" if p.metric_median is not None else "none")
+                    )
+                    for p in t.by_regime
+                ),
+                style="dim",
+            )
+        )
 
 
 def _cost(r: RunReport, console: Console) -> None:
@@ -229,13 +277,22 @@ def _cost(r: RunReport, console: Console) -> None:
     line = Text("cost: ", style="bold")
     line.append(f"{c.gpu_hours:,.3f} GPU-hours, {c.useful_pct:.0f}% useful by {c.measure}", style="bold")
     if c.cost is not None:
-        line.append(f"; {c.cost:,.2f} {c.currency} at {c.price_per_gpu_hour:,.2f} {c.currency}/GPU-hour, "
-                    f"{c.waste_cost:,.2f} {c.currency} of it on "
-                    + ("idle SMs" if c.measure == "SM activity" else "an idle GPU") if c.waste_cost is not None else "")
+        line.append(
+            f"; {c.cost:,.2f} {c.currency} at {c.price_per_gpu_hour:,.2f} {c.currency}/GPU-hour, "
+            f"{c.waste_cost:,.2f} {c.currency} of it on "
+            + ("idle SMs" if c.measure == "SM activity" else "an idle GPU")
+            if c.waste_cost is not None
+            else ""
+        )
     console.print(line)
     if c.gpu_hours_at_twice is not None:
-        console.print(Text(f"  at twice the activity ({2 * c.useful_pct:.0f}%) the same work needs "
-                           f"{c.gpu_hours_at_twice:,.3f} GPU-hours", style="dim"))
+        console.print(
+            Text(
+                f"  at twice the activity ({2 * c.useful_pct:.0f}%) the same work needs "
+                f"{c.gpu_hours_at_twice:,.3f} GPU-hours",
+                style="dim",
+            )
+        )
     console.print(Text(f"  {c.formula}" + (f"; {c.note}" if c.note else ""), style="dim"))
 
 

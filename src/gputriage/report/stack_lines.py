@@ -7,16 +7,22 @@ import os
 
 from gputriage.model.run import HostLine, HostStacks
 
-DOING = {"gpu_wait": "waits on the GPU", "input_wait": "waits for input", "copy": "copies",
-         "host_compute": "computes on the host", "compile": "compiles", "gc": "collects garbage",
-         "launch": "runs torch ops"}
+DOING = {
+    "gpu_wait": "waits on the GPU",
+    "input_wait": "waits for input",
+    "copy": "copies",
+    "host_compute": "computes on the host",
+    "compile": "compiles",
+    "gc": "collects garbage",
+    "launch": "runs torch ops",
+}
 
 
 def place(x: HostLine, cwd: str = "") -> str:
     """`file:line function`, the file relative to the run's directory when it lies under it."""
     path = x.file
     if cwd and path.startswith(cwd.rstrip(os.sep) + os.sep):
-        path = path[len(cwd.rstrip(os.sep)) + 1:]
+        path = path[len(cwd.rstrip(os.sep)) + 1 :]
     if x.inferred:
         return f"{path}, {x.function}, between its waits (no sample caught the line)"
     return f"{path}:{x.line} {x.function}" if x.line else path.strip("<>")
@@ -41,5 +47,8 @@ def about(s: HostStacks) -> str:
 
 def line_text(x: HostLine, cwd: str = "") -> str:
     """One line with its share: "65% queue_lists_loop.py:27 main (waits for input)"."""
-    return f"{x.share:.0%} {place(x, cwd)} ({DOING.get(x.category, x.category)}" + \
-        ("" if x.main else ", another thread") + ")"
+    return (
+        f"{x.share:.0%} {place(x, cwd)} ({DOING.get(x.category, x.category)}"
+        + ("" if x.main else ", another thread")
+        + ")"
+    )

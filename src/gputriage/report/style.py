@@ -22,7 +22,7 @@ MAX_FIELD = 80  # a value read from a file (a snapshot is an attachment from any
 
 
 def clip(text: str, limit: int = MAX_FIELD) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def show(value: Any, unit: str = "", digits: int = 0) -> str:
@@ -58,7 +58,7 @@ def plain(value: Any, depth: int = 0) -> str:
 
 def evidence_text(evidence: dict[str, Any], limit: int = 400) -> str:
     text = ", ".join(f"{key}={plain(value)}" for key, value in evidence.items())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def finding_text(f: Finding, why: bool = True) -> Table:
@@ -113,8 +113,10 @@ def hanging(label: str, text: str | Text, style: str = "", mark_style: str | Non
     t = Table.grid()
     t.add_column(no_wrap=True)
     t.add_column(overflow="fold")
-    t.add_row(Text(label, style=style if mark_style is None else mark_style),
-              text if isinstance(text, Text) else Text(text, style=style))
+    t.add_row(
+        Text(label, style=style if mark_style is None else mark_style),
+        text if isinstance(text, Text) else Text(text, style=style),
+    )
     return t
 
 

@@ -30,8 +30,11 @@ def render_verdict(trace: Optional[TraceReport], error: Optional[str], console: 
         return
     a = trace.ranks[0].main() if trace.ranks and not v.basis else None
     if v.tentative and a is not None and too_little(a):
-        line = Text(f"\ntoo little GPU work to judge: {a.kernels} kernel{'s' if a.kernels != 1 else ''}, "
-                    f"{a.busy_us / 1000:.1f} ms busy in a {a.window_us / 1000:.1f} ms window; a guess: ", style="bold")
+        line = Text(
+            f"\ntoo little GPU work to judge: {a.kernels} kernel{'s' if a.kernels != 1 else ''}, "
+            f"{a.busy_us / 1000:.1f} ms busy in a {a.window_us / 1000:.1f} ms window; a guess: ",
+            style="bold",
+        )
         line.append(v.bottleneck.value, style="magenta")
     else:
         line = Text("\ntrace verdict" + (" (tentative)" if v.tentative else "") + ": ", style="bold")
@@ -44,8 +47,9 @@ def render_verdict(trace: Optional[TraceReport], error: Optional[str], console: 
     console.print(line)  # what to do is the verdict's finding, below
 
 
-def render_profile_window(profile: ProfileReport, effect: Optional[ProfilerEffect], run_start: Optional[float],
-                          console: Console) -> None:
+def render_profile_window(
+    profile: ProfileReport, effect: Optional[ProfilerEffect], run_start: Optional[float], console: Console
+) -> None:
     """When the profiler ran in a `run --profile`, what it cost the workload, and GPU-Util inside it."""
     window, held = profile.window_s, profile.held_s
     if profile.mode == "auto" and not profile.asked:
@@ -58,12 +62,18 @@ def render_profile_window(profile: ProfileReport, effect: Optional[ProfilerEffec
     if run_start is not None:
         line.append(f" from +{window[0] - run_start:.1f} s", style="dim")
     if held:
-        line.append(f"; the profiler held the workload {held[1] - held[0]:.1f} s in all (start-up "
-                    f"{window[0] - held[0]:.1f} s, export {held[1] - window[1]:.1f} s), left out of the sampler's "
-                    "verdict", style="dim")
+        line.append(
+            f"; the profiler held the workload {held[1] - held[0]:.1f} s in all (start-up "
+            f"{window[0] - held[0]:.1f} s, export {held[1] - window[1]:.1f} s), left out of the sampler's "
+            "verdict",
+            style="dim",
+        )
     if effect:
-        line.append(f"; GPU-Util {effect.inside_pct:.0f}% while profiled, {effect.outside_pct:.0f}% in the rest of "
-                    "the steady run", style="dim")
+        line.append(
+            f"; GPU-Util {effect.inside_pct:.0f}% while profiled, {effect.outside_pct:.0f}% in the rest of "
+            "the steady run",
+            style="dim",
+        )
     console.print(line)
 
 
@@ -78,31 +88,60 @@ def _anatomy(a: Anatomy, console: Console) -> None:
     for k, v in sorted(a.idle.items(), key=lambda kv: -kv[1].us):
         t.add_row(f"idle  {k}", f"{v.pct:.1f}%", Text(_bar(v.pct), style="red"))
     console.print(t)
-    console.print(Text(f"{plural(a.kernels, 'kernel')}, median {a.median_kernel_us} µs; "
-                       f"{plural(a.gaps, 'idle gap')}, median "
-                       f"{a.median_gap_us} µs; {a.underfilled_busy_pct}% of busy time in kernels whose blocks cover "
-                       "under half the SMs", style="dim"))
+    console.print(
+        Text(
+            f"{plural(a.kernels, 'kernel')}, median {a.median_kernel_us} µs; "
+            f"{plural(a.gaps, 'idle gap')}, median "
+            f"{a.median_gap_us} µs; {a.underfilled_busy_pct}% of busy time in kernels whose blocks cover "
+            "under half the SMs",
+            style="dim",
+        )
+    )
     if a.allocator_calls:
-        console.print(Text("caching allocator: " + ", ".join(f"{n:,} {call}" for call, n in a.allocator_calls.items())
-                           + " calls in the window", style="dim"))
+        console.print(
+            Text(
+                "caching allocator: "
+                + ", ".join(f"{n:,} {call}" for call, n in a.allocator_calls.items())
+                + " calls in the window",
+                style="dim",
+            )
+        )
     if a.steps:
         durs = sorted(x.dur_us for x in a.steps)
         busy = sorted(x.gpu_busy_pct for x in a.steps)
         n = len(a.steps)
-        console.print(Text(f"{n} profiler step{'s' if n != 1 else ''}: median {durs[n // 2] / 1000:.2f} ms "
-                           f"({durs[0] / 1000:.2f}–{durs[-1] / 1000:.2f}), GPU busy per step median "
-                           f"{busy[n // 2]:.0f}% ({busy[0]:.0f}–{busy[-1]:.0f})", style="dim"))
+        console.print(
+            Text(
+                f"{n} profiler step{'s' if n != 1 else ''}: median {durs[n // 2] / 1000:.2f} ms "
+                f"({durs[0] / 1000:.2f}–{durs[-1] / 1000:.2f}), GPU busy per step median "
+                f"{busy[n // 2]:.0f}% ({busy[0]:.0f}–{busy[-1]:.0f})",
+                style="dim",
+            )
+        )
     s = a.syncs
     if s.count:
-        console.print(Text(f"{s.count} host synchronization{'s' if s.count != 1 else ''}, host blocked "
-                           f"{s.host_blocked_us / 1000:.1f} ms; by op: " +
-                           ", ".join(f"{x.op} ×{x.calls} (GPU idle after: {x.gpu_idle_after_us / 1000:.2f} ms)"
-                                     for x in s.by_op[:4]), style="dim"))
+        console.print(
+            Text(
+                f"{s.count} host synchronization{'s' if s.count != 1 else ''}, host blocked "
+                f"{s.host_blocked_us / 1000:.1f} ms; by op: "
+                + ", ".join(
+                    f"{x.op} ×{x.calls} (GPU idle after: {x.gpu_idle_after_us / 1000:.2f} ms)" for x in s.by_op[:4]
+                ),
+                style="dim",
+            )
+        )
     if a.host_work:
-        console.print(Text("host computed while the GPU waited: " + ", ".join(
-            f"{'after a read by ' if h.where == 'after_read' else ''}{h.op} {h.gpu_idle_us / 1000:.1f} ms "
-            f"({plural(h.gaps, 'gap')})"
-            for h in a.host_work[:4]), style="dim"))
+        console.print(
+            Text(
+                "host computed while the GPU waited: "
+                + ", ".join(
+                    f"{'after a read by ' if h.where == 'after_read' else ''}{h.op} {h.gpu_idle_us / 1000:.1f} ms "
+                    f"({plural(h.gaps, 'gap')})"
+                    for h in a.host_work[:4]
+                ),
+                style="dim",
+            )
+        )
 
 
 def _rate(k: KernelRow) -> str:
@@ -116,13 +155,25 @@ def _rate(k: KernelRow) -> str:
 def _kernels(kernels: list[KernelRow], top: int, console: Console) -> None:
     kt = Table(header_style="bold", box=None, pad_edge=False)
     for col in ("kernel", "kind", "n", "ms", "%", "µs", "rate", "roof"):
-        kt.add_column(col, no_wrap=True, overflow="ellipsis", max_width=28 if col == "kernel" else None,
-                      justify="left" if col in ("kernel", "kind", "roof") else "right")
+        kt.add_column(
+            col,
+            no_wrap=True,
+            overflow="ellipsis",
+            max_width=28 if col == "kernel" else None,
+            justify="left" if col in ("kernel", "kind", "roof") else "right",
+        )
     for k in kernels[:top]:
         name = short_name(safe_text(k.name, KERNEL_CHARS))
-        kt.add_row(Text(name), SHORT_KIND.get(k.kind, k.kind), str(k.count), f"{k.total_us / 1000:.1f}",
-                   f"{k.pct_of_kernel_time:.0f}", f"{k.median_us:.0f}" if k.median_us >= 100 else f"{k.median_us:.1f}",
-                   _rate(k), {"memory": "mem", "compute": "math"}.get(k.roof or "", ""))
+        kt.add_row(
+            Text(name),
+            SHORT_KIND.get(k.kind, k.kind),
+            str(k.count),
+            f"{k.total_us / 1000:.1f}",
+            f"{k.pct_of_kernel_time:.0f}",
+            f"{k.median_us:.0f}" if k.median_us >= 100 else f"{k.median_us:.1f}",
+            _rate(k),
+            {"memory": "mem", "compute": "math"}.get(k.roof or "", ""),
+        )
     console.print()
     console.print(kt)
 
@@ -134,17 +185,24 @@ def _rank(r: RankAnalysis, top: int, console: Console) -> None:
         head.append(f"  rank {r.rank}")
     steps = f"{r.step_count} profiler step{'s' if r.step_count != 1 else ''}, " if r.step_count else ""
     gpu = safe_text(r.gpu or "GPU ?", NAME_CHARS)
-    head.append(f"\n{plural(r.events, 'event')}, {r.file_bytes / 1e6:.1f} MB, {gpu}, {steps}read in "
-                f"{r.analysis_s:.2f} s", style="dim")
+    head.append(
+        f"\n{plural(r.events, 'event')}, {r.file_bytes / 1e6:.1f} MB, {gpu}, {steps}read in {r.analysis_s:.2f} s",
+        style="dim",
+    )
     console.print(head)
     for p in r.problems:
         console.print(hanging("  note: ", p, style="yellow"))
     for a in r.anatomy:
         _anatomy(a, console)
     if r.overlap:
-        console.print(Text(f"communication: {r.overlap.comm_us / 1000:.1f} ms of collectives on GPU {r.main_device}, "
-                           f"{r.overlap.overlapped_pct:.0f}% overlapped by computation; only the rest (busy "
-                           "communication above) adds to step time", style="dim"))
+        console.print(
+            Text(
+                f"communication: {r.overlap.comm_us / 1000:.1f} ms of collectives on GPU {r.main_device}, "
+                f"{r.overlap.overlapped_pct:.0f}% overlapped by computation; only the rest (busy "
+                "communication above) adds to step time",
+                style="dim",
+            )
+        )
     if r.compiled:
         console.print(Text(compiled_line(r.compiled), style="dim"))
     if r.kernels and top > 0:
@@ -154,8 +212,10 @@ def _rank(r: RankAnalysis, top: int, console: Console) -> None:
 def compiled_line(c: CompiledShare) -> str:
     """torch.compile's coverage of the GPU's work, in one sentence."""
     ops = ", ".join(f"{op} {us / 1000:.1f} ms" for op, us in c.outside_ops.items())
-    return (f"torch.compile: {c.regions:,} compiled region{'s' if c.regions != 1 else ''}; {c.outside_pct:.0f}% of "
-            f"GPU time ({c.outside_us / 1000:.1f} ms) launched outside them" + (f", by {ops}" if ops else ""))
+    return (
+        f"torch.compile: {c.regions:,} compiled region{'s' if c.regions != 1 else ''}; {c.outside_pct:.0f}% of "
+        f"GPU time ({c.outside_us / 1000:.1f} ms) launched outside them" + (f", by {ops}" if ops else "")
+    )
 
 
 def render(report: TraceReport, console: Console, top: int = 10) -> None:
@@ -165,15 +225,24 @@ def render(report: TraceReport, console: Console, top: int = 10) -> None:
         console.print(hanging("not read: ", p, style="yellow"))
     mr = report.multi_rank
     if mr:
-        console.print(Text(f"\n{len(mr.per_rank)} ranks, compared on {mr.compared_on}; stragglers: "
-                           f"{', '.join(map(str, mr.stragglers)) or 'none'}; busy spread {mr.busy_pct_spread} points",
-                           style="bold"))
+        console.print(
+            Text(
+                f"\n{len(mr.per_rank)} ranks, compared on {mr.compared_on}; stragglers: "
+                f"{', '.join(map(str, mr.stragglers)) or 'none'}; busy spread {mr.busy_pct_spread} points",
+                style="bold",
+            )
+        )
         for x in mr.per_rank:
-            overlap = (f", communication overlapped {x.comm_overlapped_pct:.0f}%"
-                       if x.comm_overlapped_pct is not None else "")
+            overlap = (
+                f", communication overlapped {x.comm_overlapped_pct:.0f}%" if x.comm_overlapped_pct is not None else ""
+            )
             verdict = x.bottleneck.value if x.bottleneck else "no verdict"
-            console.print(Text(f"  rank {x.rank if x.rank is not None else x.file}: {verdict}, busy {x.busy_pct}%"
-                               f"{overlap}", style="dim"))
+            console.print(
+                Text(
+                    f"  rank {x.rank if x.rank is not None else x.file}: {verdict}, busy {x.busy_pct}%{overlap}",
+                    style="dim",
+                )
+            )
     render_verdict(report, None, console)
     for f in report.findings:
         console.print(finding_text(f))

@@ -50,8 +50,14 @@ class GateKeeper:
 
     POLL_S = 0.25
 
-    def __init__(self, session: Session, folder: Path, mode: str, keep: Path | None = None,
-                 say: Callable[[str], None] = lambda _m: None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        folder: Path,
+        mode: str,
+        keep: Path | None = None,
+        say: Callable[[str], None] = lambda _m: None,
+    ) -> None:
         self.session, self.folder, self.keep, self.say = session, folder, keep, say
         self.gate = ProfileGate(mode, {i: session.meta.gpus.get(str(i), GpuStatic()) for i in session.gpus})
         self.seen = dict.fromkeys(session.gpus, 0)
@@ -91,14 +97,15 @@ class GateKeeper:
         asked = self.gate.asked
         self.gate.first(now_s)
         windows = profiled_windows(self.folder)
-        for k, t0, t1 in windows[self.judged:]:
+        for k, t0, t1 in windows[self.judged :]:
             self.judged += 1
             self.gate.again((t0, t1), k)
             if k in self.asked:
                 self._written(k, t0, t1)
         first = first_out(self.folder, ranks(self.folder)[0])
         for hold in [h for h in read_holds(first.with_name(first.name + ".holds"), 0.0) if h.end == "released"][
-                self.released:]:
+            self.released :
+        ]:
             self.released += 1
             self.gate.finished(hold.window)
             if hold.window in self.asked:
@@ -121,16 +128,21 @@ class GateKeeper:
                 continue
             out = data.get("out") if isinstance(data, dict) else None
             by = data.get("by") if isinstance(data, dict) else None
-            self._ask_one("asked from another terminal (gputriage profile" + (f", pid {by})" if by else ")"),
-                          Path(out) if isinstance(out, str) and out else None,
-                          path.with_name("answer-" + path.name[len("ask-"):]))
+            self._ask_one(
+                "asked from another terminal (gputriage profile" + (f", pid {by})" if by else ")"),
+                Path(out) if isinstance(out, str) and out else None,
+                path.with_name("answer-" + path.name[len("ask-") :]),
+            )
 
     def _ask_one(self, why: str, out: Path | None, answer: Path | None) -> None:
         k = self.gate.ask(why)
         if out is None:
             run = self.session.run_id if self.session.run_id is not None else os.getpid()
-            out = self.keep.with_name(f"{self.keep.stem}.w{k}{self.keep.suffix}") if self.keep is not None else \
-                Path.cwd() / f"gputriage-profile-{run}-w{k}.json"
+            out = (
+                self.keep.with_name(f"{self.keep.stem}.w{k}{self.keep.suffix}")
+                if self.keep is not None
+                else Path.cwd() / f"gputriage-profile-{run}-w{k}.json"
+            )
         self.asked[k] = a = Asked(k, out, answer)
         self.outs[k] = str(out)
         self._answer(a, state="asked", window=k, trace=str(out))
@@ -148,8 +160,9 @@ class GateKeeper:
             try:
                 shutil.copy(t, dest)
             except OSError as exc:
-                self._answer(a, state="failed", error=f"the trace could not be written to {dest}: "
-                                                      f"{exc.strerror or exc}")
+                self._answer(
+                    a, state="failed", error=f"the trace could not be written to {dest}: {exc.strerror or exc}"
+                )
                 return
             written.append(str(dest))
         if not written:

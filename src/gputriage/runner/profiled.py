@@ -17,8 +17,10 @@ from gputriage.trace.analyze import analyze_file
 from gputriage.trace.load import TraceError
 from gputriage.trace.profile_files import Written, read_back
 
-NOT_STEADY = ("not profiled: the run never reached a steady state the sampler could see (three 1 s windows with "
-              "one verdict) before it ended")
+NOT_STEADY = (
+    "not profiled: the run never reached a steady state the sampler could see (three 1 s windows with "
+    "one verdict) before it ended"
+)
 
 
 def _analysed(traces: list[Path]) -> tuple[TraceReport | None, str | None]:
@@ -42,8 +44,14 @@ def _read(folder: Path, keep: Path | None, ended_s: float | None) -> Written:
         return written
 
 
-def read_profile(folder: Path, keep: Path | None, mode: str = "on", asked: list[str] | None = None,
-                 keeper: GateKeeper | None = None, ended_s: float | None = None) -> ProfileReport:
+def read_profile(
+    folder: Path,
+    keep: Path | None,
+    mode: str = "on",
+    asked: list[str] | None = None,
+    keeper: GateKeeper | None = None,
+    ended_s: float | None = None,
+) -> ProfileReport:
     """The profile of a run (`mode` "auto" with nothing asked: the sampler decided, nothing to read, unless the
     profiler held the workload all the same). `keeper`: the gate's keeper, which knows why each window was asked
     and where a user asked for its trace. The folder is left for its owner to clean."""
@@ -59,14 +67,24 @@ def read_profile(folder: Path, keep: Path | None, mode: str = "on", asked: list[
         written.error = NOT_STEADY
     out = ProfileReport(log=written.log, error=written.error, held_all_s=written.held_all_s, mode=mode, asked=asked)
     outs = keeper.outs if keeper is not None else {}
-    steady = [w for w in written.windows if w.traces and (kinds[w.index - 1] if w.index <= len(kinds) else "steady")
-              == "steady"]
+    steady = [
+        w
+        for w in written.windows
+        if w.traces and (kinds[w.index - 1] if w.index <= len(kinds) else "steady") == "steady"
+    ]
     main = steady[-1] if steady else None
     for w in written.windows:
         kind = kinds[w.index - 1] if w.index <= len(kinds) else "steady"
         kept = outs.get(w.index) or ", ".join(str(k) for k in w.kept) or None
-        pw = ProfileWindow(index=w.index, kind=kind, why=asked[w.index - 1] if w.index <= len(asked) else "",
-                           window_s=w.window_s, held_s=w.held_s, trace_file=kept, used=w is main)
+        pw = ProfileWindow(
+            index=w.index,
+            kind=kind,
+            why=asked[w.index - 1] if w.index <= len(asked) else "",
+            window_s=w.window_s,
+            held_s=w.held_s,
+            trace_file=kept,
+            used=w is main,
+        )
         trace, error = _analysed(w.traces) if w.traces else (None, "no trace was written")
         if trace is not None and trace.verdict is not None and trace.verdict.bottleneck is not None:
             v = trace.verdict
@@ -77,6 +95,8 @@ def read_profile(folder: Path, keep: Path | None, mode: str = "on", asked: list[
             out.trace, out.window_s, out.held_s, out.kept_trace = trace, w.window_s, w.held_s, kept
             out.error = error if trace is None else None
     if main is None and written.windows and not out.error and any(w.traces for w in written.windows):
-        out.log.append("no window was asked for the steady state: the sampler's verdict stands; the windows profiled "
-                       "are listed with their own verdicts")
+        out.log.append(
+            "no window was asked for the steady state: the sampler's verdict stands; the windows profiled "
+            "are listed with their own verdicts"
+        )
     return out

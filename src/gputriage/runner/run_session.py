@@ -78,8 +78,15 @@ def run_workload(plan: RunPlan, store: Store | None) -> RunReport:
     with contextlib.ExitStack() as stack:
         if store is not None:
             stack.callback(store.close)
-        session = Session(PynvmlBackend(record=False, bounded=False), Host(), store, "run",
-                          plan.command or list(plan.argv), period_s=plan.period_s, use_gpm=plan.use_gpm)
+        session = Session(
+            PynvmlBackend(record=False, bounded=False),
+            Host(),
+            store,
+            "run",
+            plan.command or list(plan.argv),
+            period_s=plan.period_s,
+            use_gpm=plan.use_gpm,
+        )
         stack.callback(session.finish)  # the sampler stopped, NVML shut down (once)
         session.meta.flops_per_token, session.meta.flops_per_step = plan.flops_per_token, plan.flops_per_step
         session.meta.price_per_gpu_hour, session.meta.currency = plan.price_per_gpu_hour, plan.currency
@@ -89,8 +96,9 @@ def run_workload(plan: RunPlan, store: Store | None) -> RunReport:
         argv, env = list(plan.argv), dict(plan.env, **{PROGRESS_ENV: str(progress)})
         folder = None
         if plan.profile != "off" and inject.is_python(argv):
-            argv, env, folder = inject.prepare(argv, env, steps=plan.profile_steps, skip_s=plan.profile_skip_s,
-                                               gated=True)
+            argv, env, folder = inject.prepare(
+                argv, env, steps=plan.profile_steps, skip_s=plan.profile_skip_s, gated=True
+            )
             stack.callback(inject.clean, folder)
             # the run row says where `gputriage profile RUN_ID` asks for a window, and whom SIGUSR1 reaches
             session.meta.profile_gate, session.meta.gputriage_pid = str(folder), os.getpid()
@@ -98,8 +106,9 @@ def run_workload(plan: RunPlan, store: Store | None) -> RunReport:
             env, hooks = inject.prepare_hooks(env)
             stack.callback(inject.clean, hooks)
         session.open()  # the run is in the store before the workload starts (StoreError: nothing started)
-        workload = Workload.start(argv, env, die_with_parent=plan.die_with_parent,
-                                  stdout_to_stderr=plan.stdout_to_stderr, metric=plan.metric)
+        workload = Workload.start(
+            argv, env, die_with_parent=plan.die_with_parent, stdout_to_stderr=plan.stdout_to_stderr, metric=plan.metric
+        )
         if isinstance(workload, Unavailable):
             session.discard()  # no run took place: no "cut" run left behind
             raise WorkloadNotStarted(workload)
@@ -115,8 +124,13 @@ def run_workload(plan: RunPlan, store: Store | None) -> RunReport:
         profiled = read_profile(folder, plan.keep_trace, plan.profile, keeper=gate) if folder is not None else None
         recording = session.finish()
         recording.compile = read_compile_stats(progress)  # what torch.compile did, as the workload reported it
-        report = judge(recording, code, profile=profiled, budget=plan.budget,
-                       metric=(plan.metric.pattern, workload.metric_points) if plan.metric is not None else None)
+        report = judge(
+            recording,
+            code,
+            profile=profiled,
+            budget=plan.budget,
+            metric=(plan.metric.pattern, workload.metric_points) if plan.metric is not None else None,
+        )
         if store is not None:
             mfu_against_bench(store, report)
         if plan.baseline is not None:

@@ -44,11 +44,17 @@ def merge(reports: list[CompileStats]) -> CompileStats:
     recompiles = [r.recompiles for r in reports if r.recompiles is not None]
     seconds = [r.compile_s for r in reports if r.compile_s is not None]
     return CompileStats(
-        frames_compiled=sum(r.frames_compiled for r in reports), graph_breaks=sum(r.graph_breaks for r in reports),
+        frames_compiled=sum(r.frames_compiled for r in reports),
+        graph_breaks=sum(r.graph_breaks for r in reports),
         unique_graphs=sum(r.unique_graphs for r in reports),
-        recompiles=sum(recompiles) if recompiles else None, compile_s=round(sum(seconds), 3) if seconds else None,
-        break_reasons=[BreakReason(reason=k, count=v) for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])
-                       ][:MAX_ITEMS],
-        break_sites=[BreakSite(function=f, line=line, file=file, count=v)
-                     for (f, line, file), v in sorted(sites.items(), key=lambda kv: -kv[1])][:MAX_ITEMS],
-        compiled_functions=[f for r in reports for f in r.compiled_functions][:MAX_ITEMS])
+        recompiles=sum(recompiles) if recompiles else None,
+        compile_s=round(sum(seconds), 3) if seconds else None,
+        break_reasons=[BreakReason(reason=k, count=v) for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])][
+            :MAX_ITEMS
+        ],
+        break_sites=[
+            BreakSite(function=f, line=line, file=file, count=v)
+            for (f, line, file), v in sorted(sites.items(), key=lambda kv: -kv[1])
+        ][:MAX_ITEMS],
+        compiled_functions=[f for r in reports for f in r.compiled_functions][:MAX_ITEMS],
+    )

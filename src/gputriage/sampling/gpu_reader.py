@@ -34,18 +34,41 @@ def _ok(reading: Any) -> bool:
     return not isinstance(reading, Unavailable)
 
 
-SAMPLED_GPM = (GPM_SM_UTIL, GPM_SM_OCCUPANCY, GPM_ANY_TENSOR_UTIL, GPM_DRAM_BW_UTIL, GPM_FP64_UTIL, GPM_FP32_UTIL,
-               GPM_FP16_UTIL, GPM_PCIE_TX_PER_SEC, GPM_PCIE_RX_PER_SEC, GPM_NVLINK_TX_PER_SEC, GPM_NVLINK_RX_PER_SEC)
-GPM_FIELDS = {str(GPM_SM_UTIL): "sm_active_pct", str(GPM_SM_OCCUPANCY): "sm_occupancy_pct",
-              str(GPM_ANY_TENSOR_UTIL): "tensor_active_pct", str(GPM_DRAM_BW_UTIL): "dram_active_pct",
-              str(GPM_FP64_UTIL): "fp64_active_pct", str(GPM_FP32_UTIL): "fp32_active_pct",
-              str(GPM_FP16_UTIL): "fp16_active_pct",
-              str(GPM_PCIE_TX_PER_SEC): "pcie_tx_mib_per_s", str(GPM_PCIE_RX_PER_SEC): "pcie_rx_mib_per_s",
-              str(GPM_NVLINK_TX_PER_SEC): "nvlink_tx_mib_per_s", str(GPM_NVLINK_RX_PER_SEC): "nvlink_rx_mib_per_s"}
+SAMPLED_GPM = (
+    GPM_SM_UTIL,
+    GPM_SM_OCCUPANCY,
+    GPM_ANY_TENSOR_UTIL,
+    GPM_DRAM_BW_UTIL,
+    GPM_FP64_UTIL,
+    GPM_FP32_UTIL,
+    GPM_FP16_UTIL,
+    GPM_PCIE_TX_PER_SEC,
+    GPM_PCIE_RX_PER_SEC,
+    GPM_NVLINK_TX_PER_SEC,
+    GPM_NVLINK_RX_PER_SEC,
+)
+GPM_FIELDS = {
+    str(GPM_SM_UTIL): "sm_active_pct",
+    str(GPM_SM_OCCUPANCY): "sm_occupancy_pct",
+    str(GPM_ANY_TENSOR_UTIL): "tensor_active_pct",
+    str(GPM_DRAM_BW_UTIL): "dram_active_pct",
+    str(GPM_FP64_UTIL): "fp64_active_pct",
+    str(GPM_FP32_UTIL): "fp32_active_pct",
+    str(GPM_FP16_UTIL): "fp16_active_pct",
+    str(GPM_PCIE_TX_PER_SEC): "pcie_tx_mib_per_s",
+    str(GPM_PCIE_RX_PER_SEC): "pcie_rx_mib_per_s",
+    str(GPM_NVLINK_TX_PER_SEC): "nvlink_tx_mib_per_s",
+    str(GPM_NVLINK_RX_PER_SEC): "nvlink_rx_mib_per_s",
+}
 NVLINK_COUNTERS = ((FI_NVLINK_DATA_TX_KIB, ALL_LINKS), (FI_NVLINK_DATA_RX_KIB, ALL_LINKS))
 NVLINK_TX, NVLINK_RX = (field_key(f, s) for f, s in NVLINK_COUNTERS)
-COUNTER_FIELDS = {"util": "util_pct", "memutil": "mem_util_pct", "power": "power_mw", "sm_clk": "sm_clock_mhz",
-                  "reasons": "clock_event_reasons"}
+COUNTER_FIELDS = {
+    "util": "util_pct",
+    "memutil": "mem_util_pct",
+    "power": "power_mw",
+    "sm_clk": "sm_clock_mhz",
+    "reasons": "clock_event_reasons",
+}
 
 
 class GpuReader:
@@ -75,8 +98,10 @@ class GpuReader:
             if not isinstance(mem, Unavailable):
                 self._slow["used_bytes"] = mem["used"]
             if not self.gpm_ok:  # before Hopper: the PCIe counters every GPU has (KiB/s over 20 ms)
-                for key, counter in (("pcie_tx_mib_per_s", NVML_PCIE_UTIL_TX_BYTES),
-                                     ("pcie_rx_mib_per_s", NVML_PCIE_UTIL_RX_BYTES)):
+                for key, counter in (
+                    ("pcie_tx_mib_per_s", NVML_PCIE_UTIL_TX_BYTES),
+                    ("pcie_rx_mib_per_s", NVML_PCIE_UTIL_RX_BYTES),
+                ):
                     kib = n.call("nvmlDeviceGetPcieThroughput", i, counter)
                     if isinstance(kib, (int, float)):
                         self._slow[key] = round(kib / 1024.0, 1)

@@ -32,8 +32,14 @@ class Holders:
                 if got is not None:
                     util, self._since_us[i] = got
             for p in procs:
-                out.append(GpuProcess(gpu=i, pid=p["pid"], used_bytes=p["used_bytes"],
-                                      sm_util_pct=util.get(p["pid"], 0.0) if util is not None else None))
+                out.append(
+                    GpuProcess(
+                        gpu=i,
+                        pid=p["pid"],
+                        used_bytes=p["used_bytes"],
+                        sm_util_pct=util.get(p["pid"], 0.0) if util is not None else None,
+                    )
+                )
                 self._look_up(p["pid"])
         return out
 

@@ -39,8 +39,9 @@ class _Mapped:
                     with open(os.path.join(self.folder, n), "rb") as fh:
                         if os.fstat(fh.fileno()).st_size < self.nbytes:
                             continue  # still being created
-                        self.views[n] = memoryview(mmap.mmap(fh.fileno(), self.nbytes,
-                                                             access=mmap.ACCESS_READ)).cast("d")
+                        self.views[n] = memoryview(mmap.mmap(fh.fileno(), self.nbytes, access=mmap.ACCESS_READ)).cast(
+                            "d"
+                        )
                 except (OSError, ValueError):
                     continue
         return list(self.views.values())
@@ -86,9 +87,13 @@ def merged_stacks(reports: list[dict[str, Any]], lines: bool) -> StackCounts | N
             every[c] = every.get(c, 0.0) + float((r.get("all") or {}).get(c, 0.0))
         main["loader"] = main.get("loader", 0.0) + float(r.get("main_loader", 0.0))
     cpus = [r.get("main_cpu_s") for r in chosen]
-    out = StackCounts(ticks=sum(float(r.get("ticks", 0.0)) for r in chosen), main=main, all=every,
-                      main_cpu_s=sum(float(c) for c in cpus if c is not None) if None not in cpus else None,
-                      wall_s=sum(float(r.get("wall_s", 0.0)) for r in chosen))
+    out = StackCounts(
+        ticks=sum(float(r.get("ticks", 0.0)) for r in chosen),
+        main=main,
+        all=every,
+        main_cpu_s=sum(float(c) for c in cpus if c is not None) if None not in cpus else None,
+        wall_s=sum(float(r.get("wall_s", 0.0)) for r in chosen),
+    )
     if lines:
         rows: dict[tuple[str, int, str, str], list[float]] = {}
         for r in chosen:
@@ -164,8 +169,11 @@ class ProgressReader:
             names = os.listdir(self.folder)
         except OSError:
             names = []
-        return self._totals(self._steps.refresh(names)), self._counters(self._allocator.refresh(names)), \
-            self._read_stacks(names)
+        return (
+            self._totals(self._steps.refresh(names)),
+            self._counters(self._allocator.refresh(names)),
+            self._read_stacks(names),
+        )
 
     def stacks(self) -> StackCounts | None:
         """The stack sampler's counts summed over the workload's launching processes (the top lines now and then);
@@ -205,8 +213,7 @@ class ProgressReader:
         views = [v for v in views if v[7] > 0]  # a process that has read its allocator at least once
         if not views:
             return None
-        out = {name: sum(v[i] for v in views) for i, name in enumerate(allocator_counters.FIELDS)
-               if name in SUMMED}
+        out = {name: sum(v[i] for v in views) for i, name in enumerate(allocator_counters.FIELDS) if name in SUMMED}
         largest = max(views, key=lambda v: v[5])  # the largest allocation that failed, and what was free then
         out["oom_requested_bytes"], out["oom_free_bytes"] = largest[5], largest[6]
         return out

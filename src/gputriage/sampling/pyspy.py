@@ -57,8 +57,9 @@ def as_frames(frames: list[dict[str, Any]]) -> Optional[_Frame]:
             continue
         line = f.get("line")
         name = str(f.get("name") or "?").rsplit(".", 1)[-1]  # py-spy names a method by its qualified name
-        inner = _Frame(_Code(_path(str(f.get("filename") or "<unknown>")), name), line if isinstance(line, int) else 0,
-                       inner)
+        inner = _Frame(
+            _Code(_path(str(f.get("filename") or "<unknown>")), name), line if isinstance(line, int) else 0, inner
+        )
     return inner
 
 
@@ -92,8 +93,16 @@ def summary(counts: Counts, dumps: int, every_s: float, pids: list[int], failed:
         if main > 0 and main_total:
             lines.append(HostLine(file=file, line=line, function=function, category=category, share=main / main_total))
         elif every - main > 0 and others:
-            lines.append(HostLine(file=file, line=line, function=function, category=category,
-                                  share=(every - main) / max(1, dumps), main=False))
+            lines.append(
+                HostLine(
+                    file=file,
+                    line=line,
+                    function=function,
+                    category=category,
+                    share=(every - main) / max(1, dumps),
+                    main=False,
+                )
+            )
     out.lines = sorted(lines, key=lambda x: (-x.share, not x.main))[:TOP_LINES]  # the main thread first
     return out
 
@@ -109,8 +118,9 @@ def gpu_pids(nvml: NvmlBackend | None, gpus: list[int], own: int) -> list[int]:
 class PySpySampler:
     """A thread dumping each process `pids()` names every `every_s`, from its start; `stop()` gives the summary."""
 
-    def __init__(self, pids: Callable[[], list[int]], every_s: float = EVERY_S,
-                 dump: Callable[[int], Any] = pyspy.dump) -> None:
+    def __init__(
+        self, pids: Callable[[], list[int]], every_s: float = EVERY_S, dump: Callable[[int], Any] = pyspy.dump
+    ) -> None:
         self.pids, self.every_s, self.dump = pids, every_s, dump
         self.counts, self.classifier = Counts(), Classifier()
         self.dumps = 0

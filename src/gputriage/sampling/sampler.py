@@ -79,8 +79,13 @@ class HostReader:
     def _read(self) -> HostSample:
         h = self.host
         cur: dict[str, Any] = {"t": time.monotonic()}
-        for key, path in (("stat", "/proc/stat"), ("vmstat", "/proc/vmstat"), ("meminfo", "/proc/meminfo"),
-                          ("disk", "/proc/diskstats"), ("net", "/proc/net/dev")):
+        for key, path in (
+            ("stat", "/proc/stat"),
+            ("vmstat", "/proc/vmstat"),
+            ("meminfo", "/proc/meminfo"),
+            ("disk", "/proc/diskstats"),
+            ("net", "/proc/net/dev"),
+        ):
             cur[key] = h.reread(path)
         h.records.clear()  # the sampler must not grow the recording
         prev, self._prev = self._prev, cur
@@ -118,8 +123,15 @@ class ProcessTreeReader:
     """A process and its children, every `every` ticks: CPU, busiest thread, RSS, I/O rates and VRAM;
     the tree itself re-scanned every `refresh_every` ticks (finding children walks every process)."""
 
-    def __init__(self, pid: int, nvml: NvmlBackend, gpus: list[int], every: int = 5, refresh_every: int = 25,
-                 exclude: frozenset[int] = frozenset()) -> None:
+    def __init__(
+        self,
+        pid: int,
+        nvml: NvmlBackend,
+        gpus: list[int],
+        every: int = 5,
+        refresh_every: int = 25,
+        exclude: frozenset[int] = frozenset(),
+    ) -> None:
         self.tree = ProcessTree(pid, exclude)
         self.nvml, self.gpus = nvml, gpus
         self.every, self.refresh_every = every, refresh_every
@@ -149,13 +161,18 @@ class ProcessTreeReader:
         self._prev, self._prev_t = seen, now
         fields: dict[str, Any] = {"pids": len(seen), "rss_bytes": sum(d.rss_bytes for d in seen.values())}
         if not first:
-            fields.update(cpu_pct=round(r.cpu_pct, 1), top_thread_pct=round(r.top_thread_pct, 1),
-                          read_bytes_per_s=round(r.read_bytes_per_s), write_bytes_per_s=round(r.write_bytes_per_s),
-                          rchar_bytes_per_s=round(r.rchar_bytes_per_s))
+            fields.update(
+                cpu_pct=round(r.cpu_pct, 1),
+                top_thread_pct=round(r.top_thread_pct, 1),
+                read_bytes_per_s=round(r.read_bytes_per_s),
+                write_bytes_per_s=round(r.write_bytes_per_s),
+                rchar_bytes_per_s=round(r.rchar_bytes_per_s),
+            )
         listed = self._listed = compute_processes(self.nvml, self.gpus)
         if listed:
-            fields["vram_bytes"] = sum(p["used_bytes"] or 0 for procs in listed.values() for p in procs
-                                       if p["pid"] in seen)
+            fields["vram_bytes"] = sum(
+                p["used_bytes"] or 0 for procs in listed.values() for p in procs if p["pid"] in seen
+            )
             on_gpu = {p["pid"] for procs in listed.values() for p in procs} & seen.keys() & prev.keys()
             if on_gpu and not first:  # the CPU of the processes that drive the GPUs, apart from their helpers
                 g = rates({k: prev[k] for k in on_gpu}, {k: seen[k] for k in on_gpu}, dt)
@@ -176,8 +193,12 @@ class ProcessTreeReader:
         for i, procs in listed.items():
             util = self._sm_util(i) if procs else {}
             for p in procs:
-                gp = GpuProcess(gpu=i, pid=p["pid"], used_bytes=p["used_bytes"], sm_util_pct=util.get(p["pid"], 0.0)
-                                if util is not None else None)
+                gp = GpuProcess(
+                    gpu=i,
+                    pid=p["pid"],
+                    used_bytes=p["used_bytes"],
+                    sm_util_pct=util.get(p["pid"], 0.0) if util is not None else None,
+                )
                 (own if p["pid"] in mine else others).append(gp)
         return others, own
 
@@ -193,20 +214,34 @@ class ProcessTreeReader:
 def _allocator_fields(alloc: dict[str, float]) -> dict[str, float | None]:
     """The allocator's counters as the workload sample's fields (an out-of-memory size only once one failed)."""
     failed = alloc["oom_requested_bytes"] > 0
-    return {"alloc_retries_total": alloc["retries"], "cuda_mallocs_total": alloc["cuda_mallocs"],
-            "cuda_frees_total": alloc["cuda_frees"], "ooms_total": alloc["ooms"],
-            "allocator_reserved_bytes": alloc["reserved_bytes"], "allocator_allocated_bytes": alloc["allocated_bytes"],
-            "oom_requested_bytes": alloc["oom_requested_bytes"] if failed else None,
-            "oom_free_bytes": alloc["oom_free_bytes"] if failed else None}
+    return {
+        "alloc_retries_total": alloc["retries"],
+        "cuda_mallocs_total": alloc["cuda_mallocs"],
+        "cuda_frees_total": alloc["cuda_frees"],
+        "ooms_total": alloc["ooms"],
+        "allocator_reserved_bytes": alloc["reserved_bytes"],
+        "allocator_allocated_bytes": alloc["allocated_bytes"],
+        "oom_requested_bytes": alloc["oom_requested_bytes"] if failed else None,
+        "oom_free_bytes": alloc["oom_free_bytes"] if failed else None,
+    }
 
 
 class Sampler:
     """Samples every `cadences.gpu_s` on a daemon thread; each sample goes to `sinks`, batches of them
     (about once a second) to `batch_sinks`."""
 
-    def __init__(self, nvml: NvmlBackend, host: Host, gpus: list[int], *, cadences: Cadences = Cadences(),
-                 pid: int | None = None, sinks: tuple[Callable[[Sample], None], ...] = (),
-                 batch_sinks: tuple[Callable[[list[Sample]], None], ...] = (), use_gpm: bool = True) -> None:
+    def __init__(
+        self,
+        nvml: NvmlBackend,
+        host: Host,
+        gpus: list[int],
+        *,
+        cadences: Cadences = Cadences(),
+        pid: int | None = None,
+        sinks: tuple[Callable[[Sample], None], ...] = (),
+        batch_sinks: tuple[Callable[[list[Sample]], None], ...] = (),
+        use_gpm: bool = True,
+    ) -> None:
         nvml.records = {}
         if hasattr(nvml, "record"):
             nvml.record = False
@@ -231,8 +266,14 @@ class Sampler:
     def attach(self, pid: int) -> None:
         c = self.cadences
         try:
-            self.tree = ProcessTreeReader(pid, self.nvml, [g.index for g in self.gpus], every=c.every(c.workload_s),
-                                          refresh_every=c.every(c.tree_s), exclude=frozenset({os.getpid()} - {pid}))
+            self.tree = ProcessTreeReader(
+                pid,
+                self.nvml,
+                [g.index for g in self.gpus],
+                every=c.every(c.workload_s),
+                refresh_every=c.every(c.tree_s),
+                exclude=frozenset({os.getpid()} - {pid}),
+            )
         except Exception:  # process already gone
             self.tree = None
 
@@ -254,8 +295,12 @@ class Sampler:
             done, alloc, stacks = self.progress.read_all()
             if done is not None or alloc is not None or stacks is not None:  # a copy: the tree's reading is shared
                 steps = {"steps_total": done[0], "samples_total": done[1], "tokens_total": done[2]} if done else {}
-                workload = msgspec.structs.replace(workload, **steps, **(_allocator_fields(alloc) if alloc else {}),
-                                                   **({"stacks": stacks} if stacks is not None else {}))
+                workload = msgspec.structs.replace(
+                    workload,
+                    **steps,
+                    **(_allocator_fields(alloc) if alloc else {}),
+                    **({"stacks": stacks} if stacks is not None else {}),
+                )
         c3 = clock()
         cost["gpu"] += c1 - c0
         cost["host"] += c2 - c1

@@ -25,8 +25,13 @@ from gputriage.sampling.sampler import Cadences, Sampler, default_period
 from gputriage.sampling.store import Store, StoreError
 from gputriage.sampling.windows import Windower
 
-ENV_KEYS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "PYTORCH_CUDA_ALLOC_CONF", "OMP_NUM_THREADS",
-            "CUDA_LAUNCH_BLOCKING")
+ENV_KEYS = (
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "OMP_NUM_THREADS",
+    "CUDA_LAUNCH_BLOCKING",
+)
 
 
 def _value(reading: Any) -> Any:
@@ -43,13 +48,15 @@ def gpu_static(nvml: NvmlBackend) -> tuple[list[int], dict[int, GpuStatic], dict
     for i in range(count):
         mem = _value(nvml.call("nvmlDeviceGetMemoryInfo", i)) or {}
         info[i] = GpuStatic(
-            name=_value(nvml.call("nvmlDeviceGetName", i)), uuid=_value(nvml.call("nvmlDeviceGetUUID", i)),
+            name=_value(nvml.call("nvmlDeviceGetName", i)),
+            uuid=_value(nvml.call("nvmlDeviceGetUUID", i)),
             memory_total_bytes=mem.get("total"),
             power_limit_mw=_value(nvml.call("nvmlDeviceGetEnforcedPowerLimit", i)),
             power_default_mw=_value(nvml.call("nvmlDeviceGetPowerManagementDefaultLimit", i)),
             sm_max_mhz=_value(nvml.call("nvmlDeviceGetMaxClockInfo", i, 1)),
             pcie_gen_max=_value(nvml.call("nvmlDeviceGetMaxPcieLinkGeneration", i)),
-            pcie_width_max=_value(nvml.call("nvmlDeviceGetMaxPcieLinkWidth", i)))
+            pcie_width_max=_value(nvml.call("nvmlDeviceGetMaxPcieLinkWidth", i)),
+        )
         links = nvml.field_values(i, ((FI_NVLINK_LINK_COUNT, 0), (FI_NVLINK_SPEED_MBPS_COMMON, 0)))
         if isinstance(links, dict) and links.get(field_key(FI_NVLINK_LINK_COUNT, 0)):
             info[i].nvlink_links = int(links[field_key(FI_NVLINK_LINK_COUNT, 0)])
@@ -57,8 +64,10 @@ def gpu_static(nvml: NvmlBackend) -> tuple[list[int], dict[int, GpuStatic], dict
         ecc = _value(nvml.call("nvmlDeviceGetEccMode", i))
         if isinstance(ecc, (list, tuple)) and ecc:
             info[i].ecc = bool(ecc[0])
-    system = {"driver": _value(nvml.call("nvmlSystemGetDriverVersion")),
-              "cuda_driver": _value(nvml.call("nvmlSystemGetCudaDriverVersion_v2"))}
+    system = {
+        "driver": _value(nvml.call("nvmlSystemGetDriverVersion")),
+        "cuda_driver": _value(nvml.call("nvmlSystemGetCudaDriverVersion_v2")),
+    }
     try:  # the torch of this environment (a Python workload started here imports it), read without importing it
         from importlib.metadata import version
 
@@ -70,13 +79,26 @@ def gpu_static(nvml: NvmlBackend) -> tuple[list[int], dict[int, GpuStatic], dict
 
 def run_meta(gpus: dict[int, GpuStatic], system: dict[str, Any], host: Host, period_s: float) -> RunMeta:
     env = {k: host.environ[k] for k in ENV_KEYS if k in host.environ}
-    return RunMeta(hostname=socket.gethostname(), gputriage=__version__, python=sys.version.split()[0],
-                   platform=platform.platform(), cwd=host.cwd, period_s=period_s,
-                   gpus={str(k): v for k, v in gpus.items()}, system=system, env=env)
+    return RunMeta(
+        hostname=socket.gethostname(),
+        gputriage=__version__,
+        python=sys.version.split()[0],
+        platform=platform.platform(),
+        cwd=host.cwd,
+        period_s=period_s,
+        gpus={str(k): v for k, v in gpus.items()},
+        system=system,
+        env=env,
+    )
 
 
-def replay(samples: Iterable[Sample], meta: RunMeta, kind: str = "run", command: list[str] | None = None,
-           run_id: int | None = None) -> Recording:
+def replay(
+    samples: Iterable[Sample],
+    meta: RunMeta,
+    kind: str = "run",
+    command: list[str] | None = None,
+    run_id: int | None = None,
+) -> Recording:
     """A recording rebuilt from stored samples (a run whose gputriage died, a recorded fixture)."""
     gpus = [int(k) for k in meta.gpus]
     windows = Windower(gpus)
@@ -89,8 +111,16 @@ def replay(samples: Iterable[Sample], meta: RunMeta, kind: str = "run", command:
 class Session:
     """Sampler → windows, ring and store."""
 
-    def __init__(self, nvml: NvmlBackend, host: Host, store: Store | None, kind: str, command: list[str],
-                 period_s: float | None = None, use_gpm: bool = True) -> None:
+    def __init__(
+        self,
+        nvml: NvmlBackend,
+        host: Host,
+        store: Store | None,
+        kind: str,
+        command: list[str],
+        period_s: float | None = None,
+        use_gpm: bool = True,
+    ) -> None:
         self.nvml, self.host, self.store = nvml, host, store
         self.gpus, static, self.system = gpu_static(nvml)
         self.cadences = Cadences(gpu_s=period_s or default_period(nvml, self.gpus))
@@ -99,8 +129,15 @@ class Session:
         self.store_error: str | None = None
         self._recording: Recording | None = None
         self.windows = Windower(self.gpus)
-        self.sampler = Sampler(nvml, host, self.gpus, cadences=self.cadences, sinks=(self.windows.add,),
-                               batch_sinks=(self._to_store,), use_gpm=use_gpm)
+        self.sampler = Sampler(
+            nvml,
+            host,
+            self.gpus,
+            cadences=self.cadences,
+            sinks=(self.windows.add,),
+            batch_sinks=(self._to_store,),
+            use_gpm=use_gpm,
+        )
         for reader in self.sampler.gpus:
             static[reader.index].gpm = reader.gpm_ok
         self.meta = run_meta(static, self.system, host, self.cadences.gpu_s)
@@ -147,9 +184,17 @@ class Session:
             self.sampler.stop()
             self.windows.close()
             self.nvml.shutdown()
-            self._recording = Recording(kind=self.kind, command=self.command, meta=self.meta, gpus=self.gpus,
-                                        windows=self.windows, recent=list(self.sampler.recent), run_id=self.run_id,
-                                        store_error=self.store_error, owners=self._owners())
+            self._recording = Recording(
+                kind=self.kind,
+                command=self.command,
+                meta=self.meta,
+                gpus=self.gpus,
+                windows=self.windows,
+                recent=list(self.sampler.recent),
+                run_id=self.run_id,
+                store_error=self.store_error,
+                owners=self._owners(),
+            )
         return self._recording
 
     def _owners(self) -> dict[int, ProcessOwner]:

@@ -96,8 +96,9 @@ class Store:
     def _open_readonly(self) -> sqlite3.Connection:
         """Read-only; in a directory where SQLite cannot create its WAL index, as an immutable file."""
         for mode in ("mode=ro", "immutable=1"):
-            db = sqlite3.connect(f"file:{self.path}?{mode}", uri=True, timeout=10, check_same_thread=False,
-                                 isolation_level=None)
+            db = sqlite3.connect(
+                f"file:{self.path}?{mode}", uri=True, timeout=10, check_same_thread=False, isolation_level=None
+            )
             self.db = db
             try:
                 self._check(migrate=False)
@@ -118,11 +119,13 @@ class Store:
         tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if app == APPLICATION_ID:
             if version > VERSION:
-                raise StoreError(f"{self.path}: a store of a newer gputriage (version {version}; this one reads "
-                                 f"up to {VERSION})")
+                raise StoreError(
+                    f"{self.path}: a store of a newer gputriage (version {version}; this one reads up to {VERSION})"
+                )
         elif app != 0 or (tables and not (self._columns("runs") >= LEGACY_RUN_COLUMNS and "samples" in tables)):
-            raise StoreError(f"{self.path}: not a gputriage run store (an SQLite file of another program); "
-                             "give another --store")
+            raise StoreError(
+                f"{self.path}: not a gputriage run store (an SQLite file of another program); give another --store"
+            )
         if not migrate:
             return
         if app != APPLICATION_ID or version < VERSION:
@@ -148,8 +151,10 @@ class Store:
             raise StoreError(f"cannot write the run store {self.path}: {exc}") from None
 
     def begin_run(self, kind: str, command: list[str], meta: Any) -> int:
-        cur = self.db.execute("INSERT INTO runs(kind, command, started, meta) VALUES (?, ?, ?, ?)",
-                              (kind, json.dumps(command), time.time(), msgspec.json.encode(meta).decode()))
+        cur = self.db.execute(
+            "INSERT INTO runs(kind, command, started, meta) VALUES (?, ?, ?, ?)",
+            (kind, json.dumps(command), time.time(), msgspec.json.encode(meta).decode()),
+        )
         return int(cur.lastrowid or 0)
 
     def discard_run(self, run_id: int) -> None:
@@ -167,62 +172,108 @@ class Store:
 
     def end_run(self, report: RunReport) -> None:
         enc = msgspec.json.encode
-        self.db.execute("UPDATE runs SET ended = ?, exit_code = ?, verdict = ?, findings = ?, report = ? WHERE id = ?",
-                        (time.time(), report.exit_code, enc(report.verdict).decode(), enc(report.findings).decode(),
-                         enc(report).decode(), report.id))
+        self.db.execute(
+            "UPDATE runs SET ended = ?, exit_code = ?, verdict = ?, findings = ?, report = ? WHERE id = ?",
+            (
+                time.time(),
+                report.exit_code,
+                enc(report.verdict).decode(),
+                enc(report.findings).decode(),
+                enc(report).decode(),
+                report.id,
+            ),
+        )
 
     def runs(self, limit: int = 50) -> list[dict[str, Any]]:
         """The newest runs; a row damaged by hand or by a disk shows what could be read of it."""
-        cur = self.db.execute("SELECT r.id, r.kind, r.command, r.started, r.ended, r.exit_code, r.verdict, "
-                              "(SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id) FROM runs r "
-                              "ORDER BY r.id DESC LIMIT ?", (limit,))
+        cur = self.db.execute(
+            "SELECT r.id, r.kind, r.command, r.started, r.ended, r.exit_code, r.verdict, "
+            "(SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id) FROM runs r "
+            "ORDER BY r.id DESC LIMIT ?",
+            (limit,),
+        )
         out = []
         for rid, kind, cmd, started, ended, code, verdict, n in cur.fetchall():
             v = _json(verdict, {})
             command = _json(cmd, [])
-            out.append({"id": rid, "kind": str(kind), "command": [str(x) for x in command] if isinstance(command, list)
-                        else [str(command)], "started": started if isinstance(started, (int, float)) else 0.0,
-                        "ended": ended if isinstance(ended, (int, float)) else None, "exit_code": code, "samples": n,
-                        "bottleneck": v.get("bottleneck") if isinstance(v, dict) else None,
-                        "complete": ended is not None})
+            out.append(
+                {
+                    "id": rid,
+                    "kind": str(kind),
+                    "command": [str(x) for x in command] if isinstance(command, list) else [str(command)],
+                    "started": started if isinstance(started, (int, float)) else 0.0,
+                    "ended": ended if isinstance(ended, (int, float)) else None,
+                    "exit_code": code,
+                    "samples": n,
+                    "bottleneck": v.get("bottleneck") if isinstance(v, dict) else None,
+                    "complete": ended is not None,
+                }
+            )
         return out
 
     def run(self, run_id: int) -> dict[str, Any] | None:
         """A stored run: its columns, and its report when it has one (JSON, as `run --json` printed it)."""
         report = ", report" if self.has_report else ""
-        row = self.db.execute("SELECT id, kind, command, started, ended, exit_code, meta, verdict, findings"
-                              f"{report} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        row = self.db.execute(
+            "SELECT id, kind, command, started, ended, exit_code, meta, verdict, findings"
+            f"{report} FROM runs WHERE id = ?",
+            (run_id,),
+        ).fetchone()
         if row is None:
             return None
         rid, kind, cmd, started, ended, code, meta, verdict, findings = row[:9]
         command = _json(cmd, [])
-        return {"id": rid, "kind": str(kind), "command": [str(x) for x in command] if isinstance(command, list) else [],
-                "started": started, "ended": ended, "exit_code": code if isinstance(code, int) else None,
-                "meta": _json(meta, {}), "verdict": _json(verdict, None), "findings": _json(findings, []),
-                "complete": ended is not None, "report": row[9] if self.has_report else None}
+        return {
+            "id": rid,
+            "kind": str(kind),
+            "command": [str(x) for x in command] if isinstance(command, list) else [],
+            "started": started,
+            "ended": ended,
+            "exit_code": code if isinstance(code, int) else None,
+            "meta": _json(meta, {}),
+            "verdict": _json(verdict, None),
+            "findings": _json(findings, []),
+            "complete": ended is not None,
+            "report": row[9] if self.has_report else None,
+        }
 
     def add_bench(self, machine: str, results: list[dict[str, Any]]) -> int:
-        cur = self.db.execute("INSERT INTO benches(started, machine, results) VALUES (?, ?, ?)",
-                              (time.time(), machine, json.dumps(results, default=str)))
+        cur = self.db.execute(
+            "INSERT INTO benches(started, machine, results) VALUES (?, ?, ?)",
+            (time.time(), machine, json.dumps(results, default=str)),
+        )
         return int(cur.lastrowid or 0)
 
     def last_bench(self, machine: str | None = None, gpu_uuid: str | None = None) -> dict[str, Any] | None:
         """The newest bench of this machine, or of a machine holding this GPU, or of any machine."""
-        where, args = ("WHERE machine = ?", (machine,)) if machine is not None else \
-            ("WHERE instr(machine, ?) > 0", (gpu_uuid,)) if gpu_uuid is not None else ("", ())
-        row = self.db.execute(f"SELECT id, started, results FROM benches {where} ORDER BY id DESC LIMIT 1",
-                              args).fetchone()
+        where, args = (
+            ("WHERE machine = ?", (machine,))
+            if machine is not None
+            else ("WHERE instr(machine, ?) > 0", (gpu_uuid,))
+            if gpu_uuid is not None
+            else ("", ())
+        )
+        row = self.db.execute(
+            f"SELECT id, started, results FROM benches {where} ORDER BY id DESC LIMIT 1", args
+        ).fetchone()
         return {"id": row[0], "started": row[1], "results": json.loads(row[2])} if row else None
 
     def add_report(self, kind: str, command: list[str], report: Any) -> int:
         """A finished report of another kind than a run (a load test), kept in the runs table."""
         enc = msgspec.json.encode
         with self.db:
-            cur = self.db.execute("INSERT INTO runs(kind, command, started, ended, meta, findings, report) "
-                                  "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                  (kind, json.dumps(command), report.started_s or time.time(),
-                                   report.ended_s or time.time(), enc(getattr(report, "meta", {})).decode(),
-                                   enc(getattr(report, "findings", [])).decode(), ""))
+            cur = self.db.execute(
+                "INSERT INTO runs(kind, command, started, ended, meta, findings, report) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    kind,
+                    json.dumps(command),
+                    report.started_s or time.time(),
+                    report.ended_s or time.time(),
+                    enc(getattr(report, "meta", {})).decode(),
+                    enc(getattr(report, "findings", [])).decode(),
+                    "",
+                ),
+            )
             rid = int(cur.lastrowid or 0)
             report.id = rid
             self.db.execute("UPDATE runs SET report = ? WHERE id = ?", (enc(report).decode(), rid))
@@ -231,8 +282,10 @@ class Store:
     def save_baseline(self, name: str, baseline: Any) -> None:
         """Keep a named baseline (replacing one of the same name)."""
         with self.db:
-            self.db.execute("INSERT OR REPLACE INTO baselines(name, created, baseline) VALUES (?, ?, ?)",
-                            (name, time.time(), msgspec.json.encode(baseline).decode()))
+            self.db.execute(
+                "INSERT OR REPLACE INTO baselines(name, created, baseline) VALUES (?, ?, ?)",
+                (name, time.time(), msgspec.json.encode(baseline).decode()),
+            )
 
     def baseline(self, name: str) -> str | None:
         """A named baseline's JSON, or None."""

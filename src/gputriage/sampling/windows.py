@@ -28,10 +28,26 @@ MAX_PROCESSES = 64  # processes tallied per run (a job forking CUDA processes wi
 CAPACITY = 1 << 17  # windows per GPU before pairs are merged: 36 h at 1 s
 STACK_SNAPSHOTS = 512  # the stack sampler's top lines kept over a run (every other one dropped beyond)
 FIELDS = GPU_FIELDS + HOST_FIELDS
-_MAX_FIELDS = {"util_max_pct", "sm_active_max_pct", "power_max_w", "temperature_max_c", "used_max_bytes", "neighbours",
-               "job_computing", "job_gpu_processes", "job_gpus", "steps_total", "samples_total", "tokens_total",
-               "ooms_total", "oom_requested_bytes",
-               "progress_dt_s", "swap_in_max_pages_per_s", "workload_vram_max_bytes", "workload_rss_max_bytes"}
+_MAX_FIELDS = {
+    "util_max_pct",
+    "sm_active_max_pct",
+    "power_max_w",
+    "temperature_max_c",
+    "used_max_bytes",
+    "neighbours",
+    "job_computing",
+    "job_gpu_processes",
+    "job_gpus",
+    "steps_total",
+    "samples_total",
+    "tokens_total",
+    "ooms_total",
+    "oom_requested_bytes",
+    "progress_dt_s",
+    "swap_in_max_pages_per_s",
+    "workload_vram_max_bytes",
+    "workload_rss_max_bytes",
+}
 _MIN_FIELDS = {"mem_available_min_bytes"}
 NAN = float("nan")
 
@@ -58,8 +74,9 @@ class Store:
         self.host = {name: array("f") for name in HOST_FIELDS}
         self.gpus = {g: {name: array("f") for name in GPU_FIELDS} for g in gpus}
 
-    def append(self, t0: float, t1: float, samples: int, host: dict[str, float],
-               gpus: dict[int, dict[str, float]]) -> None:
+    def append(
+        self, t0: float, t1: float, samples: int, host: dict[str, float], gpus: dict[int, dict[str, float]]
+    ) -> None:
         self.t0.append(t0)
         self.t1.append(t1)
         self.samples.append(samples)
@@ -188,9 +205,14 @@ def gpu_values(bucket: list[Sample], gpu: int) -> dict[str, float]:
     put("sm_occupancy_pct", (r.sm_occupancy_pct for r in rows))
     put("tensor_active_pct", (r.tensor_active_pct for r in rows))
     put("dram_active_pct", (r.dram_active_pct for r in rows))
-    put("cuda_math_active_pct", (max(pipes) for r in rows
-                                 if (pipes := [p for p in (r.fp64_active_pct, r.fp32_active_pct, r.fp16_active_pct)
-                                               if p is not None])))
+    put(
+        "cuda_math_active_pct",
+        (
+            max(pipes)
+            for r in rows
+            if (pipes := [p for p in (r.fp64_active_pct, r.fp32_active_pct, r.fp16_active_pct) if p is not None])
+        ),
+    )
     put("pcie_rx_mib_per_s", (r.pcie_rx_mib_per_s for r in rows))
     put("pcie_tx_mib_per_s", (r.pcie_tx_mib_per_s for r in rows))
     put("nvlink_tx_mib_per_s", (r.nvlink_tx_mib_per_s for r in rows))
@@ -208,8 +230,9 @@ def gpu_values(bucket: list[Sample], gpu: int) -> dict[str, float]:
         out["power_capped_share"] = sum(1 for x in reasons if x & POWER_CAP_BIT) / len(reasons)
     # other processes that share the GPU's time: those whose kernels run, or whose use NVML did not say; one that
     # only holds memory (20 GiB left idle beside a job, recorded on an H200) takes none of it
-    out["neighbours"] = float(max((sum(1 for n in s.neighbours if n.gpu == gpu and _computes(n.sm_util_pct))
-                                   for s in bucket), default=0))
+    out["neighbours"] = float(
+        max((sum(1 for n in s.neighbours if n.gpu == gpu and _computes(n.sm_util_pct)) for s in bucket), default=0)
+    )
     known = [[p.sm_util_pct for p in s.job_processes if p.gpu == gpu and p.sm_util_pct is not None] for s in bucket]
     if any(known):
         out["job_computing"] = float(max(sum(1 for u in us if u >= PROCESS_COMPUTES_PCT) for us in known))
@@ -219,22 +242,30 @@ def gpu_values(bucket: list[Sample], gpu: int) -> dict[str, float]:
 def _allocator_rates(bucket: list[Sample], before: Sample | None) -> dict[str, float]:
     """cudaFree calls and retried allocations per second, from the workload's cumulative counters at the
     previous window's last sample (when there is one) to this window's last."""
-    points = [s for s in ([before] if before is not None else []) + bucket
-              if s.workload is not None and s.workload.cuda_frees_total is not None]
+    points = [
+        s
+        for s in ([before] if before is not None else []) + bucket
+        if s.workload is not None and s.workload.cuda_frees_total is not None
+    ]
     if len(points) < 2 or points[-1].t_s <= points[0].t_s:
         return {}
     a, b = points[0].workload, points[-1].workload
     assert a is not None and b is not None
     dt = points[-1].t_s - points[0].t_s
-    return {"cuda_frees_per_s": ((b.cuda_frees_total or 0.0) - (a.cuda_frees_total or 0.0)) / dt,
-            "alloc_retries_per_s": ((b.alloc_retries_total or 0.0) - (a.alloc_retries_total or 0.0)) / dt}
+    return {
+        "cuda_frees_per_s": ((b.cuda_frees_total or 0.0) - (a.cuda_frees_total or 0.0)) / dt,
+        "alloc_retries_per_s": ((b.alloc_retries_total or 0.0) - (a.alloc_retries_total or 0.0)) / dt,
+    }
 
 
 def _stack_shares(bucket: list[Sample], before: Sample | None) -> dict[str, float]:
     """The main thread's share of the window in each of the stack sampler's categories, from the counts at the
     previous window's last sample (when there is one) to this window's last."""
-    points = [s.workload.stacks for s in ([before] if before is not None else []) + bucket
-              if s.workload is not None and s.workload.stacks is not None]
+    points = [
+        s.workload.stacks
+        for s in ([before] if before is not None else []) + bucket
+        if s.workload is not None and s.workload.stacks is not None
+    ]
     if len(points) < 2:
         return {}
     a, b = points[0], points[-1]
@@ -291,8 +322,11 @@ def host_values(bucket: list[Sample], before: Sample | None = None) -> dict[str,
     out.update(_allocator_rates(bucket, before))
     out.update(_stack_shares(bucket, before))
     # float32 columns: a time as seconds after the window's start (unix seconds would lose minutes)
-    put("progress_dt_s", (s.t_s - bucket[0].t_s for s in bucket
-                          if s.workload is not None and s.workload.steps_total is not None), _max)
+    put(
+        "progress_dt_s",
+        (s.t_s - bucket[0].t_s for s in bucket if s.workload is not None and s.workload.steps_total is not None),
+        _max,
+    )
     if any(s.job_processes for s in bucket):
         out["job_gpu_processes"] = float(max(len({p.pid for p in s.job_processes}) for s in bucket))
         out["job_gpus"] = float(max(len({p.gpu for p in s.job_processes}) for s in bucket))
@@ -372,18 +406,30 @@ class Windower:
 
     def processes(self) -> list[ProcessSummary]:
         """Every process seen on a sampled GPU, the workload's first, then by GPU and pid."""
-        return [ProcessSummary(gpu=gpu, pid=pid, job=job, samples=int(t[0]),
-                               used_max_bytes=int(t[4]) if t[4] >= 0 else None,
-                               sm_util_mean_pct=round(t[2] / t[1], 1) if t[1] else None,
-                               computing_share=round(t[3] / t[1], 2) if t[1] else None,
-                               **self._idle.fields((gpu, pid, job)))
-                for (gpu, pid, job), t in sorted(self._processes.items(), key=lambda kv: (not kv[0][2], kv[0][:2]))]
+        return [
+            ProcessSummary(
+                gpu=gpu,
+                pid=pid,
+                job=job,
+                samples=int(t[0]),
+                used_max_bytes=int(t[4]) if t[4] >= 0 else None,
+                sm_util_mean_pct=round(t[2] / t[1], 1) if t[1] else None,
+                computing_share=round(t[3] / t[1], 2) if t[1] else None,
+                **self._idle.fields((gpu, pid, job)),
+            )
+            for (gpu, pid, job), t in sorted(self._processes.items(), key=lambda kv: (not kv[0][2], kv[0][:2]))
+        ]
 
     def _close(self, t1: float) -> None:
         bucket, self._bucket = self._bucket, []
         window_s = self.window_s
-        self.store.append(bucket[0].t_s, t1, len(bucket), host_values(bucket, self._before),
-                          {g: gpu_values(bucket, g) for g in self.series})
+        self.store.append(
+            bucket[0].t_s,
+            t1,
+            len(bucket),
+            host_values(bucket, self._before),
+            {g: gpu_values(bucket, g) for g in self.series},
+        )
         self._before = bucket[-1]
         if self.window_s != window_s and self.first_t is not None:
             # compacted: the next window ends on the coarser grid (at the edge of the slot this one ended in)

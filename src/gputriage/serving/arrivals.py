@@ -24,8 +24,9 @@ def check_rates(rates: Sequence[float], burstiness: float) -> None:
     concurrency step, `--concurrency N` with N requests)."""
     for r in rates:
         if math.isinf(r) and r > 0:
-            raise LoadOptionError("--rate inf: every request at once is a concurrency step; give --concurrency N "
-                                  "with --requests N")
+            raise LoadOptionError(
+                "--rate inf: every request at once is a concurrency step; give --concurrency N with --requests N"
+            )
         if not (math.isfinite(r) and r > 0):
             raise LoadOptionError(f"--rate {r:g}: a rate is a positive number of requests/s")
     if not (math.isfinite(burstiness) and burstiness > 0):

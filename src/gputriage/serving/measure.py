@@ -113,35 +113,65 @@ def _fill_counts(records: list[RequestRecord], count: Optional[Callable[[str], i
     return records
 
 
-def measure(c: LoadConfig, progress: Callable[[str], None] = lambda _s: None,
-            start_gpus: Callable[[float], Optional[GpuWatch]] = lambda _s: None) -> LoadMeasurement:
+def measure(
+    c: LoadConfig,
+    progress: Callable[[str], None] = lambda _s: None,
+    start_gpus: Callable[[float], Optional[GpuWatch]] = lambda _s: None,
+) -> LoadMeasurement:
     """Check the options, find the server, run the steps; `start_gpus(seconds)` samples this machine's GPUs over
     the load. A signal (SIGINT, SIGTERM) ends the sweep early: the measurement keeps the steps that finished
     and says where it was cut."""
     check(c)
     count = _counter(c.tokenizer)
-    prompts = Prompts(c.input_tokens, c.output_tokens, c.spread, c.long_prompt_share, c.long_prompt_factor,
-                      c.prompts_file)
+    prompts = Prompts(
+        c.input_tokens, c.output_tokens, c.spread, c.long_prompt_share, c.long_prompt_factor, c.prompts_file
+    )
     base = server.base_url(c.url)
     server.reachable(base, min(server.CONNECT_TIMEOUT_S, c.timeout_s))
     endpoint = "/v1/chat/completions" if c.chat else "/v1/completions"
     served = c.model or server.served_model(base, min(server.CONNECT_TIMEOUT_S, c.timeout_s))
-    control = (prompts.control if c.long_prompt_control and c.long_prompt_share and c.long_prompt_factor != 1
-               and not prompts.rows else None)
-    plan = LoadPlan(url=base + endpoint, model=served, endpoint=endpoint, prompts=prompts, concurrencies=c.steps,
-                    rates=list(c.rates), burstiness=c.burstiness, requests_per_step=c.requests_per_step,
-                    seconds_per_step=c.seconds_per_step, warmup=c.warmup, timeout_s=c.timeout_s,
-                    ignore_eos=c.ignore_eos, control=control, keep_text=count is not None)
+    control = (
+        prompts.control
+        if c.long_prompt_control and c.long_prompt_share and c.long_prompt_factor != 1 and not prompts.rows
+        else None
+    )
+    plan = LoadPlan(
+        url=base + endpoint,
+        model=served,
+        endpoint=endpoint,
+        prompts=prompts,
+        concurrencies=c.steps,
+        rates=list(c.rates),
+        burstiness=c.burstiness,
+        requests_per_step=c.requests_per_step,
+        seconds_per_step=c.seconds_per_step,
+        warmup=c.warmup,
+        timeout_s=c.timeout_s,
+        ignore_eos=c.ignore_eos,
+        control=control,
+        keep_text=count is not None,
+    )
     pid = server.local_pid(base)
-    meta = LoadMeta(url=base, endpoint=endpoint, model=served, shape="rate" if c.rates else "sweep",
-                    burstiness=c.burstiness if c.rates else None,
-                    input_tokens=None if prompts.rows else c.input_tokens, output_tokens=c.output_tokens,
-                    long_prompt_share=c.long_prompt_share or None,
-                    long_prompt_factor=c.long_prompt_factor if c.long_prompt_share else None,
-                    prompts_file=str(c.prompts_file) if c.prompts_file else None,
-                    requests_per_step=c.requests_per_step, seconds_per_step=c.seconds_per_step,
-                    warmup_requests=c.warmup, timeout_s=c.timeout_s, slo=c.slo, hostname=socket.gethostname(),
-                    gputriage=__version__, local_server=pid is not None)
+    meta = LoadMeta(
+        url=base,
+        endpoint=endpoint,
+        model=served,
+        shape="rate" if c.rates else "sweep",
+        burstiness=c.burstiness if c.rates else None,
+        input_tokens=None if prompts.rows else c.input_tokens,
+        output_tokens=c.output_tokens,
+        long_prompt_share=c.long_prompt_share or None,
+        long_prompt_factor=c.long_prompt_factor if c.long_prompt_share else None,
+        prompts_file=str(c.prompts_file) if c.prompts_file else None,
+        requests_per_step=c.requests_per_step,
+        seconds_per_step=c.seconds_per_step,
+        warmup_requests=c.warmup,
+        timeout_s=c.timeout_s,
+        slo=c.slo,
+        hostname=socket.gethostname(),
+        gputriage=__version__,
+        local_server=pid is not None,
+    )
     out = LoadMeasurement(meta=meta, started_s=time.time(), load_t0_s=0.0, unix_offset_s=0.0, server_pid=pid)
     metrics_url, note = server.metrics_url(base) if c.metrics else (None, None)
     if note:

@@ -41,8 +41,9 @@ def reachable(base: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
         with socket.create_connection((host, port), timeout=timeout_s):
             return
     except ConnectionRefusedError:
-        raise LoadInputError(f"{base}: nothing listens there (connection refused): is the server started, and is "
-                             "this its port?") from None
+        raise LoadInputError(
+            f"{base}: nothing listens there (connection refused): is the server started, and is this its port?"
+        ) from None
     except socket.gaierror as exc:
         raise LoadInputError(f"{base}: no such host ({exc.strerror or exc})") from None
     except TimeoutError:
@@ -56,12 +57,14 @@ def served_model(base: str, timeout_s: float = CONNECT_TIMEOUT_S) -> str:
     try:
         data = http.get_json(base + "/v1/models", timeout_s)
     except http.BadAnswer as exc:
-        raise LoadInputError(f"{base}/v1/models: {exc}: is it an OpenAI-compatible server? (or give the model "
-                             "with --model)") from None
+        raise LoadInputError(
+            f"{base}/v1/models: {exc}: is it an OpenAI-compatible server? (or give the model with --model)"
+        ) from None
     except OSError as exc:
         reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc
-        raise LoadInputError(f"{base}/v1/models: cannot read the served model ({reason}); give it with "
-                             "--model") from None
+        raise LoadInputError(
+            f"{base}/v1/models: cannot read the served model ({reason}); give it with --model"
+        ) from None
     listed = data.get("data") if isinstance(data, dict) else None
     first = listed[0] if isinstance(listed, list) and listed else None
     model = first.get("id") if isinstance(first, dict) else None

@@ -22,8 +22,9 @@ def parse_slo(text: str, percentile: int = 90) -> Slo:
     for part in filter(None, (p.strip() for p in text.split(","))):
         m = _PART.fullmatch(part)
         if m is None or m.group(1) not in SLO_KEYS:
-            raise LoadOptionError(f"--slo: {part!r} is not NAME=VALUE with NAME one of {', '.join(SLO_KEYS)} (e.g. "
-                                  "ttft=500ms,tpot=50ms)")
+            raise LoadOptionError(
+                f"--slo: {part!r} is not NAME=VALUE with NAME one of {', '.join(SLO_KEYS)} (e.g. ttft=500ms,tpot=50ms)"
+            )
         value = float(m.group(2)) * (1000.0 if m.group(3) == "s" else 1.0)
         if not (math.isfinite(value) and value > 0):
             raise LoadOptionError(f"--slo: {part!r}: a bound is a positive number of ms or s")

@@ -46,8 +46,9 @@ class LoadPlan:
     def runs(self) -> list[tuple[Optional[int], Optional[float], Callable[[], Prompt]]]:
         """The steps in order: (concurrency, rate, prompts), each followed by its control when there is one."""
         kinds = [p for p in (self.prompts, self.control) if p is not None]
-        return ([(c, None, p) for c in self.concurrencies for p in kinds]
-                + [(None, r, p) for r in self.rates for p in kinds])
+        return [(c, None, p) for c in self.concurrencies for p in kinds] + [
+            (None, r, p) for r in self.rates for p in kinds
+        ]
 
 
 class Stopper:
@@ -120,8 +121,9 @@ async def _concurrency(sess: Any, plan: LoadPlan, c: int, prompts: Callable[[], 
     return out
 
 
-async def _rate(sess: Any, plan: LoadPlan, rate: float, rng: random.Random, prompts: Callable[[], Prompt]
-                ) -> list[RequestRecord]:
+async def _rate(
+    sess: Any, plan: LoadPlan, rate: float, rng: random.Random, prompts: Callable[[], Prompt]
+) -> list[RequestRecord]:
     start = time.perf_counter()
     tasks: list[asyncio.Task[RequestRecord]] = []
     offsets = arrival_offsets_s(rate, plan.burstiness, rng)
@@ -139,8 +141,9 @@ async def _rate(sess: Any, plan: LoadPlan, rate: float, rng: random.Random, prom
         raise
 
 
-async def _drive(plan: LoadPlan, on_step: Callable[[str], None], calibrate: Callable[[list[RequestRecord]], None],
-                 stop: Stopper) -> list[StepRecord]:
+async def _drive(
+    plan: LoadPlan, on_step: Callable[[str], None], calibrate: Callable[[list[RequestRecord]], None], stop: Stopper
+) -> list[StepRecord]:
     stop.loop = asyncio.get_running_loop()
     rng = random.Random(plan.seed)
     most = max(plan.concurrencies or [1]) if not plan.rates else plan.requests_per_step
@@ -162,16 +165,20 @@ async def _drive(plan: LoadPlan, on_step: Callable[[str], None], calibrate: Call
             control = prompts is plan.control
             on_step((f"concurrency {c}" if c is not None else f"{rate:g} requests/s") + (" (control)" * control))
             cpu0, t0 = time.thread_time(), time.perf_counter()
-            records = await stop.run(_concurrency(sess, plan, c, prompts) if c is not None
-                                     else _rate(sess, plan, rate or 0.0, rng, prompts))
+            records = await stop.run(
+                _concurrency(sess, plan, c, prompts) if c is not None else _rate(sess, plan, rate or 0.0, rng, prompts)
+            )
             if records is None:
                 break
             steps.append(StepRecord(c, rate, t0, time.perf_counter(), records, time.thread_time() - cpu0, control))
     return steps
 
 
-def drive(plan: LoadPlan, on_step: Callable[[str], None] = lambda _s: None,
-          calibrate: Callable[[list[RequestRecord]], None] = lambda _r: None) -> tuple[list[StepRecord], Optional[int]]:
+def drive(
+    plan: LoadPlan,
+    on_step: Callable[[str], None] = lambda _s: None,
+    calibrate: Callable[[list[RequestRecord]], None] = lambda _r: None,
+) -> tuple[list[StepRecord], Optional[int]]:
     """Run the plan's steps in order; `calibrate` hears the warm-up's records (to size the prompts). Returns the
     steps that finished and the signal that stopped the sweep early (None: it ran to its end)."""
     stop = Stopper()

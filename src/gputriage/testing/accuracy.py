@@ -97,13 +97,32 @@ def _case(raw: dict[str, Any]) -> Case:
             raise ValueError("a run needs the key of its run in the fixture")
     if raw.get("format", "store") not in JUDGES:
         raise ValueError(f"format {raw['format']!r} is none of {', '.join(JUDGES)}")
-    unknown = set(raw) - {"id", "kind", "fixture", "key", "format", "expected", "absent", "findings",
-                          "docstring_said", "why"}
+    unknown = set(raw) - {
+        "id",
+        "kind",
+        "fixture",
+        "key",
+        "format",
+        "expected",
+        "absent",
+        "findings",
+        "docstring_said",
+        "why",
+    }
     if unknown:
         raise ValueError(f"unknown fields {', '.join(sorted(unknown))}")
-    return Case(id=raw["id"], kind=kind, fixture=raw["fixture"], expected=expected, why=raw["why"],
-                key=raw.get("key"), format=raw.get("format", "store"), absent=tuple(raw.get("absent", ())),
-                findings=tuple(raw.get("findings", ())), docstring_said=raw.get("docstring_said"))
+    return Case(
+        id=raw["id"],
+        kind=kind,
+        fixture=raw["fixture"],
+        expected=expected,
+        why=raw["why"],
+        key=raw.get("key"),
+        format=raw.get("format", "store"),
+        absent=tuple(raw.get("absent", ())),
+        findings=tuple(raw.get("findings", ())),
+        docstring_said=raw.get("docstring_said"),
+    )
 
 
 def replay(cases: list[Case], fixtures: Path) -> list[Outcome]:
@@ -136,8 +155,9 @@ def _run_outcome(case: Case, report: RunReport) -> Outcome:
     got = b.value if b is not None else NO_VERDICT
     raised = {f.id for f in report.findings}
     notes = [f"{f} not raised" for f in case.findings if f not in raised]
-    if got != case.expected[0] and any(case.expected[0] in [u.value for u in v.undecided_between]
-                                       for v in report.verdict.per_gpu.values()):
+    if got != case.expected[0] and any(
+        case.expected[0] in [u.value for u in v.undecided_between] for v in report.verdict.per_gpu.values()
+    ):
         notes.append(f"{case.expected[0]} left open")
     return Outcome(case, got, got == case.expected[0] and not any(n.endswith("not raised") for n in notes), notes)
 
@@ -167,23 +187,51 @@ def rows(outcomes: list[Outcome]) -> list[dict[str, Any]]:
                 right_cause = o.case.kind == "load" or o.got == o.case.expected[0]  # wrong by a finding
                 said = "; ".join(o.notes) if right_cause else o.got
                 got[said] = got.get(said, 0) + 1
-        table.append({"expected": label, "cases": len(group), "right": sum(o.right for o in group),
-                      "wrong": sum(not o.right for o in group),
-                      "wrong_got": dict(sorted(got.items(), key=lambda kv: (-kv[1], kv[0])))})
+        table.append(
+            {
+                "expected": label,
+                "cases": len(group),
+                "right": sum(o.right for o in group),
+                "wrong": sum(not o.right for o in group),
+                "wrong_got": dict(sorted(got.items(), key=lambda kv: (-kv[1], kv[0]))),
+            }
+        )
     return table
 
 
 def totals(outcomes: list[Outcome]) -> dict[str, Any]:
-    return {"cases": len(outcomes), "right": sum(o.right for o in outcomes),
-            "by_kind": {k: {"cases": sum(o.case.kind == k for o in outcomes),
-                            "right": sum(o.right for o in outcomes if o.case.kind == k)} for k in KINDS}}
+    return {
+        "cases": len(outcomes),
+        "right": sum(o.right for o in outcomes),
+        "by_kind": {
+            k: {
+                "cases": sum(o.case.kind == k for o in outcomes),
+                "right": sum(o.right for o in outcomes if o.case.kind == k),
+            }
+            for k in KINDS
+        },
+    }
 
 
 def as_json(outcomes: list[Outcome]) -> dict[str, Any]:
-    return {**totals(outcomes), "by_expected": rows(outcomes),
-            "outcomes": [{"id": o.case.id, "kind": o.case.kind, "fixture": o.case.fixture, "key": o.case.key,
-                          "expected": list(o.case.expected) if o.case.kind == "load" else o.case.expected[0],
-                          "got": o.got, "right": o.right, "notes": o.notes, "why": o.case.why} for o in outcomes]}
+    return {
+        **totals(outcomes),
+        "by_expected": rows(outcomes),
+        "outcomes": [
+            {
+                "id": o.case.id,
+                "kind": o.case.kind,
+                "fixture": o.case.fixture,
+                "key": o.case.key,
+                "expected": list(o.case.expected) if o.case.kind == "load" else o.case.expected[0],
+                "got": o.got,
+                "right": o.right,
+                "notes": o.notes,
+                "why": o.case.why,
+            }
+            for o in outcomes
+        ],
+    }
 
 
 def load_baseline(path: Path) -> set[str]:

@@ -12,9 +12,16 @@ from gputriage.model.reading import Reading, Unavailable
 class FakeHost(Host):
     """Files come from `files` ({path: text, or [text, text, ...] for successive reads}), else the root."""
 
-    def __init__(self, root: str | Path, files: dict[str, Any] | None = None, environ: dict[str, str] | None = None,
-                 cwd: str = "/work", kernel_log: Reading | None = None, affinity: list[int] | None = None,
-                 statvfs: dict[str, dict[str, int]] | None = None) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        files: dict[str, Any] | None = None,
+        environ: dict[str, str] | None = None,
+        cwd: str = "/work",
+        kernel_log: Reading | None = None,
+        affinity: list[int] | None = None,
+        statvfs: dict[str, dict[str, int]] | None = None,
+    ) -> None:
         super().__init__(root, environ=environ or {}, cwd=cwd)
         self.files = dict(files or {})
         self._reads: dict[str, int] = {}

@@ -19,8 +19,14 @@ from gputriage.sampling.session import replay
 from gputriage.testing.recorded import from_flat_rows, from_untyped
 
 # the H200 the streams and the untyped runs were recorded on (they kept no static facts of their own)
-H200_STATIC = GpuStatic(name="NVIDIA H200", memory_total_bytes=150754820096, power_limit_mw=700000,
-                        power_default_mw=700000, pcie_gen_max=5, pcie_width_max=16)
+H200_STATIC = GpuStatic(
+    name="NVIDIA H200",
+    memory_total_bytes=150754820096,
+    power_limit_mw=700000,
+    power_default_mw=700000,
+    pcie_gen_max=5,
+    pcie_width_max=16,
+)
 
 
 def load_runs(path: Path) -> dict[str, Any]:
@@ -31,8 +37,11 @@ def load_runs(path: Path) -> dict[str, Any]:
 
 def recorded(rec: dict[str, Any]) -> Recording:
     """A recorded run's samples replayed into windows."""
-    return replay([msgspec.convert(s, Sample) for s in rec["samples"]], msgspec.convert(rec["meta"], RunMeta),
-                  command=rec.get("command") or [])
+    return replay(
+        [msgspec.convert(s, Sample) for s in rec["samples"]],
+        msgspec.convert(rec["meta"], RunMeta),
+        command=rec.get("command") or [],
+    )
 
 
 def judged(rec: dict[str, Any]) -> RunReport:
@@ -41,8 +50,7 @@ def judged(rec: dict[str, Any]) -> RunReport:
     return judge(recorded(rec), rec.get("exit_code"), profile=profile)
 
 
-def judged_samples(samples: list[Sample], static: GpuStatic = H200_STATIC, kind: str = "run",
-                   **kw: Any) -> RunReport:
+def judged_samples(samples: list[Sample], static: GpuStatic = H200_STATIC, kind: str = "run", **kw: Any) -> RunReport:
     """The run judge's report over samples of GPU 0 recorded without their run's metadata."""
     return judge(replay(samples, RunMeta(gpus={"0": static}), kind=kind), 0, **kw)
 

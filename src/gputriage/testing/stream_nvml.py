@@ -31,14 +31,23 @@ class StreamNvml(NvmlBackend):
             return {"gpu": self.row["util"], "memory": self.row["memutil"]}
         r = self.row
         answers: dict[str, Any] = {
-            "nvmlDeviceGetCount": 1, "nvmlDeviceGetName": self.name, "nvmlDeviceGetUUID": "GPU-replayed",
-            "nvmlDeviceGetPowerUsage": r.get("power"), "nvmlDeviceGetCurrentClocksEventReasons": r.get("reasons"),
+            "nvmlDeviceGetCount": 1,
+            "nvmlDeviceGetName": self.name,
+            "nvmlDeviceGetUUID": "GPU-replayed",
+            "nvmlDeviceGetPowerUsage": r.get("power"),
+            "nvmlDeviceGetCurrentClocksEventReasons": r.get("reasons"),
             "nvmlDeviceGetTemperature": r.get("temp"),
-            "nvmlDeviceGetMemoryInfo": {"total": self.total, "used": r.get("used"),
-                                        "free": self.total - r.get("used", 0)},
-            "nvmlDeviceGetEnforcedPowerLimit": 700000, "nvmlDeviceGetPowerManagementDefaultLimit": 700000,
-            "nvmlDeviceGetMaxPcieLinkGeneration": 5, "nvmlDeviceGetMaxPcieLinkWidth": 16,
-            "nvmlSystemGetDriverVersion": "replay", "nvmlSystemGetCudaDriverVersion_v2": 13000,
+            "nvmlDeviceGetMemoryInfo": {
+                "total": self.total,
+                "used": r.get("used"),
+                "free": self.total - r.get("used", 0),
+            },
+            "nvmlDeviceGetEnforcedPowerLimit": 700000,
+            "nvmlDeviceGetPowerManagementDefaultLimit": 700000,
+            "nvmlDeviceGetMaxPcieLinkGeneration": 5,
+            "nvmlDeviceGetMaxPcieLinkWidth": 16,
+            "nvmlSystemGetDriverVersion": "replay",
+            "nvmlSystemGetCudaDriverVersion_v2": 13000,
             "nvmlDeviceGetComputeRunningProcesses": [],
         }
         if fn == "nvmlDeviceGetClockInfo":
@@ -52,6 +61,7 @@ class StreamNvml(NvmlBackend):
     def gpm_sample(self, index: int, into: Any = None) -> Reading:
         return ("replay", self.i)
 
-    def gpm_metrics(self, index: int, first: Any, second: Any,
-                    metric_ids: Iterable[int] = GPM_DEFAULT_METRICS) -> Reading:
+    def gpm_metrics(
+        self, index: int, first: Any, second: Any, metric_ids: Iterable[int] = GPM_DEFAULT_METRICS
+    ) -> Reading:
         return {"window_ms": 100.0, "metrics": {str(k): float(v) for k, v in self.row.get("gpm", {}).items()}}

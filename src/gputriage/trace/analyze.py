@@ -39,12 +39,18 @@ def _elementwise_bytes(cols: Columns, kinds: list[str]) -> tuple[float, int]:
 
 def _overlap(cols: Columns, kinds: list[str], device: int) -> Overlap | None:
     """Share of communication kernel time that runs while a compute kernel runs on another stream."""
-    comm = [(cols.g_ts[i], cols.g_ts[i] + cols.g_dur[i]) for i, k in enumerate(kinds)
-            if k == kk.COMM and cols.g_dev[i] == device]
+    comm = [
+        (cols.g_ts[i], cols.g_ts[i] + cols.g_dur[i])
+        for i, k in enumerate(kinds)
+        if k == kk.COMM and cols.g_dev[i] == device
+    ]
     if not comm:
         return None
-    compute = sorted((cols.g_ts[i], cols.g_ts[i] + cols.g_dur[i]) for i, k in enumerate(kinds)
-                     if k != kk.COMM and cols.g_kind[i] == KERNEL and cols.g_dev[i] == device)
+    compute = sorted(
+        (cols.g_ts[i], cols.g_ts[i] + cols.g_dur[i])
+        for i, k in enumerate(kinds)
+        if k != kk.COMM and cols.g_kind[i] == KERNEL and cols.g_dev[i] == device
+    )
     merged: list[list[float]] = []
     for s, e in compute:
         if merged and s <= merged[-1][1]:
@@ -80,11 +86,21 @@ def analyze_file(path: str | Path) -> RankAnalysis:
     spec = match(None, _int(props.get("totalGlobalMem")), name, _int(props.get("numSms")))
     anatomies = anatomy_of(cols, kinds)
     rank = (cols.header.distributedInfo or {}).get("rank")
-    result = RankAnalysis(file=str(path), rank=rank, events=cols.events, file_bytes=cols.file_bytes,
-                          gpu=name, spec=spec.name if spec else None, problems=list(cols.problems),
-                          skipped_event_kinds=dict(cols.skipped_kinds), anatomy=anatomies, step_count=len(cols.steps),
-                          truncated=cols.truncated, readers=cols.workers,
-                          readers_memory_bytes=cols.workers_memory_bytes)
+    result = RankAnalysis(
+        file=str(path),
+        rank=rank,
+        events=cols.events,
+        file_bytes=cols.file_bytes,
+        gpu=name,
+        spec=spec.name if spec else None,
+        problems=list(cols.problems),
+        skipped_event_kinds=dict(cols.skipped_kinds),
+        anatomy=anatomies,
+        step_count=len(cols.steps),
+        truncated=cols.truncated,
+        readers=cols.workers,
+        readers_memory_bytes=cols.workers_memory_bytes,
+    )
     if not anatomies:
         result.problems.append("no GPU activity (kernels, copies) in this trace: was CUDA profiling on?")
         result.analysis_s = round(time.perf_counter() - t0, 3)
@@ -94,25 +110,31 @@ def analyze_file(path: str | Path) -> RankAnalysis:
     if cols.truncated:
         in_file = sum(1 for d in cols.g_dev if d == main.device)
         beyond = sum(1 for d, t in zip(cols.g_dev, cols.g_ts) if d == main.device and t >= main.end_us)
-        result.problems.append(f"judged over the {main.window_us / 1000:.1f} ms where both the host's and the GPU's "
-                               "record are whole (a cut file loses GPU activities from anywhere in the window: "
-                               f"{beyond:,} of the {in_file:,} GPU activities read lie beyond it and are left out)")
+        result.problems.append(
+            f"judged over the {main.window_us / 1000:.1f} ms where both the host's and the GPU's "
+            "record are whole (a cut file loses GPU activities from anywhere in the window: "
+            f"{beyond:,} of the {in_file:,} GPU activities read lie beyond it and are left out)"
+        )
     if main.warmup_skipped_us:
         result.problems.append(
             f"the first profiled step ({main.warmup_skipped_us / 1000:.0f} ms, over {WARMUP_STEP_RATIO:g}x the later "
-            "steps) is left out: profiler warm-up (kernels loaded and instrumented at their first launch)")
+            "steps) is left out: profiler warm-up (kernels loaded and instrumented at their first launch)"
+        )
     if main.startup_skipped_us >= STARTUP_NOTE_US:
         result.problems.append(
             f"the first {main.startup_skipped_us / 1000:.1f} ms, before the first CUDA call, are left out: the "
-            "profiler starting (no step markers tell the workload's own start)")
+            "profiler starting (no step markers tell the workload's own start)"
+        )
     if main.profiler_skipped_us >= STARTUP_NOTE_US:
         result.problems.append(
             f"{main.profiler_skipped_us / 1000:.1f} ms of GPU idle while the profiler stalled the workload for its own "
-            "buffers (CUPTI's buffer requests) are left out: the profiler's time, not the workload's")
+            "buffers (CUPTI's buffer requests) are left out: the profiler's time, not the workload's"
+        )
     if main.queued_skipped_us:
         result.problems.append(
             f"the first {main.queued_skipped_us / 1000:.0f} ms are left out: the GPU was still running work queued "
-            "before the profiler started (its first recorded kernel waited that long after its launch)")
+            "before the profiler started (its first recorded kernel waited that long after its launch)"
+        )
     result.kernels = table(cols, kinds, spec)
     result.elementwise_median_bytes, result.elementwise_large_kernels = _elementwise_bytes(cols, kinds)
     result.overlap = _overlap(cols, kinds, main.device)

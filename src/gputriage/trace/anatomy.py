@@ -55,9 +55,18 @@ from gputriage.trace.window import Intervals, Sweep, complete_until, profiler_ow
 UNDERFILLED_BLOCKS_PER_SM = 0.5  # below: the kernel's blocks leave most SMs without work
 QUEUED_US = 1000.0  # a first kernel that starts this long after its launch waited behind earlier work
 
-SYNC_CALLS = {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-              "cudaMemcpy2D", "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cuMemcpyDtoH_v2",
-              "cudaStreamQuery_blocking"}
+SYNC_CALLS = {
+    "cudaStreamSynchronize",
+    "cudaDeviceSynchronize",
+    "cudaEventSynchronize",
+    "cudaMemcpy",
+    "cudaMemcpy2D",
+    "cuStreamSynchronize",
+    "cuCtxSynchronize",
+    "cuEventSynchronize",
+    "cuMemcpyDtoH_v2",
+    "cudaStreamQuery_blocking",
+}
 LAUNCH_COVERAGE = 0.5  # share of a gap the launching thread must spend in framework ops to call it launch-bound
 LAUNCH_GAP_MAX_US = 500.0  # longer gaps inside framework ops are host-side work, not launch overhead
 SYNC_TOLERANCE_US = 5.0
@@ -89,32 +98,60 @@ def gpu_kinds(cols: Columns) -> list[str]:
     return out
 
 
-def _anatomy(device: int, window_us: float, busy_us: dict[str, float], idle_us: dict[str, float], syncs: Syncs,
-             gaps: list[float], durations: list[float], steps: list[StepRow], underfilled_us: float,
-             warmup_skipped_us: float, queued_skipped_us: float, startup_skipped_us: float,
-             host_work: dict[tuple[str, str], list[float]]) -> Anatomy:
+def _anatomy(
+    device: int,
+    window_us: float,
+    busy_us: dict[str, float],
+    idle_us: dict[str, float],
+    syncs: Syncs,
+    gaps: list[float],
+    durations: list[float],
+    steps: list[StepRow],
+    underfilled_us: float,
+    warmup_skipped_us: float,
+    queued_skipped_us: float,
+    startup_skipped_us: float,
+    host_work: dict[tuple[str, str], list[float]],
+) -> Anatomy:
     w = window_us or 1.0
-    work = sorted((HostWork(op=op, where=where, gaps=int(v[0]), gpu_idle_us=round(v[1], 1))
-                   for (op, where), v in host_work.items()), key=lambda h: -h.gpu_idle_us)
+    work = sorted(
+        (
+            HostWork(op=op, where=where, gaps=int(v[0]), gpu_idle_us=round(v[1], 1))
+            for (op, where), v in host_work.items()
+        ),
+        key=lambda h: -h.gpu_idle_us,
+    )
     busy_total, idle_total = sum(busy_us.values()), sum(idle_us.values())
     return Anatomy(
-        device=device, window_us=round(window_us, 1), busy_us=round(busy_total, 1), idle_us=round(idle_total, 1),
+        device=device,
+        window_us=round(window_us, 1),
+        busy_us=round(busy_total, 1),
+        idle_us=round(idle_total, 1),
         busy_pct=round(100 * busy_total / w, 1),
         busy={k: TimeShare(round(v, 1), round(100 * v / w, 1)) for k, v in busy_us.items() if v > 0},
         idle={k: TimeShare(round(v, 1), round(100 * v / w, 1)) for k, v in idle_us.items() if v > 0},
-        syncs=syncs, gaps=len(gaps), kernels=len(durations), median_kernel_us=round(_median(durations), 2),
-        median_gap_us=round(_median(gaps), 2), host_work=work[:10], warmup_skipped_us=round(warmup_skipped_us, 1),
-        queued_skipped_us=round(queued_skipped_us, 1), startup_skipped_us=round(startup_skipped_us, 1),
+        syncs=syncs,
+        gaps=len(gaps),
+        kernels=len(durations),
+        median_kernel_us=round(_median(durations), 2),
+        median_gap_us=round(_median(gaps), 2),
+        host_work=work[:10],
+        warmup_skipped_us=round(warmup_skipped_us, 1),
+        queued_skipped_us=round(queued_skipped_us, 1),
+        startup_skipped_us=round(startup_skipped_us, 1),
         underfilled_us=round(underfilled_us, 1),
-        underfilled_busy_pct=round(100 * underfilled_us / busy_total, 1) if busy_total else 0.0, steps=steps)
+        underfilled_busy_pct=round(100 * underfilled_us / busy_total, 1) if busy_total else 0.0,
+        steps=steps,
+    )
 
 
 def _median(xs: list[float]) -> float:
     return median(xs) if xs else 0.0
 
 
-def _exposed_communication(cols: Columns, kinds: list[str], idx: list[int], lo: float,
-                           busy_total_us: float) -> tuple[dict[str, float], float]:
+def _exposed_communication(
+    cols: Columns, kinds: list[str], idx: list[int], lo: float, busy_total_us: float
+) -> tuple[dict[str, float], float]:
     """Busy time by kind, and underfilled time, with computation taking precedence over communication:
     a collective that runs while a kernel computes on another stream costs nothing (NCCL kernels use
     few blocks by design: they are not underfilled kernels either)."""
@@ -222,8 +259,17 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
                     if (j >= n_syncs or sync_ends[j] > s_clip) and rt is not None and r_ts[rt] <= cursor:
                         cause, op = "launch", None
                     else:
-                        cause, op = _gap_cause(cols, ops, corr_to_rt, sync_idx, sync_ends, cursor, s_clip, i,
-                                               prev >= 0 and kinds[prev] in READ_BACK)
+                        cause, op = _gap_cause(
+                            cols,
+                            ops,
+                            corr_to_rt,
+                            sync_idx,
+                            sync_ends,
+                            cursor,
+                            s_clip,
+                            i,
+                            prev >= 0 and kinds[prev] in READ_BACK,
+                        )
                     if cause == "host_after_read":
                         op = _launching_op(cols, ops, corr_to_rt, prev)
                     if allocs_in.ahead < s_clip:
@@ -254,8 +300,21 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
             idle["host_outside_ops"] += rest - _allocating(idle, allocs_in, cursor, hi, rest, "host_outside_ops")
         syncs = _sync_summary(cols, ops, sync_idx, lo, hi, sync_by_op)
         steps = _steps(cols, idx, kinds, until=hi if cols.truncated else None) if cols.steps else []
-        a = _anatomy(dev, hi - lo - profiler_us, busy, idle, syncs, gaps, durations, steps, underfilled, skipped,
-                     queued, startup, host_work)
+        a = _anatomy(
+            dev,
+            hi - lo - profiler_us,
+            busy,
+            idle,
+            syncs,
+            gaps,
+            durations,
+            steps,
+            underfilled,
+            skipped,
+            queued,
+            startup,
+            host_work,
+        )
         a.profiler_skipped_us, a.start_us, a.end_us = round(profiler_us, 1), lo, hi
         a.allocator_calls = _calls(cols, alloc_idx, lo, hi)
         out.append(a)
@@ -282,9 +341,17 @@ def _calls(cols: Columns, idx: list[int], lo: float, hi: float) -> dict[str, int
     return out
 
 
-def _gap_cause(cols: Columns, ops: dict[int, ThreadOps], corr_to_rt: dict[int, int], sync_idx: list[int],
-               sync_ends: list[float], a: float, b: float, next_gpu: int,
-               after_read: bool = False) -> tuple[str, str | None]:
+def _gap_cause(
+    cols: Columns,
+    ops: dict[int, ThreadOps],
+    corr_to_rt: dict[int, int],
+    sync_idx: list[int],
+    sync_ends: list[float],
+    a: float,
+    b: float,
+    next_gpu: int,
+    after_read: bool = False,
+) -> tuple[str, str | None]:
     """The idle gap [a, b]'s cause (module doc), and the op it is attributed to. `after_read`: the GPU's last
     activity before the gap was a copy to the host."""
     # a sync that returned as the gap began (the queue had drained while the host waited)
@@ -336,8 +403,14 @@ def _launching_op(cols: Columns, ops: dict[int, ThreadOps], corr_to_rt: dict[int
     return cols.names[op] if op is not None else cols.names[cols.r_name[rt]]
 
 
-def _sync_summary(cols: Columns, ops: dict[int, ThreadOps], sync_idx: list[int], lo: float, hi: float,
-                  by_op_idle: dict[str, dict[str, float]]) -> Syncs:
+def _sync_summary(
+    cols: Columns,
+    ops: dict[int, ThreadOps],
+    sync_idx: list[int],
+    lo: float,
+    hi: float,
+    by_op_idle: dict[str, dict[str, float]],
+) -> Syncs:
     count, blocked = 0, 0.0
     by_op: dict[str, dict[str, float]] = {}
     for r in sync_idx:
@@ -352,9 +425,15 @@ def _sync_summary(cols: Columns, ops: dict[int, ThreadOps], sync_idx: list[int],
         entry = by_op.setdefault(key, {"calls": 0, "host_blocked_us": 0.0})
         entry["calls"] += 1
         entry["host_blocked_us"] += cols.r_dur[r]
-    rows = [SyncOp(op=key, calls=int(v["calls"]), host_blocked_us=round(v["host_blocked_us"], 1),
-                   gpu_idle_after_us=round(by_op_idle.get(key, {}).get("gpu_idle_after_us", 0.0), 1))
-            for key, v in by_op.items()]
+    rows = [
+        SyncOp(
+            op=key,
+            calls=int(v["calls"]),
+            host_blocked_us=round(v["host_blocked_us"], 1),
+            gpu_idle_after_us=round(by_op_idle.get(key, {}).get("gpu_idle_after_us", 0.0), 1),
+        )
+        for key, v in by_op.items()
+    ]
     rows.sort(key=lambda r: (-r.gpu_idle_after_us, -r.calls))
     return Syncs(count=count, host_blocked_us=round(blocked, 1), by_op=rows[:10])
 
@@ -372,7 +451,7 @@ def _steps(cols: Columns, idx: list[int], kinds: list[str], until: float | None 
         busy = 0.0
         cursor = s
         by_kind: dict[str, float] = {}
-        for i in idx[max(0, lo - 1): hi]:
+        for i in idx[max(0, lo - 1) : hi]:
             a, b = max(cols.g_ts[i], s), min(cols.g_ts[i] + cols.g_dur[i], e)
             if b > cursor and b > a:
                 add = b - max(a, cursor)
@@ -380,6 +459,9 @@ def _steps(cols: Columns, idx: list[int], kinds: list[str], until: float | None 
                 by_kind[kinds[i]] = by_kind.get(kinds[i], 0.0) + add
                 cursor = b
         top = max(by_kind, key=lambda k: by_kind[k]) if by_kind else None
-        out.append(StepRow(step=str(name), dur_us=round(d, 1), gpu_busy_pct=round(100 * busy / d, 1) if d else 0.0,
-                           top_kind=top))
+        out.append(
+            StepRow(
+                step=str(name), dur_us=round(d, 1), gpu_busy_pct=round(100 * busy / d, 1) if d else 0.0, top_kind=top
+            )
+        )
     return out

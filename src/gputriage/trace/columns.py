@@ -105,13 +105,46 @@ def _tid(value: Union[int, str]) -> int:
 _NO_ARGS = Args()
 # ops that never launch GPU work themselves (views, allocations, and composite ops that dispatch to recorded
 # inner ops, which launch): their cost is never read, and costing them was most of the ops' share of the read
-NEVER_LAUNCH = frozenset({
-    "aten::as_strided", "aten::t", "aten::transpose", "aten::view", "aten::_unsafe_view", "aten::_reshape_alias",
-    "aten::reshape", "aten::alias", "aten::slice", "aten::select", "aten::expand", "aten::permute", "aten::unsqueeze",
-    "aten::squeeze", "aten::narrow", "aten::split", "aten::chunk", "aten::unbind", "aten::detach", "detach",
-    "aten::lift_fresh", "aten::resolve_conj", "aten::resolve_neg", "aten::result_type", "aten::empty",
-    "aten::empty_strided", "aten::empty_like", "aten::resize_", "aten::linear", "aten::matmul", "aten::to",
-    "aten::_to_copy", "aten::layer_norm", "aten::contiguous", "aten::flatten", "aten::unflatten"})
+NEVER_LAUNCH = frozenset(
+    {
+        "aten::as_strided",
+        "aten::t",
+        "aten::transpose",
+        "aten::view",
+        "aten::_unsafe_view",
+        "aten::_reshape_alias",
+        "aten::reshape",
+        "aten::alias",
+        "aten::slice",
+        "aten::select",
+        "aten::expand",
+        "aten::permute",
+        "aten::unsqueeze",
+        "aten::squeeze",
+        "aten::narrow",
+        "aten::split",
+        "aten::chunk",
+        "aten::unbind",
+        "aten::detach",
+        "detach",
+        "aten::lift_fresh",
+        "aten::resolve_conj",
+        "aten::resolve_neg",
+        "aten::result_type",
+        "aten::empty",
+        "aten::empty_strided",
+        "aten::empty_like",
+        "aten::resize_",
+        "aten::linear",
+        "aten::matmul",
+        "aten::to",
+        "aten::_to_copy",
+        "aten::layer_norm",
+        "aten::contiguous",
+        "aten::flatten",
+        "aten::unflatten",
+    }
+)
 
 
 INTEGERS = frozenset("bBhHiIlLqQ")
@@ -125,8 +158,9 @@ def _extend(column: array, values: list[Any], mend: Callable[[int], Any]) -> Non
         column.fromlist(values)
     except TypeError:
         kind = int if column.typecode in INTEGERS else (int, float)
-        column.fromlist([v if isinstance(v, kind) and not isinstance(v, bool) else mend(i)
-                         for i, v in enumerate(values)])
+        column.fromlist(
+            [v if isinstance(v, kind) and not isinstance(v, bool) else mend(i) for i, v in enumerate(values)]
+        )
 
 
 def _name_ids(cols: Columns, events: list[Any]) -> list[int]:
@@ -269,8 +303,9 @@ def _costs(cols: Columns, names: list[int], args: Sequence[Args]) -> list[tuple[
         hit = cache.get(key)
         if hit is None:
             try:
-                flops, nbytes, dtype = op_cost(cols.names[n], _raw_list.decode(dims),
-                                               _raw_list.decode(a.types) if a.types else [])
+                flops, nbytes, dtype = op_cost(
+                    cols.names[n], _raw_list.decode(dims), _raw_list.decode(a.types) if a.types else []
+                )
             except msgspec.DecodeError:
                 flops, nbytes, dtype = 0.0, 0.0, ""
             hit = cache[key] = (flops, nbytes, cols.intern(dtype))

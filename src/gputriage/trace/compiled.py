@@ -61,6 +61,10 @@ def share(cols: Columns, device: int, start_us: float, end_us: float) -> Compile
         by_op[name] = by_op.get(name, 0.0) + dur
     known = compiled + outside
     top = sorted(by_op.items(), key=lambda kv: -kv[1])[:TOP_OPS]
-    return CompiledShare(regions=sum(len(r) for r in inside.values()), compiled_us=round(compiled, 1),
-                         outside_us=round(outside, 1), outside_pct=round(100 * outside / known, 1) if known else 0.0,
-                         outside_ops={k: round(v, 1) for k, v in top})
+    return CompiledShare(
+        regions=sum(len(r) for r in inside.values()),
+        compiled_us=round(compiled, 1),
+        outside_us=round(outside, 1),
+        outside_pct=round(100 * outside / known, 1) if known else 0.0,
+        outside_ops={k: round(v, 1) for k, v in top},
+    )

@@ -52,11 +52,37 @@ class Event(msgspec.Struct, gc=False):
 # Kineto's categories of complete events (libkineto's ActivityType names, and its trace span): decoded as these very
 # strings, a category costs no allocation and compares by identity
 KinetoCategory = Literal[
-    "", "cpu_op", "user_annotation", "gpu_user_annotation", "gpu_memcpy", "gpu_memset", "kernel",
-    "external_correlation", "cuda_runtime", "cuda_driver", "cpu_instant_event", "python_function", "overhead",
-    "mtia_runtime", "mtia_ccp_events", "mtia_insight", "cuda_sync", "cuda_event", "mtia_counters", "glow_runtime",
-    "cuda_profiler_range", "hpu_op", "xpu_runtime", "xpu_driver", "collective_comm", "privateuse1_runtime",
-    "privateuse1_driver", "xpu_scope_profiler", "xpu_sync", "Trace"]
+    "",
+    "cpu_op",
+    "user_annotation",
+    "gpu_user_annotation",
+    "gpu_memcpy",
+    "gpu_memset",
+    "kernel",
+    "external_correlation",
+    "cuda_runtime",
+    "cuda_driver",
+    "cpu_instant_event",
+    "python_function",
+    "overhead",
+    "mtia_runtime",
+    "mtia_ccp_events",
+    "mtia_insight",
+    "cuda_sync",
+    "cuda_event",
+    "mtia_counters",
+    "glow_runtime",
+    "cuda_profiler_range",
+    "hpu_op",
+    "xpu_runtime",
+    "xpu_driver",
+    "collective_comm",
+    "privateuse1_runtime",
+    "privateuse1_driver",
+    "xpu_scope_profiler",
+    "xpu_sync",
+    "Trace",
+]
 
 
 class Complete(msgspec.Struct, tag_field="ph", tag="X", gc=False):

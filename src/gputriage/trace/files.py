@@ -56,12 +56,12 @@ class Salvaging:
         """The piece where the damage is, fed again in small parts to keep what came before the damage."""
         for at in range(0, len(data), self.SALVAGE_PART):
             try:
-                self._pending += self._inflate.decompress(data[at:at + self.SALVAGE_PART])
+                self._pending += self._inflate.decompress(data[at : at + self.SALVAGE_PART])
             except zlib.error as exc:
                 self._stop(f"zlib.error: {exc}")
                 return
             if self._inflate.eof:
-                self._next_member(self._inflate.unused_data + data[at + self.SALVAGE_PART:])
+                self._next_member(self._inflate.unused_data + data[at + self.SALVAGE_PART :])
                 return
 
     def _next_member(self, rest: bytes) -> None:

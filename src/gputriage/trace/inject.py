@@ -18,7 +18,7 @@ from pathlib import Path
 
 from gputriage.inworkload import allocator_counters, dynamo_counters, profiler_hook, stack_sampler
 
-SITE = '''\
+SITE = """\
 # written by gputriage run: load its profiler hook (armed by --profile), allocator counters and stack sampler, then
 # this interpreter's own sitecustomize
 import importlib.util as _u, os as _os, sys as _s
@@ -36,18 +36,23 @@ try:
     import sitecustomize  # noqa: F401  the workload's own, if any
 except ImportError:
     _s.modules["sitecustomize"] = _me
-'''
+"""
 
 
 def is_python(argv: list[str]) -> bool:
     """A command the hook can profile: a Python interpreter, a script, or a distributed launcher."""
     exe = Path(argv[0]).name if argv else ""
-    return bool(argv) and (exe.startswith("python") or argv[0] == sys.executable or argv[0].endswith(".py")
-                           or exe in profiler_hook.LAUNCHERS)
+    return bool(argv) and (
+        exe.startswith("python")
+        or argv[0] == sys.executable
+        or argv[0].endswith(".py")
+        or exe in profiler_hook.LAUNCHERS
+    )
 
 
-def prepare(argv: list[str], env: dict[str, str], steps: int, skip_s: float,
-            gated: bool = False) -> tuple[list[str], dict[str, str], Path]:
+def prepare(
+    argv: list[str], env: dict[str, str], steps: int, skip_s: float, gated: bool = False
+) -> tuple[list[str], dict[str, str], Path]:
     """Arrange for a Python command to profile itself; the trace lands in the returned folder. `gated`: a
     window starts only when `open_gate` asks for it."""
     if not is_python(argv):
@@ -67,10 +72,14 @@ def prepare_hooks(env: dict[str, str]) -> tuple[dict[str, str], Path]:
     folder = Path(tempfile.mkdtemp(prefix="gputriage-profile-"))
     site = folder / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(SITE.format(hook=str(Path(profiler_hook.__file__).resolve()),
-                                                       counters=str(Path(allocator_counters.__file__).resolve()),
-                                                       dynamo=str(Path(dynamo_counters.__file__).resolve()),
-                                                       stacks=str(Path(stack_sampler.__file__).resolve())))
+    (site / "sitecustomize.py").write_text(
+        SITE.format(
+            hook=str(Path(profiler_hook.__file__).resolve()),
+            counters=str(Path(allocator_counters.__file__).resolve()),
+            dynamo=str(Path(dynamo_counters.__file__).resolve()),
+            stacks=str(Path(stack_sampler.__file__).resolve()),
+        )
+    )
     env = dict(env)
     env["PYTHONPATH"] = str(site) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env, folder

@@ -14,16 +14,33 @@ COMM = "communication"
 H2D_PAGEABLE, H2D_PINNED = "memcpy_h2d_pageable", "memcpy_h2d_pinned"
 D2H_PAGEABLE, D2H_PINNED = "memcpy_d2h_pageable", "memcpy_d2h_pinned"
 D2D, MEMCPY_OTHER, MEMSET = "memcpy_d2d", "memcpy_other", "memset"
-BUSY_KINDS = (GEMM_TC, GEMM_OTHER, GEMM_FP64, GEMV, ATTENTION, ELEMENTWISE, COMM, H2D_PAGEABLE, H2D_PINNED,
-              D2H_PAGEABLE, D2H_PINNED, D2D, MEMCPY_OTHER, MEMSET)
+BUSY_KINDS = (
+    GEMM_TC,
+    GEMM_OTHER,
+    GEMM_FP64,
+    GEMV,
+    ATTENTION,
+    ELEMENTWISE,
+    COMM,
+    H2D_PAGEABLE,
+    H2D_PINNED,
+    D2H_PAGEABLE,
+    D2H_PINNED,
+    D2D,
+    MEMCPY_OTHER,
+    MEMSET,
+)
 
 _COMM = re.compile(r"nccl|ncclDevKernel|all_?reduce|allgather|reduce_?scatter|sendrecv", re.I)
 _ATTN = re.compile(r"flash|fmha|attention|sdpa|mha_|xformers|cutlass.*attn", re.I)
 _GEMV = re.compile(r"gemv|gemmSN|dot_kernel", re.I)
 _FP64_GEMM = re.compile(r"dgemm|zgemm|dmma|f64f64|_d884|_z884", re.I)
 _CUDA_CORE_GEMM = re.compile(r"sgemm|dgemm|ffma|gemmk1|_f32f32_f32f32_f32_(?!.*tf32)", re.I)
-_TC = re.compile(r"hmma|wgmma|gmma|tensorop|884|1688|16816|16832|imma|bf16|f16|fp16|h16|tf32|e4m3|e5m2|"
-                 r"nvjet|xmma_gemm_(?:bf|f16|e4)|sm\d+_xmma.*(?:h|bf)gemm|cutlass.*(?:bf16|f16)|s16816", re.I)
+_TC = re.compile(
+    r"hmma|wgmma|gmma|tensorop|884|1688|16816|16832|imma|bf16|f16|fp16|h16|tf32|e4m3|e5m2|"
+    r"nvjet|xmma_gemm_(?:bf|f16|e4)|sm\d+_xmma.*(?:h|bf)gemm|cutlass.*(?:bf16|f16)|s16816",
+    re.I,
+)
 _LAYOUT = re.compile(r"(?:nchw|nhwc)To(?:nhwc|nchw)\w*Kernel", re.I)  # cuDNN's layout conversions: data movement
 _GEMM = re.compile(r"gemm|matmul|xmma|cutlass|nvjet|gemv|dot_kernel|conv|implicit_?gemm|cudnn", re.I)
 HALF_DTYPES = {"c10::Half", "c10::BFloat16", "c10::Float8_e4m3fn", "c10::Float8_e5m2"}

@@ -57,9 +57,14 @@ def table(cols: Columns, kinds: list[str], spec: GpuSpec | None, top: int = 15) 
         durs = g["durs"]
         t = sum(durs)
         row: dict[str, Any] = {
-            "name": cols.names[name_id], "kind": g["kind"], "tensor_cores": kk.uses_tensor_cores(g["kind"]),
-            "count": len(durs), "total_us": round(t, 1), "pct_of_kernel_time": round(100 * t / total, 1),
-            "mean_us": round(t / len(durs), 2), "median_us": round(median(durs), 2),
+            "name": cols.names[name_id],
+            "kind": g["kind"],
+            "tensor_cores": kk.uses_tensor_cores(g["kind"]),
+            "count": len(durs),
+            "total_us": round(t, 1),
+            "pct_of_kernel_time": round(100 * t / total, 1),
+            "mean_us": round(t / len(durs), 2),
+            "median_us": round(median(durs), 2),
             "max_us": round(max(durs), 2),
         }
         if g["dtype"]:

@@ -42,8 +42,24 @@ EVENT_START = b"\n  {"
 ARRAY_KEY = b'"traceEvents"'
 
 # re-exported: the analyses and tests read these from here
-__all__ = ["ARRAY_KEY", "BLOCK_BYTES", "COMPILED_ANNOTATIONS", "EVENT_START", "GPU_CATS", "KERNEL", "MEMCPY", "MEMSET",
-           "NEVER_LAUNCH", "RUNTIME_CATS", "Args", "Columns", "Event", "TraceError", "load", "pump"]
+__all__ = [
+    "ARRAY_KEY",
+    "BLOCK_BYTES",
+    "COMPILED_ANNOTATIONS",
+    "EVENT_START",
+    "GPU_CATS",
+    "KERNEL",
+    "MEMCPY",
+    "MEMSET",
+    "NEVER_LAUNCH",
+    "RUNTIME_CATS",
+    "Args",
+    "Columns",
+    "Event",
+    "TraceError",
+    "load",
+    "pump",
+]
 
 
 class TraceError(Exception):
@@ -68,8 +84,10 @@ def load(path: str | Path) -> Columns:
                     raise TraceError(f"{path}: not a readable gzip file ({fh.problem})") from None
                 raise
             if isinstance(fh, Salvaging) and fh.problem:
-                cols.problems.append(f"the compressed file is cut or corrupt after {fh.read_bytes / 1e6:.1f} MB of "
-                                     f"JSON ({fh.problem}): the analysis covers what came before")
+                cols.problems.append(
+                    f"the compressed file is cut or corrupt after {fh.read_bytes / 1e6:.1f} MB of "
+                    f"JSON ({fh.problem}): the analysis covers what came before"
+                )
     except (OSError, EOFError) as exc:
         if cols.events == 0:
             raise TraceError(f"{path}: cannot read: {exc}") from None
@@ -94,7 +112,7 @@ def _stream(fh: BinaryIO, cols: Columns, path: Path) -> None:
         head, key = rest, rest.find(ARRAY_KEY)
     bracket = head.find(b"[", key)
     first = head.find(EVENT_START, bracket)
-    between = head[bracket + 1: first] if first >= 0 else b""
+    between = head[bracket + 1 : first] if first >= 0 else b""
     if first < 0 or between.strip():
         _whole_file(head + fh.read(), cols, path)
         return
@@ -121,14 +139,16 @@ def _stream(fh: BinaryIO, cols: Columns, path: Path) -> None:
         if cols.events == 0 and bracket_error is not None:
             raise bracket_error
         cols.truncated = True
-        cols.problems.append(f"the trace is truncated inside traceEvents; the analysis covers the {cols.events} "
-                             "events before the cut")
+        cols.problems.append(
+            f"the trace is truncated inside traceEvents; the analysis covers the {cols.events} events before the cut"
+        )
         return
     _decode_events(bytes(buf[:end]), cols, path, offset)
 
 
-def pump(fh: Any, cols: Columns, path: Path, pending: bytes, offset: int,
-         left: Optional[int] = None) -> tuple[bytes, int]:
+def pump(
+    fh: Any, cols: Columns, path: Path, pending: bytes, offset: int, left: Optional[int] = None
+) -> tuple[bytes, int]:
     """Decode the events of a stream into the columns: `pending` (which starts at an event's `\\n  {`, `offset`
     bytes into the file), then what `fh` holds (at most `left` bytes), a block at a time through one buffer read
     into and reused (a new buffer per block costs its pages' first touch, a tenth of the read). What follows the
@@ -142,12 +162,12 @@ def pump(fh: Any, cols: Columns, path: Path, pending: bytes, offset: int,
         if filled + want > len(buf):  # an event longer than the buffer's free part: grow it (nothing exported now)
             buf.extend(bytes(filled + want - len(buf)))
         if readinto is not None:
-            with memoryview(buf) as view, view[filled:filled + want] as free:
+            with memoryview(buf) as view, view[filled : filled + want] as free:
                 n = readinto(free)
         else:
             block = fh.read(want)
             n = len(block)
-            buf[filled:filled + n] = block
+            buf[filled : filled + n] = block
         if not n:
             break
         filled += n
@@ -158,7 +178,7 @@ def pump(fh: Any, cols: Columns, path: Path, pending: bytes, offset: int,
             continue
         _decode_in_place(buf, cut, cols, path, offset)
         offset += cut
-        buf[:filled - cut] = buf[cut:filled]  # the unfinished event to the front (same size: no resize)
+        buf[: filled - cut] = buf[cut:filled]  # the unfinished event to the front (same size: no resize)
         filled -= cut
     return bytes(buf[:filled]), offset
 
@@ -212,6 +232,11 @@ def _whole_file(data: bytes, cols: Columns, path: Path) -> None:
         raise TraceError(f"{path}: not a Kineto trace: {exc}") from None
     except msgspec.DecodeError as exc:
         raise TraceError(f"{path}: corrupt or truncated JSON: {exc}") from None
-    cols.header = Header(whole.schemaVersion, whole.deviceProperties, whole.distributedInfo,
-                         whole.baseTimeNanoseconds, whole.cuda_runtime_version)
+    cols.header = Header(
+        whole.schemaVersion,
+        whole.deviceProperties,
+        whole.distributedInfo,
+        whole.baseTimeNanoseconds,
+        whole.cuda_runtime_version,
+    )
     append(cols, whole.traceEvents, kineto=False)

@@ -50,7 +50,7 @@ def plan(path: Path, size: int, workers: int) -> tuple[bytes, list[tuple[int, in
         key = head.find(L.ARRAY_KEY)
         bracket = head.find(b"[", key) if key >= 0 else -1
         first = head.find(L.EVENT_START, bracket) if bracket >= 0 else -1
-        if first < 0 or head[bracket + 1:first].strip():
+        if first < 0 or head[bracket + 1 : first].strip():
             return None
         fh.seek(max(0, size - PROBE_BYTES))
         tail = fh.read()
@@ -80,9 +80,17 @@ def _read_range(path: str, start: int, end: int) -> dict[str, Any]:
         if rest.strip():
             L._decode_events(rest, cols, Path(path), offset)
     out: dict[str, Any] = {k: v for k, v in vars(cols).items() if isinstance(v, array)}
-    out.update(names=cols.names, steps=cols.steps, optimizer_steps=cols.optimizer_steps, overheads=cols.overheads,
-               compiled=cols.compiled, activities_whole=cols.activities_whole, skipped=cols.skipped_kinds,
-               events=cols.events, memory_bytes=_own_memory_bytes())
+    out.update(
+        names=cols.names,
+        steps=cols.steps,
+        optimizer_steps=cols.optimizer_steps,
+        overheads=cols.overheads,
+        compiled=cols.compiled,
+        activities_whole=cols.activities_whole,
+        skipped=cols.skipped_kinds,
+        events=cols.events,
+        memory_bytes=_own_memory_bytes(),
+    )
     return out
 
 
@@ -124,8 +132,7 @@ def load(path: Path, size: int, workers: int) -> L.Columns | None:
         for name, column in vars(cols).items():
             if isinstance(column, array):
                 values = part[name]
-                column.extend(array(values.typecode, [remap[i] for i in values]) if name in NAME_COLUMNS
-                              else values)
+                column.extend(array(values.typecode, [remap[i] for i in values]) if name in NAME_COLUMNS else values)
         cols.steps += part["steps"]
         cols.optimizer_steps += part["optimizer_steps"]
         cols.overheads += part["overheads"]

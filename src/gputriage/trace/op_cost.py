@@ -6,13 +6,33 @@ from __future__ import annotations
 
 from typing import Any
 
-DTYPE_BYTES = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "long int": 8, "int": 4,
-               "unsigned char": 1, "signed char": 1, "bool": 1, "short int": 2, "c10::Float8_e4m3fn": 1,
-               "c10::Float8_e5m2": 1, "c10::complex<float>": 8}
+DTYPE_BYTES = {
+    "float": 4,
+    "c10::Half": 2,
+    "c10::BFloat16": 2,
+    "double": 8,
+    "long int": 8,
+    "int": 4,
+    "unsigned char": 1,
+    "signed char": 1,
+    "bool": 1,
+    "short int": 2,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
+    "c10::complex<float>": 8,
+}
 
 
-GEMM_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
-            "aten::_scaled_mm", "aten::_int_mm"}
+GEMM_OPS = {
+    "aten::mm",
+    "aten::addmm",
+    "aten::bmm",
+    "aten::baddbmm",
+    "aten::matmul",
+    "aten::linear",
+    "aten::_scaled_mm",
+    "aten::_int_mm",
+}
 OUT_DTYPE = {"aten::_int_mm": "int"}  # int8 operands, int32 result
 
 
@@ -27,8 +47,9 @@ def op_cost(name: str, dims: Any, types: Any) -> tuple[float, float, str]:
     """(FLOPs, bytes touched, dtype) of a framework op from its recorded input shapes; 0 when unknown."""
     if not isinstance(dims, list):
         return 0.0, 0.0, ""
-    tensors = [(d, t) for d, t in zip(dims, types or []) if isinstance(d, list) and d and
-               all(isinstance(x, int) for x in d)]
+    tensors = [
+        (d, t) for d, t in zip(dims, types or []) if isinstance(d, list) and d and all(isinstance(x, int) for x in d)
+    ]
     dtype = tensors[0][1] if tensors else ""
     nbytes = float(sum(_numel(d) * DTYPE_BYTES.get(t, 4) for d, t in tensors))
     flops = 0.0

@@ -151,8 +151,10 @@ def profiled_windows(folder: Path) -> list[tuple[int, float, float]]:
 def current_holds(folder: Path) -> list[tuple[float, float]]:
     """Every hold so far (unix s), one still running to infinity: what a live judge must leave out."""
     first = first_out(folder, ranks(folder)[0])
-    return [(h.start_s, float("inf") if h.end == "open" else h.end_s)
-            for h in read_holds(first.with_name(first.name + ".holds"), ended_s=0.0)]
+    return [
+        (h.start_s, float("inf") if h.end == "open" else h.end_s)
+        for h in read_holds(first.with_name(first.name + ".holds"), ended_s=0.0)
+    ]
 
 
 def _kept_name(keep: Path, window: int, rank: int, ranked: bool) -> Path:
@@ -167,10 +169,14 @@ def _no_trace(said: list[str], holds: list[Hold]) -> str:
     last = holds[-1] if holds else None
     if last is not None and last.end == "open":
         doing = "still starting (CUPTI)" if last.started_s is None else "profiling or exporting"
-        return (f"no trace was written: the workload ended while the profiler held it ({doing}, "
-                f"{last.end_s - last.start_s:.1f} s after its start began)")
-    return ("no trace was written: the workload ended before the profiling window closed (on a GPU the profiler "
-            "takes seconds to start), or never used CUDA")
+        return (
+            f"no trace was written: the workload ended while the profiler held it ({doing}, "
+            f"{last.end_s - last.start_s:.1f} s after its start began)"
+        )
+    return (
+        "no trace was written: the workload ended before the profiling window closed (on a GPU the profiler "
+        "takes seconds to start), or never used CUDA"
+    )
 
 
 def read_back(folder: Path, keep: Path | None = None, ended_s: float | None = None) -> Written:
@@ -181,7 +187,7 @@ def read_back(folder: Path, keep: Path | None = None, ended_s: float | None = No
     said: list[str] = []
     for r in rs:
         log = first_out(folder, r).with_name(first_out(folder, r).name + ".log")
-        for line in (log.read_text().strip().splitlines() if log.exists() else []):
+        for line in log.read_text().strip().splitlines() if log.exists() else []:
             if not line.startswith("window "):
                 said.append(f"rank {r}: {line}" if ranked else line)
     first = first_out(folder, rs[0])
@@ -190,14 +196,16 @@ def read_back(folder: Path, keep: Path | None = None, ended_s: float | None = No
     holds = read_holds(first.with_name(first.name + ".holds"), ended_s)
     if not holds:  # a hook that wrote no holds: its windows' own
         holds = [Hold(k, t[0], t[3], "exported", t[1]) for k, t in sorted(times.items())]
-    numbers = sorted(set(times) | {int(m.group(2) or 1) for p in folder.glob("trace*.json")
-                                   if (m := TRACE_NAME.match(p.name))})
+    numbers = sorted(
+        set(times) | {int(m.group(2) or 1) for p in folder.glob("trace*.json") if (m := TRACE_NAME.match(p.name))}
+    )
     windows = []
     for k in numbers:
         traces = [Path(window_path(str(first_out(folder, r)), k)) for r in rs]
         t = times.get(k)
-        windows.append(WindowWritten(k, [p for p in traces if p.exists()], t[1:3] if t else None,
-                                     [t[0], t[3]] if t else None))
+        windows.append(
+            WindowWritten(k, [p for p in traces if p.exists()], t[1:3] if t else None, [t[0], t[3]] if t else None)
+        )
     out = Written(log=said, held_all_s=[[h.start_s, h.end_s] for h in holds], windows=windows, holds=holds)
     written = [w for w in windows if w.traces]
     if not written:

@@ -55,8 +55,9 @@ def thread_ops(cols: Columns) -> dict[int, ThreadOps]:
     return ops
 
 
-def _top_level(tids: Sequence[int], starts: Sequence[float], durations: Sequence[float],
-               names: Sequence[int]) -> dict[int, ThreadOps] | None:
+def _top_level(
+    tids: Sequence[int], starts: Sequence[float], durations: Sequence[float], names: Sequence[int]
+) -> dict[int, ThreadOps] | None:
     """Each thread's top-level ops, from ops listed by start (the longest first) within each thread; None
     where a thread's ops are not in that order."""
     out: dict[int, ThreadOps] = {}

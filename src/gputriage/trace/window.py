@@ -21,8 +21,18 @@ from typing import Iterable, Sequence
 from gputriage.model.numbers import median
 from gputriage.trace.load import Columns
 
-PROFILER_OWN = frozenset({"Activity Buffer Request", "Buffer Flush", "Instrumentation", "Resource",
-                          "UVM Activity Init", "CUPTI Buffer Flush", "CUPTI Instrumentation", "CUPTI Resource"})
+PROFILER_OWN = frozenset(
+    {
+        "Activity Buffer Request",
+        "Buffer Flush",
+        "Instrumentation",
+        "Resource",
+        "UVM Activity Init",
+        "CUPTI Buffer Flush",
+        "CUPTI Instrumentation",
+        "CUPTI Resource",
+    }
+)
 WARMUP_STEP_RATIO = 3.0
 LAUNCHING_SHARE = 0.5  # of an op's instances with GPU work, for the op to be one that launches it
 

@@ -44,12 +44,33 @@ class Evidence:
 class Rule:
     """One check rule: its catalog entry (and any other entry it may report) and its evaluation."""
 
-    def __init__(self, *, id: str, step: int, severity: Severity, symptom: str, cause: str, decision: str,
-                 condition: str, evaluate: Callable[[Evidence], list[Finding]],
-                 thresholds: tuple[Threshold, ...] = (), needs: tuple[str, ...] = (),
-                 also: tuple[FindingSpec, ...] = ()) -> None:
-        self.spec = FindingSpec(id=id, step=step, severity=severity, symptom=symptom, cause=cause, decision=decision,
-                                commands=CHECK, condition=condition, thresholds=thresholds, needs=needs)
+    def __init__(
+        self,
+        *,
+        id: str,
+        step: int,
+        severity: Severity,
+        symptom: str,
+        cause: str,
+        decision: str,
+        condition: str,
+        evaluate: Callable[[Evidence], list[Finding]],
+        thresholds: tuple[Threshold, ...] = (),
+        needs: tuple[str, ...] = (),
+        also: tuple[FindingSpec, ...] = (),
+    ) -> None:
+        self.spec = FindingSpec(
+            id=id,
+            step=step,
+            severity=severity,
+            symptom=symptom,
+            cause=cause,
+            decision=decision,
+            commands=CHECK,
+            condition=condition,
+            thresholds=thresholds,
+            needs=needs,
+        )
         self.also = also
         self.evaluate = evaluate
 
@@ -65,11 +86,20 @@ class Rule:
     def specs(self) -> tuple[FindingSpec, ...]:
         return (self.spec, *self.also)
 
-    def finding(self, severity: Severity, evidence: dict[str, Any], *, subject: str = "",
-                symptom: str | None = None, cause: str | None = None, decision: str | None = None,
-                spec: FindingSpec | None = None) -> Finding:
-        return (spec or self.spec).finding(evidence, subject=subject, severity=severity, symptom=symptom, cause=cause,
-                                           decision=decision)
+    def finding(
+        self,
+        severity: Severity,
+        evidence: dict[str, Any],
+        *,
+        subject: str = "",
+        symptom: str | None = None,
+        cause: str | None = None,
+        decision: str | None = None,
+        spec: FindingSpec | None = None,
+    ) -> Finding:
+        return (spec or self.spec).finding(
+            evidence, subject=subject, severity=severity, symptom=symptom, cause=cause, decision=decision
+        )
 
 
 def pct(part: float, whole: float) -> float:

@@ -10,18 +10,28 @@ def evaluate(ev: Evidence) -> list[Finding]:
         reasons = set(ev.gpu(i, "clock.event_reasons") or [])
         active = sorted(reasons & {"hw_slowdown", "hw_power_brake_slowdown"})
         if active:
-            out.append(RULE.finding(Severity.critical, {f"gpu.{i}.clock.event_reasons": active,
-                                                        f"gpu.{i}.power.draw_mw": ev.gpu(i, "power.draw_mw"),
-                                                        f"gpu.{i}.clock.sm_mhz": ev.gpu(i, "clock.sm_mhz")},
-                                    subject=f"gpu.{i}"))
+            out.append(
+                RULE.finding(
+                    Severity.critical,
+                    {
+                        f"gpu.{i}.clock.event_reasons": active,
+                        f"gpu.{i}.power.draw_mw": ev.gpu(i, "power.draw_mw"),
+                        f"gpu.{i}.clock.sm_mhz": ev.gpu(i, "clock.sm_mhz"),
+                    },
+                    subject=f"gpu.{i}",
+                )
+            )
     return out
 
 
 RULE = Rule(
-    id="clocks.hw_slowdown", step=5, severity=Severity.critical, needs=("gpu",),
+    id="clocks.hw_slowdown",
+    step=5,
+    severity=Severity.critical,
+    needs=("gpu",),
     symptom="The board asserts a hardware slowdown or power brake",
     cause="External power-brake signal or the board protecting itself: power supply overload, PSU/cabling fault, "
-          "or overheating hardware",
+    "or overheating hardware",
     decision="Check PSU capacity and cables, chassis power budget and temperatures; drain the node if it persists",
     condition="clock-event reason hw_slowdown or hw_power_brake_slowdown active",
     evaluate=evaluate,

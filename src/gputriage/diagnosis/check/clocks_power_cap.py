@@ -3,8 +3,13 @@
 from gputriage.diagnosis.check.base import Evidence, Rule, pct
 from gputriage.model.finding import Finding, Severity, Threshold
 
-AT_LIMIT_PCT = Threshold("at_limit_pct", 95.0, "% of limit", "power draw at which the GPU sits at its limit",
-                         "NVML sw_power_cap reason; judgement for 95%")
+AT_LIMIT_PCT = Threshold(
+    "at_limit_pct",
+    95.0,
+    "% of limit",
+    "power draw at which the GPU sits at its limit",
+    "NVML sw_power_cap reason; judgement for 95%",
+)
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
@@ -15,28 +20,40 @@ def evaluate(ev: Evidence) -> list[Finding]:
         default = ev.gpu(i, "power.limit_default_mw")
         if "sw_power_cap" not in reasons or not draw or not limit or pct(draw, limit) < AT_LIMIT_PCT.value:
             continue
-        evidence = {f"gpu.{i}.power.draw_mw": draw, f"gpu.{i}.power.limit_enforced_mw": limit,
-                    "draw_pct_of_limit": pct(draw, limit), f"gpu.{i}.clock.sm_mhz": ev.gpu(i, "clock.sm_mhz")}
+        evidence = {
+            f"gpu.{i}.power.draw_mw": draw,
+            f"gpu.{i}.power.limit_enforced_mw": limit,
+            "draw_pct_of_limit": pct(draw, limit),
+            f"gpu.{i}.clock.sm_mhz": ev.gpu(i, "clock.sm_mhz"),
+        }
         if default and limit < default:
-            out.append(RULE.finding(Severity.warn, evidence | {f"gpu.{i}.power.limit_default_mw": default},
-                                    subject=f"gpu.{i}",
-                                    cause="The enforced power limit is below the board's default, and the workload "
-                                          "hits it: clocks drop to stay under it",
-                                    decision="If the cap was set for stability, keep it and expect lower clocks; "
-                                             "otherwise ask the admin to restore the default limit"))
+            out.append(
+                RULE.finding(
+                    Severity.warn,
+                    evidence | {f"gpu.{i}.power.limit_default_mw": default},
+                    subject=f"gpu.{i}",
+                    cause="The enforced power limit is below the board's default, and the workload "
+                    "hits it: clocks drop to stay under it",
+                    decision="If the cap was set for stability, keep it and expect lower clocks; "
+                    "otherwise ask the admin to restore the default limit",
+                )
+            )
         else:
             out.append(RULE.finding(Severity.info, evidence, subject=f"gpu.{i}"))
     return out
 
 
 RULE = Rule(
-    id="clocks.power_capped", step=2, severity=Severity.warn, needs=("gpu",),
+    id="clocks.power_capped",
+    step=2,
+    severity=Severity.warn,
+    needs=("gpu",),
     symptom="The GPU draws its full power limit and lowers its clocks to stay under it",
     cause="A heavy workload at the board's default power limit: expected for dense GEMMs on datacenter GPUs",
     decision="Nothing to fix at the default limit; compare throughput with `gputriage bench`. If draw sits at a "
-             "lowered limit, the cap is costing clock speed",
+    "lowered limit, the cap is costing clock speed",
     condition=f"sw_power_cap reason active and draw >= {AT_LIMIT_PCT.value:.0f}% of the enforced limit "
-              "(warn when the enforced limit is below the default)",
+    "(warn when the enforced limit is below the default)",
     thresholds=(AT_LIMIT_PCT,),
     evaluate=evaluate,
 )

@@ -12,21 +12,31 @@ def evaluate(ev: Evidence) -> list[Finding]:
         active = sorted(reasons & THERMAL_REASONS)
         if active:
             sev = Severity.critical if "hw_thermal_slowdown" in active else Severity.warn
-            out.append(RULE.finding(sev, {f"gpu.{i}.clock.event_reasons": active,
-                                          f"gpu.{i}.temperature_c": ev.gpu(i, "temperature_c"),
-                                          f"gpu.{i}.temperature.slowdown_c": ev.gpu(i, "temperature.slowdown_c"),
-                                          f"gpu.{i}.clock.sm_mhz": ev.gpu(i, "clock.sm_mhz"),
-                                          f"gpu.{i}.clock.sm_max_mhz": ev.gpu(i, "clock.sm_max_mhz")},
-                                    subject=f"gpu.{i}"))
+            out.append(
+                RULE.finding(
+                    sev,
+                    {
+                        f"gpu.{i}.clock.event_reasons": active,
+                        f"gpu.{i}.temperature_c": ev.gpu(i, "temperature_c"),
+                        f"gpu.{i}.temperature.slowdown_c": ev.gpu(i, "temperature.slowdown_c"),
+                        f"gpu.{i}.clock.sm_mhz": ev.gpu(i, "clock.sm_mhz"),
+                        f"gpu.{i}.clock.sm_max_mhz": ev.gpu(i, "clock.sm_max_mhz"),
+                    },
+                    subject=f"gpu.{i}",
+                )
+            )
     return out
 
 
 RULE = Rule(
-    id="clocks.thermal_slowdown", step=2, severity=Severity.warn, needs=("gpu",),
+    id="clocks.thermal_slowdown",
+    step=2,
+    severity=Severity.warn,
+    needs=("gpu",),
     symptom="The GPU is cutting its clocks because it is too hot",
     cause="Cooling cannot remove the heat: airflow, dust, fan curve, ambient temperature, or a failing cooler",
     decision="Improve airflow and cooling (clean filters, fan curve, rack placement); do not tune kernels while the "
-             "GPU throttles — measured performance is a lie until it stops",
+    "GPU throttles — measured performance is a lie until it stops",
     condition="clock-event reason sw_thermal_slowdown (warn) or hw_thermal_slowdown (critical) active",
     evaluate=evaluate,
 )

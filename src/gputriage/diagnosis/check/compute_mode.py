@@ -11,17 +11,24 @@ def evaluate(ev: Evidence) -> list[Finding]:
         if mode == "prohibited":
             out.append(RULE.finding(Severity.critical, {f"gpu.{i}.compute_mode": mode}, subject=f"gpu.{i}"))
         elif mode in ("exclusive_process", "exclusive_thread"):
-            out.append(RULE.finding(Severity.info, {f"gpu.{i}.compute_mode": mode}, subject=f"gpu.{i}",
-                                    symptom=f"Compute mode is {mode}",
-                                    cause="Only one process may hold a context on this GPU: a second one fails to "
-                                          "start",
-                                    decision="Expected on schedulers that isolate jobs; otherwise ask the admin to "
-                                             "set Default"))
+            out.append(
+                RULE.finding(
+                    Severity.info,
+                    {f"gpu.{i}.compute_mode": mode},
+                    subject=f"gpu.{i}",
+                    symptom=f"Compute mode is {mode}",
+                    cause="Only one process may hold a context on this GPU: a second one fails to start",
+                    decision="Expected on schedulers that isolate jobs; otherwise ask the admin to set Default",
+                )
+            )
     return out
 
 
 RULE = Rule(
-    id="gpu.compute_mode", step=1, severity=Severity.critical, needs=("gpu",),
+    id="gpu.compute_mode",
+    step=1,
+    severity=Severity.critical,
+    needs=("gpu",),
     symptom="The GPU's compute mode forbids CUDA contexts",
     cause="An administrator set the compute mode to Prohibited: no process can use the GPU",
     decision="Ask the administrator to restore the Default compute mode (gputriage never changes it)",

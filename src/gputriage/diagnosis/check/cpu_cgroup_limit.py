@@ -3,9 +3,13 @@
 from gputriage.diagnosis.check.base import Evidence, Rule
 from gputriage.model.finding import Finding, Severity, Threshold
 
-MIN_CORES_PER_GPU = Threshold("min_cores_per_gpu", 4.0, "cores", "CPU quota per visible GPU under which the pipeline "
-                                                                 "and launch thread starve",
-                              "judgement: a launch thread plus a few loader workers per GPU")
+MIN_CORES_PER_GPU = Threshold(
+    "min_cores_per_gpu",
+    4.0,
+    "cores",
+    "CPU quota per visible GPU under which the pipeline and launch thread starve",
+    "judgement: a launch thread plus a few loader workers per GPU",
+)
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
@@ -14,13 +18,21 @@ def evaluate(ev: Evidence) -> list[Finding]:
     if limit is None or not gpus:
         return []
     if limit < MIN_CORES_PER_GPU.value * gpus:
-        return [RULE.finding(Severity.warn, {"host.cgroup.cpu_limit_cores": limit, "gpu.count": gpus,
-                                             "host.cpu.count": ev.get("host.cpu.count")}, subject="host")]
+        return [
+            RULE.finding(
+                Severity.warn,
+                {"host.cgroup.cpu_limit_cores": limit, "gpu.count": gpus, "host.cpu.count": ev.get("host.cpu.count")},
+                subject="host",
+            )
+        ]
     return []
 
 
 RULE = Rule(
-    id="cpu.cgroup_limited", step=4, severity=Severity.warn, needs=("gpu",),
+    id="cpu.cgroup_limited",
+    step=4,
+    severity=Severity.warn,
+    needs=("gpu",),
     symptom="The container's CPU quota is small for the GPUs it drives",
     cause="A cgroup CPU limit throttles the data pipeline and the launch thread regardless of idle host cores",
     decision="Raise the CPU request/limit (docker --cpus, Kubernetes resources) or lighten per-sample CPU work",

@@ -8,17 +8,24 @@ from gputriage.model.finding import Finding, Severity
 def evaluate(ev: Evidence) -> list[Finding]:
     iowait = ev.get("host.cpu.iowait_pct")
     if iowait is not None and iowait >= IOWAIT.value:
-        return [RULE.finding(Severity.warn, {"host.cpu.iowait_pct": iowait,
-                                             "host.fs.cwd.fstype": ev.get("host.fs.cwd.fstype")}, subject="host")]
+        return [
+            RULE.finding(
+                Severity.warn,
+                {"host.cpu.iowait_pct": iowait, "host.fs.cwd.fstype": ev.get("host.fs.cwd.fstype")},
+                subject="host",
+            )
+        ]
     return []
 
 
 RULE = Rule(
-    id="cpu.iowait", step=4, severity=Severity.warn,
+    id="cpu.iowait",
+    step=4,
+    severity=Severity.warn,
     symptom="CPUs spend a large share of time waiting for I/O",
     cause="Storage cannot feed the readers: small files, network filesystems, or a slow disk",
     decision="Measure the disk (`gputriage bench --disk`); use sharded sequential formats, local NVMe cache, "
-             "memory-mapping",
+    "memory-mapping",
     condition=f"iowait >= {IOWAIT.value:.0f}% of CPU time over the window",
     thresholds=(IOWAIT,),
     evaluate=evaluate,

@@ -3,26 +3,40 @@
 from gputriage.diagnosis.check.base import Evidence, Rule
 from gputriage.model.finding import Finding, Severity, Threshold
 
-MEDIAN_BUSY_PCT = Threshold("median_core_busy_pct", 90.0, "%", "median core busy share at which the host CPU is the "
-                                                               "ceiling",
-                            "GPU triage playbook, task 6 (mpstat); judgement for 90%")
+MEDIAN_BUSY_PCT = Threshold(
+    "median_core_busy_pct",
+    90.0,
+    "%",
+    "median core busy share at which the host CPU is the ceiling",
+    "GPU triage playbook, task 6 (mpstat); judgement for 90%",
+)
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
     median = ev.get("host.cpu.median_core_busy_pct")
     if median is not None and median >= MEDIAN_BUSY_PCT.value:
-        return [RULE.finding(Severity.warn, {"host.cpu.median_core_busy_pct": median,
-                                             "host.cpu.loadavg_1m": ev.get("host.cpu.loadavg_1m"),
-                                             "host.cpu.count": ev.get("host.cpu.count")}, subject="host")]
+        return [
+            RULE.finding(
+                Severity.warn,
+                {
+                    "host.cpu.median_core_busy_pct": median,
+                    "host.cpu.loadavg_1m": ev.get("host.cpu.loadavg_1m"),
+                    "host.cpu.count": ev.get("host.cpu.count"),
+                },
+                subject="host",
+            )
+        ]
     return []
 
 
 RULE = Rule(
-    id="cpu.saturated", step=4, severity=Severity.warn,
+    id="cpu.saturated",
+    step=4,
+    severity=Severity.warn,
     symptom="All CPU cores are busy",
     cause="The host CPU is saturated: data loading/decoding for every GPU, or other jobs on the machine",
     decision="Find the consumers (top/pidstat); cut CPU work per sample (pre-decoded/pre-tokenized data, GPU "
-             "augmentation) or give the job more cores",
+    "augmentation) or give the job more cores",
     condition=f"median core >= {MEDIAN_BUSY_PCT.value:.0f}% busy",
     thresholds=(MEDIAN_BUSY_PCT,),
     evaluate=evaluate,

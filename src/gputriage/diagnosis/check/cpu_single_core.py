@@ -3,14 +3,19 @@
 from gputriage.diagnosis.check.base import Evidence, Rule
 from gputriage.model.finding import Finding, Severity, Threshold
 
-HOT_CORE_PCT = Threshold("hot_core_pct", 95.0, "%", "busy share of a core that is saturated",
-                         "GPU triage playbook, task 6: one core at 100%, others idle")
-MEDIAN_IDLE_PCT = Threshold("median_idle_core_pct", 30.0, "%", "median core busy share under which the rest of the "
-                                                               "host idles",
-                            "judgement")
-GPU_BUSY_PCT = Threshold("gpu_busy_util_pct", 80.0, "%", "GPU-Util at which the hot thread is the one feeding a busy "
-                                                         "GPU",
-                         "judgement")
+HOT_CORE_PCT = Threshold(
+    "hot_core_pct",
+    95.0,
+    "%",
+    "busy share of a core that is saturated",
+    "GPU triage playbook, task 6: one core at 100%, others idle",
+)
+MEDIAN_IDLE_PCT = Threshold(
+    "median_idle_core_pct", 30.0, "%", "median core busy share under which the rest of the host idles", "judgement"
+)
+GPU_BUSY_PCT = Threshold(
+    "gpu_busy_util_pct", 80.0, "%", "GPU-Util at which the hot thread is the one feeding a busy GPU", "judgement"
+)
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
@@ -21,28 +26,41 @@ def evaluate(ev: Evidence) -> list[Finding]:
     median = ev.get("host.cpu.median_core_busy_pct")
     if not hot or median is None or median >= MEDIAN_IDLE_PCT.value:
         return []
-    evidence = {"hot_cores": hot, "hot_core_busy_pct": [cores[i] for i in hot],
-                "host.cpu.median_core_busy_pct": median, "host.cpu.count": len(cores),
-                "host.cpu.window_ms": ev.get("host.cpu.window_ms")}
+    evidence = {
+        "hot_cores": hot,
+        "hot_core_busy_pct": [cores[i] for i in hot],
+        "host.cpu.median_core_busy_pct": median,
+        "host.cpu.count": len(cores),
+        "host.cpu.window_ms": ev.get("host.cpu.window_ms"),
+    }
     busy = {i: ev.gpu(i, "util.gpu_pct") for i in ev.gpus if (ev.gpu(i, "util.gpu_pct") or 0) >= GPU_BUSY_PCT.value}
     if busy:
-        return [RULE.finding(Severity.info, evidence | {f"gpu.{i}.util.gpu_pct": u for i, u in busy.items()},
-                             subject="host", cause="One thread drives a busy GPU (kernel launches, spin-waiting in "
-                             "synchronizations): expected while the GPU is the bottleneck",
-                             decision="Nothing to do while the GPU stays busy; if GPU-Util drops, this thread is "
-                                      "the limit — see `gputriage run`")]
+        return [
+            RULE.finding(
+                Severity.info,
+                evidence | {f"gpu.{i}.util.gpu_pct": u for i, u in busy.items()},
+                subject="host",
+                cause="One thread drives a busy GPU (kernel launches, spin-waiting in "
+                "synchronizations): expected while the GPU is the bottleneck",
+                decision="Nothing to do while the GPU stays busy; if GPU-Util drops, this thread is "
+                "the limit — see `gputriage run`",
+            )
+        ]
     return [RULE.finding(Severity.warn, evidence, subject="host")]
 
 
 RULE = Rule(
-    id="cpu.single_core_saturated", step=4, severity=Severity.warn, needs=("gpu",),
+    id="cpu.single_core_saturated",
+    step=4,
+    severity=Severity.warn,
+    needs=("gpu",),
     symptom="A few CPU cores are saturated while most are idle",
     cause="Typical of Python data loaders, tokenization or preprocessing running in one thread",
     decision="Parallelize preprocessing: DataLoader num_workers, pre-tokenize, use a compiled tokenizer, or move "
-             "augmentation to the GPU",
+    "augmentation to the GPU",
     condition=f"a core >= {HOT_CORE_PCT.value:.0f}% busy while the median core < {MEDIAN_IDLE_PCT.value:.0f}% (over "
-              f"the window); "
-              f"info only when a GPU is >= {GPU_BUSY_PCT.value:.0f}% busy",
+    f"the window); "
+    f"info only when a GPU is >= {GPU_BUSY_PCT.value:.0f}% busy",
     thresholds=(HOT_CORE_PCT, MEDIAN_IDLE_PCT, GPU_BUSY_PCT),
     evaluate=evaluate,
 )

@@ -12,7 +12,9 @@ def evaluate(ev: Evidence) -> list[Finding]:
 
 
 RULE = Rule(
-    id="driver.version_mismatch", step=1, severity=Severity.critical,
+    id="driver.version_mismatch",
+    step=1,
+    severity=Severity.critical,
     symptom="NVML reports 'Driver/library version mismatch'",
     cause="The driver packages were upgraded but the old kernel module is still loaded",
     decision="Reboot (or unload and reload the nvidia kernel modules) so the kernel module matches the library",

@@ -9,19 +9,26 @@ def evaluate(ev: Evidence) -> list[Finding]:
     if failure is not None and failure.reason in ("no_driver", "not_installed", "error", "timeout"):
         return [RULE.finding(Severity.critical, {"driver.nvml": str(failure)}, subject="host")]
     if ev.get("driver.nvml") and ev.get("gpu.count") == 0:
-        return [RULE.finding(Severity.critical, {"gpu.count": 0}, subject="host",
-                             symptom="The NVIDIA driver is loaded but enumerates no GPU",
-                             cause="The GPU is not passed through (VM/container), is disabled, or has fallen off the "
-                                   "bus")]
+        return [
+            RULE.finding(
+                Severity.critical,
+                {"gpu.count": 0},
+                subject="host",
+                symptom="The NVIDIA driver is loaded but enumerates no GPU",
+                cause="The GPU is not passed through (VM/container), is disabled, or has fallen off the bus",
+            )
+        ]
     return []
 
 
 RULE = Rule(
-    id="driver.missing", step=1, severity=Severity.critical,
+    id="driver.missing",
+    step=1,
+    severity=Severity.critical,
     symptom="No NVIDIA driver answers: NVML cannot be loaded or finds no GPU",
     cause="The kernel driver is not installed or not loaded (secure boot, missing module), or this machine has no GPU",
     decision="Install/load the NVIDIA driver (nvidia-smi -L must list the GPU) before touching frameworks; "
-             "on secure-boot hosts sign or enroll the module",
+    "on secure-boot hosts sign or enroll the module",
     condition="NVML init fails with driver-not-loaded / library-not-found, or the device count is 0",
     evaluate=evaluate,
 )

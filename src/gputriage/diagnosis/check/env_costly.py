@@ -11,14 +11,23 @@ def evaluate(ev: Evidence) -> list[Finding]:
     for var, value in found.items():
         bad, effect = COSTLY_VARS.get(var, (None, ""))
         if bad is not None and str(value).strip() == bad:
-            out.append(RULE.finding(Severity.warn, {f"env.{var}": value}, subject="env",
-                                    symptom=f"{var}={value} is set", cause=effect,
-                                    decision=f"Unset {var} outside debugging sessions"))
+            out.append(
+                RULE.finding(
+                    Severity.warn,
+                    {f"env.{var}": value},
+                    subject="env",
+                    symptom=f"{var}={value} is set",
+                    cause=effect,
+                    decision=f"Unset {var} outside debugging sessions",
+                )
+            )
     return out
 
 
 RULE = Rule(
-    id="env.costly_variable", step=1, severity=Severity.warn,
+    id="env.costly_variable",
+    step=1,
+    severity=Severity.warn,
     symptom="A debugging or compatibility variable that slows GPU work is set",
     cause="Variables like CUDA_LAUNCH_BLOCKING=1 serialize the CPU and GPU or disable fast paths",
     decision="Unset it outside debugging sessions",

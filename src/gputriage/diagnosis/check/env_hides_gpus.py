@@ -45,29 +45,47 @@ def evaluate(ev: Evidence) -> list[Finding]:
             continue
         evidence |= {"cuda_sees": used, "stops_at": stop}
         if not used:
-            out.append(RULE.finding(Severity.warn, evidence, subject="env",
-                                    symptom=f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU: {stop!r} names no "
-                                            "device"))
+            out.append(
+                RULE.finding(
+                    Severity.warn,
+                    evidence,
+                    subject="env",
+                    symptom=f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU: {stop!r} names no device",
+                )
+            )
         else:
-            out.append(RULE.finding(Severity.warn, evidence, subject="env", spec=CUT_SHORT,
-                                    symptom=f"CUDA_VISIBLE_DEVICES={value!r}: CUDA stops at {stop!r} and sees only "
-                                            f"{', '.join(used)}"))
+            out.append(
+                RULE.finding(
+                    Severity.warn,
+                    evidence,
+                    subject="env",
+                    spec=CUT_SHORT,
+                    symptom=f"CUDA_VISIBLE_DEVICES={value!r}: CUDA stops at {stop!r} and sees only {', '.join(used)}",
+                )
+            )
     return out
 
 
 CUT_SHORT = FindingSpec(
-    id="env.visible_devices_cut_short", step=1, severity=Severity.warn, commands=CHECK, needs=("gpu",),
+    id="env.visible_devices_cut_short",
+    step=1,
+    severity=Severity.warn,
+    commands=CHECK,
+    needs=("gpu",),
     symptom="CUDA_VISIBLE_DEVICES lists a device that does not exist, and CUDA ignores what follows it",
     cause="An index past the GPUs this machine has, a UUID of another machine's GPU, or a typo: CUDA stops reading "
-          "the list there, so the job runs on fewer GPUs than it asks for",
+    "the list there, so the job runs on fewer GPUs than it asks for",
     decision="List only this machine's GPUs (`nvidia-smi -L` gives their indices and UUIDs)",
     condition="an entry that is not an index below the GPU count, a known GPU UUID (or prefix) or a MIG UUID, after "
-              "valid entries")
+    "valid entries",
+)
 RULE = Rule(
-    id="env.gpus_hidden", step=1, severity=Severity.warn,
+    id="env.gpus_hidden",
+    step=1,
+    severity=Severity.warn,
     symptom="An environment variable hides every GPU from CUDA",
     cause="CUDA_VISIBLE_DEVICES or NVIDIA_VISIBLE_DEVICES is empty, -1, 'none', or names no device of this machine "
-          "(garbage, an index past its GPUs, another machine's UUID): frameworks see no device and run on CPU",
+    "(garbage, an index past its GPUs, another machine's UUID): frameworks see no device and run on CPU",
     decision="Unset it or list the GPUs to use (CUDA_VISIBLE_DEVICES=0,1; `nvidia-smi -L` lists them)",
     condition="value is '', -1, none, void or NoDevFiles, or CUDA_VISIBLE_DEVICES's first entry names no GPU here",
     also=(CUT_SHORT,),

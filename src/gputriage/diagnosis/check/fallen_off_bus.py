@@ -12,11 +12,14 @@ def evaluate(ev: Evidence) -> list[Finding]:
 
 
 RULE = Rule(
-    id="pcie.fallen_off_bus", step=5, severity=Severity.critical, needs=("kernel_log",),
+    id="pcie.fallen_off_bus",
+    step=5,
+    severity=Severity.critical,
+    needs=("kernel_log",),
     symptom="The kernel log says a GPU has fallen off the bus",
     cause="Rarely your model code: power delivery, an unstable PCIe link, risers, overheating, sometimes a driver bug",
     decision="Inspect PSU and cabling, reseat the GPU, check BIOS PCIe settings and temperatures; cap power while "
-             "debugging; try another driver branch",
+    "debugging; try another driver branch",
     condition="any 'fallen off the bus' line in the kernel log",
     evaluate=evaluate,
 )

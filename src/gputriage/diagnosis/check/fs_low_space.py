@@ -3,11 +3,16 @@
 from gputriage.diagnosis.check.base import Evidence, Rule, gib, pct
 from gputriage.model.finding import Finding, Severity, Threshold
 
-FREE_MIN_PCT = Threshold("free_min_pct", 5.0, "%", "free share of the working directory's filesystem under which "
-                                                   "checkpoints and caches fail",
-                         "judgement")
-FREE_MIN_BYTES = Threshold("free_min_bytes", 10 * 2**30, "bytes", "free space under which a checkpoint may not fit",
-                           "judgement")
+FREE_MIN_PCT = Threshold(
+    "free_min_pct",
+    5.0,
+    "%",
+    "free share of the working directory's filesystem under which checkpoints and caches fail",
+    "judgement",
+)
+FREE_MIN_BYTES = Threshold(
+    "free_min_bytes", 10 * 2**30, "bytes", "free space under which a checkpoint may not fit", "judgement"
+)
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
@@ -15,14 +20,25 @@ def evaluate(ev: Evidence) -> list[Finding]:
     if free is None or not total:
         return []
     if pct(free, total) < FREE_MIN_PCT.value and free < FREE_MIN_BYTES.value:
-        return [RULE.finding(Severity.warn, {"host.fs.cwd.mountpoint": ev.get("host.fs.cwd.mountpoint"),
-                                             "host.fs.cwd.free_bytes": free, "free": gib(free),
-                                             "free_pct": pct(free, total)}, subject="host")]
+        return [
+            RULE.finding(
+                Severity.warn,
+                {
+                    "host.fs.cwd.mountpoint": ev.get("host.fs.cwd.mountpoint"),
+                    "host.fs.cwd.free_bytes": free,
+                    "free": gib(free),
+                    "free_pct": pct(free, total),
+                },
+                subject="host",
+            )
+        ]
     return []
 
 
 RULE = Rule(
-    id="fs.low_space", step=4, severity=Severity.warn,
+    id="fs.low_space",
+    step=4,
+    severity=Severity.warn,
     symptom="The working directory's filesystem is almost full",
     cause="Checkpoints and logs will fail to write mid-run",
     decision="Free space or point checkpoints to a larger volume before a long run",

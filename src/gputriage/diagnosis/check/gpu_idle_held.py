@@ -31,31 +31,53 @@ def evaluate(ev: Evidence) -> list[Finding]:
         procs = [p for p in ev.gpu(i, "processes") or [] if isinstance(p, dict)]
         computing = [p for p in procs if (p.get("sm_util_pct") or 0.0) >= IDLE_HELD_SM.value]
         total = ev.gpu(i, "memory.total_bytes")
-        held = [p for p in procs if is_idle_held(p.get("used_bytes"), p.get("sm_util_pct"))
-                and (p.get("age_s") or 0.0) >= IDLE_HELD_MIN_S.value]
+        held = [
+            p
+            for p in procs
+            if is_idle_held(p.get("used_bytes"), p.get("sm_util_pct"))
+            and (p.get("age_s") or 0.0) >= IDLE_HELD_MIN_S.value
+        ]
         if not held:
             continue
         holders = [_holder(p, total, bool(computing)) for p in held]
         hours = round(sum(h["gpu_hours"] for h in holders), 4)
         window = max(p.get("sm_util_window_s") or 0.0 for p in held)
-        named = "; ".join(f"{holder_label(p['pid'], p.get('name'), p.get('user'), p.get('container'))} holds "
-                          f"{gib(p['used_bytes'])}, started {_duration(p['age_s'])} ago" for p in held)
-        out.append(RULE.finding(
-            Severity.info, {"holders": holders, "gpu_hours": hours, "sm_util_window_s": window,
-                            "others_computing": [p["pid"] for p in computing]},
-            subject=f"gpu.{i}",
-            symptom=f"GPU {i}: {named}; {'it' if len(held) == 1 else 'none of them'} ran "
-                    f"{'no' if len(held) == 1 else 'a'} kernel in the last {window:g} s — up to {hours:.2f} "
-                    f"GPU-hours held idle since {'it' if len(held) == 1 else 'they'} started"))
+        named = "; ".join(
+            f"{holder_label(p['pid'], p.get('name'), p.get('user'), p.get('container'))} holds "
+            f"{gib(p['used_bytes'])}, started {_duration(p['age_s'])} ago"
+            for p in held
+        )
+        out.append(
+            RULE.finding(
+                Severity.info,
+                {
+                    "holders": holders,
+                    "gpu_hours": hours,
+                    "sm_util_window_s": window,
+                    "others_computing": [p["pid"] for p in computing],
+                },
+                subject=f"gpu.{i}",
+                symptom=f"GPU {i}: {named}; {'it' if len(held) == 1 else 'none of them'} ran "
+                f"{'no' if len(held) == 1 else 'a'} kernel in the last {window:g} s — up to {hours:.2f} "
+                f"GPU-hours held idle since {'it' if len(held) == 1 else 'they'} started",
+            )
+        )
     return out
 
 
 def _holder(p: dict[str, Any], total: Any, others_compute: bool) -> dict[str, Any]:
     share = gpu_share(p["used_bytes"], total if isinstance(total, int) else None, others_compute)
-    return {"pid": p["pid"], "name": p.get("name"), "user": p.get("user"),
-            "container": container_label(p.get("container")) or None, "used_bytes": p["used_bytes"],
-            "sm_util_pct": p.get("sm_util_pct"), "age_s": p["age_s"], "gpu_share": share,
-            "gpu_hours": gpu_hours(p["age_s"], share)}
+    return {
+        "pid": p["pid"],
+        "name": p.get("name"),
+        "user": p.get("user"),
+        "container": container_label(p.get("container")) or None,
+        "used_bytes": p["used_bytes"],
+        "sm_util_pct": p.get("sm_util_pct"),
+        "age_s": p["age_s"],
+        "gpu_share": share,
+        "gpu_hours": gpu_hours(p["age_s"], share),
+    }
 
 
 def _duration(seconds: float) -> str:
@@ -65,17 +87,20 @@ def _duration(seconds: float) -> str:
 
 
 RULE = Rule(
-    id=ID, step=3, severity=Severity.info, needs=("gpu",),
+    id=ID,
+    step=3,
+    severity=Severity.info,
+    needs=("gpu",),
     symptom="A process holds GPU memory and computes nothing",
     cause="A process keeps its memory on the GPU but runs no kernel: a notebook left open, a job hung after its work "
-          "or waiting on something else, a server with no traffic. The GPU is paid for (and, where nothing else "
-          "computes there, kept from every other job) all the same. One snapshot sees only the last seconds NVML "
-          "keeps: the process may compute again; `gputriage watch` confirms over minutes (run.idle_held)",
+    "or waiting on something else, a server with no traffic. The GPU is paid for (and, where nothing else "
+    "computes there, kept from every other job) all the same. One snapshot sees only the last seconds NVML "
+    "keeps: the process may compute again; `gputriage watch` confirms over minutes (run.idle_held)",
     decision=DECISION,
     condition=f"a process holds >= {IDLE_HELD_BYTES.value / 2**30:g} GiB, ran no kernel (< {IDLE_HELD_SM.value:g}% "
-              f"NVML per-process utilization) over the seconds the driver keeps, and started >= "
-              f"{IDLE_HELD_MIN_S.value / 60:g} min ago; GPU-hours = its age x the GPU's share it holds (all of it "
-              "where nothing else computes there, else its share of the memory)",
+    f"NVML per-process utilization) over the seconds the driver keeps, and started >= "
+    f"{IDLE_HELD_MIN_S.value / 60:g} min ago; GPU-hours = its age x the GPU's share it holds (all of it "
+    "where nothing else computes there, else its share of the memory)",
     thresholds=THRESHOLDS,
     evaluate=evaluate,
 )

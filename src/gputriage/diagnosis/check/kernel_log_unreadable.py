@@ -12,7 +12,9 @@ def evaluate(ev: Evidence) -> list[Finding]:
 
 
 RULE = Rule(
-    id="kernel.log_unreadable", step=5, severity=Severity.info,
+    id="kernel.log_unreadable",
+    step=5,
+    severity=Severity.info,
     symptom="The kernel log could not be read, so Xid and PCIe errors were not checked",
     cause="dmesg is restricted to root (kernel.dmesg_restrict=1) or the container has no access to it",
     decision="Re-run with privileges (sudo gputriage check), or run it on the host rather than in the container",

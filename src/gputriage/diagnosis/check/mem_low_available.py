@@ -3,21 +3,33 @@
 from gputriage.diagnosis.check.base import Evidence, Rule, gib, pct
 from gputriage.model.finding import Finding, Severity, Threshold
 
-AVAILABLE_MIN_PCT = Threshold("available_min_pct", 10.0, "%", "MemAvailable share under which the host is about to "
-                                                              "page",
-                              "judgement")
+AVAILABLE_MIN_PCT = Threshold(
+    "available_min_pct", 10.0, "%", "MemAvailable share under which the host is about to page", "judgement"
+)
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
     avail, total = ev.get("host.mem.available_bytes"), ev.get("host.mem.total_bytes")
     if avail is None or not total or pct(avail, total) >= AVAILABLE_MIN_PCT.value:
         return []
-    return [RULE.finding(Severity.warn, {"host.mem.available_bytes": avail, "host.mem.total_bytes": total,
-                                         "available_pct": pct(avail, total), "available": gib(avail)}, subject="host")]
+    return [
+        RULE.finding(
+            Severity.warn,
+            {
+                "host.mem.available_bytes": avail,
+                "host.mem.total_bytes": total,
+                "available_pct": pct(avail, total),
+                "available": gib(avail),
+            },
+            subject="host",
+        )
+    ]
 
 
 RULE = Rule(
-    id="mem.low_available", step=4, severity=Severity.warn,
+    id="mem.low_available",
+    step=4,
+    severity=Severity.warn,
     symptom="Host memory is nearly exhausted",
     cause="The job, its data loaders and caches use almost all RAM: swapping or the OOM killer come next",
     decision="Reduce DataLoader workers/prefetch, pinned-memory pools and dataset caches, or add RAM",

@@ -4,10 +4,13 @@ from gputriage.diagnosis.check.base import Evidence, Rule
 from gputriage.model.finding import Finding, Severity, Threshold
 
 SOME_AVG10 = Threshold(
-    "mem_psi_some_avg10_pct", 10.0, "%",
+    "mem_psi_some_avg10_pct",
+    10.0,
+    "%",
     "Share of the last 10 s in which some task stalled on memory reclaim (PSI), from which memory is short",
     "Linux PSI (Documentation/accounting/psi.rst); judgement for 10%: reclaim stalls are rarer than CPU waits, and "
-    "each one delays the pipeline")
+    "each one delays the pipeline",
+)
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
@@ -18,7 +21,9 @@ def evaluate(ev: Evidence) -> list[Finding]:
 
 
 RULE = Rule(
-    id="mem.pressure", step=4, severity=Severity.warn,
+    id="mem.pressure",
+    step=4,
+    severity=Severity.warn,
     symptom="Tasks stall waiting for memory (PSI memory pressure)",
     cause="The kernel is reclaiming pages (page cache, swap) to satisfy allocations: every stall delays the pipeline",
     decision="Lower host memory use or raise the cgroup memory limit; check for a leak in long-running loaders",

@@ -4,9 +4,13 @@ from gputriage.diagnosis.check.base import Evidence, Rule, gib
 from gputriage.diagnosis.thresholds import SWAP_IN
 from gputriage.model.finding import Finding, Severity, Threshold
 
-MAJOR_FAULTS_PER_S = Threshold("major_faults_per_s", 50.0, "faults/s", "major page faults at which the host pages "
-                                                                       "actively",
-                               "GPU triage playbook, task 9 (vmstat); judgement")
+MAJOR_FAULTS_PER_S = Threshold(
+    "major_faults_per_s",
+    50.0,
+    "faults/s",
+    "major page faults at which the host pages actively",
+    "GPU triage playbook, task 9 (vmstat); judgement",
+)
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
@@ -14,24 +18,36 @@ def evaluate(ev: Evidence) -> list[Finding]:
     if not used:
         return []
     faults, swapin = ev.get("host.vm.major_faults_per_s", 0.0), ev.get("host.vm.swap_in_pages_per_s", 0.0)
-    evidence = {"host.swap.used_bytes": used, "swap_used": gib(used), "host.vm.major_faults_per_s": faults,
-                "host.vm.swap_in_pages_per_s": swapin}
+    evidence = {
+        "host.swap.used_bytes": used,
+        "swap_used": gib(used),
+        "host.vm.major_faults_per_s": faults,
+        "host.vm.swap_in_pages_per_s": swapin,
+    }
     if faults >= MAJOR_FAULTS_PER_S.value or swapin >= SWAP_IN.value:
         return [RULE.finding(Severity.warn, evidence, subject="host")]
-    return [RULE.finding(Severity.info, evidence, subject="host", symptom="Swap holds pages, but none are being read "
-                                                                          "back now",
-                         cause="Memory was short at some point; not costly while nothing swaps in",
-                         decision="Watch for swap-in during the job (`gputriage watch`); keep host memory headroom")]
+    return [
+        RULE.finding(
+            Severity.info,
+            evidence,
+            subject="host",
+            symptom="Swap holds pages, but none are being read back now",
+            cause="Memory was short at some point; not costly while nothing swaps in",
+            decision="Watch for swap-in during the job (`gputriage watch`); keep host memory headroom",
+        )
+    ]
 
 
 RULE = Rule(
-    id="mem.swapping", step=4, severity=Severity.warn,
+    id="mem.swapping",
+    step=4,
+    severity=Severity.warn,
     symptom="The host is swapping",
     cause="Host memory is short: pages of the job or its data loaders are swapped out and faulted back in; the CPU "
-          "pages instead of feeding the GPU",
+    "pages instead of feeding the GPU",
     decision="Reduce host memory use: smaller batch or prefetch, fewer/lighter DataLoader workers, or add RAM",
     condition=f"swap used > 0 and (major faults >= {MAJOR_FAULTS_PER_S.value:.0f}/s or swap-in >= "
-              f"{SWAP_IN.value:.0f} pages/s) → warn; swap used alone → info",
+    f"{SWAP_IN.value:.0f} pages/s) → warn; swap used alone → info",
     thresholds=(MAJOR_FAULTS_PER_S, SWAP_IN),
     evaluate=evaluate,
 )

@@ -5,12 +5,18 @@ from gputriage.model.finding import Finding, Severity
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
-    return [RULE.finding(Severity.info, {f"gpu.{i}.mig.enabled": True}, subject=f"gpu.{i}")
-            for i in ev.gpus if ev.gpu(i, "mig.enabled") is True]
+    return [
+        RULE.finding(Severity.info, {f"gpu.{i}.mig.enabled": True}, subject=f"gpu.{i}")
+        for i in ev.gpus
+        if ev.gpu(i, "mig.enabled") is True
+    ]
 
 
 RULE = Rule(
-    id="gpu.mig_enabled", step=1, severity=Severity.info, needs=("gpu",),
+    id="gpu.mig_enabled",
+    step=1,
+    severity=Severity.info,
+    needs=("gpu",),
     symptom="MIG is enabled: the GPU is split into instances",
     cause="A job sees one MIG slice, with a fraction of the SMs and memory; several NVML metrics are not supported",
     decision="Expect a slice's throughput, not the whole GPU's; size batches to the slice's memory",

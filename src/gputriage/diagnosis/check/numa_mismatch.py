@@ -16,18 +16,30 @@ def evaluate(ev: Evidence) -> list[Finding]:
             continue
         far = sorted(mine - near)
         sev = Severity.warn if not mine & near else Severity.info
-        out.append(RULE.finding(sev, {f"gpu.{i}.numa_node": ev.gpu(i, "numa_node"), "gpu_local_cpus": len(near),
-                                      "process_cpus": len(mine), "process_cpus_off_node": len(far)},
-                                subject=f"gpu.{i}"))
+        out.append(
+            RULE.finding(
+                sev,
+                {
+                    f"gpu.{i}.numa_node": ev.gpu(i, "numa_node"),
+                    "gpu_local_cpus": len(near),
+                    "process_cpus": len(mine),
+                    "process_cpus_off_node": len(far),
+                },
+                subject=f"gpu.{i}",
+            )
+        )
     return out
 
 
 RULE = Rule(
-    id="numa.affinity_mismatch", step=4, severity=Severity.warn, needs=("gpu",),
+    id="numa.affinity_mismatch",
+    step=4,
+    severity=Severity.warn,
+    needs=("gpu",),
     symptom="The process can run on CPUs of another NUMA node than the GPU's",
     cause="Host↔device copies and the launch thread cross the socket interconnect when threads land on the far node",
     decision="Pin the process and its data-loader workers to the GPU's local CPUs (numactl --cpunodebind, taskset, "
-             "or the launcher's per-rank affinity)",
+    "or the launcher's per-rank affinity)",
     condition="more than one NUMA node and process affinity not within the GPU's CPU affinity (warn when disjoint)",
     evaluate=evaluate,
 )

@@ -12,19 +12,28 @@ def evaluate(ev: Evidence) -> list[Finding]:
         wmax = ev.gpu(i, "pcie.link_width.max")
         if width is None or not wmax or width >= wmax:
             continue
-        evidence = {f"gpu.{i}.pcie.link_width": width, f"gpu.{i}.pcie.link_width.max": wmax,
-                    "read": "under load" if loaded is not None else "at idle"}
-        out.append(RULE.finding(Severity.warn, evidence, subject=f"gpu.{i}",
-                                symptom=f"PCIe link trained at x{width} of x{wmax}"))
+        evidence = {
+            f"gpu.{i}.pcie.link_width": width,
+            f"gpu.{i}.pcie.link_width.max": wmax,
+            "read": "under load" if loaded is not None else "at idle",
+        }
+        out.append(
+            RULE.finding(
+                Severity.warn, evidence, subject=f"gpu.{i}", symptom=f"PCIe link trained at x{width} of x{wmax}"
+            )
+        )
     return out
 
 
 RULE = Rule(
-    id="pcie.link_width_degraded", step=5, severity=Severity.warn, needs=("gpu",),
+    id="pcie.link_width_degraded",
+    step=5,
+    severity=Severity.warn,
+    needs=("gpu",),
     symptom="The GPU's PCIe link runs with fewer lanes than it supports",
     cause="A x16 card in a x8 slot, BIOS bifurcation, a riser, or a bad contact: host↔device bandwidth is halved",
     decision="If the workload moves data (transfers, multi-GPU), reseat the card, check BIOS bifurcation, or move it "
-             "to a full x16 slot; `gputriage bench` measures the copy rate",
+    "to a full x16 slot; `gputriage bench` measures the copy rate",
     condition="link width (read under load when possible) < max width",
     evaluate=evaluate,
 )

@@ -3,8 +3,13 @@
 from gputriage.diagnosis.check.base import Evidence, Rule
 from gputriage.model.finding import Finding, Severity, Threshold
 
-MIN_REPLAYS = Threshold("min_replays", 100, "replays", "PCIe replay count since boot that says the link retransmits",
-                        "NVML nvmlDeviceGetPcieReplayCounter; judgement")
+MIN_REPLAYS = Threshold(
+    "min_replays",
+    100,
+    "replays",
+    "PCIe replay count since boot that says the link retransmits",
+    "NVML nvmlDeviceGetPcieReplayCounter; judgement",
+)
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
@@ -17,7 +22,10 @@ def evaluate(ev: Evidence) -> list[Finding]:
 
 
 RULE = Rule(
-    id="pcie.replays", step=5, severity=Severity.warn, needs=("gpu",),
+    id="pcie.replays",
+    step=5,
+    severity=Severity.warn,
+    needs=("gpu",),
     symptom="The GPU's PCIe link retransmits packets",
     cause="Signal-integrity problems on the link: each replay costs bandwidth and often precedes link failures",
     decision="Reseat the card, replace risers/cables, check slot and BIOS settings",

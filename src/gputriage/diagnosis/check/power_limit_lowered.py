@@ -10,19 +10,30 @@ def evaluate(ev: Evidence) -> list[Finding]:
     for i in ev.gpus:
         limit, default = ev.gpu(i, "power.limit_enforced_mw"), ev.gpu(i, "power.limit_default_mw")
         if limit and default and pct(limit, default) < POWER_LIMIT_LOWERED.value:
-            out.append(RULE.finding(Severity.info, {f"gpu.{i}.power.limit_enforced_mw": limit,
-                                                    f"gpu.{i}.power.limit_default_mw": default,
-                                                    "limit_pct_of_default": pct(limit, default)}, subject=f"gpu.{i}"))
+            out.append(
+                RULE.finding(
+                    Severity.info,
+                    {
+                        f"gpu.{i}.power.limit_enforced_mw": limit,
+                        f"gpu.{i}.power.limit_default_mw": default,
+                        "limit_pct_of_default": pct(limit, default),
+                    },
+                    subject=f"gpu.{i}",
+                )
+            )
     return out
 
 
 RULE = Rule(
-    id="power.limit_lowered", step=2, severity=Severity.info, needs=("gpu",),
+    id="power.limit_lowered",
+    step=2,
+    severity=Severity.info,
+    needs=("gpu",),
     symptom="The enforced power limit is well below the board's default",
     cause="Someone capped power (often deliberately, for stability or a PSU's budget); heavy kernels will run at "
-          "lower clocks",
+    "lower clocks",
     decision="Keep it if it was set to stop resets or Xids; otherwise restore the default (nvidia-smi -pl, admin "
-             "only) and compare throughput",
+    "only) and compare throughput",
     condition=f"enforced limit < {POWER_LIMIT_LOWERED.value:.0f}% of the default limit",
     thresholds=(POWER_LIMIT_LOWERED,),
     evaluate=evaluate,

@@ -16,14 +16,21 @@ def evaluate(ev: Evidence) -> list[Finding]:
 
 
 FAILED = FindingSpec(
-    id="ecc.remap_failed", step=5, severity=Severity.critical, commands=CHECK, needs=("gpu",),
+    id="ecc.remap_failed",
+    step=5,
+    severity=Severity.critical,
+    commands=CHECK,
+    needs=("gpu",),
     symptom="Row remapping failed: no spare rows left for a bad memory row",
     cause="The GPU memory has more failing rows than spares",
     decision="Take the GPU out of service and RMA it",
     condition="NVML remapped-rows failure flag set",
 )
 RULE = Rule(
-    id="ecc.remap_pending", step=5, severity=Severity.critical, needs=("gpu",),
+    id="ecc.remap_pending",
+    step=5,
+    severity=Severity.critical,
+    needs=("gpu",),
     symptom="A memory row remap is pending",
     cause="A bad memory row was found; the remap takes effect only after a GPU reset",
     decision="Drain the GPU and reset it (or reboot) at the next opportunity",

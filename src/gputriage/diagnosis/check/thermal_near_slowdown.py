@@ -3,8 +3,9 @@
 from gputriage.diagnosis.check.base import Evidence, Rule
 from gputriage.model.finding import Finding, Severity, Threshold
 
-MARGIN_C = Threshold("margin_c", 5, "C", "distance to the slowdown temperature at which the next hot day throttles",
-                     "judgement")
+MARGIN_C = Threshold(
+    "margin_c", 5, "C", "distance to the slowdown temperature at which the next hot day throttles", "judgement"
+)
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
@@ -12,13 +13,21 @@ def evaluate(ev: Evidence) -> list[Finding]:
     for i in ev.gpus:
         temp, slowdown = ev.gpu(i, "temperature_c"), ev.gpu(i, "temperature.slowdown_c")
         if temp is not None and slowdown and temp >= slowdown - MARGIN_C.value:
-            out.append(RULE.finding(Severity.warn, {f"gpu.{i}.temperature_c": temp,
-                                                    f"gpu.{i}.temperature.slowdown_c": slowdown}, subject=f"gpu.{i}"))
+            out.append(
+                RULE.finding(
+                    Severity.warn,
+                    {f"gpu.{i}.temperature_c": temp, f"gpu.{i}.temperature.slowdown_c": slowdown},
+                    subject=f"gpu.{i}",
+                )
+            )
     return out
 
 
 RULE = Rule(
-    id="thermal.near_slowdown", step=5, severity=Severity.warn, needs=("gpu",),
+    id="thermal.near_slowdown",
+    step=5,
+    severity=Severity.warn,
+    needs=("gpu",),
     symptom="The GPU runs within a few degrees of its slowdown temperature",
     cause="Insufficient cooling for the load: throttling is imminent",
     decision="Improve airflow/cooling before long runs; hot GPUs throttle and throttled GPUs lie about performance",

@@ -3,8 +3,13 @@
 from gputriage.diagnosis.check.base import Evidence, Rule
 from gputriage.model.finding import Finding, Severity, Threshold
 
-MIN_VIOLATION_S = Threshold("min_violation_s", 1.0, "s", "time spent thermally limited since the counter started",
-                            "NVML nvmlDeviceGetViolationStatus (NVML_PERF_POLICY_THERMAL)")
+MIN_VIOLATION_S = Threshold(
+    "min_violation_s",
+    1.0,
+    "s",
+    "time spent thermally limited since the counter started",
+    "NVML nvmlDeviceGetViolationStatus (NVML_PERF_POLICY_THERMAL)",
+)
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
@@ -12,13 +17,21 @@ def evaluate(ev: Evidence) -> list[Finding]:
     for i in ev.gpus:
         ns = ev.gpu(i, "violation.thermal_ns")
         if ns is not None and ns / 1e9 >= MIN_VIOLATION_S.value:
-            out.append(RULE.finding(Severity.warn, {f"gpu.{i}.violation.thermal_ns": ns,
-                                                    "thermal_limited_s": round(ns / 1e9, 1)}, subject=f"gpu.{i}"))
+            out.append(
+                RULE.finding(
+                    Severity.warn,
+                    {f"gpu.{i}.violation.thermal_ns": ns, "thermal_limited_s": round(ns / 1e9, 1)},
+                    subject=f"gpu.{i}",
+                )
+            )
     return out
 
 
 RULE = Rule(
-    id="thermal.violation_time", step=5, severity=Severity.warn, needs=("gpu",),
+    id="thermal.violation_time",
+    step=5,
+    severity=Severity.warn,
+    needs=("gpu",),
     symptom="The GPU has spent time clocked down by thermal limits since the driver loaded",
     cause="Past heavy loads hit thermal limits: cooling is marginal for sustained work",
     decision="Watch a real job (`gputriage watch`) to see when it throttles; improve cooling before blaming code",

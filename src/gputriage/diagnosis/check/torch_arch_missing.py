@@ -38,13 +38,16 @@ def evaluate(ev: Evidence) -> list[Finding]:
 
 
 RULE = Rule(
-    id="torch.arch_missing", step=1, severity=Severity.critical, needs=("gpu",),
+    id="torch.arch_missing",
+    step=1,
+    severity=Severity.critical,
+    needs=("gpu",),
     symptom="The framework build has no kernels for this GPU's architecture",
     cause="torch was compiled for other compute capabilities (an old wheel on a new GPU, e.g. sm_90 missing on "
-          "Hopper): "
-          "kernels fail with 'no kernel image is available' or fall back to slow PTX JIT",
+    "Hopper): "
+    "kernels fail with 'no kernel image is available' or fall back to slow PTX JIT",
     decision="Install a torch build whose arch list includes this GPU (newer wheel or matching CUDA index); "
-             "check with torch.cuda.get_arch_list()",
+    "check with torch.cuda.get_arch_list()",
     condition="device capability has neither SASS (same major, <= minor) nor lower PTX in torch.cuda.get_arch_list()",
     evaluate=evaluate,
 )

@@ -16,18 +16,29 @@ def evaluate(ev: Evidence) -> list[Finding]:
     b, d = _version(build), _version(driver)
     if b <= d:
         return []
-    evidence = {"torch.cuda.build_version": build, "driver.cuda_version": driver,
-                "driver.version": ev.get("driver.version")}
+    evidence = {
+        "torch.cuda.build_version": build,
+        "driver.cuda_version": driver,
+        "driver.version": ev.get("driver.version"),
+    }
     if b[0] > d[0]:
         return [RULE.finding(Severity.critical, evidence, subject="torch")]
     # same major: CUDA minor-version compatibility runs it, minus features needing the newer driver (PTX JIT)
-    return [RULE.finding(Severity.info, evidence, subject="torch",
-                         cause="Same CUDA major version: minor-version compatibility runs it, but kernels shipped only "
-                               "as newer PTX cannot be JIT-compiled by this driver")]
+    return [
+        RULE.finding(
+            Severity.info,
+            evidence,
+            subject="torch",
+            cause="Same CUDA major version: minor-version compatibility runs it, but kernels shipped only "
+            "as newer PTX cannot be JIT-compiled by this driver",
+        )
+    ]
 
 
 RULE = Rule(
-    id="torch.cuda_newer_than_driver", step=1, severity=Severity.critical,
+    id="torch.cuda_newer_than_driver",
+    step=1,
+    severity=Severity.critical,
     symptom="torch's CUDA build is newer than the CUDA version the driver supports",
     cause="The framework (or container image) was built for a newer driver than the host has",
     decision="Upgrade the host driver, or install the torch build (or container image) for the driver's CUDA version",

@@ -9,31 +9,50 @@ def evaluate(ev: Evidence) -> list[Finding]:
         return []
     build = ev.get("torch.cuda.build_version")
     if build is None:
-        evidence = {"torch.version": ev.get("torch.version"), "torch.cuda.build_version": None,
-                    "gpu.count": len(ev.gpus)}
+        evidence = {
+            "torch.version": ev.get("torch.version"),
+            "torch.cuda.build_version": None,
+            "gpu.count": len(ev.gpus),
+        }
         return [RULE.finding(Severity.critical, evidence, subject="torch", spec=CPU_BUILD)]
     if ev.get("torch.cuda.available") is False:
-        return [RULE.finding(Severity.critical, {"torch.cuda.available": False, "torch.cuda.build_version": build,
-                                                "driver.cuda_version": ev.get("driver.cuda_version"),
-                                                "torch.cuda.error": ev.get("torch.cuda.error")}, subject="torch")]
+        return [
+            RULE.finding(
+                Severity.critical,
+                {
+                    "torch.cuda.available": False,
+                    "torch.cuda.build_version": build,
+                    "driver.cuda_version": ev.get("driver.cuda_version"),
+                    "torch.cuda.error": ev.get("torch.cuda.error"),
+                },
+                subject="torch",
+            )
+        ]
     return []
 
 
 CPU_BUILD = FindingSpec(
-    id="torch.cpu_build", step=1, severity=Severity.critical, commands=CHECK, needs=("gpu", "torch"),
+    id="torch.cpu_build",
+    step=1,
+    severity=Severity.critical,
+    commands=CHECK,
+    needs=("gpu", "torch"),
     symptom="torch is a CPU-only build on a machine with GPUs",
     cause="pip/conda installed the CPU wheel of torch",
     decision="Install a CUDA build of torch that matches the driver (the index URL for your CUDA version from "
-             "pytorch.org)",
+    "pytorch.org)",
     condition="GPUs present, torch importable, no CUDA build version",
 )
 RULE = Rule(
-    id="torch.cuda_unavailable", step=1, severity=Severity.critical, needs=("gpu",),
+    id="torch.cuda_unavailable",
+    step=1,
+    severity=Severity.critical,
+    needs=("gpu",),
     symptom="torch.cuda.is_available() is False although NVML sees GPUs",
     cause="A dependency mismatch: torch's CUDA build is newer than the driver, libraries are missing, or the GPUs are "
-          "hidden (CUDA_VISIBLE_DEVICES)",
+    "hidden (CUDA_VISIBLE_DEVICES)",
     decision="Fix the environment before optimizing anything: align torch's CUDA build with the driver "
-             "(nvidia-smi's CUDA Version) and check CUDA_VISIBLE_DEVICES",
+    "(nvidia-smi's CUDA Version) and check CUDA_VISIBLE_DEVICES",
     condition="GPUs present, torch importable, torch.cuda.is_available() False (or a CPU-only build: torch.cpu_build)",
     also=(CPU_BUILD,),
     evaluate=evaluate,

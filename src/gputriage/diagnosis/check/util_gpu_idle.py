@@ -11,16 +11,24 @@ def evaluate(ev: Evidence) -> list[Finding]:
         procs = ev.gpu(i, "processes") or []
         util = ev.gpu(i, "util.gpu_pct")
         if procs and util is not None and util <= IDLE_UTIL.value:
-            out.append(RULE.finding(Severity.info, {f"gpu.{i}.util.gpu_pct": util, "processes": len(procs),
-                                                    "pids": [p["pid"] for p in procs][:8]}, subject=f"gpu.{i}"))
+            out.append(
+                RULE.finding(
+                    Severity.info,
+                    {f"gpu.{i}.util.gpu_pct": util, "processes": len(procs), "pids": [p["pid"] for p in procs][:8]},
+                    subject=f"gpu.{i}",
+                )
+            )
     return out
 
 
 RULE = Rule(
-    id="util.gpu_idle_with_processes", step=1, severity=Severity.info, needs=("gpu",),
+    id="util.gpu_idle_with_processes",
+    step=1,
+    severity=Severity.info,
+    needs=("gpu",),
     symptom="Processes hold memory on the GPU but it is idle",
     cause="The job is on the CPU, starved by its data pipeline, blocked, or crashed and restarting while it keeps "
-          "its CUDA context (one instant reading: confirm over time with `gputriage watch`)",
+    "its CUDA context (one instant reading: confirm over time with `gputriage watch`)",
     decision="Check device placement and the data loader first; `gputriage run -- <cmd>` names the bottleneck",
     condition=f"at least one process on the GPU and GPU-Util <= {IDLE_UTIL.value:.0f}%",
     thresholds=(IDLE_UTIL,),

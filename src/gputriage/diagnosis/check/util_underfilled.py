@@ -10,19 +10,30 @@ def evaluate(ev: Evidence) -> list[Finding]:
     for i in ev.gpus:
         util, sm = ev.gpu(i, "util.gpu_pct"), ev.gpu(i, "gpm.sm_active_pct")
         if util is not None and sm is not None and util >= UNDERFILLED_UTIL.value and sm < UNDERFILLED_SM.value:
-            out.append(RULE.finding(Severity.warn, {f"gpu.{i}.util.gpu_pct": util, f"gpu.{i}.gpm.sm_active_pct": sm,
-                                                    f"gpu.{i}.gpm.sm_occupancy_pct": ev.gpu(i, "gpm.sm_occupancy_pct")},
-                                    subject=f"gpu.{i}"))
+            out.append(
+                RULE.finding(
+                    Severity.warn,
+                    {
+                        f"gpu.{i}.util.gpu_pct": util,
+                        f"gpu.{i}.gpm.sm_active_pct": sm,
+                        f"gpu.{i}.gpm.sm_occupancy_pct": ev.gpu(i, "gpm.sm_occupancy_pct"),
+                    },
+                    subject=f"gpu.{i}",
+                )
+            )
     return out
 
 
 RULE = Rule(
-    id="util.busy_but_sms_idle", step=2, severity=Severity.warn, needs=("gpu",),
+    id="util.busy_but_sms_idle",
+    step=2,
+    severity=Severity.warn,
+    needs=("gpu",),
     symptom="nvidia-smi shows the GPU busy, but most SMs are idle",
     cause="GPU-Util counts time with any kernel running, not how much of the chip works: kernels too small to fill "
-          "the SMs (small batch, tiny ops, one stream)",
+    "the SMs (small batch, tiny ops, one stream)",
     decision="Give each launch more work: larger batch or sequence length, fuse small ops (torch.compile), "
-             "CUDA graphs; then watch SM activity, not GPU-Util",
+    "CUDA graphs; then watch SM activity, not GPU-Util",
     condition=f"GPU-Util >= {UNDERFILLED_UTIL.value:.0f}% and GPM SM activity < {UNDERFILLED_SM.value:.0f}%",
     thresholds=(UNDERFILLED_UTIL, UNDERFILLED_SM),
     evaluate=evaluate,

@@ -9,18 +9,25 @@ def evaluate(ev: Evidence) -> list[Finding]:
     for i in ev.gpus:
         hidden = [p["pid"] for p in ev.gpu(i, "processes") or [] if p.get("visible") is False]
         if hidden:
-            out.append(RULE.finding(Severity.info, {f"gpu.{i}.hidden_pids": hidden,
-                                                    "host.container.kind": ev.get("host.container.kind")},
-                                    subject=f"gpu.{i}"))
+            out.append(
+                RULE.finding(
+                    Severity.info,
+                    {f"gpu.{i}.hidden_pids": hidden, "host.container.kind": ev.get("host.container.kind")},
+                    subject=f"gpu.{i}",
+                )
+            )
     return out
 
 
 RULE = Rule(
-    id="vram.processes_outside_namespace", step=3, severity=Severity.info, needs=("gpu",),
+    id="vram.processes_outside_namespace",
+    step=3,
+    severity=Severity.info,
+    needs=("gpu",),
     symptom="The GPU runs processes this PID namespace cannot see",
     cause="Inside a container, NVML reports host PIDs: other containers or host processes share this GPU",
     decision="Run gputriage on the host (or the container with --pid=host) to name them; if they are not yours, the "
-             "GPU is shared — ask for isolation",
+    "GPU is shared — ask for isolation",
     condition="a PID reported by NVML is absent from /proc",
     evaluate=evaluate,
 )

@@ -14,18 +14,31 @@ def evaluate(ev: Evidence) -> list[Finding]:
         share = pct(used, total)
         if share >= VRAM_NEARLY_FULL.value:
             sev = Severity.critical if share >= VRAM_PRESSURE.value else Severity.warn
-            out.append(RULE.finding(sev, {f"gpu.{i}.memory.used_bytes": used, f"gpu.{i}.memory.total_bytes": total,
-                                          "used_pct": share, "free": gib(total - used)}, subject=f"gpu.{i}"))
+            out.append(
+                RULE.finding(
+                    sev,
+                    {
+                        f"gpu.{i}.memory.used_bytes": used,
+                        f"gpu.{i}.memory.total_bytes": total,
+                        "used_pct": share,
+                        "free": gib(total - used),
+                    },
+                    subject=f"gpu.{i}",
+                )
+            )
     return out
 
 
 RULE = Rule(
-    id="vram.nearly_full", step=3, severity=Severity.warn, needs=("gpu",),
+    id="vram.nearly_full",
+    step=3,
+    severity=Severity.warn,
+    needs=("gpu",),
     symptom="GPU memory is nearly full",
     cause="Little headroom for transient peaks (long sequences, larger batches, allocator fragmentation): the next "
-          "spike is an out-of-memory error, and near-OOM allocators thrash",
+    "spike is an out-of-memory error, and near-OOM allocators thrash",
     decision="Keep 5-10% headroom: lower batch or sequence length, gradient checkpointing, quantization for "
-             "inference, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation",
+    "inference, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation",
     condition=f"used >= {VRAM_NEARLY_FULL.value:.0f}% of total (critical >= {VRAM_PRESSURE.value:.0f}%)",
     thresholds=(VRAM_NEARLY_FULL, VRAM_PRESSURE),
     evaluate=evaluate,

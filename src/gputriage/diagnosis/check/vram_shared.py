@@ -9,19 +9,29 @@ def evaluate(ev: Evidence) -> list[Finding]:
     for i in ev.gpus:
         procs = ev.gpu(i, "processes") or []
         if len(procs) >= 2:
-            listed = [{"pid": p["pid"], "name": p.get("name"), "user": p.get("user"),
-                       "used": gib(p["used_bytes"]) if p.get("used_bytes") is not None else "n/a"} for p in procs]
+            listed = [
+                {
+                    "pid": p["pid"],
+                    "name": p.get("name"),
+                    "user": p.get("user"),
+                    "used": gib(p["used_bytes"]) if p.get("used_bytes") is not None else "n/a",
+                }
+                for p in procs
+            ]
             out.append(RULE.finding(Severity.warn, {f"gpu.{i}.processes": listed}, subject=f"gpu.{i}"))
     return out
 
 
 RULE = Rule(
-    id="vram.shared_by_processes", step=3, severity=Severity.warn, needs=("gpu",),
+    id="vram.shared_by_processes",
+    step=3,
+    severity=Severity.warn,
+    needs=("gpu",),
     symptom="More than one process holds memory on the same GPU",
     cause="Processes share the GPU's memory and SMs: even an idle model server reserves VRAM, and concurrent kernels "
-          "time-slice, so each job runs slower and OOMs sooner",
+    "time-slice, so each job runs slower and OOMs sooner",
     decision="Consolidate into one process (a shared model server) or isolate: one job per GPU, MIG, or scheduler "
-             "constraints",
+    "constraints",
     condition="2 or more compute/graphics processes on one GPU",
     evaluate=evaluate,
 )

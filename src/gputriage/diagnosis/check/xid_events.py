@@ -10,12 +10,12 @@ CRITICAL_XIDS = {48, 62, 64, 74, 79, 92, 95, 119, 120, 140, 143, 154}
 
 DECISIONS = {
     "hardware": "Drain the GPU and open a hardware case (RMA) if it repeats; check ECC/row-remap state; reset before "
-                "reuse",
+    "reuse",
     "platform": "Check power delivery (PSU, cables), risers and PCIe slot seating, and temperatures; cap power while "
-                "investigating",
+    "investigating",
     "driver": "Update to a known-good driver branch; collect nvidia-bug-report.sh if it repeats",
     "application": "Debug the application: run with CUDA_LAUNCH_BLOCKING=1 and compute-sanitizer to find the bad "
-                   "access; the GPU is likely fine",
+    "access; the GPU is likely fine",
     "unknown": "Look the code up in NVIDIA's Xid catalog",
 }
 
@@ -26,22 +26,37 @@ def evaluate(ev: Evidence) -> list[Finding]:
     for code, count in sorted(Counter(e["code"] for e in events).items()):
         first = next(e for e in events if e["code"] == code)
         sev = Severity.critical if code in CRITICAL_XIDS else Severity.warn
-        out.append(RULE.finding(sev, {"xid": code, "count": count, "meaning": first["meaning"], "blame": first["blame"],
-                                      "pci": first["pci"], "example": first["text"]},
-                                subject=f"xid.{code}", symptom=f"Xid {code} in the kernel log: {first['meaning']}",
-                                cause=f"Points to the {first['blame']}" + (
-                                    " — the GPU is not trustworthy until acted on" if sev == Severity.critical else ""),
-                                decision=DECISIONS[first["blame"]]))
+        out.append(
+            RULE.finding(
+                sev,
+                {
+                    "xid": code,
+                    "count": count,
+                    "meaning": first["meaning"],
+                    "blame": first["blame"],
+                    "pci": first["pci"],
+                    "example": first["text"],
+                },
+                subject=f"xid.{code}",
+                symptom=f"Xid {code} in the kernel log: {first['meaning']}",
+                cause=f"Points to the {first['blame']}"
+                + (" — the GPU is not trustworthy until acted on" if sev == Severity.critical else ""),
+                decision=DECISIONS[first["blame"]],
+            )
+        )
     return out
 
 
 RULE = Rule(
-    id="xid.event", step=5, severity=Severity.warn, needs=("kernel_log",),
+    id="xid.event",
+    step=5,
+    severity=Severity.warn,
+    needs=("kernel_log",),
     symptom="NVIDIA Xid errors in the kernel log",
     cause="The driver reported a GPU fault; the code tells whether hardware, platform, driver or the application is "
-          "to blame",
+    "to blame",
     decision="Act on the blame: drain and RMA for hardware codes, power/PCIe checks for platform codes, driver "
-             "update for driver codes, debug the app for application codes",
+    "update for driver codes, debug the app for application codes",
     condition="any 'NVRM: Xid' line; critical codes: " + ", ".join(map(str, sorted(CRITICAL_XIDS))),
     evaluate=evaluate,
 )

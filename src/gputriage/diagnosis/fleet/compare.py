@@ -15,8 +15,14 @@ from gputriage.model.check import CheckReport
 from gputriage.model.fleet import Drift, FleetReport, NodeFigures, NodeResult, Outlier, Waste
 from gputriage.model.numbers import median
 
-HIGHER_IS_BETTER = {"bf16_tflops": "TFLOP/s", "memory_gbs": "GB/s", "pcie_gen": "", "pcie_width": "lanes",
-                    "sm_clock_max_mhz": "MHz", "power_limit_w": "W"}
+HIGHER_IS_BETTER = {
+    "bf16_tflops": "TFLOP/s",
+    "memory_gbs": "GB/s",
+    "pcie_gen": "",
+    "pcie_width": "lanes",
+    "sm_clock_max_mhz": "MHz",
+    "power_limit_w": "W",
+}
 DRIFT_KEYS = ("gpu_name", "driver", "cuda", "torch", "ecc", "power_limit_w")
 MAD_SCALE = 1.4826  # the MAD of a normal distribution, as its standard deviation
 SPREADS = 3.0
@@ -50,14 +56,21 @@ def figures(report: CheckReport, bench: Optional[list[dict[str, Any]]] = None) -
     limits, gens, widths = per_gpu("power.limit_enforced_mw"), link("link_gen"), link("link_width")
     clocks, util, sm = per_gpu("clock.sm_max_mhz"), per_gpu("util.gpu_pct"), per_gpu("gpm.sm_active_pct")
     name = f.get("gpu.0.name")
-    out = NodeFigures(hostname=report.hostname, gpus=count, gpu_name=name if isinstance(name, str) else None,
-                      driver=_str(f.get("driver.version")), cuda=_str(f.get("driver.cuda_version")),
-                      torch=_str(f.get("torch.version")),
-                      ecc=("on" if all(ecc) else "off" if not any(ecc) else "mixed") if ecc else None,
-                      power_limit_w=min(limits) / 1000 if limits else None, pcie_gen=min(gens) if gens else None,
-                      pcie_width=min(widths) if widths else None, sm_clock_max_mhz=min(clocks) if clocks else None,
-                      util_pct=round(sum(util) / len(util), 1) if util else None,
-                      sm_active_pct=round(sum(sm) / len(sm), 1) if sm else None)
+    out = NodeFigures(
+        hostname=report.hostname,
+        gpus=count,
+        gpu_name=name if isinstance(name, str) else None,
+        driver=_str(f.get("driver.version")),
+        cuda=_str(f.get("driver.cuda_version")),
+        torch=_str(f.get("torch.version")),
+        ecc=("on" if all(ecc) else "off" if not any(ecc) else "mixed") if ecc else None,
+        power_limit_w=min(limits) / 1000 if limits else None,
+        pcie_gen=min(gens) if gens else None,
+        pcie_width=min(widths) if widths else None,
+        sm_clock_max_mhz=min(clocks) if clocks else None,
+        util_pct=round(sum(util) / len(util), 1) if util else None,
+        sm_active_pct=round(sum(sm) / len(sm), 1) if sm else None,
+    )
     for r in bench or []:
         if r.get("name") == "matmul.bf16":
             out.bf16_tflops = _num(r.get("value"))
@@ -104,8 +117,11 @@ def outliers(nodes: list[NodeResult]) -> list[Outlier]:
         mid = median(v for _, v in vals)
         mad = median(abs(v - mid) for _, v in vals)
         threshold = mid - max(SPREADS * MAD_SCALE * mad, FLOOR * abs(mid))
-        out += [Outlier(node=_who(n), figure=key, value=v, fleet_median=mid, threshold=round(threshold, 2), unit=unit)
-                for n, v in vals if v < threshold]
+        out += [
+            Outlier(node=_who(n), figure=key, value=v, fleet_median=mid, threshold=round(threshold, 2), unit=unit)
+            for n, v in vals
+            if v < threshold
+        ]
     return out
 
 
@@ -128,8 +144,9 @@ def waste(nodes: list[NodeResult], price: Optional[float], currency: str = "USD"
     bound on useful work). A GPU Ray counts that its driver does not see does no work: it counts, idle."""
     figs = [n.figures for n in nodes if n.ok and n.figures is not None and n.figures.gpus]
     use_sm = bool(figs) and all(f.sm_active_pct is not None for f in figs)
-    pairs: list[tuple[int, float]] = [(f.gpus, v) for f in figs
-                                      if (v := f.sm_active_pct if use_sm else f.util_pct) is not None]
+    pairs: list[tuple[int, float]] = [
+        (f.gpus, v) for f in figs if (v := f.sm_active_pct if use_sm else f.util_pct) is not None
+    ]
     unseen = sum(not_visible(n) for n in nodes)
     pairs += [(unseen, 0.0)] if unseen else []
     gpus = sum(g for g, _ in pairs)
@@ -137,8 +154,13 @@ def waste(nodes: list[NodeResult], price: Optional[float], currency: str = "USD"
         return None
     busy = sum(g * v for g, v in pairs) / gpus
     idle = gpus * (1 - busy / 100)
-    w = Waste(gpus=gpus, busy_pct=round(busy, 1), measure="SM activity" if use_sm else "GPU-Util (an upper bound)",
-              idle_gpu_equivalents=round(idle, 2), not_visible=unseen)
+    w = Waste(
+        gpus=gpus,
+        busy_pct=round(busy, 1),
+        measure="SM activity" if use_sm else "GPU-Util (an upper bound)",
+        idle_gpu_equivalents=round(idle, 2),
+        not_visible=unseen,
+    )
     if price is not None:
         w.price_per_gpu_hour, w.currency = price, currency
         w.idle_cost_per_hour = round(idle * price, 2)

@@ -24,8 +24,16 @@ from gputriage.model.run import RunReport
 
 MIN_NOISE = 0.01  # of A's median: the smallest noise a change must exceed to be called
 
-HIGHER_IS_BETTER = {"steps_per_s", "samples_per_s", "tokens_per_s", "metric", "sm_active_pct", "tensor_active_pct",
-                    "useful_pct", "mfu_pct"}
+HIGHER_IS_BETTER = {
+    "steps_per_s",
+    "samples_per_s",
+    "tokens_per_s",
+    "metric",
+    "sm_active_pct",
+    "tensor_active_pct",
+    "useful_pct",
+    "mfu_pct",
+}
 GPU_FIGURES = ("util_pct", "sm_active_pct", "tensor_active_pct", "dram_active_pct", "power_w", "sm_clock_mhz")
 
 
@@ -57,8 +65,10 @@ def fingerprint(r: RunReport) -> dict[str, str]:
     """What the run's environment was, as text per key (compared as such)."""
     m = r.meta
     gpus = list(m.gpus.values())
-    out = {"gpus": f"{len(gpus)} x {', '.join(sorted({g.name or '?' for g in gpus}))}" if gpus else "none",
-           "command": " ".join(r.command)}
+    out = {
+        "gpus": f"{len(gpus)} x {', '.join(sorted({g.name or '?' for g in gpus}))}" if gpus else "none",
+        "command": " ".join(r.command),
+    }
     for key in ("driver", "cuda_driver", "torch"):
         if key in m.system:
             out[key] = str(m.system[key])
@@ -91,16 +101,25 @@ def baseline(name: str, reports: list[RunReport], created_s: float) -> Baseline:
     keys = sorted({k for p in prints for k in p})
     env = {k: " | ".join(dict.fromkeys(p.get(k, "?") for p in prints)) for k in keys}
     verdicts = Counter(r.verdict.bottleneck.value for r in reports if r.verdict.bottleneck is not None)
-    return Baseline(name=name, created_s=created_s, runs=[r.id for r in reports if r.id is not None],
-                    figures={k: Figure(median=round(float(median(v)), 4), low=min(v), high=max(v), runs=len(v))
-                             for k, v in per.items()},
-                    verdicts=dict(verdicts), fingerprint=env)
+    return Baseline(
+        name=name,
+        created_s=created_s,
+        runs=[r.id for r in reports if r.id is not None],
+        figures={
+            k: Figure(median=round(float(median(v)), 4), low=min(v), high=max(v), runs=len(v)) for k, v in per.items()
+        },
+        verdicts=dict(verdicts),
+        fingerprint=env,
+    )
 
 
 def diff(a: Baseline, b: Baseline, a_label: str, b_label: str) -> Diff:
-    out = Diff(a=a_label, b=b_label,
-               verdict_a=max(a.verdicts, key=lambda k: a.verdicts[k]) if a.verdicts else None,
-               verdict_b=max(b.verdicts, key=lambda k: b.verdicts[k]) if b.verdicts else None)
+    out = Diff(
+        a=a_label,
+        b=b_label,
+        verdict_a=max(a.verdicts, key=lambda k: a.verdicts[k]) if a.verdicts else None,
+        verdict_b=max(b.verdicts, key=lambda k: b.verdicts[k]) if b.verdicts else None,
+    )
     for key in sorted(set(a.figures) | set(b.figures)):
         fa, fb = a.figures.get(key), b.figures.get(key)
         c = Change(figure=key, a=fa, b=fb)
@@ -123,14 +142,19 @@ def diff(a: Baseline, b: Baseline, a_label: str, b_label: str) -> Diff:
 
 
 REGRESSION = FindingSpec(
-    id="run.regression", step=1, severity=Severity.warn, commands=("run",), needs=("baseline",),
+    id="run.regression",
+    step=1,
+    severity=Severity.warn,
+    commands=("run",),
+    needs=("baseline",),
     symptom="The run fell below its baseline",
     cause="A figure with a direction (throughput, SM activity, tensor pipes, the useful share of GPU time) moved the "
-          "wrong way by more than the baseline's measured noise",
+    "wrong way by more than the baseline's measured noise",
     decision="Look first at what changed in the environment (listed beside: driver, power limit, PCIe link, "
-             "variables, command); then compare the verdicts: a new bottleneck names the cause",
+    "variables, command); then compare the verdicts: a new bottleneck names the cause",
     condition="a figure's median outside the half-spread of the baseline's runs, the wrong way (with a baseline "
-              "of one run the noise is unknown: nothing is called)")
+    "of one run the noise is unknown: nothing is called)",
+)
 SPECS = (REGRESSION,)
 
 
@@ -142,12 +166,20 @@ def regression(d: Diff) -> Finding | None:
     parts = [f"{k} {moved[k].change_pct:+.1f}% (noise {moved[k].noise_pct:.1f}%)" for k in d.regressions]
     changed = "; ".join(f"{e.key}: {e.a} -> {e.b}" for e in d.environment)
     return REGRESSION.finding(
-        {"baseline": d.a, "regressions": {k: moved[k].change_pct for k in d.regressions},
-         "environment": {e.key: [e.a, e.b] for e in d.environment}},
+        {
+            "baseline": d.a,
+            "regressions": {k: moved[k].change_pct for k in d.regressions},
+            "environment": {e.key: [e.a, e.b] for e in d.environment},
+        },
         symptom=f"Below {d.a}: " + ", ".join(parts),  # d.a says what it is: "baseline NAME" or "run ID"
-        cause=REGRESSION.cause + (f". What changed: {changed}" if changed else
-                                  ". Nothing recorded in the environment changed (GPUs, driver, CUDA, torch, "
-                                  "clocks, ECC, power limit, PCIe link, variables, command)"))
+        cause=REGRESSION.cause
+        + (
+            f". What changed: {changed}"
+            if changed
+            else ". Nothing recorded in the environment changed (GPUs, driver, CUDA, torch, "
+            "clocks, ECC, power limit, PCIe link, variables, command)"
+        ),
+    )
 
 
 def against(report: RunReport, base: Baseline, label: str) -> None:

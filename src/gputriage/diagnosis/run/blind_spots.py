@@ -26,18 +26,23 @@ WHY = {
     "workload": "no sample of the workload's processes: a host-side cause cannot be told from another",
     "nvlink": "these GPUs have no NVLink counters: collectives over PCIe or the network show only in a trace",
 }
-APPROXIMATE = {B.underfilled: "from the power drawn against the limit (no SM activity without GPM)",
-               B.memory_bound: "from nvidia-smi's memory util (no DRAM bandwidth without GPM)"}
+APPROXIMATE = {
+    B.underfilled: "from the power drawn against the limit (no SM activity without GPM)",
+    B.memory_bound: "from nvidia-smi's memory util (no DRAM bandwidth without GPM)",
+}
 COMM_APPROXIMATE = "from NVLink traffic: whether computation overlaps the collectives shows only in a trace"
-VRAM_APPROXIMATE = ("from VRAM use: the workload did not report its allocator (it is not Python, or was sampled "
-                    "under `--no-profile` or by `watch`), so a full GPU cannot be told from one whose allocator "
-                    "gives memory back")
+VRAM_APPROXIMATE = (
+    "from VRAM use: the workload did not report its allocator (it is not Python, or was sampled "
+    "under `--no-profile` or by `watch`), so a full GPU cannot be told from one whose allocator "
+    "gives memory back"
+)
 VRAM_HOW = "`gputriage run -- python ...` loads the hook that reports PyTorch's allocator"
 HOW = "`gputriage run --profile auto` profiles where the counters cannot decide"
 
 
-def blind_spots(gpus: dict[int, GpuStatic], workload_sampled: bool, traced: bool, multi_gpu: bool,
-                allocator_reported: bool = True) -> list[BlindSpot]:
+def blind_spots(
+    gpus: dict[int, GpuStatic], workload_sampled: bool, traced: bool, multi_gpu: bool, allocator_reported: bool = True
+) -> list[BlindSpot]:
     """What this run could not see (`gpus`: the GPUs the workload used; `allocator_reported`: the workload
     reported PyTorch's caching allocator)."""
     have = {"gpu", "workload"} if workload_sampled else {"gpu"}
@@ -52,15 +57,22 @@ def blind_spots(gpus: dict[int, GpuStatic], workload_sampled: bool, traced: bool
         missing = [n for n in needs if n not in have and not (n == "gpm" and not no_gpm)]
         if not missing or (b == B.comm_bound and not multi_gpu):
             continue
-        out.append(BlindSpot(bottleneck=b, why=WHY[missing[0]], gpus=no_gpm if missing[0] == "gpm" else [],
-                             how=HOW if "trace" in missing or "gpm" in missing else
-                             "`gputriage run -- CMD` samples the workload's processes"))
+        out.append(
+            BlindSpot(
+                bottleneck=b,
+                why=WHY[missing[0]],
+                gpus=no_gpm if missing[0] == "gpm" else [],
+                how=HOW
+                if "trace" in missing or "gpm" in missing
+                else "`gputriage run -- CMD` samples the workload's processes",
+            )
+        )
     if no_gpm and not traced:
-        out += [BlindSpot(bottleneck=b, why=f"approximate: {why}", gpus=no_gpm, how=HOW)
-                for b, why in APPROXIMATE.items()]
+        out += [
+            BlindSpot(bottleneck=b, why=f"approximate: {why}", gpus=no_gpm, how=HOW) for b, why in APPROXIMATE.items()
+        ]
     if not allocator_reported and gpus:
-        out.append(BlindSpot(bottleneck=B.vram_pressure, why=f"approximate: {VRAM_APPROXIMATE}", gpus=[],
-                             how=VRAM_HOW))
+        out.append(BlindSpot(bottleneck=B.vram_pressure, why=f"approximate: {VRAM_APPROXIMATE}", gpus=[], how=VRAM_HOW))
     if multi_gpu and nvlink and not traced:
         out.append(BlindSpot(bottleneck=B.comm_bound, why=f"approximate: {COMM_APPROXIMATE}", gpus=[], how=HOW))
     order = list(B)

@@ -139,78 +139,160 @@ from gputriage.model.specs import pcie_link_gbs
 from gputriage.model.window import WindowMetrics
 
 J = "judgement"
-IDLE_WORKLOAD_CPU = Threshold("idle_workload_cpu_pct", 20.0, "% of a core",
-                              "the workload's CPU under which it is not working on the host either", J)
-THROTTLED_SHARE = Threshold("throttled_share", 0.3, "share of samples",
-                            "samples of a window with a slowdown reason for the window to be throttled", J)
-SM_IDLE = Threshold("copy_sm_active_pct", 30.0, "%", "SM activity under which a copy, not a kernel, is what runs",
-                    f"{H200_RECORDINGS}: pageable-copy loops at 2-10% SM activity")
-PCIE_RX_BUSY = Threshold("pcie_rx_busy_mib_per_s", 2000.0, "MiB/s",
-                         "host-to-device traffic that says copies are what the GPU waits on",
-                         f"{H200_RECORDINGS}: pageable copies 5-8 GB/s, pinned 50 GB/s; judgement for 2 GB/s")
-COPY_TIME_SHARE = Threshold("copy_time_share", 0.25, "share of the time",
-                            "PCIe RX, as a share of what pinned copies reach on the link (85% of its raw rate), that "
-                            "says copies run at least this share of the time",
-                            f"{H200_RECORDINGS}: pinned batches copied before each step on the compute stream 0.45 "
-                            "(their trace: copies alone 47.5% of the window)")
+IDLE_WORKLOAD_CPU = Threshold(
+    "idle_workload_cpu_pct",
+    20.0,
+    "% of a core",
+    "the workload's CPU under which it is not working on the host either",
+    J,
+)
+THROTTLED_SHARE = Threshold(
+    "throttled_share",
+    0.3,
+    "share of samples",
+    "samples of a window with a slowdown reason for the window to be throttled",
+    J,
+)
+SM_IDLE = Threshold(
+    "copy_sm_active_pct",
+    30.0,
+    "%",
+    "SM activity under which a copy, not a kernel, is what runs",
+    f"{H200_RECORDINGS}: pageable-copy loops at 2-10% SM activity",
+)
+PCIE_RX_BUSY = Threshold(
+    "pcie_rx_busy_mib_per_s",
+    2000.0,
+    "MiB/s",
+    "host-to-device traffic that says copies are what the GPU waits on",
+    f"{H200_RECORDINGS}: pageable copies 5-8 GB/s, pinned 50 GB/s; judgement for 2 GB/s",
+)
+COPY_TIME_SHARE = Threshold(
+    "copy_time_share",
+    0.25,
+    "share of the time",
+    "PCIe RX, as a share of what pinned copies reach on the link (85% of its raw rate), that "
+    "says copies run at least this share of the time",
+    f"{H200_RECORDINGS}: pinned batches copied before each step on the compute stream 0.45 "
+    "(their trace: copies alone 47.5% of the window)",
+)
 PINNED_LINK_SHARE = 0.85  # pinned copies reach 85-88% of the link's raw rate (bench on an H200)
-HOST_BOUND_UTIL = Threshold("host_bound_util_pct", 75.0, "%",
-                            "GPU-Util under which the GPU idles a quarter of the time: the host does not keep it fed",
-                            J)
-SM_LOW = Threshold("sm_busy_pct", 50.0, "%", "SM activity at which the SMs, not the host, set the pace",
-                   f"{H200_RECORDINGS}: healthy GEMMs 93%")
-TENSOR_IDLE = Threshold("tensor_idle_pct", 5.0, "%", "tensor-pipe activity under which no math runs on tensor cores",
-                        f"{H200_RECORDINGS}: fp32 GEMMs 0%")
-DRAM_BUSY = Threshold("dram_busy_pct", 60.0, "% of peak", "DRAM bandwidth at which memory sets the pace",
-                      f"{H200_RECORDINGS}: unfused elementwise chains 80-90%; GEMMs 17%")
-SM_BUSY = Threshold("cuda_core_sm_pct", 60.0, "%", "SM activity at which CUDA-core math (not waiting) fills the SMs",
-                    f"{H200_RECORDINGS}: fp32 GEMMs 95%")
+HOST_BOUND_UTIL = Threshold(
+    "host_bound_util_pct",
+    75.0,
+    "%",
+    "GPU-Util under which the GPU idles a quarter of the time: the host does not keep it fed",
+    J,
+)
+SM_LOW = Threshold(
+    "sm_busy_pct",
+    50.0,
+    "%",
+    "SM activity at which the SMs, not the host, set the pace",
+    f"{H200_RECORDINGS}: healthy GEMMs 93%",
+)
+TENSOR_IDLE = Threshold(
+    "tensor_idle_pct",
+    5.0,
+    "%",
+    "tensor-pipe activity under which no math runs on tensor cores",
+    f"{H200_RECORDINGS}: fp32 GEMMs 0%",
+)
+DRAM_BUSY = Threshold(
+    "dram_busy_pct",
+    60.0,
+    "% of peak",
+    "DRAM bandwidth at which memory sets the pace",
+    f"{H200_RECORDINGS}: unfused elementwise chains 80-90%; GEMMs 17%",
+)
+SM_BUSY = Threshold(
+    "cuda_core_sm_pct",
+    60.0,
+    "%",
+    "SM activity at which CUDA-core math (not waiting) fills the SMs",
+    f"{H200_RECORDINGS}: fp32 GEMMs 95%",
+)
 SMALL_KERNEL_SM_PER_UTIL = Threshold(
-    "small_kernel_sm_per_util", 0.5, "ratio",
+    "small_kernel_sm_per_util",
+    0.5,
+    "ratio",
     "SM activity / GPU-Util under which the kernels that run cover under half the SMs",
-    f"{H200_RECORDINGS}: launch-bound loops 0.1-0.3, input-starved loops with large kernels 0.9")
-LIGHT_POWER = Threshold("light_power_share", 0.35, "of the power limit",
-                        "power under which a GPU busy by GPU-Util has most SMs idle (without GPM)",
-                        f"{H200_RECORDINGS}: small-batch kernels at 100% GPU-Util draw 24%, the smallest full ones 52%")
-CUDA_MATH_BUSY = Threshold("cuda_math_busy_pct", 20.0, "%",
-                           "activity of the busiest non-tensor math pipe (FP64/FP32/FP16) under which busy SMs "
-                           "without tensor-core work wait on memory rather than compute on CUDA cores",
-                           f"{H200_RECORDINGS}: fp32 GEMMs 77%; embedding-bag lookups 1.4% (DRAM 25%), "
-                           "elementwise chains 4%, bf16 GEMMs 0%")
+    f"{H200_RECORDINGS}: launch-bound loops 0.1-0.3, input-starved loops with large kernels 0.9",
+)
+LIGHT_POWER = Threshold(
+    "light_power_share",
+    0.35,
+    "of the power limit",
+    "power under which a GPU busy by GPU-Util has most SMs idle (without GPM)",
+    f"{H200_RECORDINGS}: small-batch kernels at 100% GPU-Util draw 24%, the smallest full ones 52%",
+)
+CUDA_MATH_BUSY = Threshold(
+    "cuda_math_busy_pct",
+    20.0,
+    "%",
+    "activity of the busiest non-tensor math pipe (FP64/FP32/FP16) under which busy SMs "
+    "without tensor-core work wait on memory rather than compute on CUDA cores",
+    f"{H200_RECORDINGS}: fp32 GEMMs 77%; embedding-bag lookups 1.4% (DRAM 25%), elementwise chains 4%, bf16 GEMMs 0%",
+)
 SMALL_KERNEL_OCC_PER_UTIL = Threshold(
-    "small_kernel_occupancy_per_util", 0.08, "ratio",
+    "small_kernel_occupancy_per_util",
+    0.08,
+    "ratio",
     "SM occupancy / GPU-Util under which the kernels that run hold few warps: few blocks of few threads",
     f"{H200_RECORDINGS}: launch-bound loops 0.05, an ensemble of 64 small MLPs run one by one 0.04 (SM activity "
-    "0.6 of GPU-Util); GEMM loops 0.12-0.15, sync-bound and input-starved loops 0.38")
+    "0.6 of GPU-Util); GEMM loops 0.12-0.15, sync-bound and input-starved loops 0.38",
+)
 SMALL_KERNEL_POWER_PER_UTIL = Threshold(
-    "small_kernel_power_per_util", 0.6, "ratio",
+    "small_kernel_power_per_util",
+    0.6,
+    "ratio",
     "power share / GPU-Util under which the kernels that run are small (without GPM)",
-    f"{H200_RECORDINGS}: launch-bound loops 0.5, sync-bound and input-starved loops 1.1-1.2")
-MEM_UTIL_BUSY = Threshold("mem_util_busy_pct", 80.0, "%",
-                          "nvidia-smi memory util (time memory is busy, not bandwidth) that says memory sets the pace",
-                          f"{H200_RECORDINGS}: unfused elementwise chains 100%, an AdamW-heavy loop 64%, GEMMs 2-43%")
-NVLINK_BUSY = Threshold("nvlink_busy_share", 0.2, "of the NVLinks' capacity, busier direction",
-                        "NVLink payload that says the GPUs spend the window exchanging data",
-                        "judgement: an all-reduce of 1 GiB between two H200s moves 327 GB/s each way (`bench`), 0.7 "
-                        "of NV18's 450 GB/s; a step whose all-reduce runs a third of the time averages 0.2 or more")
+    f"{H200_RECORDINGS}: launch-bound loops 0.5, sync-bound and input-starved loops 1.1-1.2",
+)
+MEM_UTIL_BUSY = Threshold(
+    "mem_util_busy_pct",
+    80.0,
+    "%",
+    "nvidia-smi memory util (time memory is busy, not bandwidth) that says memory sets the pace",
+    f"{H200_RECORDINGS}: unfused elementwise chains 100%, an AdamW-heavy loop 64%, GEMMs 2-43%",
+)
+NVLINK_BUSY = Threshold(
+    "nvlink_busy_share",
+    0.2,
+    "of the NVLinks' capacity, busier direction",
+    "NVLink payload that says the GPUs spend the window exchanging data",
+    "judgement: an all-reduce of 1 GiB between two H200s moves 327 GB/s each way (`bench`), 0.7 "
+    "of NV18's 450 GB/s; a step whose all-reduce runs a third of the time averages 0.2 or more",
+)
 SM_GAPS_PER_UTIL = Threshold(
-    "sm_gaps_per_util", 0.8, "ratio",
+    "sm_gaps_per_util",
+    0.8,
+    "ratio",
     "SM activity / GPU-Util under which a GPU computing on tensor cores leaves its SMs idle a fifth of the time: "
     "gaps finer than GPU-Util sees, or kernels that cover part of the SMs",
     f"{H200_RECORDINGS}: compute-bound loops 0.85-0.97; empty_cache() after every step 0.74 (21% slower than "
-    "without; the trace: the GPU idle 14% of the time after cudaFree/cudaMalloc), a small batch 0.68")
-ALLOC_CHURN = Threshold("allocator_frees_per_s", 1.0, "cudaFree calls/s",
-                        "memory the caching allocator gives back to the driver that says it churns (each cudaFree "
-                        "synchronizes the GPU); a steady loop gives none back after its first steps",
-                        f"PyTorch CUDA semantics (empty_cache, allocation retries); {H200_RECORDINGS}: empty_cache() "
-                        "every step 1,529-1,656/s, vram_churn 479/s; healthy, gpt_loop and a KV-cache pool at 96% of "
-                        "VRAM 0/s; a near-full loop retrying every 4 s, 0 in most windows")
+    "without; the trace: the GPU idle 14% of the time after cudaFree/cudaMalloc), a small batch 0.68",
+)
+ALLOC_CHURN = Threshold(
+    "allocator_frees_per_s",
+    1.0,
+    "cudaFree calls/s",
+    "memory the caching allocator gives back to the driver that says it churns (each cudaFree "
+    "synchronizes the GPU); a steady loop gives none back after its first steps",
+    f"PyTorch CUDA semantics (empty_cache, allocation retries); {H200_RECORDINGS}: empty_cache() "
+    "every step 1,529-1,656/s, vram_churn 479/s; healthy, gpt_loop and a KV-cache pool at 96% of "
+    "VRAM 0/s; a near-full loop retrying every 4 s, 0 in most windows",
+)
 
 
 def waits_on_latency(dram_active_pct: float | None, cuda_math_active_pct: float | None) -> bool:
     """Busy SMs that compute on no pipe while DRAM is under its busy share: warps wait on scattered reads."""
-    return dram_active_pct is not None and dram_active_pct < DRAM_BUSY.value and \
-        cuda_math_active_pct is not None and cuda_math_active_pct < CUDA_MATH_BUSY.value
+    return (
+        dram_active_pct is not None
+        and dram_active_pct < DRAM_BUSY.value
+        and cuda_math_active_pct is not None
+        and cuda_math_active_pct < CUDA_MATH_BUSY.value
+    )
 
 
 def computes(util_pct: float | None, sm_active_pct: float | None) -> bool:
@@ -225,8 +307,13 @@ def label(m: WindowMetrics, gpu: GpuStatic) -> tuple[B, list[B]]:
     sm_v = sm if sm is not None else busy_util  # without GPM, GPU-Util is all there is
     rx = m.pcie_rx_mib_per_s or 0.0
     cpu = m.workload_cpu_pct
-    if busy_util < IDLE_UTIL.value and sm_v < IDLE_SM.value and (cpu is None or cpu < IDLE_WORKLOAD_CPU.value) \
-            and rx < PCIE_RX_BUSY.value and (cpu is not None or busy_util < 1.0):
+    if (
+        busy_util < IDLE_UTIL.value
+        and sm_v < IDLE_SM.value
+        and (cpu is None or cpu < IDLE_WORKLOAD_CPU.value)
+        and rx < PCIE_RX_BUSY.value
+        and (cpu is not None or busy_util < 1.0)
+    ):
         return B.idle, []
     if (m.neighbours or (m.job_computing or 0) >= 2) and busy_util >= IDLE_UTIL.value:
         return B.contended, []
@@ -262,8 +349,12 @@ def _after_vram(m: WindowMetrics, gpu: GpuStatic, busy_util: float) -> tuple[B, 
     if (m.throttled_share or 0.0) >= THROTTLED_SHARE.value:
         return B.throttled, []
     limit, default = gpu.power_limit_mw, gpu.power_default_mw
-    if (m.power_capped_share or 0.0) >= THROTTLED_SHARE.value and limit and default \
-            and 100.0 * limit / default < POWER_LIMIT_LOWERED.value:
+    if (
+        (m.power_capped_share or 0.0) >= THROTTLED_SHARE.value
+        and limit
+        and default
+        and 100.0 * limit / default < POWER_LIMIT_LOWERED.value
+    ):
         return B.throttled, []
     link = nvlink_share(m, gpu)
     links_busy = link is not None and link >= NVLINK_BUSY.value
@@ -283,8 +374,9 @@ def _after_vram(m: WindowMetrics, gpu: GpuStatic, busy_util: float) -> tuple[B, 
         return B.underfilled, unseen
     if busy_util < HOST_BOUND_UTIL.value:
         occupancy = m.sm_occupancy_pct
-        small = sm < SMALL_KERNEL_SM_PER_UTIL.value * busy_util or \
-            (occupancy is not None and occupancy < SMALL_KERNEL_OCC_PER_UTIL.value * busy_util)
+        small = sm < SMALL_KERNEL_SM_PER_UTIL.value * busy_util or (
+            occupancy is not None and occupancy < SMALL_KERNEL_OCC_PER_UTIL.value * busy_util
+        )
         return host_side(m, busy_util, small=small)
     if tensor is not None and tensor >= TENSOR_BUSY.value:
         gaps = [B.underfilled] if sm < SM_GAPS_PER_UTIL.value * busy_util else []
@@ -303,8 +395,9 @@ def copies_explain(m: WindowMetrics, gpu: GpuStatic, rx_mib_per_s: float) -> boo
     while the copies take under COPY_TIME_SHARE of the time: pinned batches cross the link in a few ms, and the
     GPU waits for the workers that make them."""
     share = copy_time_share(rx_mib_per_s, gpu)
-    return share is None or share >= COPY_TIME_SHARE.value or not helpers_busy(m.workload_cpu_pct,
-                                                                                m.gpu_process_cpu_pct)
+    return (
+        share is None or share >= COPY_TIME_SHARE.value or not helpers_busy(m.workload_cpu_pct, m.gpu_process_cpu_pct)
+    )
 
 
 def copy_time_share(rx_mib_per_s: float, gpu: GpuStatic) -> float | None:
@@ -331,8 +424,9 @@ def power_share(m: WindowMetrics, gpu: GpuStatic) -> float | None:
     return 1000.0 * m.power_w / gpu.power_limit_mw
 
 
-def _without_gpm(m: WindowMetrics, gpu: GpuStatic, util: float, rx: float, power: float | None,
-                 unseen: list[B]) -> tuple[B, list[B]]:
+def _without_gpm(
+    m: WindowMetrics, gpu: GpuStatic, util: float, rx: float, power: float | None, unseen: list[B]
+) -> tuple[B, list[B]]:
     """Before Hopper (no GPM), how much of the chip works shows in the power it draws against its limit;
     PCIe traffic comes from the PCIe counters; tensor cores cannot be told from CUDA cores. `unseen`:
     [comm_bound] on a job on several GPUs whose links are not counted."""
@@ -360,13 +454,38 @@ LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
     B.throttled: (THROTTLED_SHARE, POWER_LIMIT_LOWERED),
     B.h2d_copy_bound: (SM_IDLE, PCIE_RX_BUSY, COPY_TIME_SHARE, STACK_SAMPLES),
     B.underfilled: (UNDERFILLED_UTIL, UNDERFILLED_SM, LIGHT_POWER),
-    B.input_starved: (HOST_BOUND_UTIL, IOWAIT, STACK_SAMPLES, OTHERS_BUSY, INPUT_READ, INPUT_HELPERS_CPU,
-                      GPU_MOSTLY_IDLE_UTIL, HOT_THREAD),
-    B.launch_bound: (HOST_BOUND_UTIL, STACK_SAMPLES, OTHERS_BUSY, HOT_THREAD, SMALL_KERNEL_SM_PER_UTIL,
-                     SMALL_KERNEL_OCC_PER_UTIL, SMALL_KERNEL_POWER_PER_UTIL),
+    B.input_starved: (
+        HOST_BOUND_UTIL,
+        IOWAIT,
+        STACK_SAMPLES,
+        OTHERS_BUSY,
+        INPUT_READ,
+        INPUT_HELPERS_CPU,
+        GPU_MOSTLY_IDLE_UTIL,
+        HOT_THREAD,
+    ),
+    B.launch_bound: (
+        HOST_BOUND_UTIL,
+        STACK_SAMPLES,
+        OTHERS_BUSY,
+        HOT_THREAD,
+        SMALL_KERNEL_SM_PER_UTIL,
+        SMALL_KERNEL_OCC_PER_UTIL,
+        SMALL_KERNEL_POWER_PER_UTIL,
+    ),
     B.sync_bound: (HOST_BOUND_UTIL, STACK_SAMPLES, INPUT_READ),
-    B.host_bound: (HOST_BOUND_UTIL, STACK_SAMPLES, OTHERS_BUSY, HOST_READS_BACK, READ_REQUESTS, HOST_WRITES,
-                   HOST_PARALLEL_CPU, INPUT_READ, MAIN_THREAD_WAITS, HOT_THREAD),
+    B.host_bound: (
+        HOST_BOUND_UTIL,
+        STACK_SAMPLES,
+        OTHERS_BUSY,
+        HOST_READS_BACK,
+        READ_REQUESTS,
+        HOST_WRITES,
+        HOST_PARALLEL_CPU,
+        INPUT_READ,
+        MAIN_THREAD_WAITS,
+        HOT_THREAD,
+    ),
     B.compute_bound: (SM_LOW, TENSOR_BUSY, SM_GAPS_PER_UTIL),
     B.memory_bound: (SM_LOW, DRAM_BUSY, MEM_UTIL_BUSY, CUDA_MATH_BUSY),
     B.tensor_cores_idle: (SM_BUSY, TENSOR_IDLE, DRAM_BUSY, CUDA_MATH_BUSY),
@@ -374,9 +493,18 @@ LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
 }
 # what a label needs to be seen at all
 LABEL_NEEDS: dict[B, tuple[str, ...]] = {
-    B.idle: ("gpu",), B.contended: ("gpu",), B.vram_pressure: ("gpu",), B.throttled: ("gpu",),
-    B.h2d_copy_bound: ("gpu",), B.underfilled: ("gpu",), B.input_starved: ("gpu", "workload"),
-    B.launch_bound: ("gpu", "workload"), B.sync_bound: ("gpu", "workload"),
-    B.host_bound: ("gpu", "workload"), B.compute_bound: ("gpu",),
-    B.memory_bound: ("gpu",), B.tensor_cores_idle: ("gpu", "gpm"), B.comm_bound: ("gpu", "nvlink"),
+    B.idle: ("gpu",),
+    B.contended: ("gpu",),
+    B.vram_pressure: ("gpu",),
+    B.throttled: ("gpu",),
+    B.h2d_copy_bound: ("gpu",),
+    B.underfilled: ("gpu",),
+    B.input_starved: ("gpu", "workload"),
+    B.launch_bound: ("gpu", "workload"),
+    B.sync_bound: ("gpu", "workload"),
+    B.host_bound: ("gpu", "workload"),
+    B.compute_bound: ("gpu",),
+    B.memory_bound: ("gpu",),
+    B.tensor_cores_idle: ("gpu", "gpm"),
+    B.comm_bound: ("gpu", "nvlink"),
 }

@@ -15,12 +15,20 @@ import msgspec
 from gputriage.model.run import Cost, GpuStatic
 from gputriage.model.window import Windows
 
-FORMULA = ("GPU-hours = wall time x GPUs used; useful = sum over 1 s windows of {measure} x window length; "
-           "waste = GPU-hours - useful; cost = GPU-hours x price")
+FORMULA = (
+    "GPU-hours = wall time x GPUs used; useful = sum over 1 s windows of {measure} x window length; "
+    "waste = GPU-hours - useful; cost = GPU-hours x price"
+)
 
 
-def cost(series: dict[int, Windows], static: dict[int, GpuStatic], started_s: float, ended_s: float,
-         price_per_gpu_hour: float | None = None, currency: str = "USD") -> Cost | None:
+def cost(
+    series: dict[int, Windows],
+    static: dict[int, GpuStatic],
+    started_s: float,
+    ended_s: float,
+    price_per_gpu_hour: float | None = None,
+    currency: str = "USD",
+) -> Cost | None:
     """None without a GPU or a wall time."""
     if not series or ended_s <= started_s:
         return None
@@ -35,8 +43,14 @@ def cost(series: dict[int, Windows], static: dict[int, GpuStatic], started_s: fl
                 useful_h += share / 100 * (w.t1_s - w.t0_s) / 3600
     useful_h = min(useful_h, paid_h)
     useful_pct = 100 * useful_h / paid_h if paid_h else 0.0
-    out = Cost(gpus=len(series), gpu_hours=round(paid_h, 6), useful_gpu_hours=round(useful_h, 6),
-               useful_pct=round(useful_pct, 1), measure=measure, formula=FORMULA.format(measure=measure))
+    out = Cost(
+        gpus=len(series),
+        gpu_hours=round(paid_h, 6),
+        useful_gpu_hours=round(useful_h, 6),
+        useful_pct=round(useful_pct, 1),
+        measure=measure,
+        formula=FORMULA.format(measure=measure),
+    )
     if not gpm:
         out.note = "GPU-Util counts a kernel running however few SMs it uses: the useful share is an upper bound"
     if useful_pct <= 50:
@@ -46,12 +60,17 @@ def cost(series: dict[int, Windows], static: dict[int, GpuStatic], started_s: fl
 
 def at_price(c: Cost, price_per_gpu_hour: float, currency: str = "USD") -> Cost:
     """The same GPU-hours and useful share, in money at this price per GPU-hour."""
-    return msgspec.structs.replace(c, price_per_gpu_hour=price_per_gpu_hour, currency=currency,
-                                   cost=round(c.gpu_hours * price_per_gpu_hour, 6),
-                                   waste_cost=round((c.gpu_hours - c.useful_gpu_hours) * price_per_gpu_hour, 6))
+    return msgspec.structs.replace(
+        c,
+        price_per_gpu_hour=price_per_gpu_hour,
+        currency=currency,
+        cost=round(c.gpu_hours * price_per_gpu_hour, 6),
+        waste_cost=round((c.gpu_hours - c.useful_gpu_hours) * price_per_gpu_hour, 6),
+    )
 
 
 def unpriced(price_per_gpu_hour: float, currency: str = "USD") -> str:
     """Why a price gave no cost: no GPU was sampled, so there is no GPU time to count."""
-    return (f"no cost at {price_per_gpu_hour:g} {currency}/GPU-hour: no GPU was sampled, so there is no GPU time "
-            "to count")
+    return (
+        f"no cost at {price_per_gpu_hour:g} {currency}/GPU-hour: no GPU was sampled, so there is no GPU time to count"
+    )

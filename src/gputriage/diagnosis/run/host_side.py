@@ -14,58 +14,118 @@ from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
 from gputriage.model.window import SHARE_FIELDS, WindowMetrics
 
-GPU_MOSTLY_IDLE_UTIL = Threshold("mostly_idle_util_pct", 30.0, "%",
-                                 "GPU-Util under which the GPU idles most of the time",
-                                 f"{H200_RECORDINGS}: input-starved loops at 10-25%")
-HOT_THREAD = Threshold("hot_thread_pct", 85.0, "% of a core", "a workload thread this busy is saturated",
-                       f"{H200_RECORDINGS}: launch-bound loops 95-100%")
-HOST_READS_BACK = Threshold("host_reads_back_mib_per_s", 100.0, "MiB/s",
-                            "device-to-host traffic (PCIe TX) that says the host copies results back to compute on "
-                            "them", f"{H200_RECORDINGS}: numpy statistics on an activation 220-260 MiB/s, a CPU "
-                            "optimizer 1,070 MiB/s; .item() syncs and launch-bound loops 5-18 MiB/s")
-READ_REQUESTS = Threshold("pcie_read_request_share", 0.1, "of PCIe RX",
-                          "PCIe TX that host-to-device copies cause by themselves (the GPU's DMA read requests), "
-                          "not counted as data read back", f"{H200_RECORDINGS}: copies alone 0.060 of RX in four "
-                          "runs with GPM, 0.091 in one without")
-HOST_WRITES = Threshold("host_writes_mb_per_s", 100.0, "MB/s",
-                        "the workload's writes to storage that say it saves (checkpoints, dumps) while the GPU waits",
-                        f"{H200_RECORDINGS}: a 1.6 GB checkpoint every 10 steps 300-800 MB/s; training and "
-                        "inference loops under 1 MB/s")
-INPUT_HELPERS_CPU = Threshold("input_helpers_cpu_pct", 100.0, "% of a core",
-                              "the CPU of the workload's processes without a GPU context (DataLoader workers) that "
-                              "says they make the input the GPU waits for",
-                              f"judgement, a worker busy all the time; {H200_RECORDINGS}: 4 workers augmenting "
-                              "in-memory images 340% (the training process 8%), an idle loader's workers 5%")
-MAIN_THREAD_WAITS = Threshold("main_thread_waits_pct", 50.0, "% of a core",
-                              "the main thread of a process holding a GPU context under which it is not the one "
-                              "keeping the process busy", f"judgement; {H200_RECORDINGS}: a Python thread holding "
-                              "the GIL left the main thread at 2-3%; launch-bound loops' main threads 95-100%, 40-58% "
-                              "where autograd's thread launches the backward (the thread beside it at 60% or less)")
-HOST_PARALLEL_CPU = Threshold("host_compute_cpu_pct", 250.0, "% of a core per GPU process",
-                              "the workload's CPU per process holding a GPU context that says it computes on the "
-                              "host in several threads", f"{H200_RECORDINGS}: a CPU AdamW 700%; launch-bound and "
-                              "sync-bound loops 100%, a 2-rank DDP job 100% per rank")
-INPUT_READ = Threshold("input_read_mb_per_s", 20.0, "MB/s",
-                       "the workload's reads (files, pipes, sockets) that say it loads input while the GPU waits",
-                       f"{H200_RECORDINGS}: a file-fed loader 300+ MB/s, a sync-bound loop < 1 MB/s")
+GPU_MOSTLY_IDLE_UTIL = Threshold(
+    "mostly_idle_util_pct",
+    30.0,
+    "%",
+    "GPU-Util under which the GPU idles most of the time",
+    f"{H200_RECORDINGS}: input-starved loops at 10-25%",
+)
+HOT_THREAD = Threshold(
+    "hot_thread_pct",
+    85.0,
+    "% of a core",
+    "a workload thread this busy is saturated",
+    f"{H200_RECORDINGS}: launch-bound loops 95-100%",
+)
+HOST_READS_BACK = Threshold(
+    "host_reads_back_mib_per_s",
+    100.0,
+    "MiB/s",
+    "device-to-host traffic (PCIe TX) that says the host copies results back to compute on them",
+    f"{H200_RECORDINGS}: numpy statistics on an activation 220-260 MiB/s, a CPU "
+    "optimizer 1,070 MiB/s; .item() syncs and launch-bound loops 5-18 MiB/s",
+)
+READ_REQUESTS = Threshold(
+    "pcie_read_request_share",
+    0.1,
+    "of PCIe RX",
+    "PCIe TX that host-to-device copies cause by themselves (the GPU's DMA read requests), "
+    "not counted as data read back",
+    f"{H200_RECORDINGS}: copies alone 0.060 of RX in four runs with GPM, 0.091 in one without",
+)
+HOST_WRITES = Threshold(
+    "host_writes_mb_per_s",
+    100.0,
+    "MB/s",
+    "the workload's writes to storage that say it saves (checkpoints, dumps) while the GPU waits",
+    f"{H200_RECORDINGS}: a 1.6 GB checkpoint every 10 steps 300-800 MB/s; training and inference loops under 1 MB/s",
+)
+INPUT_HELPERS_CPU = Threshold(
+    "input_helpers_cpu_pct",
+    100.0,
+    "% of a core",
+    "the CPU of the workload's processes without a GPU context (DataLoader workers) that "
+    "says they make the input the GPU waits for",
+    f"judgement, a worker busy all the time; {H200_RECORDINGS}: 4 workers augmenting "
+    "in-memory images 340% (the training process 8%), an idle loader's workers 5%",
+)
+MAIN_THREAD_WAITS = Threshold(
+    "main_thread_waits_pct",
+    50.0,
+    "% of a core",
+    "the main thread of a process holding a GPU context under which it is not the one keeping the process busy",
+    f"judgement; {H200_RECORDINGS}: a Python thread holding "
+    "the GIL left the main thread at 2-3%; launch-bound loops' main threads 95-100%, 40-58% "
+    "where autograd's thread launches the backward (the thread beside it at 60% or less)",
+)
+HOST_PARALLEL_CPU = Threshold(
+    "host_compute_cpu_pct",
+    250.0,
+    "% of a core per GPU process",
+    "the workload's CPU per process holding a GPU context that says it computes on the host in several threads",
+    f"{H200_RECORDINGS}: a CPU AdamW 700%; launch-bound and sync-bound loops 100%, a 2-rank DDP job 100% per rank",
+)
+INPUT_READ = Threshold(
+    "input_read_mb_per_s",
+    20.0,
+    "MB/s",
+    "the workload's reads (files, pipes, sockets) that say it loads input while the GPU waits",
+    f"{H200_RECORDINGS}: a file-fed loader 300+ MB/s, a sync-bound loop < 1 MB/s",
+)
 
-STACK_SAMPLES = Threshold("stack_min_samples", 20.0, "samples",
-                          "the main thread's stack samples in a window for their shares to decide the host-side cause",
-                          "judgement: 50 samples a second; 20 put each share within 0.23 (binomial, two sigmas), "
-                          "enough to name the one the main thread spends most time in")
-OTHERS_BUSY = Threshold("python_threads_busy", 0.85, "threads",
-                        "Python threads beside the main one at work (not waiting), on average, that say one of them "
-                        "holds the interpreter lock the main thread needs, or does the work itself",
-                        "judgement: HOT_THREAD's share of a core")
-LOADER_WAITS = Threshold("loader_wait_share", 0.5, "of the input waits",
-                         "the main thread's input waits spent in a DataLoader that say its workers, not the world "
-                         "outside the process, make the input", "judgement")
-RATE_WAITS = Threshold("input_rate_wait_share", 0.5, "of the steady time",
-                       "the main thread's time blocked for input from outside the process (queues, sockets, sleep) "
-                       "that says the input rate sets the pace", "judgement: most of its time")
+STACK_SAMPLES = Threshold(
+    "stack_min_samples",
+    20.0,
+    "samples",
+    "the main thread's stack samples in a window for their shares to decide the host-side cause",
+    "judgement: 50 samples a second; 20 put each share within 0.23 (binomial, two sigmas), "
+    "enough to name the one the main thread spends most time in",
+)
+OTHERS_BUSY = Threshold(
+    "python_threads_busy",
+    0.85,
+    "threads",
+    "Python threads beside the main one at work (not waiting), on average, that say one of them "
+    "holds the interpreter lock the main thread needs, or does the work itself",
+    "judgement: HOT_THREAD's share of a core",
+)
+LOADER_WAITS = Threshold(
+    "loader_wait_share",
+    0.5,
+    "of the input waits",
+    "the main thread's input waits spent in a DataLoader that say its workers, not the world "
+    "outside the process, make the input",
+    "judgement",
+)
+RATE_WAITS = Threshold(
+    "input_rate_wait_share",
+    0.5,
+    "of the steady time",
+    "the main thread's time blocked for input from outside the process (queues, sockets, sleep) "
+    "that says the input rate sets the pace",
+    "judgement: most of its time",
+)
 CLOSE_SHARE = 0.6  # a second category this close to the first (and >= 0.2 of the time) stays possible
-_BY_CATEGORY = {"gpu_wait": B.sync_bound, "input_wait": B.input_starved, "copy": B.h2d_copy_bound,
-                "host_compute": B.input_starved, "compile": B.host_bound, "gc": B.host_bound, "launch": B.launch_bound}
+_BY_CATEGORY = {
+    "gpu_wait": B.sync_bound,
+    "input_wait": B.input_starved,
+    "copy": B.h2d_copy_bound,
+    "host_compute": B.input_starved,
+    "compile": B.host_bound,
+    "gc": B.host_bound,
+    "launch": B.launch_bound,
+}
 
 
 def stack_shares(m: WindowMetrics | Mapping[str, float]) -> dict[str, float] | None:
@@ -83,11 +143,13 @@ def stacks_say(shares: Mapping[str, float], b: B) -> bool:
     return _BY_CATEGORY[top] == b or (b == B.host_bound and top in ("host_compute", "gpu_wait"))
 
 
-def waits_on_loader(input_share: float, loader_share: float | None, workload_cpu_pct: float | None,
-                    gpu_process_cpu_pct: float | None) -> bool:
+def waits_on_loader(
+    input_share: float, loader_share: float | None, workload_cpu_pct: float | None, gpu_process_cpu_pct: float | None
+) -> bool:
     """The main thread's input waits are on a DataLoader's workers (or busy input workers run beside it)."""
-    return (loader_share or 0.0) >= LOADER_WAITS.value * input_share or \
-        helpers_busy(workload_cpu_pct, gpu_process_cpu_pct)
+    return (loader_share or 0.0) >= LOADER_WAITS.value * input_share or helpers_busy(
+        workload_cpu_pct, gpu_process_cpu_pct
+    )
 
 
 def from_stacks(m: WindowMetrics, small: bool | None) -> tuple[B, list[B]] | None:
@@ -103,8 +165,12 @@ def from_stacks(m: WindowMetrics, small: bool | None) -> tuple[B, list[B]] | Non
     if top == "launch" and small is False:
         return None
     host_work_seen = reads_back_or_saves(m.pcie_tx_mib_per_s, m.pcie_rx_mib_per_s, m.write_mb_per_s)
-    if top == "host_compute" and (host_work_seen or computes_in_threads(
-            m.gpu_process_cpu_pct if m.gpu_process_cpu_pct is not None else m.workload_cpu_pct, m.job_gpu_processes)):
+    if top == "host_compute" and (
+        host_work_seen
+        or computes_in_threads(
+            m.gpu_process_cpu_pct if m.gpu_process_cpu_pct is not None else m.workload_cpu_pct, m.job_gpu_processes
+        )
+    ):
         b = B.host_bound  # it computes on what it read back from the GPU, or on several cores: not the input
     elif top == "gpu_wait" and host_work_seen:
         b = B.host_bound  # reads results back to work on them on the host
@@ -125,8 +191,9 @@ def helpers_cpu(workload_cpu_pct: float | None, gpu_process_cpu_pct: float | Non
     return workload_cpu_pct - gpu_process_cpu_pct
 
 
-def beside_main_thread(gpu_process_cpu_pct: float | None, gpu_main_thread_pct: float | None,
-                       job_gpu_processes: float | None) -> float | None:
+def beside_main_thread(
+    gpu_process_cpu_pct: float | None, gpu_main_thread_pct: float | None, job_gpu_processes: float | None
+) -> float | None:
     """The CPU (% of a core, per process) of the threads beside the main thread in the processes holding a GPU
     context, when the main thread waits (under MAIN_THREAD_WAITS) and they run on a core: another Python thread
     holds the interpreter lock the main thread needs to launch work, or makes its input. Else None."""
@@ -137,8 +204,9 @@ def beside_main_thread(gpu_process_cpu_pct: float | None, gpu_main_thread_pct: f
     return beside if beside >= HOT_THREAD.value else None
 
 
-def reads_back_or_saves(pcie_tx_mib_per_s: float | None, pcie_rx_mib_per_s: float | None,
-                        write_mb_per_s: float | None) -> bool:
+def reads_back_or_saves(
+    pcie_tx_mib_per_s: float | None, pcie_rx_mib_per_s: float | None, write_mb_per_s: float | None
+) -> bool:
     """The host computes on what it reads back from the GPU, or saves to storage, while the GPU waits."""
     return reads_back(pcie_tx_mib_per_s, pcie_rx_mib_per_s) >= HOST_READS_BACK.value or saves_to_storage(write_mb_per_s)
 
@@ -151,15 +219,16 @@ def computes_in_threads(on_gpu_cpu_pct: float | None, job_gpu_processes: float |
 def host_work(evidence: Mapping[str, float]) -> bool:
     """A verdict's evidence shows the host_bound rules that come before a thread beside the main one (above)."""
     on_gpu = evidence.get("gpu_process_cpu_pct", evidence.get("workload_cpu_pct"))
-    return reads_back_or_saves(evidence.get("pcie_tx_mib_per_s"), evidence.get("pcie_rx_mib_per_s"),
-                               evidence.get("write_mb_per_s")) or \
-        computes_in_threads(on_gpu, evidence.get("job_gpu_processes"))
+    return reads_back_or_saves(
+        evidence.get("pcie_tx_mib_per_s"), evidence.get("pcie_rx_mib_per_s"), evidence.get("write_mb_per_s")
+    ) or computes_in_threads(on_gpu, evidence.get("job_gpu_processes"))
 
 
 def beside_main(evidence: Mapping[str, float]) -> float | None:
     """`beside_main_thread` from a verdict's evidence."""
-    return beside_main_thread(evidence.get("gpu_process_cpu_pct"), evidence.get("gpu_main_thread_pct"),
-                              evidence.get("job_gpu_processes"))
+    return beside_main_thread(
+        evidence.get("gpu_process_cpu_pct"), evidence.get("gpu_main_thread_pct"), evidence.get("job_gpu_processes")
+    )
 
 
 def helpers_busy(workload_cpu_pct: float | None, gpu_process_cpu_pct: float | None) -> bool:

@@ -33,17 +33,25 @@ TOP_LINES = 10  # lines a run's report keeps
 VERDICT_LINES = 5  # lines a host-side verdict names
 MIN_LINE_SHARE = 0.005  # lines under half a percent of the steady time are left out
 NAMES_LINES = HOST_BOUND | {B.h2d_copy_bound}  # verdicts that name the workload's lines
-DOING = {"gpu_wait": "waits on the GPU", "input_wait": "waits for input", "copy": "copies",
-         "host_compute": "computes on the host", "compile": "compiles", "gc": "collects garbage",
-         "launch": "runs torch ops (launching)"}
+DOING = {
+    "gpu_wait": "waits on the GPU",
+    "input_wait": "waits for input",
+    "copy": "copies",
+    "host_compute": "computes on the host",
+    "compile": "compiles",
+    "gc": "collects garbage",
+    "launch": "runs torch ops (launching)",
+}
 COMPILE_DECISION = (
     "torch.compile compiles while the GPU waits: find why it compiles again (TORCH_LOGS=recompiles,graph_breaks), "
     "mark changing sizes dynamic (torch._dynamo.mark_dynamic) or pad them to a few shapes, and keep the compiled "
-    "code's cache between runs (TORCHINDUCTOR_CACHE_DIR)")
+    "code's cache between runs (TORCHINDUCTOR_CACHE_DIR)"
+)
 GC_DECISION = (
     "Garbage collection holds the interpreter while the GPU waits: gc.freeze() after building the model and data, "
     "fewer short-lived Python objects in the loop (tensors, not lists of floats), or gc.disable() with a "
-    "gc.collect() every N steps")
+    "gc.collect() every N steps"
+)
 
 
 def steady_span(verdicts: Mapping[int, GpuVerdict], started: float, ended: float) -> tuple[float, float]:
@@ -79,24 +87,33 @@ def run_stacks(run: WindowedRun, t0: float, t1: float) -> HostStacks | None:
     main = {k: v - base.main.get(k, 0.0) for k, v in end.main.items()}
     every = {k: v - base.all.get(k, 0.0) for k, v in end.all.items()}
     wall = end.wall_s - base.wall_s
-    cpu = end.main_cpu_s - (base.main_cpu_s or 0.0) if end.main_cpu_s is not None and \
-        (start is None or base.main_cpu_s is not None) else None
+    cpu = (
+        end.main_cpu_s - (base.main_cpu_s or 0.0)
+        if end.main_cpu_s is not None and (start is None or base.main_cpu_s is not None)
+        else None
+    )
     shares = main_shares(main, ticks, cpu, wall)
     if not shares:
         return None
     seen = sum(max(0.0, main.get(c, 0.0)) for c in DOING)
     lines = _lines(end, start, shares, seen, ticks)
-    return HostStacks(span_s=round(wall, 1), samples=round(ticks), main_shares={c: round(shares[c], 3) for c in DOING},
-                      main_cpu_pct=round(100.0 * cpu / wall, 1) if cpu is not None and wall > 0 else None,
-                      others_busy=_rounded(others_busy(main, every, ticks)), lines=lines)
+    return HostStacks(
+        span_s=round(wall, 1),
+        samples=round(ticks),
+        main_shares={c: round(shares[c], 3) for c in DOING},
+        main_cpu_pct=round(100.0 * cpu / wall, 1) if cpu is not None and wall > 0 else None,
+        others_busy=_rounded(others_busy(main, every, ticks)),
+        lines=lines,
+    )
 
 
 def _rounded(x: float | None) -> float | None:
     return None if x is None else round(x, 2)
 
 
-def _lines(end: StackCounts, start: StackCounts | None, shares: dict[str, float], seen: float,
-           ticks: float) -> list[HostLine]:
+def _lines(
+    end: StackCounts, start: StackCounts | None, shares: dict[str, float], seen: float, ticks: float
+) -> list[HostLine]:
     """Each line's share of the steady time: the main thread's samples there, corrected as its category's share was
     (its waits capped at its time off the CPU), and other threads' (a thread-second a second each)."""
     before = {(x.file, x.line, x.function, x.category): x for x in (start.lines or [] if start else [])}
@@ -115,15 +132,26 @@ def _lines(end: StackCounts, start: StackCounts | None, shares: dict[str, float]
         factor = shares.get(x.category, 0.0) / category_seen if category_seen > 0 else 1.0
         share = seen_share * factor + other / ticks
         if share >= MIN_LINE_SHARE:
-            out.append(HostLine(file=x.file, line=x.line, function=x.function, category=x.category,
-                                share=round(share, 3), main=main >= other))
+            out.append(
+                HostLine(
+                    file=x.file,
+                    line=x.line,
+                    function=x.function,
+                    category=x.category,
+                    share=round(share, 3),
+                    main=main >= other,
+                )
+            )
     waits = [x for x in out if x.main and x.category == "input_wait"]
     for c in DOING:  # CPU time between waits that no sample caught: the function that waited, its line unknown
         missing = shares.get(c, 0.0) - (observed.get(c, 0.0) / seen if seen > 0 else 0.0)
         if c != "input_wait" and observed.get(c, 0.0) == 0 and missing >= MIN_LINE_SHARE and waits:
             w = waits[0]
-            out.append(HostLine(file=w.file, line=w.line, function=w.function, category=c, share=round(missing, 3),
-                                inferred=True))
+            out.append(
+                HostLine(
+                    file=w.file, line=w.line, function=w.function, category=c, share=round(missing, 3), inferred=True
+                )
+            )
     return sorted(out, key=lambda x: -x.share)[:TOP_LINES]
 
 
@@ -134,11 +162,19 @@ def rate_bound(evidence: Mapping[str, float]) -> bool:
     if shares is None:
         return False
     waits = shares["input_wait"]
-    return waits >= RATE_WAITS.value and waits == max(shares.values()) and \
-        not waits_on_loader(waits, evidence.get("host_input_loader_share"), evidence.get("workload_cpu_pct"),
-                            evidence.get("gpu_process_cpu_pct")) and \
-        (evidence.get("host_others_busy") or 0.0) < OTHERS_BUSY.value and \
-        (evidence.get("read_mb_per_s") or 0.0) < INPUT_READ.value and (evidence.get("iowait_pct") or 0.0) < IOWAIT.value
+    return (
+        waits >= RATE_WAITS.value
+        and waits == max(shares.values())
+        and not waits_on_loader(
+            waits,
+            evidence.get("host_input_loader_share"),
+            evidence.get("workload_cpu_pct"),
+            evidence.get("gpu_process_cpu_pct"),
+        )
+        and (evidence.get("host_others_busy") or 0.0) < OTHERS_BUSY.value
+        and (evidence.get("read_mb_per_s") or 0.0) < INPUT_READ.value
+        and (evidence.get("iowait_pct") or 0.0) < IOWAIT.value
+    )
 
 
 def annotate(v: GpuVerdict, stacks: HostStacks | None) -> None:
@@ -158,15 +194,29 @@ def annotate(v: GpuVerdict, stacks: HostStacks | None) -> None:
     v.summary = f"{gpu} the main thread {doing or 'is seen'}{where}: {v.bottleneck.value}"
     top = max(shares, key=lambda c: shares[c])
     if v.bottleneck == B.input_starved and rate_bound(v.evidence):
-        free = f"the GPU has {100 - util:.0f}% headroom (GPU-Util {util:.0f}%)" if util is not None else \
-            "the GPU has headroom"
-        v.summary = f"{gpu} the main thread waits for input from outside the process {shares['input_wait']:.0%} of " \
-                    f"the time{where}, nothing busy beside it: the input rate is the limit"
-        v.decision = f"The input rate is the limit: {free}: batch requests (answer several per step), share the " \
-                     "GPU (several models or jobs on it: MPS, MIG), or use a smaller one"
-    elif v.bottleneck == B.input_starved and top == "input_wait" and waits_on_loader(
-            shares["input_wait"], v.evidence.get("host_input_loader_share"), v.evidence.get("workload_cpu_pct"),
-            v.evidence.get("gpu_process_cpu_pct")):
+        free = (
+            f"the GPU has {100 - util:.0f}% headroom (GPU-Util {util:.0f}%)"
+            if util is not None
+            else "the GPU has headroom"
+        )
+        v.summary = (
+            f"{gpu} the main thread waits for input from outside the process {shares['input_wait']:.0%} of "
+            f"the time{where}, nothing busy beside it: the input rate is the limit"
+        )
+        v.decision = (
+            f"The input rate is the limit: {free}: batch requests (answer several per step), share the "
+            "GPU (several models or jobs on it: MPS, MIG), or use a smaller one"
+        )
+    elif (
+        v.bottleneck == B.input_starved
+        and top == "input_wait"
+        and waits_on_loader(
+            shares["input_wait"],
+            v.evidence.get("host_input_loader_share"),
+            v.evidence.get("workload_cpu_pct"),
+            v.evidence.get("gpu_process_cpu_pct"),
+        )
+    ):
         v.decision = INPUT_WORKERS_DECISION
     elif top == "compile":
         v.decision = COMPILE_DECISION
@@ -187,7 +237,12 @@ def with_lines(f: Finding | None, v: GpuVerdict) -> Finding | None:
     if v.lines:
         evidence["top_lines"] = [msgspec.to_builtins(x) for x in v.lines]
     if v.bottleneck == B.input_starved and rate_bound(v.evidence):
-        return INPUT_RATE_BOUND.finding(evidence, subject=f.subject, severity=f.severity,
-                                        symptom=f"GPU {v.gpu}: the input rate is the limit ({v.share:.0%} of "
-                                                "steady time)", cause=f.cause, decision=f.decision)
+        return INPUT_RATE_BOUND.finding(
+            evidence,
+            subject=f.subject,
+            severity=f.severity,
+            symptom=f"GPU {v.gpu}: the input rate is the limit ({v.share:.0%} of steady time)",
+            cause=f.cause,
+            decision=f.decision,
+        )
     return msgspec.structs.replace(f, evidence=evidence) if v.lines else f

@@ -48,8 +48,10 @@ def workload_gpus(rec: Recording) -> list[int]:
         s = rec.windows.series[i]
         if not len(s):
             continue
-        if any(computes(w.util_max_pct, w.sm_active_max_pct) or holds_workload_memory(w.used_max_bytes, s[0].used_bytes)
-               for w in s):
+        if any(
+            computes(w.util_max_pct, w.sm_active_max_pct) or holds_workload_memory(w.used_max_bytes, s[0].used_bytes)
+            for w in s
+        ):
             used.append(i)
     return used or rec.gpus[:1]
 
@@ -62,12 +64,18 @@ def host_summary(host: Windows) -> HostSummary:
     swap = [x for x in host.column("swap_in_max_pages_per_s") if x is not None]
     rss = [x for x in host.column("workload_rss_max_bytes") if x is not None]
     avail = [x for x in host.column("mem_available_min_bytes") if x is not None]
-    return HostSummary(workload_rss_max_bytes=max(rss) if rss else None, mem_available_min_bytes=min(avail) if avail
-                       else None, workload_cpu_pct=med("workload_cpu_pct"),
-                       gpu_process_cpu_pct=med("gpu_process_cpu_pct"), write_mb_per_s=med("write_mb_per_s"),
-                       top_thread_pct=med("top_thread_pct"),
-                       max_core_pct=med("max_core_pct"), iowait_pct=med("iowait_pct"),
-                       read_mb_per_s=med("read_mb_per_s"), swap_in_max_pages_per_s=max(swap) if swap else None)
+    return HostSummary(
+        workload_rss_max_bytes=max(rss) if rss else None,
+        mem_available_min_bytes=min(avail) if avail else None,
+        workload_cpu_pct=med("workload_cpu_pct"),
+        gpu_process_cpu_pct=med("gpu_process_cpu_pct"),
+        write_mb_per_s=med("write_mb_per_s"),
+        top_thread_pct=med("top_thread_pct"),
+        max_core_pct=med("max_core_pct"),
+        iowait_pct=med("iowait_pct"),
+        read_mb_per_s=med("read_mb_per_s"),
+        swap_in_max_pages_per_s=max(swap) if swap else None,
+    )
 
 
 def dominant(verdicts: dict[int, GpuVerdict]) -> GpuVerdict | None:
@@ -80,8 +88,9 @@ def dominant(verdicts: dict[int, GpuVerdict]) -> GpuVerdict | None:
     return next(v for v in named if v.bottleneck == top)
 
 
-def failed_early(rec: Recording, exit_code: int | None, verdicts: dict[int, GpuVerdict],
-                 out_of_memory: bool = False) -> float | None:
+def failed_early(
+    rec: Recording, exit_code: int | None, verdicts: dict[int, GpuVerdict], out_of_memory: bool = False
+) -> float | None:
     """The seconds a command ran when it failed (exit 1-127, not a signal) within FAILED_EARLY_S before
     reporting a step through `gputriage.step()`, or out of GPU memory before reporting one, or less than
     MIN_STEADY_S after its start-up (a crash at its first steps): its windows hold a start-up, no steady
@@ -108,31 +117,43 @@ def state(v: GpuVerdict, f: Finding | None, verdicts: dict[int, GpuVerdict], con
         v.summary, v.decision = f.cause, f.decision
 
 
-def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileReport | None = None,
-          budget: Budget | None = None, complete: bool = True,
-          metric: tuple[str, list[tuple[float, float]]] | None = None) -> RunReport:
+def judge(
+    rec: Recording,
+    exit_code: int | None = None,
+    *,
+    profile: ProfileReport | None = None,
+    budget: Budget | None = None,
+    complete: bool = True,
+    metric: tuple[str, list[tuple[float, float]]] | None = None,
+) -> RunReport:
     """`metric`: `run --metric`'s pattern and the (unix time, value) pairs it read in the workload's output."""
     workload = rec.kind == "run"
     static = rec.static
-    held = [tuple(h) for h in profile.held_all_s] or ([tuple(profile.held_s)] if profile.held_s else []) \
-        if profile else []
+    held = (
+        [tuple(h) for h in profile.held_all_s] or ([tuple(profile.held_s)] if profile.held_s else []) if profile else []
+    )
     started, ended = rec.started_s or 0.0, rec.ended_s or 0.0
-    verdicts = {i: gpu_verdict(rec.windows.series[i], static.get(i, GpuStatic()), started, ended,
-                               exclude_s=held)
-                for i in workload_gpus(rec)}
+    verdicts = {
+        i: gpu_verdict(rec.windows.series[i], static.get(i, GpuStatic()), started, ended, exclude_s=held)
+        for i in workload_gpus(rec)
+    }
     oom = out_of_memory(rec.windows.host) if workload else None
     early = failed_early(rec, exit_code, verdicts, out_of_memory=oom is not None)
     for v in verdicts.values() if early is not None else ():  # what ran is a start-up: no cause to name
         v.bottleneck, v.undecided_between, v.decision, v.share, v.confidence = None, [], "", 0.0, 0.0
         why = "out of GPU memory" if oom is not None else "its output says why"
-        v.summary = f"no verdict: the command failed (exit {exit_code}) after {early:.1f} s, before a steady state " \
-                    f"({why})"
+        v.summary = (
+            f"no verdict: the command failed (exit {exit_code}) after {early:.1f} s, before a steady state ({why})"
+        )
     stacks = run_stacks(rec.windows, *steady_span(verdicts, started, ended))  # the workload's Python threads
     for v in verdicts.values():
         annotate(v, stacks)
     first = dominant(verdicts)
-    verdict = RunVerdict(bottleneck=first.bottleneck if first else None, source="sampler",
-                         per_gpu={str(k): v for k, v in verdicts.items()})
+    verdict = RunVerdict(
+        bottleneck=first.bottleneck if first else None,
+        source="sampler",
+        per_gpu={str(k): v for k, v in verdicts.items()},
+    )
     findings: list[Finding] = []
     context = Context(rec.kind, workload=rec.command, run_id=rec.run_id)
     for i, v in verdicts.items():
@@ -141,16 +162,21 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
             edges = idle_edges(v, ended - started)
             if edges is not None:
                 findings.append(edges)
-        growing = vram_growing(v, rec.windows.series[i], static.get(i, GpuStatic()), started, ended) \
-            if early is None else None
+        growing = (
+            vram_growing(v, rec.windows.series[i], static.get(i, GpuStatic()), started, ended)
+            if early is None
+            else None
+        )
         if growing is not None:
             findings.append(growing)
     findings += host_findings(rec.windows.host)
     findings += compile_findings(rec.compile)
     if oom is not None:
         findings.append(oom)
-    processes = [msgspec.structs.replace(p, owner=rec.owners[p.pid]) if p.pid in rec.owners else p
-                 for p in rec.windows.processes()]
+    processes = [
+        msgspec.structs.replace(p, owner=rec.owners[p.pid]) if p.pid in rec.owners else p
+        for p in rec.windows.processes()
+    ]
     if workload:
         findings += job_process_findings(processes)
     findings += idle_held_findings(processes, static, rec.owners, rec.meta.price_per_gpu_hour, rec.meta.currency)
@@ -181,22 +207,57 @@ def judge(rec: Recording, exit_code: int | None = None, *, profile: ProfileRepor
             notes.append(unpriced(rec.meta.price_per_gpu_hour, rec.meta.currency))
     used = list(verdicts)
     lead_verdict = verdicts[used[0]] if used else None
-    done = throughput(rec.windows.host, lead_verdict.timeline if lead_verdict else [], started,
-                      [static.get(i, GpuStatic()) for i in used], rec.meta.flops_per_token, rec.meta.flops_per_step,
-                      metric)
+    done = throughput(
+        rec.windows.host,
+        lead_verdict.timeline if lead_verdict else [],
+        started,
+        [static.get(i, GpuStatic()) for i in used],
+        rec.meta.flops_per_token,
+        rec.meta.flops_per_step,
+        metric,
+    )
     if lead_verdict is not None and early is None:
         findings += regime_changes(lead_verdict.gpu, lead_verdict.timeline, rec.windows.series[used[0]].window_s, done)
     processes_seen = any(x is not None for x in rec.windows.host.column("workload_cpu_pct"))
-    blind = blind_spots({i: static.get(i, GpuStatic()) for i in used}, processes_seen,
-                        traced=trace is not None and trace.verdict is not None,
-                        multi_gpu=len(used) > 1 or len({p.gpu for p in processes if p.job}) > 1,
-                        allocator_reported=any(x is not None for x in rec.windows.host.column("cuda_frees_per_s"))
-                        ) if rec.gpus else []
-    return RunReport(id=rec.run_id, kind=rec.kind, command=rec.command, started_s=rec.started_s, ended_s=rec.ended_s,
-                     exit_code=exit_code, complete=complete, samples=rec.windows.count, meta=rec.meta, verdict=verdict,
-                     findings=triage_order(with_verify(with_impact(findings), context)),
-                     host=host_summary(rec.windows.host), profile=profile,
-                     notes=notes, processes=processes, blind_spots=blind, throughput=done,
-                     cost=cost({i: rec.windows.series[i] for i in used}, static, started, ended,
-                               rec.meta.price_per_gpu_hour, rec.meta.currency) if rec.gpus else None,
-                     compile=rec.compile, stacks=stacks)
+    blind = (
+        blind_spots(
+            {i: static.get(i, GpuStatic()) for i in used},
+            processes_seen,
+            traced=trace is not None and trace.verdict is not None,
+            multi_gpu=len(used) > 1 or len({p.gpu for p in processes if p.job}) > 1,
+            allocator_reported=any(x is not None for x in rec.windows.host.column("cuda_frees_per_s")),
+        )
+        if rec.gpus
+        else []
+    )
+    return RunReport(
+        id=rec.run_id,
+        kind=rec.kind,
+        command=rec.command,
+        started_s=rec.started_s,
+        ended_s=rec.ended_s,
+        exit_code=exit_code,
+        complete=complete,
+        samples=rec.windows.count,
+        meta=rec.meta,
+        verdict=verdict,
+        findings=triage_order(with_verify(with_impact(findings), context)),
+        host=host_summary(rec.windows.host),
+        profile=profile,
+        notes=notes,
+        processes=processes,
+        blind_spots=blind,
+        throughput=done,
+        cost=cost(
+            {i: rec.windows.series[i] for i in used},
+            static,
+            started,
+            ended,
+            rec.meta.price_per_gpu_hour,
+            rec.meta.currency,
+        )
+        if rec.gpus
+        else None,
+        compile=rec.compile,
+        stacks=stacks,
+    )

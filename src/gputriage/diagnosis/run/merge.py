@@ -30,20 +30,34 @@ from gputriage.model.run import GpuVerdict, MergedVerdict, ProfilerEffect
 from gputriage.model.trace import TraceVerdict
 
 SAMPLER_ONLY = {B.contended, B.throttled, B.vram_pressure}
-PROFILER_DROP = Threshold("profiler_drop_util_pts", 25.0, "GPU-Util points",
-                          "GPU-Util difference between the profiled window and the rest of the steady run that makes "
-                          "the window unlike the run",
-                          "judgement, from H200 runs where CUPTI start-up held a sync-heavy loop (26% vs 95%)")
-BUSY_OUTSIDE = Threshold("profiler_busy_outside_util_pct", 90.0, "% GPU-Util",
-                         "GPU-Util outside the profiled window at which a trace's host-side idle is the profiler's own "
-                         "overhead", "H200: a BERT-large-like bf16 loop at 100% unprofiled read 47% idle in its trace "
-                         "(launch_bound); a host-bound loop reads under 75%")
-SURE_TRACE = Threshold("sure_trace_confidence", 0.5, "confidence",
-                       "trace confidence under which a trace does not override a decided sampler verdict", "judgement")
+PROFILER_DROP = Threshold(
+    "profiler_drop_util_pts",
+    25.0,
+    "GPU-Util points",
+    "GPU-Util difference between the profiled window and the rest of the steady run that makes "
+    "the window unlike the run",
+    "judgement, from H200 runs where CUPTI start-up held a sync-heavy loop (26% vs 95%)",
+)
+BUSY_OUTSIDE = Threshold(
+    "profiler_busy_outside_util_pct",
+    90.0,
+    "% GPU-Util",
+    "GPU-Util outside the profiled window at which a trace's host-side idle is the profiler's own overhead",
+    "H200: a BERT-large-like bf16 loop at 100% unprofiled read 47% idle in its trace "
+    "(launch_bound); a host-bound loop reads under 75%",
+)
+SURE_TRACE = Threshold(
+    "sure_trace_confidence",
+    0.5,
+    "confidence",
+    "trace confidence under which a trace does not override a decided sampler verdict",
+    "judgement",
+)
 
 
-def merge(sampler: GpuVerdict | None, trace: TraceVerdict | None,
-          effect: ProfilerEffect | None = None) -> MergedVerdict:
+def merge(
+    sampler: GpuVerdict | None, trace: TraceVerdict | None, effect: ProfilerEffect | None = None
+) -> MergedVerdict:
     """The run's verdict. `profiler_starved` is set when the profiled window lost GPU-Util the rest of
     a decided, not host-bound run kept: the trace's host-side findings then describe the profiler."""
     s = sampler.bottleneck if sampler else None
@@ -51,53 +65,119 @@ def merge(sampler: GpuVerdict | None, trace: TraceVerdict | None,
     if t is None:
         return MergedVerdict(bottleneck=s, source="sampler", sampler=s)
     if s in SAMPLER_ONLY:
-        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
-                             why=f"{s.value} is visible only to the sampler; the trace's view of the kernels is "
-                                 f"{t.value}")
+        return MergedVerdict(
+            bottleneck=s,
+            source="sampler",
+            sampler=s,
+            trace=t,
+            why=f"{s.value} is visible only to the sampler; the trace's view of the kernels is {t.value}",
+        )
     if effect is not None and effect.in_startup:
-        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
-                             why=f"the profiled window fell in the start-up, before the steady run (GPU-Util "
-                                 f"{effect.inside_pct:.0f}% while profiled, {effect.outside_pct:.0f}% in the steady "
-                                 f"run): its {t.value} does not describe the run")
+        return MergedVerdict(
+            bottleneck=s,
+            source="sampler",
+            sampler=s,
+            trace=t,
+            why=f"the profiled window fell in the start-up, before the steady run (GPU-Util "
+            f"{effect.inside_pct:.0f}% while profiled, {effect.outside_pct:.0f}% in the steady "
+            f"run): its {t.value} does not describe the run",
+        )
     undecided = sampler.undecided_between if sampler else []
     drop = effect.outside_pct - effect.inside_pct if effect else 0.0
     decided = s is not None and not undecided
     starved = decided and s not in HOST_BOUND and drop >= PROFILER_DROP.value
-    note = (f"the profiler slowed the workload (GPU-Util {effect.inside_pct:.0f}% while profiled, "
-            f"{effect.outside_pct:.0f}% otherwise)") if effect else ""
+    note = (
+        (
+            f"the profiler slowed the workload (GPU-Util {effect.inside_pct:.0f}% while profiled, "
+            f"{effect.outside_pct:.0f}% otherwise)"
+        )
+        if effect
+        else ""
+    )
     if starved and t in HOST_BOUND:
-        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t, profiler_starved=True,
-                             profiler_note=note, why=f"{note}: the trace's {t.value} is its own overhead")
-    if effect is not None and effect.outside_pct >= BUSY_OUTSIDE.value and t in HOST_BOUND and s is not None \
-            and s not in HOST_BOUND and t not in undecided:
+        return MergedVerdict(
+            bottleneck=s,
+            source="sampler",
+            sampler=s,
+            trace=t,
+            profiler_starved=True,
+            profiler_note=note,
+            why=f"{note}: the trace's {t.value} is its own overhead",
+        )
+    if (
+        effect is not None
+        and effect.outside_pct >= BUSY_OUTSIDE.value
+        and t in HOST_BOUND
+        and s is not None
+        and s not in HOST_BOUND
+        and t not in undecided
+    ):
         idle = f", {trace.gpu_idle_pct:.0f}% idle" if trace is not None and trace.gpu_idle_pct else ""
-        note = (f"the GPU was busy outside the profiled window (GPU-Util {effect.outside_pct:.0f}%, "
-                f"{effect.inside_pct:.0f}% while profiled)")
-        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t, profiler_starved=True,
-                             profiler_note=note,
-                             why=f"{note}: the trace's {t.value}{idle} is the profiler's own overhead on every op, "
-                                 f"not the workload's; the sampler's {s.value} stands")
+        note = (
+            f"the GPU was busy outside the profiled window (GPU-Util {effect.outside_pct:.0f}%, "
+            f"{effect.inside_pct:.0f}% while profiled)"
+        )
+        return MergedVerdict(
+            bottleneck=s,
+            source="sampler",
+            sampler=s,
+            trace=t,
+            profiler_starved=True,
+            profiler_note=note,
+            why=f"{note}: the trace's {t.value}{idle} is the profiler's own overhead on every op, "
+            f"not the workload's; the sampler's {s.value} stands",
+        )
     if decided and effect is not None and abs(drop) >= PROFILER_DROP.value:
-        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t, profiler_starved=starved,
-                             profiler_note=note if starved else "",
-                             why=f"the profiled window is unlike the rest of the run (GPU-Util "
-                                 f"{effect.inside_pct:.0f}% while profiled, {effect.outside_pct:.0f}% otherwise): its "
-                                 f"{t.value} does not override the sampler")
+        return MergedVerdict(
+            bottleneck=s,
+            source="sampler",
+            sampler=s,
+            trace=t,
+            profiler_starved=starved,
+            profiler_note=note if starved else "",
+            why=f"the profiled window is unlike the rest of the run (GPU-Util "
+            f"{effect.inside_pct:.0f}% while profiled, {effect.outside_pct:.0f}% otherwise): its "
+            f"{t.value} does not override the sampler",
+        )
     if decided and trace is not None and trace.confidence < SURE_TRACE.value:
-        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
-                             why=f"the trace is unsure of its {t.value} (confidence {trace.confidence:.2f}: a short "
-                                 "or cut window): the sampler's verdict stands")
+        return MergedVerdict(
+            bottleneck=s,
+            source="sampler",
+            sampler=s,
+            trace=t,
+            why=f"the trace is unsure of its {t.value} (confidence {trace.confidence:.2f}: a short "
+            "or cut window): the sampler's verdict stands",
+        )
     if s == B.host_bound and t == B.input_starved and sampler is not None and beside_main(sampler.evidence):
-        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
-                             why="the trace sees the launching thread wait outside framework ops; the sampler saw what "
-                                 "for: another thread of the process busy while the main thread waited")
-    if undecided and s is not None and trace is not None and trace.confidence < SURE_TRACE.value \
-            and t not in undecided:
-        return MergedVerdict(bottleneck=s, source="sampler", sampler=s, trace=t,
-                             why=f"the trace is unsure of its {t.value} (confidence {trace.confidence:.2f}: a short "
-                                 f"or cut window), which is none of the causes the sampler left open: the sampler's "
-                                 f"{s.value} stands")
-    why = (f"the sampler could not tell {' from '.join(b.value for b in undecided)} apart; the trace says {t.value}"
-           if undecided else "the trace attributes each idle gap and each kernel")
-    return MergedVerdict(bottleneck=t, source="trace", sampler=s, trace=t, why=why, profiler_starved=starved,
-                         profiler_note=note if starved else "")
+        return MergedVerdict(
+            bottleneck=s,
+            source="sampler",
+            sampler=s,
+            trace=t,
+            why="the trace sees the launching thread wait outside framework ops; the sampler saw what "
+            "for: another thread of the process busy while the main thread waited",
+        )
+    if undecided and s is not None and trace is not None and trace.confidence < SURE_TRACE.value and t not in undecided:
+        return MergedVerdict(
+            bottleneck=s,
+            source="sampler",
+            sampler=s,
+            trace=t,
+            why=f"the trace is unsure of its {t.value} (confidence {trace.confidence:.2f}: a short "
+            f"or cut window), which is none of the causes the sampler left open: the sampler's "
+            f"{s.value} stands",
+        )
+    why = (
+        f"the sampler could not tell {' from '.join(b.value for b in undecided)} apart; the trace says {t.value}"
+        if undecided
+        else "the trace attributes each idle gap and each kernel"
+    )
+    return MergedVerdict(
+        bottleneck=t,
+        source="trace",
+        sampler=s,
+        trace=t,
+        why=why,
+        profiler_starved=starved,
+        profiler_note=note if starved else "",
+    )

@@ -52,27 +52,52 @@ from gputriage.model.run import GpuStatic
 from gputriage.model.window import WindowMetrics
 
 J = "judgement"
-STEADY_WINDOWS = Threshold("profile_steady_windows", 3, "windows",
-                           "consecutive windows with one label that make the steady state the profiler waits for", J)
-MAX_WAIT_S = Threshold("profile_max_wait_s", 20.0, "s",
-                       "after a GPU first computes, how long `--profile` waits for a steady state", J)
-UNLIKE_UTIL_POINTS = Threshold("profile_unlike_util_points", 40.0, "points of GPU-Util",
-                               "distance from the steady state's GPU-Util at which a profiled window is profiled "
-                               "again", "recorded H200 runs: the profiler costs 0-30 points (small kernels); a "
-                               "warm-up window read 0% against 84%")
-REARM_AFTER_S = Threshold("profile_rearm_after_s", 10.0, "s",
-                          "how long a new regime (or a fall of the step rate) lasts before the profiler is re-armed "
-                          "for one window in it", "judgement: the same as run.regime_changed's shortest regime")
-REARM_PER_HOUR = Threshold("profile_rearm_per_hour", 6, "windows an hour",
-                           "most windows profiled automatically in any hour of a long run (one held an H200 workload "
-                           "3.5 s at the median, 8.9 s at most: benchmarks/profiler_cost.py)",
-                           "judgement: 0.6% of an hour at the median, 1.5% at the longest")
-RATE_NOISE_K = Threshold("profile_rate_noise_k", 3.0, "robust deviations",
-                         "fall of the median step rate, in robust deviations (1.4826 MAD) of the rates before, that "
-                         "re-arms the profiler", J)
-RATE_FALL_SHARE = Threshold("profile_rate_fall_share", 0.2, "of the rate before",
-                            "least fall of the step rate that re-arms the profiler, whatever its noise",
-                            "judgement, as run.regime_changed's regime_rate_change_share")
+STEADY_WINDOWS = Threshold(
+    "profile_steady_windows",
+    3,
+    "windows",
+    "consecutive windows with one label that make the steady state the profiler waits for",
+    J,
+)
+MAX_WAIT_S = Threshold(
+    "profile_max_wait_s", 20.0, "s", "after a GPU first computes, how long `--profile` waits for a steady state", J
+)
+UNLIKE_UTIL_POINTS = Threshold(
+    "profile_unlike_util_points",
+    40.0,
+    "points of GPU-Util",
+    "distance from the steady state's GPU-Util at which a profiled window is profiled again",
+    "recorded H200 runs: the profiler costs 0-30 points (small kernels); a warm-up window read 0% against 84%",
+)
+REARM_AFTER_S = Threshold(
+    "profile_rearm_after_s",
+    10.0,
+    "s",
+    "how long a new regime (or a fall of the step rate) lasts before the profiler is re-armed for one window in it",
+    "judgement: the same as run.regime_changed's shortest regime",
+)
+REARM_PER_HOUR = Threshold(
+    "profile_rearm_per_hour",
+    6,
+    "windows an hour",
+    "most windows profiled automatically in any hour of a long run (one held an H200 workload "
+    "3.5 s at the median, 8.9 s at most: benchmarks/profiler_cost.py)",
+    "judgement: 0.6% of an hour at the median, 1.5% at the longest",
+)
+RATE_NOISE_K = Threshold(
+    "profile_rate_noise_k",
+    3.0,
+    "robust deviations",
+    "fall of the median step rate, in robust deviations (1.4826 MAD) of the rates before, that re-arms the profiler",
+    J,
+)
+RATE_FALL_SHARE = Threshold(
+    "profile_rate_fall_share",
+    0.2,
+    "of the rate before",
+    "least fall of the step rate that re-arms the profiler, whatever its noise",
+    "judgement, as run.regime_changed's regime_rate_change_share",
+)
 MAX_WINDOWS = 2  # windows asked for the steady state in all (the first and one again)
 IN_USE_PCT = 1.0  # GPU-Util or SM activity from which the workload uses the GPU (a host-bound loop: 4-5%)
 HISTORY = 600  # windows kept per GPU for the comparison
@@ -145,7 +170,7 @@ class ProfileGate:
             g.computed_at = w.t0_s
         g.last_t1 = w.t1_s
         b, others = label(w, self.static.get(gpu, GpuStatic()))
-        g.labels = (g.labels + [(b, tuple(others))])[-int(STEADY_WINDOWS.value):]
+        g.labels = (g.labels + [(b, tuple(others))])[-int(STEADY_WINDOWS.value) :]
         families = {_family(b) for b, _ in g.labels}
         if len(g.labels) < STEADY_WINDOWS.value or len(families) != 1 or B.idle.value in families:
             g.regime = None
@@ -246,8 +271,12 @@ class ProfileGate:
                 continue
             w, s = float(median(inside)), g.reference_util
             if abs(w - s) >= UNLIKE_UTIL_POINTS.value:
-                return self._ask(f"the profiled window was unlike the run on GPU {i} (GPU-Util {w:.0f}% against "
-                                 f"{s:.0f}% in the steady state): profiled again", "steady", t1)
+                return self._ask(
+                    f"the profiled window was unlike the run on GPU {i} (GPU-Util {w:.0f}% against "
+                    f"{s:.0f}% in the steady state): profiled again",
+                    "steady",
+                    t1,
+                )
         return None
 
     def late(self) -> str | None:
@@ -258,8 +287,12 @@ class ProfileGate:
             return None
         if any(t1 > first for _, t1 in self.profiled):
             return None
-        return self._ask(f"the profiled window ended {first - self.profiled[-1][1]:.0f} s before the workload's "
-                         "first reported step (its warm-up): profiled again", "steady", first)
+        return self._ask(
+            f"the profiled window ended {first - self.profiled[-1][1]:.0f} s before the workload's "
+            "first reported step (its warm-up): profiled again",
+            "steady",
+            first,
+        )
 
     def rearm(self, now_s: float) -> str | None:
         """Why to profile one more window now that the run changed regime; None otherwise (no change, a window
@@ -279,8 +312,10 @@ class ProfileGate:
         self.rates.clear()
         spent = [t for t in self.auto_asks if now_s - t < 3600.0]
         if len(spent) >= REARM_PER_HOUR.value:
-            self.notes.append(f"{reason}: not profiled, {len(spent)} windows in the last hour already "
-                              f"(at most {REARM_PER_HOUR.value:g})")
+            self.notes.append(
+                f"{reason}: not profiled, {len(spent)} windows in the last hour already "
+                f"(at most {REARM_PER_HOUR.value:g})"
+            )
             return None
         return self._ask(f"{reason}: profiled in the new regime", "regime", now_s)
 

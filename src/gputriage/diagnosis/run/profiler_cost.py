@@ -26,8 +26,9 @@ def _points(rec: Recording, gpu: int, from_s: float) -> tuple[list[tuple[float, 
     return [((w.t0_s + w.t1_s) / 2, w.util_pct) for w in rec.windows.series[gpu]], False
 
 
-def profiler_effect(rec: Recording, gpu: int, v: GpuVerdict, window_s: list[float] | None,
-                    held_s: Sequence[Sequence[float]] = ()) -> ProfilerEffect | None:
+def profiler_effect(
+    rec: Recording, gpu: int, v: GpuVerdict, window_s: list[float] | None, held_s: Sequence[Sequence[float]] = ()
+) -> ProfilerEffect | None:
     """Median GPU-Util while the profiler ran and over the rest of the steady run (start-up and
     shut-down left out), outside the time the profiler held the workload. From the samples when the
     ring still holds the profiled window, else from the windows; None with too few points."""
@@ -41,8 +42,11 @@ def profiler_effect(rec: Recording, gpu: int, v: GpuVerdict, window_s: list[floa
     if t1 <= steady_from:  # profiled before the steady run began: a warm-up, whatever its GPU-Util
         before = [u for t, u in points if u is not None and t0 <= t <= t1]
         steady = [u for t, u in points if u is not None and steady_from <= t <= steady_to]
-        return ProfilerEffect(inside_pct=float(median(before)) if before else 0.0,
-                              outside_pct=float(median(steady)) if steady else 0.0, in_startup=True)
+        return ProfilerEffect(
+            inside_pct=float(median(before)) if before else 0.0,
+            outside_pct=float(median(steady)) if steady else 0.0,
+            in_startup=True,
+        )
     inside, outside = [], []
     for t, util in points:
         if util is None or not steady_from <= t <= steady_to:
@@ -64,35 +68,43 @@ def hold_effect(rec: Recording, gpu: int, v: GpuVerdict, held_s: Sequence[Sequen
     steady_from, steady_to = rec.started_s + v.startup_s, rec.ended_s - v.shutdown_s
     points, from_samples = _points(rec, gpu, min(h[0] for h in held_s))
     inside = [u for t, u in points if u is not None and any(h0 <= t <= h1 for h0, h1 in held_s)]
-    outside = [u for t, u in points if u is not None and steady_from <= t <= steady_to
-               and not any(h0 <= t <= h1 for h0, h1 in held_s)]
+    outside = [
+        u
+        for t, u in points
+        if u is not None and steady_from <= t <= steady_to and not any(h0 <= t <= h1 for h0, h1 in held_s)
+    ]
     if len(inside) < (MIN_EFFECT_POINTS if from_samples else 1) or len(outside) < MIN_EFFECT_POINTS:
         return None
     pct = float(median(inside))
     return ProfilerEffect(inside_pct=pct, outside_pct=float(median(outside)), held_pct=pct)
 
 
-def with_hold(rec: Recording, gpu: int, effect: ProfilerEffect, window_s: list[float] | None,
-              held_s: Sequence[Sequence[float]]) -> ProfilerEffect:
+def with_hold(
+    rec: Recording, gpu: int, effect: ProfilerEffect, window_s: list[float] | None, held_s: Sequence[Sequence[float]]
+) -> ProfilerEffect:
     """The effect with the GPU, the seconds held in all, and GPU-Util while held outside the window."""
     held_pct = effect.held_pct
     if window_s and held_s:
         points, _ = _points(rec, gpu, min(h[0] for h in held_s))
         t0, t1 = window_s
-        around = [u for t, u in points if u is not None and not t0 <= t <= t1
-                  and any(h0 <= t <= h1 for h0, h1 in held_s)]
+        around = [
+            u for t, u in points if u is not None and not t0 <= t <= t1 and any(h0 <= t <= h1 for h0, h1 in held_s)
+        ]
         held_pct = float(median(around)) if around else held_pct
-    return msgspec.structs.replace(effect, gpu=gpu, held_pct=held_pct,
-                                   held_s=round(sum(max(0.0, h[1] - h[0]) for h in held_s), 2))
+    return msgspec.structs.replace(
+        effect, gpu=gpu, held_pct=held_pct, held_s=round(sum(max(0.0, h[1] - h[0]) for h in held_s), 2)
+    )
 
 
-def profiler_costs(rec: Recording, verdicts: dict[int, GpuVerdict], profile: ProfileReport,
-                   held_s: Sequence[Sequence[float]]) -> dict[str, ProfilerEffect]:
+def profiler_costs(
+    rec: Recording, verdicts: dict[int, GpuVerdict], profile: ProfileReport, held_s: Sequence[Sequence[float]]
+) -> dict[str, ProfilerEffect]:
     """What the profiler cost each GPU the workload used (none where too few points tell)."""
     out: dict[str, ProfilerEffect] = {}
     for i, v in verdicts.items():
-        effect = profiler_effect(rec, i, v, profile.window_s, held_s) if profile.window_s else \
-            hold_effect(rec, i, v, held_s)
+        effect = (
+            profiler_effect(rec, i, v, profile.window_s, held_s) if profile.window_s else hold_effect(rec, i, v, held_s)
+        )
         if effect is not None:
             out[str(i)] = with_hold(rec, i, effect, profile.window_s, held_s)
     return out

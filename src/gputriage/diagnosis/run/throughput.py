@@ -39,24 +39,30 @@ def _median_between(metric: list[tuple[float, float]], t0: float, t1: float) -> 
     return round(float(median(values)), 4) if values else None
 
 
-def throughput(host: Windows, timeline: list[Regime], run_start_s: float, gpus: list[GpuStatic],
-               flops_per_token: float | None = None, flops_per_step: float | None = None,
-               metric: tuple[str, list[tuple[float, float]]] | None = None) -> Throughput | None:
+def throughput(
+    host: Windows,
+    timeline: list[Regime],
+    run_start_s: float,
+    gpus: list[GpuStatic],
+    flops_per_token: float | None = None,
+    flops_per_step: float | None = None,
+    metric: tuple[str, list[tuple[float, float]]] | None = None,
+) -> Throughput | None:
     """None when the workload reported nothing (`metric`: `run --metric`'s pattern and the (unix time,
     value) pairs read in the workload's output)."""
     points = []
     for w in host:
         if w.steps_total is not None:  # at the time the totals were read (not the window's edge)
             at = w.t1_s if w.progress_dt_s is None else w.t0_s + w.progress_dt_s
-            points.append((at, {"steps": w.steps_total, "samples": w.samples_total or 0.0,
-                                "tokens": w.tokens_total or 0.0}))
+            points.append(
+                (at, {"steps": w.steps_total, "samples": w.samples_total or 0.0, "tokens": w.tokens_total or 0.0})
+            )
     read = metric[1] if metric else []
     if not points and not read:
         return None
     last = points[-1][1] if points else dict.fromkeys(COUNTERS, 0.0)
     sources = (["gputriage.step"] if points else []) + (["output"] if read else [])
-    out = Throughput(source=" and ".join(sources), steps=last["steps"], samples=last["samples"],
-                     tokens=last["tokens"])
+    out = Throughput(source=" and ".join(sources), steps=last["steps"], samples=last["samples"], tokens=last["tokens"])
     body = [r for r in timeline if r.regime not in EDGES]
     times = [p[0] for p in points] + [t for t, _ in read]
     if body:
@@ -74,10 +80,17 @@ def throughput(host: Windows, timeline: list[Regime], run_start_s: float, gpus: 
     for r in body:
         a, b = run_start_s + r.start_s, run_start_s + r.end_s
         rates = _rates(points, a, b) if points else dict.fromkeys(COUNTERS)
-        out.by_regime.append(RegimeThroughput(regime=r.regime, start_s=r.start_s, end_s=r.end_s,
-                                              steps_per_s=rates["steps"], samples_per_s=rates["samples"],
-                                              tokens_per_s=rates["tokens"],
-                                              metric_median=_median_between(read, a, b) if read else None))
+        out.by_regime.append(
+            RegimeThroughput(
+                regime=r.regime,
+                start_s=r.start_s,
+                end_s=r.end_s,
+                steps_per_s=rates["steps"],
+                samples_per_s=rates["samples"],
+                tokens_per_s=rates["tokens"],
+                metric_median=_median_between(read, a, b) if read else None,
+            )
+        )
     achieved = None
     if flops_per_token and out.tokens_per_s:
         achieved = flops_per_token * out.tokens_per_s / 1e12

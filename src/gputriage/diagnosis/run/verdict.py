@@ -35,6 +35,8 @@ WORKLOAD_VRAM_BYTES = 256 * 2**20  # memory growth that says a workload holds th
 def holds_workload_memory(used_max_bytes: float | None, base_bytes: float | None) -> bool:
     """The GPU holds WORKLOAD_VRAM_BYTES more than at `base_bytes` (the first window's): the workload's memory."""
     return (used_max_bytes or 0.0) > (base_bytes or 0.0) + WORKLOAD_VRAM_BYTES
+
+
 SERIES_POINTS = 720  # at most this many points in a verdict's series
 EDGES = ("start-up", "shut-down")
 
@@ -58,8 +60,14 @@ def steady_bounds(ws: Sequence[WindowMetrics], last_step: float | None = None) -
     began before its last step (`last_step`, when windows were left out of `ws`)); None when none."""
     first = next((i for i, w in enumerate(ws) if computes(w.util_max_pct, w.sm_active_max_pct)), None)
     if first is None and ws:
-        first = next((i for i, w in enumerate(ws) if holds_workload_memory(w.used_max_bytes, ws[0].used_bytes)
-                      and w.workload_vram_max_bytes), None)
+        first = next(
+            (
+                i
+                for i, w in enumerate(ws)
+                if holds_workload_memory(w.used_max_bytes, ws[0].used_bytes) and w.workload_vram_max_bytes
+            ),
+            None,
+        )
         return first, None
     last = next((i for i in range(len(ws) - 1, -1, -1) if computes(ws[i].util_max_pct, ws[i].sm_active_max_pct)), None)
     # a workload that reports its steps starts its work with the first one: before it, warm-up; after it, work
@@ -72,14 +80,18 @@ def steady_bounds(ws: Sequence[WindowMetrics], last_step: float | None = None) -
         ended = last_step if last_step is not None else last_step_s(counts, [w.t1_s for w in ws])
         # only a loop that stopped stepping: not one that reports a step an epoch, still at work after its last
         steps = max(x or 0.0 for x in counts) - (counts[stepped] or 0.0)
-        if ended is not None and steps >= 2 and \
-                ws[last].t1_s - ended > STEPS_STOPPED * (ended - ws[stepped].t0_s) / steps:
+        if (
+            ended is not None
+            and steps >= 2
+            and ws[last].t1_s - ended > STEPS_STOPPED * (ended - ws[stepped].t0_s) / steps
+        ):
             last = min(last, max((i for i, w in enumerate(ws) if w.t0_s < ended), default=last))
     return first, last
 
 
-def regimes(ws: Sequence[WindowMetrics], labels: Sequence[B], t0: float, start: int | None, end: int | None,
-            window_s: float) -> list[Regime]:
+def regimes(
+    ws: Sequence[WindowMetrics], labels: Sequence[B], t0: float, start: int | None, end: int | None, window_s: float
+) -> list[Regime]:
     """Consecutive windows of one label, start-up and shut-down apart; one-window blips folded into
     the regime before them."""
     out: list[Regime] = []
@@ -121,7 +133,7 @@ def _mark_warmup(timeline: list[Regime], dominant: str) -> list[Regime]:
     if lead >= after:
         return timeline
     warm = Regime(timeline[before[0]].start_s, timeline[before[-1]].end_s, "warm-up")
-    return timeline[:before[0]] + [warm] + timeline[before[-1] + 1:]
+    return timeline[: before[0]] + [warm] + timeline[before[-1] + 1 :]
 
 
 def decision_of(b: B, m: dict[str, float]) -> str:
@@ -145,6 +157,7 @@ def decision_of(b: B, m: dict[str, float]) -> str:
 
 def describe(b: B, m: dict[str, float]) -> str:
     """The figures that make the case for a bottleneck, in a sentence."""
+
     def f(key: str, unit: str = "%") -> str:
         v = m.get(key)
         return "n/a" if v is None else f"{v:.0f}{unit}"
@@ -156,57 +169,72 @@ def describe(b: B, m: dict[str, float]) -> str:
             B.compute_bound: f"GPU-Util {f('util_pct')}, {power}, memory util {f('mem_util_pct')}",
             B.memory_bound: f"memory util {f('mem_util_pct')}, GPU-Util {f('util_pct')}, {power}",
             B.launch_bound: f"GPU-Util {f('util_pct')} at {power} (small kernels), one host thread at "
-                            f"{f('top_thread_pct')}",
+            f"{f('top_thread_pct')}",
             B.h2d_copy_bound: f"PCIe RX {f('pcie_rx_mib_per_s', ' MiB/s')} while the GPU draws {power}",
         }
         if b in without:
             return without[b]
     if b == B.input_starved and helpers_busy(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")):
         helpers = helpers_cpu(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")) or 0.0
-        return (f"GPU-Util {f('util_pct')} while the workload's processes without a GPU context (DataLoader workers) "
-                f"run on {helpers:.0f}% of a core and it reads {f('read_mb_per_s', ' MB/s')} from files")
+        return (
+            f"GPU-Util {f('util_pct')} while the workload's processes without a GPU context (DataLoader workers) "
+            f"run on {helpers:.0f}% of a core and it reads {f('read_mb_per_s', ' MB/s')} from files"
+        )
     beside = beside_main(m) if b == B.host_bound and not host_work(m) else None
     if beside is not None:
-        return (f"GPU-Util {f('util_pct')} while a thread beside the main one runs at {beside:.0f}% of a core and "
-                f"the main thread at {f('gpu_main_thread_pct')}: it holds the interpreter lock the launching thread "
-                f"needs, or makes its input in the same process (the workload reads {f('read_mb_per_s', ' MB/s')} "
-                "from files)")
+        return (
+            f"GPU-Util {f('util_pct')} while a thread beside the main one runs at {beside:.0f}% of a core and "
+            f"the main thread at {f('gpu_main_thread_pct')}: it holds the interpreter lock the launching thread "
+            f"needs, or makes its input in the same process (the workload reads {f('read_mb_per_s', ' MB/s')} "
+            "from files)"
+        )
     if b == B.memory_bound and waits_on_latency(m.get("dram_active_pct"), m.get("cuda_math_active_pct")):
-        return (f"SM activity {f('sm_active_pct')} with the math pipes idle (CUDA cores "
-                f"{f('cuda_math_active_pct')}, tensor {f('tensor_active_pct')}) and DRAM at {f('dram_active_pct')} "
-                "of peak: warps wait on memory latency")
+        return (
+            f"SM activity {f('sm_active_pct')} with the math pipes idle (CUDA cores "
+            f"{f('cuda_math_active_pct')}, tensor {f('tensor_active_pct')}) and DRAM at {f('dram_active_pct')} "
+            "of peak: warps wait on memory latency"
+        )
     parts = {
         B.underfilled: f"GPU-Util {f('util_pct')} but SM activity {f('sm_active_pct')}, occupancy "
-                       f"{f('sm_occupancy_pct')}",
+        f"{f('sm_occupancy_pct')}",
         B.compute_bound: f"SM activity {f('sm_active_pct')}, tensor pipes {f('tensor_active_pct')}, "
-                         f"{f('power_w', ' W')}",
+        f"{f('power_w', ' W')}",
         B.memory_bound: f"DRAM bandwidth {f('dram_active_pct')} of peak, SM activity {f('sm_active_pct')}, "
-                        f"tensor pipes {f('tensor_active_pct')}",
+        f"tensor pipes {f('tensor_active_pct')}",
         B.tensor_cores_idle: f"SM activity {f('sm_active_pct')} but tensor pipes {f('tensor_active_pct')}, "
-                             f"DRAM {f('dram_active_pct')}" + (f", CUDA-core math {f('cuda_math_active_pct')}"
-                                                               if "cuda_math_active_pct" in m else ""),
+        f"DRAM {f('dram_active_pct')}"
+        + (f", CUDA-core math {f('cuda_math_active_pct')}" if "cuda_math_active_pct" in m else ""),
         B.input_starved: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')} while one workload thread "
-                         f"runs at {f('top_thread_pct')}, the workload reads {f('read_mb_per_s', ' MB/s')} "
-                         f"(iowait {f('iowait_pct')})",
+        f"runs at {f('top_thread_pct')}, the workload reads {f('read_mb_per_s', ' MB/s')} "
+        f"(iowait {f('iowait_pct')})",
         B.launch_bound: f"GPU-Util {f('util_pct')} but SM activity {f('sm_active_pct')} (short kernels), one host "
-                        f"thread at {f('top_thread_pct')}",
+        f"thread at {f('top_thread_pct')}",
         B.sync_bound: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')}, busiest host thread "
-                      f"{f('top_thread_pct')}",
+        f"{f('top_thread_pct')}",
         B.host_bound: f"GPU-Util {f('util_pct')} while the workload computes on the host at "
-                      f"{f('workload_cpu_pct', '% of a core')} and reads {f('pcie_tx_mib_per_s', ' MiB/s')} back "
-                      f"from the GPU (PCIe TX), {f('read_mb_per_s', ' MB/s')} from files"
-                      + (f", and writes {f('write_mb_per_s', ' MB/s')} to storage"
-                         if saves_to_storage(m.get("write_mb_per_s")) else ""),
+        f"{f('workload_cpu_pct', '% of a core')} and reads {f('pcie_tx_mib_per_s', ' MiB/s')} back "
+        f"from the GPU (PCIe TX), {f('read_mb_per_s', ' MB/s')} from files"
+        + (
+            f", and writes {f('write_mb_per_s', ' MB/s')} to storage"
+            if saves_to_storage(m.get("write_mb_per_s"))
+            else ""
+        ),
         B.h2d_copy_bound: f"PCIe RX {f('pcie_rx_mib_per_s', ' MiB/s')} while SM activity is {f('sm_active_pct')}",
         B.throttled: f"slowdown reasons in {m.get('throttled_share') or 0:.0%} of samples, SM clock "
-                     f"{f('sm_clock_mhz', ' MHz')}, {f('temperature_c', ' C')}",
-        B.vram_pressure: (f"the allocator gives memory back {m['cuda_frees_per_s']:.0f} times a second (cudaFree), "
-                          f"{m.get('alloc_retries_per_s') or 0:.1f} allocations retried a second, "
-                          if m.get("cuda_frees_per_s") is not None else "")
+        f"{f('sm_clock_mhz', ' MHz')}, {f('temperature_c', ' C')}",
+        B.vram_pressure: (
+            f"the allocator gives memory back {m['cuda_frees_per_s']:.0f} times a second (cudaFree), "
+            f"{m.get('alloc_retries_per_s') or 0:.1f} allocations retried a second, "
+            if m.get("cuda_frees_per_s") is not None
+            else ""
+        )
         + f"{(m.get('used_bytes') or 0) / 2**30:.1f} GiB of VRAM used",
-        B.contended: (f"{m.get('job_computing', 0):.0f} processes of this job run kernels on the GPU at once"
-                      if m.get("job_computing", 0) >= 2 else
-                      f"{m.get('neighbours', 0):.0f} other process(es) on the GPU") + f", GPU-Util {f('util_pct')}",
+        B.contended: (
+            f"{m.get('job_computing', 0):.0f} processes of this job run kernels on the GPU at once"
+            if m.get("job_computing", 0) >= 2
+            else f"{m.get('neighbours', 0):.0f} other process(es) on the GPU"
+        )
+        + f", GPU-Util {f('util_pct')}",
         B.idle: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')}, workload CPU {f('workload_cpu_pct')}",
     }
     return parts.get(b, "")
@@ -219,14 +247,19 @@ def _series(ws: Sequence[WindowMetrics], t0: float, power_limit_mw: int | None =
     n = len(ws)
     step = max(1, -(-n // SERIES_POINTS))
     limit_w = power_limit_mw / 1000 if power_limit_mw else None
-    picks = {"util_pct": lambda w: w.util_pct, "sm_active_pct": lambda w: w.sm_active_pct,
-             "tensor_active_pct": lambda w: w.tensor_active_pct, "dram_active_pct": lambda w: w.dram_active_pct,
-             "power_pct": lambda w: 100 * w.power_w / limit_w if w.power_w is not None and limit_w else None,
-             "sm_clock_mhz": lambda w: w.sm_clock_mhz, "workload_cpu_pct": lambda w: w.workload_cpu_pct}
+    picks = {
+        "util_pct": lambda w: w.util_pct,
+        "sm_active_pct": lambda w: w.sm_active_pct,
+        "tensor_active_pct": lambda w: w.tensor_active_pct,
+        "dram_active_pct": lambda w: w.dram_active_pct,
+        "power_pct": lambda w: 100 * w.power_w / limit_w if w.power_w is not None and limit_w else None,
+        "sm_clock_mhz": lambda w: w.sm_clock_mhz,
+        "workload_cpu_pct": lambda w: w.workload_cpu_pct,
+    }
     t: list[float] = []
     cols: dict[str, list[float | None]] = {k: [] for k in picks}
     for i in range(0, n, step):
-        chunk = ws[i:i + step]
+        chunk = ws[i : i + step]
         t.append(round(chunk[0].t0_s - t0, 1))
         for k, pick in picks.items():
             vals = [v for v in (pick(w) for w in chunk) if v is not None]
@@ -245,8 +278,9 @@ def _evidence(chosen: list[WindowMetrics]) -> dict[str, float]:
     return out
 
 
-def gpu_verdict(series: Windows, gpu: GpuStatic, run_start_s: float, run_end_s: float,
-                exclude_s: Sequence[Sequence[float]] = ()) -> GpuVerdict:
+def gpu_verdict(
+    series: Windows, gpu: GpuStatic, run_start_s: float, run_end_s: float, exclude_s: Sequence[Sequence[float]] = ()
+) -> GpuVerdict:
     """The dominant bottleneck of one GPU's steady state. Windows that overlap `exclude_s` (the time a
     profiler held the workload) are left out."""
     ws = [w for w in series if all(w.t1_s < a or w.t0_s > b for a, b in exclude_s)]
@@ -255,12 +289,17 @@ def gpu_verdict(series: Windows, gpu: GpuStatic, run_start_s: float, run_end_s: 
     labels = [lab for lab, _ in labelled]
     startup_s = ws[start].t0_s - run_start_s if start is not None else 0.0
     shutdown_s = run_end_s - ws[end].t1_s if end is not None else 0.0
-    steady = [i for i in range(len(ws)) if (start is None or i > start or (i == start == 0))
-              and (end is None or i <= end)] or list(range(len(ws)))
+    steady = [
+        i for i in range(len(ws)) if (start is None or i > start or (i == start == 0)) and (end is None or i <= end)
+    ] or list(range(len(ws)))
     timeline = regimes(ws, labels, run_start_s, start, end, series.window_s)
-    verdict = GpuVerdict(gpu=series.gpu if series.gpu is not None else -1, startup_s=round(max(0.0, startup_s), 1),
-                         shutdown_s=round(max(0.0, shutdown_s), 1), timeline=timeline,
-                         series=_series(ws, run_start_s, gpu.power_limit_mw))
+    verdict = GpuVerdict(
+        gpu=series.gpu if series.gpu is not None else -1,
+        startup_s=round(max(0.0, startup_s), 1),
+        shutdown_s=round(max(0.0, shutdown_s), 1),
+        timeline=timeline,
+        series=_series(ws, run_start_s, gpu.power_limit_mw),
+    )
     if not steady:
         verdict.summary = "too few samples to judge"
         return verdict
@@ -283,7 +322,8 @@ def gpu_verdict(series: Windows, gpu: GpuStatic, run_start_s: float, run_end_s: 
     verdict.evidence = evidence
     verdict.undecided_between = [dominant, *alternatives] if alternatives else []
     verdict.steady_s = round(total, 1)
-    verdict.timeline = describe_regimes(_mark_warmup(timeline, dominant.value), ws, run_start_s, series.window_s,
-                                        describe, decision_of)
+    verdict.timeline = describe_regimes(
+        _mark_warmup(timeline, dominant.value), ws, run_start_s, series.window_s, describe, decision_of
+    )
     verdict.shares = {k.value: round(v / total, 2) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])}
     return verdict

@@ -10,22 +10,32 @@ from gputriage.diagnosis.serving.steps import failed, load_name, load_x
 from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
 from gputriage.model.load import LoadStep
 
-COLLAPSE = Threshold("throughput_collapse_share", 0.5, "of the peak", "output tokens/s of a heavier step against "
-                     "the most a lighter step gave: at or under it, more load makes the server do less work",
-                     "judgement")
+COLLAPSE = Threshold(
+    "throughput_collapse_share",
+    0.5,
+    "of the peak",
+    "output tokens/s of a heavier step against "
+    "the most a lighter step gave: at or under it, more load makes the server do less work",
+    "judgement",
+)
 SEVERE = 0.25  # of the peak: critical
 
 THROUGHPUT_COLLAPSE = FindingSpec(
-    id="load.throughput_collapse", step=3, severity=Severity.warn, commands=("load",), thresholds=(COLLAPSE,),
+    id="load.throughput_collapse",
+    step=3,
+    severity=Severity.warn,
+    commands=("load",),
+    thresholds=(COLLAPSE,),
     symptom="Throughput collapses under load: more requests in flight, fewer tokens out",
     cause="Past a load the server does less work, not the same work more slowly: a KV cache too small for the "
-          "sequences in flight makes it preempt and recompute them (it thrashes), or memory swaps, or the "
-          "sequences contend for a lock; each request added costs the others more than it brings",
+    "sequences in flight makes it preempt and recompute them (it thrashes), or memory swaps, or the "
+    "sequences contend for a lock; each request added costs the others more than it brings",
     decision="Cap concurrent sequences below the load where it falls (vLLM --max-num-seqs, an admission limit in "
-             "front), give the KV cache more memory (--gpu-memory-utilization, more cache blocks) or shorten the "
-             "context; the server's log and /metrics (preemptions, KV cache usage) say which",
+    "front), give the KV cache more memory (--gpu-memory-utilization, more cache blocks) or shorten the "
+    "context; the server's log and /metrics (preemptions, KV cache usage) say which",
     condition="output tokens/s of a step without failed requests <= the threshold x the most a lighter step gave "
-              "(critical at a quarter)")
+    "(critical at a quarter)",
+)
 
 
 def throughput_collapse(steps: list[LoadStep]) -> list[Finding]:
@@ -42,15 +52,26 @@ def throughput_collapse(steps: list[LoadStep]) -> list[Finding]:
     if worst is None:
         return []
     share, peak, s = worst
-    ev: dict[str, Any] = {"peak_at": load_name(peak), "at": load_name(s),
-                          "output_tokens_per_s": [peak.output_tokens_per_s, s.output_tokens_per_s],
-                          "share": round(share, 3), "tpot_p50_ms": [peak.tpot.p50_ms, s.tpot.p50_ms],
-                          "ttft_p50_ms": [peak.ttft.p50_ms, s.ttft.p50_ms]}
+    ev: dict[str, Any] = {
+        "peak_at": load_name(peak),
+        "at": load_name(s),
+        "output_tokens_per_s": [peak.output_tokens_per_s, s.output_tokens_per_s],
+        "share": round(share, 3),
+        "tpot_p50_ms": [peak.tpot.p50_ms, s.tpot.p50_ms],
+        "ttft_p50_ms": [peak.ttft.p50_ms, s.ttft.p50_ms],
+    }
     if s.server is not None and s.server.source != "unknown":
         ev |= {"kv_cache_usage_max_pct": s.server.kv_cache_usage_max_pct, "preemptions": s.server.preemptions}
-    return [THROUGHPUT_COLLAPSE.finding(
-        ev, severity=Severity.critical if share <= SEVERE else None,
-        symptom=f"Throughput collapses under load: {peak.output_tokens_per_s:,.0f} tok/s at {load_name(peak)}, "
-                f"{s.output_tokens_per_s:,.0f} at {load_name(s)}"
-                + (f" (TPOT {peak.tpot.p50_ms:,.1f} → {s.tpot.p50_ms:,.1f} ms)"
-                   if peak.tpot.p50_ms and s.tpot.p50_ms else ""))]
+    return [
+        THROUGHPUT_COLLAPSE.finding(
+            ev,
+            severity=Severity.critical if share <= SEVERE else None,
+            symptom=f"Throughput collapses under load: {peak.output_tokens_per_s:,.0f} tok/s at {load_name(peak)}, "
+            f"{s.output_tokens_per_s:,.0f} at {load_name(s)}"
+            + (
+                f" (TPOT {peak.tpot.p50_ms:,.1f} → {s.tpot.p50_ms:,.1f} ms)"
+                if peak.tpot.p50_ms and s.tpot.p50_ms
+                else ""
+            ),
+        )
+    ]

@@ -16,135 +16,248 @@ from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
 from gputriage.model.load import LoadStep
 
 LOAD = ("load",)
-KV_FULL = Threshold("kv_cache_usage_pct", 95.0, "%", "KV cache usage the server reported, at or above which new "
-                    "sequences wait or running ones are preempted", "judgement")
-QUEUE_TTFT = Threshold("ttft_growth", 2.0, "x", "TTFT growth from one step to the next while TPOT and throughput "
-                       "hold: requests wait before they start", "judgement")
-UNDERFILLED_ACTIVE = Threshold("sm_active_pct", 40.0, "%", "SM activity (GPU-Util without GPM) at the lightest "
-                               "load under which the GPU has room for a bigger batch", "judgement")
-SCALING = Threshold("throughput_scaling", 1.6, "x", "output tokens/s gained by doubling the load: near 2, each "
-                    "request in flight adds work the GPU had room for", "judgement")
-PREFILL_ITL = Threshold("itl_long_prompt_ratio", 2.0, "x", "mean ITL while a long prompt's prefill runs against "
-                        "the rest of the time", "judgement")
-LONG_COST = Threshold("tpot_control_ratio", 1.5, "x", "TPOT p50 with the long prompts against the same step "
-                      "with every prompt at the normal length (its control)", "judgement")
+KV_FULL = Threshold(
+    "kv_cache_usage_pct",
+    95.0,
+    "%",
+    "KV cache usage the server reported, at or above which new sequences wait or running ones are preempted",
+    "judgement",
+)
+QUEUE_TTFT = Threshold(
+    "ttft_growth",
+    2.0,
+    "x",
+    "TTFT growth from one step to the next while TPOT and throughput hold: requests wait before they start",
+    "judgement",
+)
+UNDERFILLED_ACTIVE = Threshold(
+    "sm_active_pct",
+    40.0,
+    "%",
+    "SM activity (GPU-Util without GPM) at the lightest load under which the GPU has room for a bigger batch",
+    "judgement",
+)
+SCALING = Threshold(
+    "throughput_scaling",
+    1.6,
+    "x",
+    "output tokens/s gained by doubling the load: near 2, each request in flight adds work the GPU had room for",
+    "judgement",
+)
+PREFILL_ITL = Threshold(
+    "itl_long_prompt_ratio",
+    2.0,
+    "x",
+    "mean ITL while a long prompt's prefill runs against the rest of the time",
+    "judgement",
+)
+LONG_COST = Threshold(
+    "tpot_control_ratio",
+    1.5,
+    "x",
+    "TPOT p50 with the long prompts against the same step with every prompt at the normal length (its control)",
+    "judgement",
+)
 SERVER_THREAD = Threshold("top_thread_pct", 90.0, "% of a core", "the server's busiest thread", "judgement")
 VRAM_FULL = Threshold("vram_used_share", 0.95, "of total", "VRAM in use at the peak of the load", "judgement")
-CLIENT_CPU = Threshold("client_cpu_pct", 90.0, "% of a core", "the generator's event loop: above it, it cannot "
-                       "send and read fast enough to load the server as asked", "judgement")
-DECODE_CEILING = Threshold("decode_ceiling_share", 0.6, "of the ceiling", "one sequence's decode tokens/s against "
-                           "the memory bandwidth / weight bytes ceiling", "judgement")
+CLIENT_CPU = Threshold(
+    "client_cpu_pct",
+    90.0,
+    "% of a core",
+    "the generator's event loop: above it, it cannot send and read fast enough to load the server as asked",
+    "judgement",
+)
+DECODE_CEILING = Threshold(
+    "decode_ceiling_share",
+    0.6,
+    "of the ceiling",
+    "one sequence's decode tokens/s against the memory bandwidth / weight bytes ceiling",
+    "judgement",
+)
 
 KV_CACHE_FULL = FindingSpec(
-    id="load.kv_cache_full", step=3, severity=Severity.warn, commands=LOAD, needs=("server metrics",),
-    symptom="The KV cache filled up under load", thresholds=(KV_FULL,),
+    id="load.kv_cache_full",
+    step=3,
+    severity=Severity.warn,
+    commands=LOAD,
+    needs=("server metrics",),
+    symptom="The KV cache filled up under load",
+    thresholds=(KV_FULL,),
     cause="Concurrent sequences x their context need more KV cache than the server reserved: new requests wait and "
-          "running ones are preempted (recomputed or swapped), so latency spikes",
+    "running ones are preempted (recomputed or swapped), so latency spikes",
     decision="Cap concurrent sequences (vLLM --max-num-seqs), shorten the maximum context (--max-model-len), "
-             "quantize the KV cache (--kv-cache-dtype fp8), or give the cache more GPU memory "
-             "(--gpu-memory-utilization); beyond that, another replica",
-    condition="KV cache usage >= the threshold, or preemptions counted, in a step")
+    "quantize the KV cache (--kv-cache-dtype fp8), or give the cache more GPU memory "
+    "(--gpu-memory-utilization); beyond that, another replica",
+    condition="KV cache usage >= the threshold, or preemptions counted, in a step",
+)
 QUEUEING = FindingSpec(
-    id="load.queueing", step=2, severity=Severity.warn, commands=LOAD, thresholds=(QUEUE_TTFT,),
+    id="load.queueing",
+    step=2,
+    severity=Severity.warn,
+    commands=LOAD,
+    thresholds=(QUEUE_TTFT,),
     symptom="Requests queue before they start: time to first token grows with load, far faster than token speed",
     cause="The server admits a fixed number of sequences (its admission cap, or what its KV cache holds); beyond it "
-          "requests wait in its queue, so TTFT grows while decoding speed and throughput stay flat",
+    "requests wait in its queue, so TTFT grows while decoding speed and throughput stay flat",
     decision="Raise the cap (vLLM --max-num-seqs, TGI --max-concurrent-requests) when the KV cache and VRAM have "
-             "headroom; else add replicas behind a load balancer, and set client timeouts at the SLO",
+    "headroom; else add replicas behind a load balancer, and set client timeouts at the SLO",
     condition="the server reports requests waiting while running holds at a ceiling; or, from one step to the next "
-              "(or from the lightest), TTFT grows >= the threshold, at least twice as fast as TPOT and by at least "
-              "half a request's decode time, while output tokens/s grow by under half the load's growth")
+    "(or from the lightest), TTFT grows >= the threshold, at least twice as fast as TPOT and by at least "
+    "half a request's decode time, while output tokens/s grow by under half the load's growth",
+)
 GPU_UNDERFILLED = FindingSpec(
-    id="load.gpu_underfilled", step=1, severity=Severity.info, commands=LOAD, needs=("gpu",),
+    id="load.gpu_underfilled",
+    step=1,
+    severity=Severity.info,
+    commands=LOAD,
+    needs=("gpu",),
     thresholds=(UNDERFILLED_ACTIVE, SCALING),
     symptom="At low concurrency the GPU is mostly idle: throughput doubles with the load",
     cause="Decoding one or a few sequences reads all the weights per token for little math: the GPU waits on "
-          "memory and launches, and has room for a bigger batch at almost no latency cost",
+    "memory and launches, and has room for a bigger batch at almost no latency cost",
     decision="Serve more requests at once (batch more: continuous batching, a higher concurrency per replica) "
-             "before adding GPUs; fewer, fuller replicas cost less per token",
+    "before adding GPUs; fewer, fuller replicas cost less per token",
     condition="SM activity (GPU-Util) below the threshold at the lightest load, and output tokens/s x >= "
-              f"{SCALING.value:g} when the load doubles")
+    f"{SCALING.value:g} when the load doubles",
+)
 PREFILL_INTERFERENCE = FindingSpec(
-    id="load.prefill_interference", step=2, severity=Severity.warn, commands=LOAD, thresholds=(PREFILL_ITL,),
+    id="load.prefill_interference",
+    step=2,
+    severity=Severity.warn,
+    commands=LOAD,
+    thresholds=(PREFILL_ITL,),
     symptom="Long prompts stall everyone else's tokens: inter-token latency spikes while they are prefilled",
     cause="A long prompt's prefill runs in the same batch steps as the decoding sequences, which wait for it",
     decision="Enable chunked prefill (vLLM --enable-chunked-prefill, a smaller --max-num-batched-tokens), cap prompt "
-             "length, or separate prefill and decode (disaggregated serving)",
-    condition="mean ITL while a long prompt is in prefill >= the threshold x the mean ITL otherwise")
+    "length, or separate prefill and decode (disaggregated serving)",
+    condition="mean ITL while a long prompt is in prefill >= the threshold x the mean ITL otherwise",
+)
 LONG_PROMPT_COST = FindingSpec(
-    id="load.long_prompts_slow_decode", step=2, severity=Severity.warn, commands=LOAD, thresholds=(LONG_COST,),
+    id="load.long_prompts_slow_decode",
+    step=2,
+    severity=Severity.warn,
+    commands=LOAD,
+    thresholds=(LONG_COST,),
     symptom="Long prompts make every request's tokens slower",
     cause="The long prompts' prefill and their long KV caches share the batch steps with the short requests: "
-          "every step does more work, so every request's tokens wait; an attention kernel that pads the batch to "
-          "its longest sequence pays for one long prompt on every sequence (the ITL while a long prompt is "
-          "prefilled, against the rest, says how much is the prefill)",
+    "every step does more work, so every request's tokens wait; an attention kernel that pads the batch to "
+    "its longest sequence pays for one long prompt on every sequence (the ITL while a long prompt is "
+    "prefilled, against the rest, says how much is the prefill)",
     decision="Enable chunked prefill (vLLM --enable-chunked-prefill, a smaller --max-num-batched-tokens), route "
-             "long prompts to replicas of their own, cap the context (--max-model-len), and set the SLO by the "
-             "prompt mix you serve",
+    "long prompts to replicas of their own, cap the context (--max-model-len), and set the SLO by the "
+    "prompt mix you serve",
     condition="TPOT p50 of a step with the long prompts >= the threshold x its control's (the same step, every "
-              "prompt at the normal length)")
+    "prompt at the normal length)",
+)
 SERVER_CPU_BOUND = FindingSpec(
-    id="load.server_cpu_bound", step=2, severity=Severity.warn, commands=LOAD, needs=("local server",),
+    id="load.server_cpu_bound",
+    step=2,
+    severity=Severity.warn,
+    commands=LOAD,
+    needs=("local server",),
     thresholds=(SERVER_THREAD,),
     symptom="One server thread is at 100% while the GPU waits",
     cause="The server's Python side — tokenizer, detokenizer, scheduler, HTTP — cannot keep up: the GPU is fed one "
-          "core's worth of work",
+    "core's worth of work",
     decision="Use the server's multi-process front end or API-server workers, a fast tokenizer, fewer output "
-             "chunks (stream intervals), or more replicas per GPU; check that the server has the cores it needs",
-    condition="the server's busiest thread >= the threshold while SM activity (GPU-Util) < 60%")
+    "chunks (stream intervals), or more replicas per GPU; check that the server has the cores it needs",
+    condition="the server's busiest thread >= the threshold while SM activity (GPU-Util) < 60%",
+)
 VRAM_HEADROOM = FindingSpec(
-    id="load.vram_headroom", step=3, severity=Severity.warn, commands=LOAD, needs=("gpu",), thresholds=(VRAM_FULL,),
+    id="load.vram_headroom",
+    step=3,
+    severity=Severity.warn,
+    commands=LOAD,
+    needs=("gpu",),
+    thresholds=(VRAM_FULL,),
     symptom="VRAM has almost no headroom at peak load",
     cause="The weights, the KV cache and activations fill the GPU: a longer prompt or one more sequence is an "
-          "out-of-memory error or a preemption",
+    "out-of-memory error or a preemption",
     decision="Leave headroom (a lower --gpu-memory-utilization, a request cap), quantize weights or KV cache, or "
-             "move to a larger GPU; test at the peak prompt lengths you serve",
-    condition="VRAM used at the peak of any step >= the threshold of its total")
+    "move to a larger GPU; test at the peak prompt lengths you serve",
+    condition="VRAM used at the peak of any step >= the threshold of its total",
+)
 CLIENT_BOUND = FindingSpec(
-    id="load.client_bound", step=4, severity=Severity.warn, commands=LOAD, thresholds=(CLIENT_CPU,),
+    id="load.client_bound",
+    step=4,
+    severity=Severity.warn,
+    commands=LOAD,
+    thresholds=(CLIENT_CPU,),
     symptom="The load generator itself was the bottleneck",
     cause="gputriage's client ran out of CPU (or connections): it sent and read less than asked, so this step's "
-          "figures understate what the server can do",
+    "figures understate what the server can do",
     decision="Run the load from another machine or with fewer streamed chunks (larger stream intervals); read "
-             "this step's latency as a lower bound on load",
-    condition="the generator's event loop >= the threshold of a core, or connections this machine could not open")
+    "this step's latency as a lower bound on load",
+    condition="the generator's event loop >= the threshold of a core, or connections this machine could not open",
+)
 ERRORS = FindingSpec(
-    id="load.errors", step=5, severity=Severity.warn, commands=LOAD, thresholds=(ERROR_SHARE,),
+    id="load.errors",
+    step=5,
+    severity=Severity.warn,
+    commands=LOAD,
+    thresholds=(ERROR_SHARE,),
     symptom="Requests failed under load",
     cause="The server refused (HTTP 429/503: a cap or an overload), failed (HTTP 500: often out of memory) or did not "
-          "answer within the timeout",
+    "answer within the timeout",
     decision="Read the server's log at that load; set the request cap below the failing load and a client timeout; "
-             "an out-of-memory error asks for VRAM headroom (fewer sequences, shorter context)",
-    condition="failed requests >= the threshold of a step's requests")
+    "an out-of-memory error asks for VRAM headroom (fewer sequences, shorter context)",
+    condition="failed requests >= the threshold of a step's requests",
+)
 DECODE_MEMORY_BOUND = FindingSpec(
-    id="load.decode_memory_bound", step=2, severity=Severity.info, commands=LOAD, needs=("model size",),
+    id="load.decode_memory_bound",
+    step=2,
+    severity=Severity.info,
+    commands=LOAD,
+    needs=("model size",),
     thresholds=(DECODE_CEILING,),
     symptom="One sequence decodes near the memory-bandwidth ceiling",
     cause="Each decoded token reads every weight once: tokens/s per sequence cannot exceed the measured memory "
-          "bandwidth / the weights' bytes; only batching amortizes the read",
+    "bandwidth / the weights' bytes; only batching amortizes the read",
     decision="Batch more sequences per step, quantize the weights (fewer bytes per token), or use speculative "
-             "decoding; a faster GPU helps only by its bandwidth",
-    condition="1000 / TPOT p50 at the lightest load >= the threshold x (bandwidth / weight bytes)")
-SPECS = (KV_CACHE_FULL, QUEUEING, GPU_UNDERFILLED, PREFILL_INTERFERENCE, LONG_PROMPT_COST, SERVER_CPU_BOUND,
-         VRAM_HEADROOM, CLIENT_BOUND, ERRORS, DECODE_MEMORY_BOUND, THROUGHPUT_COLLAPSE, SHARED_CPU)
+    "decoding; a faster GPU helps only by its bandwidth",
+    condition="1000 / TPOT p50 at the lightest load >= the threshold x (bandwidth / weight bytes)",
+)
+SPECS = (
+    KV_CACHE_FULL,
+    QUEUEING,
+    GPU_UNDERFILLED,
+    PREFILL_INTERFERENCE,
+    LONG_PROMPT_COST,
+    SERVER_CPU_BOUND,
+    VRAM_HEADROOM,
+    CLIENT_BOUND,
+    ERRORS,
+    DECODE_MEMORY_BOUND,
+    THROUGHPUT_COLLAPSE,
+    SHARED_CPU,
+)
 
 
 def _activity(s: LoadStep) -> Optional[float]:
-    vals = [v for v in (g.sm_active_pct if g.sm_active_pct is not None else g.util_pct for g in s.gpus)
-            if v is not None]
+    vals = [
+        v for v in (g.sm_active_pct if g.sm_active_pct is not None else g.util_pct for g in s.gpus) if v is not None
+    ]
     return max(vals) if vals else None
 
 
 def _kv(steps: list[LoadStep]) -> list[Finding]:
-    hit = [s for s in steps if s.server and ((s.server.kv_cache_usage_max_pct or 0) >= KV_FULL.value
-                                             or (s.server.preemptions or 0) > 0)]
+    hit = [
+        s
+        for s in steps
+        if s.server and ((s.server.kv_cache_usage_max_pct or 0) >= KV_FULL.value or (s.server.preemptions or 0) > 0)
+    ]
     if not hit:
         return []
     s = hit[0]
     assert s.server is not None
-    ev: dict[str, Any] = {"at": _load(s), "kv_cache_usage_max_pct": s.server.kv_cache_usage_max_pct,
-                          "preemptions": s.server.preemptions, "itl_p99_ms": s.itl.p99_ms, "itl_p50_ms": s.itl.p50_ms,
-                          "server": s.server.source}
+    ev: dict[str, Any] = {
+        "at": _load(s),
+        "kv_cache_usage_max_pct": s.server.kv_cache_usage_max_pct,
+        "preemptions": s.server.preemptions,
+        "itl_p99_ms": s.itl.p99_ms,
+        "itl_p50_ms": s.itl.p50_ms,
+        "server": s.server.source,
+    }
     return [KV_CACHE_FULL.finding(ev, symptom=f"The KV cache filled up from {_load(s)}")]
 
 
@@ -154,23 +267,46 @@ def _queueing(steps: list[LoadStep]) -> list[Finding]:
     pairs = [(steps[j], steps[i]) for i in range(1, len(steps)) for j in sorted({i - 1, 0}, reverse=True)]
     for prev, s in pairs:
         sv, pv = s.server, prev.server
-        capped = (sv is not None and (sv.waiting_max or 0) > 0 and sv.running_max is not None and pv is not None
-                  and pv.running_max is not None and sv.running_max <= pv.running_max * 1.05)
+        capped = (
+            sv is not None
+            and (sv.waiting_max or 0) > 0
+            and sv.running_max is not None
+            and pv is not None
+            and pv.running_max is not None
+            and sv.running_max <= pv.running_max * 1.05
+        )
         t0, t1, d0, d1 = prev.ttft.p50_ms, s.ttft.p50_ms, prev.tpot.p50_ms, s.tpot.p50_ms
         grew = _load_x(s) / max(_load_x(prev), 1e-9)
         decode_ms = (d1 or 0) * (s.output_tokens_mean or 0)
-        inferred = bool(t0 and t1 and d0 and d1 and t1 >= QUEUE_TTFT.value * t0 and t1 / t0 >= 2 * d1 / d0
-                        and t1 - t0 >= decode_ms / 2
-                        and s.output_tokens_per_s < (1 + 0.5 * (grew - 1)) * prev.output_tokens_per_s
-                        and not (sv is not None and sv.waiting_max == 0))  # the server says nothing waited
+        inferred = bool(
+            t0
+            and t1
+            and d0
+            and d1
+            and t1 >= QUEUE_TTFT.value * t0
+            and t1 / t0 >= 2 * d1 / d0
+            and t1 - t0 >= decode_ms / 2
+            and s.output_tokens_per_s < (1 + 0.5 * (grew - 1)) * prev.output_tokens_per_s
+            and not (sv is not None and sv.waiting_max == 0)
+        )  # the server says nothing waited
         if capped or inferred:
-            ev: dict[str, Any] = {"from": _load(prev), "to": _load(s), "ttft_p50_ms": [t0, t1], "tpot_p50_ms": [d0, d1],
-                                  "output_tokens_per_s": [prev.output_tokens_per_s, s.output_tokens_per_s]}
+            ev: dict[str, Any] = {
+                "from": _load(prev),
+                "to": _load(s),
+                "ttft_p50_ms": [t0, t1],
+                "tpot_p50_ms": [d0, d1],
+                "output_tokens_per_s": [prev.output_tokens_per_s, s.output_tokens_per_s],
+            }
             if sv is not None:
                 ev |= {"running_max": sv.running_max, "waiting_max": sv.waiting_max}
             cap = f" (the server runs {sv.running_max:g} at most)" if capped and sv and sv.running_max else ""
-            return [QUEUEING.finding(ev, symptom=f"Requests queue beyond {_load(prev)}{cap}: TTFT "
-                                                 f"{t0 or 0:,.0f} → {t1 or 0:,.0f} ms while TPOT holds")]
+            return [
+                QUEUEING.finding(
+                    ev,
+                    symptom=f"Requests queue beyond {_load(prev)}{cap}: TTFT "
+                    f"{t0 or 0:,.0f} → {t1 or 0:,.0f} ms while TPOT holds",
+                )
+            ]
     return []
 
 
@@ -184,9 +320,17 @@ def _underfilled(steps: list[LoadStep]) -> list[Finding]:
     gain = b.output_tokens_per_s / a.output_tokens_per_s
     if gain < SCALING.value:
         return []
-    return [GPU_UNDERFILLED.finding({"at": _load(a), "activity_pct": act, "next": _load(b),
-                                     "output_tokens_per_s": [a.output_tokens_per_s, b.output_tokens_per_s],
-                                     "gain": round(gain, 2)})]
+    return [
+        GPU_UNDERFILLED.finding(
+            {
+                "at": _load(a),
+                "activity_pct": act,
+                "next": _load(b),
+                "output_tokens_per_s": [a.output_tokens_per_s, b.output_tokens_per_s],
+                "gain": round(gain, 2),
+            }
+        )
+    ]
 
 
 def _prefill(steps: list[LoadStep]) -> list[Finding]:
@@ -194,8 +338,16 @@ def _prefill(steps: list[LoadStep]) -> list[Finding]:
     if not hit:
         return []
     s = max(hit, key=lambda x: x.itl_long_prompt_ratio or 0)
-    return [PREFILL_INTERFERENCE.finding({"at": _load(s), "itl_long_prompt_ratio": s.itl_long_prompt_ratio,
-                                          "itl_p50_ms": s.itl.p50_ms, "itl_p99_ms": s.itl.p99_ms})]
+    return [
+        PREFILL_INTERFERENCE.finding(
+            {
+                "at": _load(s),
+                "itl_long_prompt_ratio": s.itl_long_prompt_ratio,
+                "itl_p50_ms": s.itl.p50_ms,
+                "itl_p99_ms": s.itl.p99_ms,
+            }
+        )
+    ]
 
 
 def _long_prompt_cost(steps: list[LoadStep]) -> list[Finding]:
@@ -207,22 +359,40 @@ def _long_prompt_cost(steps: list[LoadStep]) -> list[Finding]:
     if worst is None or worst[0] < LONG_COST.value:
         return []
     ratio, mix, control = worst
-    ev = {"at": _load(mix), "tpot_p50_ms": [mix.tpot.p50_ms, control.tpot.p50_ms], "tpot_control_ratio":
-          round(ratio, 2), "output_tokens_per_s": [mix.output_tokens_per_s, control.output_tokens_per_s],
-          "itl_long_prompt_ratio": mix.itl_long_prompt_ratio}
-    return [LONG_PROMPT_COST.finding(ev, symptom=f"Long prompts make every request's tokens {ratio:.1f}x slower "
-                                                 f"at {_load(mix)}: TPOT {control.tpot.p50_ms:,.1f} → "
-                                                 f"{mix.tpot.p50_ms:,.1f} ms against the same requests at one "
-                                                 f"length")]
+    ev = {
+        "at": _load(mix),
+        "tpot_p50_ms": [mix.tpot.p50_ms, control.tpot.p50_ms],
+        "tpot_control_ratio": round(ratio, 2),
+        "output_tokens_per_s": [mix.output_tokens_per_s, control.output_tokens_per_s],
+        "itl_long_prompt_ratio": mix.itl_long_prompt_ratio,
+    }
+    return [
+        LONG_PROMPT_COST.finding(
+            ev,
+            symptom=f"Long prompts make every request's tokens {ratio:.1f}x slower "
+            f"at {_load(mix)}: TPOT {control.tpot.p50_ms:,.1f} → "
+            f"{mix.tpot.p50_ms:,.1f} ms against the same requests at one "
+            f"length",
+        )
+    ]
 
 
 def _server_cpu(steps: list[LoadStep]) -> list[Finding]:
     for s in steps:
         p, act = s.server_process, _activity(s)
         if p and (p.top_thread_pct or 0) >= SERVER_THREAD.value and act is not None and act < 60:
-            return [SERVER_CPU_BOUND.finding({"at": _load(s), "pid": p.pid, "top_thread": p.top_thread,
-                                              "top_thread_pct": p.top_thread_pct, "process_cpu_pct": p.cpu_pct,
-                                              "gpu_activity_pct": act})]
+            return [
+                SERVER_CPU_BOUND.finding(
+                    {
+                        "at": _load(s),
+                        "pid": p.pid,
+                        "top_thread": p.top_thread,
+                        "top_thread_pct": p.top_thread_pct,
+                        "process_cpu_pct": p.cpu_pct,
+                        "gpu_activity_pct": act,
+                    }
+                )
+            ]
     return []
 
 
@@ -230,8 +400,12 @@ def _vram(steps: list[LoadStep]) -> list[Finding]:
     for s in steps:
         for g in s.gpus:
             if g.used_max_bytes and g.total_bytes and g.used_max_bytes >= VRAM_FULL.value * g.total_bytes:
-                ev = {"at": _load(s), "gpu": g.gpu, "used_gib": round(g.used_max_bytes / 2**30, 1),
-                      "total_gib": round(g.total_bytes / 2**30, 1)}
+                ev = {
+                    "at": _load(s),
+                    "gpu": g.gpu,
+                    "used_gib": round(g.used_max_bytes / 2**30, 1),
+                    "total_gib": round(g.total_bytes / 2**30, 1),
+                }
                 return [VRAM_HEADROOM.finding(ev, subject=f"gpu.{g.gpu}")]
     return []
 
@@ -241,8 +415,15 @@ def _client(steps: list[LoadStep]) -> list[Finding]:
         # a step whose requests all failed at once spins the loop through them: its CPU says nothing
         busy = s.ok > 0 and (s.client_cpu_pct or 0) >= CLIENT_CPU.value
         if busy or s.errors.get("client_sockets"):
-            return [CLIENT_BOUND.finding({"at": _load(s), "client_cpu_pct": s.client_cpu_pct,
-                                          "client_socket_errors": s.errors.get("client_sockets", 0)})]
+            return [
+                CLIENT_BOUND.finding(
+                    {
+                        "at": _load(s),
+                        "client_cpu_pct": s.client_cpu_pct,
+                        "client_socket_errors": s.errors.get("client_sockets", 0),
+                    }
+                )
+            ]
     return []
 
 
@@ -254,9 +435,14 @@ def _errors(steps: list[LoadStep]) -> list[Finding]:
     share = sum(s.errors.values()) / s.requests
     kinds = sorted(s.errors, key=lambda k: -s.errors[k])
     cause = " ".join(dict.fromkeys(ERROR_CAUSES.get(k.split("_")[0], ERROR_CAUSES["http"]) for k in kinds))
-    return [ERRORS.finding({"from": _load(s), "errors": s.errors, "requests": s.requests},
-                           severity=Severity.critical if share >= 0.25 else Severity.warn,
-                           symptom=f"{share:.0%} of requests failed at {_load(s)}", cause=cause)]
+    return [
+        ERRORS.finding(
+            {"from": _load(s), "errors": s.errors, "requests": s.requests},
+            severity=Severity.critical if share >= 0.25 else Severity.warn,
+            symptom=f"{share:.0%} of requests failed at {_load(s)}",
+            cause=cause,
+        )
+    ]
 
 
 ERROR_CAUSES = {  # what each kind of failure says, first the most frequent
@@ -267,8 +453,8 @@ ERROR_CAUSES = {  # what each kind of failure says, first the most frequent
     "stream": "Streams broke, or carried events that are not JSON objects, or the server did not answer in HTTP.",
     "server": "The server reported errors inside the streams (`error` events): its log says which.",
     "empty": "Requests answered 200 but streamed no text: the model emitted only tokens that decode to nothing "
-             "(special or unknown ids: a tokenizer smaller than the model's vocabulary) or the server does not "
-             "stream.",
+    "(special or unknown ids: a tokenizer smaller than the model's vocabulary) or the server does not "
+    "stream.",
 }
 
 
@@ -279,17 +465,37 @@ def _decode(steps: list[LoadStep], bandwidth_gbs: Optional[float], weight_bytes:
     rate = 1000 / steps[0].tpot.p50_ms
     if rate < DECODE_CEILING.value * ceiling:
         return []
-    return [DECODE_MEMORY_BOUND.finding({"at": _load(steps[0]), "tokens_per_s_per_sequence": round(rate, 1),
-                                         "ceiling_tokens_per_s": round(ceiling, 1), "bandwidth_gbs": bandwidth_gbs,
-                                         "weight_gb": round(weight_bytes / 1e9, 2)})]
+    return [
+        DECODE_MEMORY_BOUND.finding(
+            {
+                "at": _load(steps[0]),
+                "tokens_per_s_per_sequence": round(rate, 1),
+                "ceiling_tokens_per_s": round(ceiling, 1),
+                "bandwidth_gbs": bandwidth_gbs,
+                "weight_gb": round(weight_bytes / 1e9, 2),
+            }
+        )
+    ]
 
 
-def findings(steps: list[LoadStep], bandwidth_gbs: Optional[float] = None,
-             weight_bytes: Optional[float] = None) -> list[Finding]:
+def findings(
+    steps: list[LoadStep], bandwidth_gbs: Optional[float] = None, weight_bytes: Optional[float] = None
+) -> list[Finding]:
     """The sweep's findings; steps in the order they ran (a sweep's is lightest first), a control step after the
     step it repeats."""
     mix = [s for s in steps if not s.control]  # every rule but the long prompts' cost judges the steps asked for
-    out = (_client(mix) + _errors(mix) + _kv(mix) + _queueing(mix) + _prefill(mix) + _long_prompt_cost(steps)
-           + _server_cpu(mix) + _vram(mix) + _underfilled(mix) + _decode(mix, bandwidth_gbs, weight_bytes)
-           + throughput_collapse(mix) + shared_cpu(mix))
+    out = (
+        _client(mix)
+        + _errors(mix)
+        + _kv(mix)
+        + _queueing(mix)
+        + _prefill(mix)
+        + _long_prompt_cost(steps)
+        + _server_cpu(mix)
+        + _vram(mix)
+        + _underfilled(mix)
+        + _decode(mix, bandwidth_gbs, weight_bytes)
+        + throughput_collapse(mix)
+        + shared_cpu(mix)
+    )
     return sorted(out, key=lambda f: (-f.severity.rank, f.step))

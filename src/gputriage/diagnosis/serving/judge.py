@@ -11,21 +11,34 @@ from gputriage.diagnosis.serving.stats import summarize
 from gputriage.model.load import LoadMeasurement, LoadReport
 
 
-def judge(m: LoadMeasurement, bandwidth_gbs: Optional[float] = None,
-          weight_bytes: Optional[float] = None) -> LoadReport:
+def judge(
+    m: LoadMeasurement, bandwidth_gbs: Optional[float] = None, weight_bytes: Optional[float] = None
+) -> LoadReport:
     """The report of a measured load; `bandwidth_gbs` and `weight_bytes` set decode against its memory ceiling."""
     report = LoadReport(meta=m.meta, started_s=m.started_s, notes=list(m.notes), cut=m.cut)
-    report.steps = [summarize(r, load_t0=m.load_t0_s, unix_offset=m.unix_offset_s, slo=m.meta.slo,
-                              gpu_samples=m.gpu_samples, gpu_totals=m.gpu_totals, server=m.server,
-                              server_pid=m.server_pid, thread_names=m.thread_names) for r in m.steps]
+    report.steps = [
+        summarize(
+            r,
+            load_t0=m.load_t0_s,
+            unix_offset=m.unix_offset_s,
+            slo=m.meta.slo,
+            gpu_samples=m.gpu_samples,
+            gpu_totals=m.gpu_totals,
+            server=m.server,
+            server_pid=m.server_pid,
+            thread_names=m.thread_names,
+        )
+        for r in m.steps
+    ]
     if m.cut is not None:
         done = len(report.steps)
-        kept = (f"the {done} finished before it {'are' if done > 1 else 'is'} kept" if done
-                else "no step had finished")
+        kept = f"the {done} finished before it {'are' if done > 1 else 'is'} kept" if done else "no step had finished"
         report.notes.insert(0, f"the sweep was cut at step {m.cut.step} of {m.cut.steps} ({m.cut.signal}): {kept}")
     if not any(s.gpus for s in report.steps):
-        report.notes.append("no GPU sampled here: the server's GPUs are not in this report (run `gputriage load` on "
-                            "the server's machine to see them)")
+        report.notes.append(
+            "no GPU sampled here: the server's GPUs are not in this report (run `gputriage load` on "
+            "the server's machine to see them)"
+        )
     report.knee = knee(report.steps, m.meta.slo)
     report.findings = findings(report.steps, bandwidth_gbs, weight_bytes)
     report.ended_s = time.time()

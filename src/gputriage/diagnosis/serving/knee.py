@@ -11,8 +11,13 @@ from gputriage.diagnosis.serving.steps import load_x as _x
 from gputriage.model.finding import Threshold
 from gputriage.model.load import Knee, LoadStep, Slo
 
-NEAR_PEAK = Threshold("knee_near_peak", 0.9, "of the peak", "output tokens/s from which a step counts as the "
-                      "sweep's plateau: the knee is the lightest load at or above it", "judgement")
+NEAR_PEAK = Threshold(
+    "knee_near_peak",
+    0.9,
+    "of the peak",
+    "output tokens/s from which a step counts as the sweep's plateau: the knee is the lightest load at or above it",
+    "judgement",
+)
 
 
 def _at(s: LoadStep, by: str, why: str) -> Knee:
@@ -50,16 +55,23 @@ def knee(steps: list[LoadStep], slo: Optional[Slo]) -> Optional[Knee]:
     first = next(s for s in clean if s.output_tokens_per_s >= NEAR_PEAK.value * peak.output_tokens_per_s)
     if first is clean[-1]:
         if failing is not None:
-            return Knee(by="errors", why=f"{failed_from}" + (f", while throughput still rose at {load_name(first)}"
-                                                             if len(clean) > 1 else ""))
+            return Knee(
+                by="errors",
+                why=f"{failed_from}"
+                + (f", while throughput still rose at {load_name(first)}" if len(clean) > 1 else ""),
+            )
         if len(clean) == 1:
             return Knee(by="none", why=f"one step ({load_name(first)}): a knee needs a sweep")
         return Knee(by="none", why=f"throughput still rising at {load_name(first)}")
-    why = (f"output tokens/s within {100 - 100 * NEAR_PEAK.value:.0f}% of the sweep's peak "
-           f"({peak.output_tokens_per_s:,.0f} at {load_name(peak)}) from here: more load adds latency, not "
-           "throughput")
+    why = (
+        f"output tokens/s within {100 - 100 * NEAR_PEAK.value:.0f}% of the sweep's peak "
+        f"({peak.output_tokens_per_s:,.0f} at {load_name(peak)}) from here: more load adds latency, not "
+        "throughput"
+    )
     low = min((s for s in clean if _x(s) > _x(peak)), key=lambda s: s.output_tokens_per_s, default=None)
     if low is not None and low.output_tokens_per_s < NEAR_PEAK.value * peak.output_tokens_per_s:
-        why = (f"output tokens/s peaked at {peak.output_tokens_per_s:,.0f} ({load_name(peak)}) and fell to "
-               f"{low.output_tokens_per_s:,.0f} at {load_name(low)}: more load cost throughput")
+        why = (
+            f"output tokens/s peaked at {peak.output_tokens_per_s:,.0f} ({load_name(peak)}) and fell to "
+            f"{low.output_tokens_per_s:,.0f} at {load_name(low)}: more load cost throughput"
+        )
     return _at(first, "saturation", why + (f"; {failed_from}" if failing is not None else ""))

@@ -7,20 +7,30 @@ from gputriage.diagnosis.serving.steps import load_name
 from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
 from gputriage.model.load import LoadStep
 
-MACHINE_BUSY = Threshold("machine_cpu_pct", 90.0, "% of all cores", "this machine's CPUs busy over a step while "
-                         "the server runs on it, beside the load generator", "judgement")
+MACHINE_BUSY = Threshold(
+    "machine_cpu_pct",
+    90.0,
+    "% of all cores",
+    "this machine's CPUs busy over a step while the server runs on it, beside the load generator",
+    "judgement",
+)
 
 SHARED_CPU = FindingSpec(
-    id="load.shared_cpu", step=4, severity=Severity.warn, commands=("load",), needs=("local server",),
+    id="load.shared_cpu",
+    step=4,
+    severity=Severity.warn,
+    commands=("load",),
+    needs=("local server",),
     thresholds=(MACHINE_BUSY,),
     symptom="The server and the load generator competed for this machine's CPUs",
     cause="The server runs on the machine that sends the load, and its CPUs were saturated: the server's Python "
-          "side (tokenizer, scheduler, HTTP), a model served on the CPU, the generator's event loop and anything "
-          "else running here take turns on the same cores, so latency and throughput describe this crowded machine, "
-          "not the server alone",
+    "side (tokenizer, scheduler, HTTP), a model served on the CPU, the generator's event loop and anything "
+    "else running here take turns on the same cores, so latency and throughput describe this crowded machine, "
+    "not the server alone",
     decision="Send the load from another machine, or pin the server and the generator to separate cores "
-             "(taskset), and stop other work here; read these figures as what a saturated host gives",
-    condition="the server's process runs here and this machine's CPUs are busy >= the threshold over a step")
+    "(taskset), and stop other work here; read these figures as what a saturated host gives",
+    condition="the server's process runs here and this machine's CPUs are busy >= the threshold over a step",
+)
 
 
 def shared_cpu(steps: list[LoadStep]) -> list[Finding]:
@@ -29,8 +39,16 @@ def shared_cpu(steps: list[LoadStep]) -> list[Finding]:
         return []
     s = busy[0]
     assert s.server_process is not None
-    return [SHARED_CPU.finding(
-        {"from": load_name(s), "machine_cpu_pct": s.machine_cpu_pct, "server_cpu_pct": s.server_process.cpu_pct,
-         "client_cpu_pct": s.client_cpu_pct, "steps": len(busy)},
-        symptom=f"The server and the load generator competed for this machine's CPUs ({s.machine_cpu_pct:.0f}% "
-                f"busy from {load_name(s)})")]
+    return [
+        SHARED_CPU.finding(
+            {
+                "from": load_name(s),
+                "machine_cpu_pct": s.machine_cpu_pct,
+                "server_cpu_pct": s.server_process.cpu_pct,
+                "client_cpu_pct": s.client_cpu_pct,
+                "steps": len(busy),
+            },
+            symptom=f"The server and the load generator competed for this machine's CPUs ({s.machine_cpu_pct:.0f}% "
+            f"busy from {load_name(s)})",
+        )
+    ]

@@ -23,10 +23,20 @@ from gputriage.model.sample import Sample
 
 # each server's own names for the same things: (source, KV cache usage 0-1, running, waiting, preemptions counter)
 SERVER_METRICS = (
-    ("vllm", ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"), ("vllm:num_requests_running",),
-     ("vllm:num_requests_waiting",), ("vllm:num_preemptions_total", "vllm:num_preemptions")),
-    ("sglang", ("sglang:token_usage",), ("sglang:num_running_reqs",), ("sglang:num_queue_reqs",),
-     ("sglang:num_retracted_reqs_total", "sglang:num_retracted_reqs")),
+    (
+        "vllm",
+        ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+        ("vllm:num_requests_running",),
+        ("vllm:num_requests_waiting",),
+        ("vllm:num_preemptions_total", "vllm:num_preemptions"),
+    ),
+    (
+        "sglang",
+        ("sglang:token_usage",),
+        ("sglang:num_running_reqs",),
+        ("sglang:num_queue_reqs",),
+        ("sglang:num_retracted_reqs_total", "sglang:num_retracted_reqs"),
+    ),
     ("tgi", (), ("tgi_batch_current_size",), ("tgi_queue_size",), ()),
 )
 MIN_ITL_SAMPLES = 20  # intervals on each side before comparing ITL during long prefills with the rest
@@ -46,8 +56,13 @@ def percentiles(values_s: Sequence[float]) -> Percentiles:
     if not values_s:
         return Percentiles()
     xs = sorted(v * 1000 for v in values_s)
-    return Percentiles(p50_ms=round(quantile(xs, 0.5), 2), p90_ms=round(quantile(xs, 0.9), 2),
-                       p99_ms=round(quantile(xs, 0.99), 2), mean_ms=round(sum(xs) / len(xs), 2), n=len(xs))
+    return Percentiles(
+        p50_ms=round(quantile(xs, 0.5), 2),
+        p90_ms=round(quantile(xs, 0.9), 2),
+        p99_ms=round(quantile(xs, 0.99), 2),
+        mean_ms=round(sum(xs) / len(xs), 2),
+        n=len(xs),
+    )
 
 
 def _out_tokens(r: RequestRecord) -> int:
@@ -72,16 +87,22 @@ def _meets(r: RequestRecord, slo: Slo) -> bool:
         return False
     tpot = _tpot_s(r)
     gaps = [b - a for a, b in zip(r.chunk_s, r.chunk_s[1:])]
-    return ((slo.ttft_ms is None or (r.first_s - r.sent_s) * 1000 <= slo.ttft_ms)
-            and (slo.tpot_ms is None or tpot is None or tpot * 1000 <= slo.tpot_ms)
-            and (slo.itl_ms is None or not gaps or max(gaps) * 1000 <= slo.itl_ms)
-            and (slo.e2e_ms is None or (r.end_s - r.sent_s) * 1000 <= slo.e2e_ms))
+    return (
+        (slo.ttft_ms is None or (r.first_s - r.sent_s) * 1000 <= slo.ttft_ms)
+        and (slo.tpot_ms is None or tpot is None or tpot * 1000 <= slo.tpot_ms)
+        and (slo.itl_ms is None or not gaps or max(gaps) * 1000 <= slo.itl_ms)
+        and (slo.e2e_ms is None or (r.end_s - r.sent_s) * 1000 <= slo.e2e_ms)
+    )
 
 
 def _step_meets(step: LoadStep, slo: Slo) -> bool:
     q = {50: "p50_ms", 90: "p90_ms", 99: "p99_ms"}.get(slo.percentile, "p90_ms")
-    for bound, pct in ((slo.ttft_ms, step.ttft), (slo.tpot_ms, step.tpot), (slo.itl_ms, step.itl),
-                       (slo.e2e_ms, step.e2e)):
+    for bound, pct in (
+        (slo.ttft_ms, step.ttft),
+        (slo.tpot_ms, step.tpot),
+        (slo.itl_ms, step.itl),
+        (slo.e2e_ms, step.e2e),
+    ):
         value = getattr(pct, q)
         if bound is not None and (value is None or value > bound):
             return False
@@ -117,11 +138,17 @@ def _gpus(samples: list[Sample], t0_unix: float, t1_unix: float, totals: dict[in
 
         used = [g.used_bytes for g in gs if g.used_bytes is not None]
         power = med([g.power_mw / 1000 if g.power_mw is not None else None for g in gs])
-        out.append(GpuDuring(gpu=i, util_pct=med([g.util_pct for g in gs]), sm_active_pct=med([g.sm_active_pct
-                                                                                               for g in gs]),
-                             dram_active_pct=med([g.dram_active_pct for g in gs]), power_w=power,
-                             used_max_bytes=float(max(used)) if used else None,
-                             total_bytes=float(totals[i]) if i in totals else None))
+        out.append(
+            GpuDuring(
+                gpu=i,
+                util_pct=med([g.util_pct for g in gs]),
+                sm_active_pct=med([g.sm_active_pct for g in gs]),
+                dram_active_pct=med([g.dram_active_pct for g in gs]),
+                power_w=power,
+                used_max_bytes=float(max(used)) if used else None,
+                total_bytes=float(totals[i]) if i in totals else None,
+            )
+        )
     return out
 
 
@@ -149,8 +176,9 @@ def _server(samples: list[ServerSample], t0: float, t1: float) -> Optional[Serve
     return ServerDuring(source="unknown", scrapes=len(inside))
 
 
-def _process(samples: list[ServerSample], pid: Optional[int], t0: float, t1: float,
-             names: dict[int, str]) -> Optional[ServerProcess]:
+def _process(
+    samples: list[ServerSample], pid: Optional[int], t0: float, t1: float, names: dict[int, str]
+) -> Optional[ServerProcess]:
     inside = [s for s in samples if t0 <= s.t_s <= t1 and s.process_cpu_s is not None]
     if pid is None or len(inside) < 2:
         return None
@@ -160,9 +188,12 @@ def _process(samples: list[ServerSample], pid: Optional[int], t0: float, t1: flo
         return None
     deltas = {tid: cpu - a.threads_cpu_s.get(tid, 0.0) for tid, cpu in b.threads_cpu_s.items()}
     top = max(deltas, key=lambda k: deltas[k]) if deltas else None
-    return ServerProcess(pid=pid, cpu_pct=round(100 * (b.process_cpu_s - a.process_cpu_s) / span, 1),
-                         top_thread_pct=round(100 * deltas[top] / span, 1) if top is not None else None,
-                         top_thread=names.get(top, "") if top is not None else "")
+    return ServerProcess(
+        pid=pid,
+        cpu_pct=round(100 * (b.process_cpu_s - a.process_cpu_s) / span, 1),
+        top_thread_pct=round(100 * deltas[top] / span, 1) if top is not None else None,
+        top_thread=names.get(top, "") if top is not None else "",
+    )
 
 
 def _machine_cpu_pct(samples: list[ServerSample], t0: float, t1: float) -> Optional[float]:
@@ -177,9 +208,18 @@ def _machine_cpu_pct(samples: list[ServerSample], t0: float, t1: float) -> Optio
     return round(min(100.0, max(0.0, 100 * busy)), 1)
 
 
-def summarize(raw: StepRecord, *, load_t0: float, unix_offset: float, slo: Optional[Slo],
-              gpu_samples: list[Sample], gpu_totals: dict[int, int], server: list[ServerSample],
-              server_pid: Optional[int], thread_names: Optional[dict[int, str]] = None) -> LoadStep:
+def summarize(
+    raw: StepRecord,
+    *,
+    load_t0: float,
+    unix_offset: float,
+    slo: Optional[Slo],
+    gpu_samples: list[Sample],
+    gpu_totals: dict[int, int],
+    server: list[ServerSample],
+    server_pid: Optional[int],
+    thread_names: Optional[dict[int, str]] = None,
+) -> LoadStep:
     """One step's figures. Times are perf_counter seconds; `unix_offset` turns them into the samples' clock."""
     ok = [r for r in raw.records if r.error is None]
     errors: dict[str, int] = {}
@@ -189,22 +229,29 @@ def summarize(raw: StepRecord, *, load_t0: float, unix_offset: float, slo: Optio
     duration = max(raw.t1_s - raw.t0_s, 1e-9)
     out_tokens = sum(_out_tokens(r) for r in ok)
     in_tokens = [r.input_tokens for r in ok if r.input_tokens is not None]
-    step = LoadStep(concurrency=raw.concurrency, rate_per_s=raw.rate_per_s, control=raw.control,
-                    started_s=round(raw.t0_s - load_t0, 2), duration_s=round(duration, 2), requests=len(raw.records),
-                    ok=len(ok), errors=errors,
-                    ttft=percentiles([r.first_s - r.sent_s for r in ok if r.first_s is not None]),
-                    itl=percentiles([b - a for r in ok for a, b in zip(r.chunk_s, r.chunk_s[1:])]),
-                    tpot=percentiles([t for t in (_tpot_s(r) for r in ok) if t is not None]),
-                    e2e=percentiles([r.end_s - r.sent_s for r in ok]),
-                    requests_per_s=round(len(ok) / duration, 3),
-                    output_tokens_per_s=round(out_tokens / duration, 1),
-                    total_tokens_per_s=round((out_tokens + sum(in_tokens)) / duration, 1),
-                    input_tokens_mean=round(sum(in_tokens) / len(in_tokens), 1) if in_tokens else None,
-                    output_tokens_mean=round(out_tokens / len(ok), 1) if ok else None,
-                    tokens_from=_tokens_from(ok),
-                    itl_long_prompt_ratio=_long_prompt_ratio(ok),
-                    client_cpu_pct=round(100 * raw.client_cpu_s / duration, 1),
-                    client_cpu_ms_per_1k_tokens=round(raw.client_cpu_s * 1e6 / out_tokens, 2) if out_tokens else None)
+    step = LoadStep(
+        concurrency=raw.concurrency,
+        rate_per_s=raw.rate_per_s,
+        control=raw.control,
+        started_s=round(raw.t0_s - load_t0, 2),
+        duration_s=round(duration, 2),
+        requests=len(raw.records),
+        ok=len(ok),
+        errors=errors,
+        ttft=percentiles([r.first_s - r.sent_s for r in ok if r.first_s is not None]),
+        itl=percentiles([b - a for r in ok for a, b in zip(r.chunk_s, r.chunk_s[1:])]),
+        tpot=percentiles([t for t in (_tpot_s(r) for r in ok) if t is not None]),
+        e2e=percentiles([r.end_s - r.sent_s for r in ok]),
+        requests_per_s=round(len(ok) / duration, 3),
+        output_tokens_per_s=round(out_tokens / duration, 1),
+        total_tokens_per_s=round((out_tokens + sum(in_tokens)) / duration, 1),
+        input_tokens_mean=round(sum(in_tokens) / len(in_tokens), 1) if in_tokens else None,
+        output_tokens_mean=round(out_tokens / len(ok), 1) if ok else None,
+        tokens_from=_tokens_from(ok),
+        itl_long_prompt_ratio=_long_prompt_ratio(ok),
+        client_cpu_pct=round(100 * raw.client_cpu_s / duration, 1),
+        client_cpu_ms_per_1k_tokens=round(raw.client_cpu_s * 1e6 / out_tokens, 2) if out_tokens else None,
+    )
     if slo is not None:
         step.goodput_per_s = round(sum(1 for r in ok if _meets(r, slo)) / duration, 3)
         step.meets_slo = _step_meets(step, slo)

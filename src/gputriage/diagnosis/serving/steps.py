@@ -5,8 +5,9 @@ from __future__ import annotations
 from gputriage.model.finding import Threshold
 from gputriage.model.load import LoadStep
 
-ERROR_SHARE = Threshold("error_share", 0.01, "of requests", "failed requests (HTTP errors, timeouts, broken streams)",
-                        "judgement")
+ERROR_SHARE = Threshold(
+    "error_share", 0.01, "of requests", "failed requests (HTTP errors, timeouts, broken streams)", "judgement"
+)
 
 
 def load_name(s: LoadStep) -> str:

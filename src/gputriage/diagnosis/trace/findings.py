@@ -16,83 +16,149 @@ from gputriage.trace.kernels import peak_dtype
 TRACE = ("trace", "run")
 J = "judgement"
 FINDING_MIN = Threshold("finding_min_pct", 10.0, "% of the window", "time a cause must take to be a finding", J)
-PAGEABLE_MIN = Threshold("pageable_min_pct", 2.0, "% of the window",
-                         "copies from pageable memory worth a warning (they block the host and run at a fraction of "
-                         "the link's speed)", J)
-CHAIN_MIN_KERNELS = Threshold("chain_min_kernels", 3, "kernels",
-                              "distinct elementwise kernels over tensors beyond any L2 that fusion would collapse", J)
-SLOW_GEMM = Threshold("slow_gemm_pct_of_peak", 50.0, "% of the datasheet",
-                      "rate of large tensor-core GEMMs under which something slows them down",
-                      "recorded H200 traces: large bf16 GEMMs reach 68-78% of the dense datasheet")
-SLOW_GEMM_MIN_US = Threshold("slow_gemm_min_us", 100.0, "µs",
-                             "kernels long enough that shape and launch effects do not explain a low rate", J)
-SLOW_GEMM_SHARE = Threshold("slow_gemm_min_share_pct", 20.0, "% of kernel time",
-                            "kernel time such GEMMs must take to matter", J)
+PAGEABLE_MIN = Threshold(
+    "pageable_min_pct",
+    2.0,
+    "% of the window",
+    "copies from pageable memory worth a warning (they block the host and run at a fraction of the link's speed)",
+    J,
+)
+CHAIN_MIN_KERNELS = Threshold(
+    "chain_min_kernels",
+    3,
+    "kernels",
+    "distinct elementwise kernels over tensors beyond any L2 that fusion would collapse",
+    J,
+)
+SLOW_GEMM = Threshold(
+    "slow_gemm_pct_of_peak",
+    50.0,
+    "% of the datasheet",
+    "rate of large tensor-core GEMMs under which something slows them down",
+    "recorded H200 traces: large bf16 GEMMs reach 68-78% of the dense datasheet",
+)
+SLOW_GEMM_MIN_US = Threshold(
+    "slow_gemm_min_us", 100.0, "µs", "kernels long enough that shape and launch effects do not explain a low rate", J
+)
+SLOW_GEMM_SHARE = Threshold(
+    "slow_gemm_min_share_pct", 20.0, "% of kernel time", "kernel time such GEMMs must take to matter", J
+)
 
 
 def _spec(b: B, condition: str, *thresholds: Threshold, severity: Severity = Severity.warn) -> FindingSpec:
     m = MEANINGS[b]
-    return FindingSpec(id=f"trace.{b.value}", step=m.step, severity=severity, symptom=m.symptom, cause=m.cause,
-                       decision=DECISION[b], commands=TRACE, condition=condition, thresholds=thresholds,
-                       needs=("trace",))
+    return FindingSpec(
+        id=f"trace.{b.value}",
+        step=m.step,
+        severity=severity,
+        symptom=m.symptom,
+        cause=m.cause,
+        decision=DECISION[b],
+        commands=TRACE,
+        condition=condition,
+        thresholds=thresholds,
+        needs=("trace",),
+    )
 
 
 SPECS = {
     B.launch_bound: _spec(B.launch_bound, "GPU idle waiting for kernel launches >= 10% of the window", FINDING_MIN),
     B.sync_bound: _spec(B.sync_bound, "GPU idle after host synchronizations >= 10% of the window", FINDING_MIN),
-    B.input_starved: _spec(B.input_starved, "GPU idle while the host works outside framework ops (not after reading "
-                           "a result back) >= 10% of the window", FINDING_MIN),
-    B.host_bound: _spec(B.host_bound, "GPU idle while the host computes in framework ops, or after reading a result "
-                        "back from the GPU, >= 10% of the window", FINDING_MIN),
-    B.h2d_copy_bound: _spec(B.h2d_copy_bound, "pageable copies >= 2% of the window (warn), or all host-device "
-                            "copies >= 10% (info)", PAGEABLE_MIN, FINDING_MIN),
+    B.input_starved: _spec(
+        B.input_starved,
+        "GPU idle while the host works outside framework ops (not after reading a result back) >= 10% of the window",
+        FINDING_MIN,
+    ),
+    B.host_bound: _spec(
+        B.host_bound,
+        "GPU idle while the host computes in framework ops, or after reading a result "
+        "back from the GPU, >= 10% of the window",
+        FINDING_MIN,
+    ),
+    B.h2d_copy_bound: _spec(
+        B.h2d_copy_bound,
+        "pageable copies >= 2% of the window (warn), or all host-device copies >= 10% (info)",
+        PAGEABLE_MIN,
+        FINDING_MIN,
+    ),
     B.tensor_cores_idle: _spec(B.tensor_cores_idle, "GEMMs on CUDA cores >= 10% of the window", FINDING_MIN),
-    B.memory_bound: _spec(B.memory_bound, "elementwise and reduction kernels >= 10% of the window (warn when a "
-                          "chain of such kernels over large tensors is the verdict)", FINDING_MIN, CHAIN_MIN_KERNELS,
-                          severity=Severity.info),
+    B.memory_bound: _spec(
+        B.memory_bound,
+        "elementwise and reduction kernels >= 10% of the window (warn when a "
+        "chain of such kernels over large tensors is the verdict)",
+        FINDING_MIN,
+        CHAIN_MIN_KERNELS,
+        severity=Severity.info,
+    ),
     B.vram_pressure: _spec(B.vram_pressure, "GPU idle after cudaMalloc/cudaFree >= 10% of the window", FINDING_MIN),
-    B.underfilled: _spec(B.underfilled, "busy >= half the window, and >= 50% of busy time in kernels whose blocks "
-                         "cover under half the SMs", UNDERFILLED_BUSY),
+    B.underfilled: _spec(
+        B.underfilled,
+        "busy >= half the window, and >= 50% of busy time in kernels whose blocks cover under half the SMs",
+        UNDERFILLED_BUSY,
+    ),
     B.comm_bound: _spec(B.comm_bound, "communication no computation overlaps >= 10% of the window", FINDING_MIN),
 }
 SLOW_GEMMS = FindingSpec(
-    id="trace.slow_gemms", step=2, severity=Severity.warn, commands=TRACE, needs=("trace", "spec"),
+    id="trace.slow_gemms",
+    step=2,
+    severity=Severity.warn,
+    commands=TRACE,
+    needs=("trace", "spec"),
     symptom="Large tensor-core GEMMs run far under the datasheet rate",
     cause="Kernels long enough to run at full rate run slowly: the GPU is time-sliced with another process, or its "
-          "clocks are held down (power, thermal)",
+    "clocks are held down (power, thermal)",
     decision="Look for other processes on the GPU and clock-event reasons (`gputriage check`, or `gputriage run`, "
-             "which sees both); compare with `gputriage bench`",
+    "which sees both); compare with `gputriage bench`",
     condition=f"a tensor-core GEMM of >= {SLOW_GEMM_MIN_US.value:g} µs taking >= {SLOW_GEMM_SHARE.value:g}% of kernel "
-              f"time, not under the memory roof, reaches < {SLOW_GEMM.value:g}% of the datasheet rate",
-    thresholds=(SLOW_GEMM, SLOW_GEMM_MIN_US, SLOW_GEMM_SHARE))
-PAGEABLE_COPY_CAUSE = ("Copies from pageable memory are staged through a driver buffer and run at a fraction of the "
-                       "link's speed, and they block the host")
+    f"time, not under the memory roof, reaches < {SLOW_GEMM.value:g}% of the datasheet rate",
+    thresholds=(SLOW_GEMM, SLOW_GEMM_MIN_US, SLOW_GEMM_SHARE),
+)
+PAGEABLE_COPY_CAUSE = (
+    "Copies from pageable memory are staged through a driver buffer and run at a fraction of the "
+    "link's speed, and they block the host"
+)
 # copies from pinned memory with little compute to overlap them with: the link is the limit
 LINK_COPY_CAUSE = "The copies come from pinned memory at the link's speed, with little compute to overlap them with"
-LINK_COPY_DECISION = ("The link is the limit: send fewer bytes (uint8/bf16 on the wire, decode on the GPU), or keep "
-                      "the data on the GPU between steps")
+LINK_COPY_DECISION = (
+    "The link is the limit: send fewer bytes (uint8/bf16 on the wire, decode on the GPU), or keep "
+    "the data on the GPU between steps"
+)
 # copies from pinned memory that no kernel runs beside, beside compute they could overlap
-PINNED_COPY_CAUSE = ("The copies come from pinned memory at the link's speed, but no kernel runs beside them: they "
-                     "take turns with the compute on one stream, and the SMs idle while data crosses the link")
-PINNED_COPY_DECISION = ("Overlap the copies with compute: copy the next batch on a side stream while this one computes "
-                        "(non_blocking=True, an event the compute stream waits on, as a prefetcher does), or keep the "
-                        "data on the GPU; send fewer bytes (uint8/bf16 on the wire, decode on the GPU)")
+PINNED_COPY_CAUSE = (
+    "The copies come from pinned memory at the link's speed, but no kernel runs beside them: they "
+    "take turns with the compute on one stream, and the SMs idle while data crosses the link"
+)
+PINNED_COPY_DECISION = (
+    "Overlap the copies with compute: copy the next batch on a side stream while this one computes "
+    "(non_blocking=True, an event the compute stream waits on, as a prefetcher does), or keep the "
+    "data on the GPU; send fewer bytes (uint8/bf16 on the wire, decode on the GPU)"
+)
 # slow GEMMs whose kernel was built for an older GPU generation than the one it runs on
-OLDER_ARCH_CAUSE = ("The GEMM kernel was built for an older GPU generation ({older}): it cannot use this GPU's "
-                    "tensor-core instructions (Hopper's wgmma), so it runs at a fraction of the rate — the library has "
-                    "no kernel of this GPU's generation for this op and dtype (torch._int_mm's int8 on Hopper)")
-OLDER_ARCH_DECISION = ("Use an op with kernels for this GPU: fp8 through torch._scaled_mm on Hopper and newer, or a "
-                       "quantization library's kernels for this generation; update PyTorch (cuBLAS, CUTLASS); "
-                       "`gputriage bench` shows what the GPU reaches")
+OLDER_ARCH_CAUSE = (
+    "The GEMM kernel was built for an older GPU generation ({older}): it cannot use this GPU's "
+    "tensor-core instructions (Hopper's wgmma), so it runs at a fraction of the rate — the library has "
+    "no kernel of this GPU's generation for this op and dtype (torch._int_mm's int8 on Hopper)"
+)
+OLDER_ARCH_DECISION = (
+    "Use an op with kernels for this GPU: fp8 through torch._scaled_mm on Hopper and newer, or a "
+    "quantization library's kernels for this generation; update PyTorch (cuBLAS, CUTLASS); "
+    "`gputriage bench` shows what the GPU reaches"
+)
 FP64_GEMMS = FindingSpec(
-    id="trace.fp64_gemms", step=2, severity=Severity.info, commands=TRACE, needs=("trace",),
+    id="trace.fp64_gemms",
+    step=2,
+    severity=Severity.info,
+    commands=TRACE,
+    needs=("trace",),
     symptom="Double-precision GEMMs take much of the window",
     cause="fp64 matrix products run at the GPU's fp64 rate: on A100, H100, H200 and B200 its fp64 tensor cores "
-          "(about a fifteenth of bf16's rate), on GeForce, RTX and L4/L40 parts CUDA cores at 1/64 of fp32",
+    "(about a fifteenth of bf16's rate), on GeForce, RTX and L4/L40 parts CUDA cores at 1/64 of fp32",
     decision="Keep fp64 where the computation needs it (solvers, ill-conditioned systems); where it does not, TF32 "
-             "(torch.backends.cuda.matmul.allow_tf32 = True on fp32) or bf16 run an order of magnitude faster, and "
-             "mixed-precision refinement keeps fp64 accuracy for linear solves",
-    condition=f"fp64 GEMMs >= {FINDING_MIN.value:g}% of the window", thresholds=(FINDING_MIN,))
+    "(torch.backends.cuda.matmul.allow_tf32 = True on fp32) or bf16 run an order of magnitude faster, and "
+    "mixed-precision refinement keeps fp64 accuracy for linear solves",
+    condition=f"fp64 GEMMs >= {FINDING_MIN.value:g}% of the window",
+    thresholds=(FINDING_MIN,),
+)
 ALL_SPECS = (*SPECS.values(), SLOW_GEMMS, FP64_GEMMS)
 
 
@@ -115,89 +181,153 @@ def findings(r: RankAnalysis, verdict: TraceVerdict, spec: GpuSpec | None = None
     launch, sync = a.idle_of("launch"), a.idle_of("sync")
     if pct(launch) >= FINDING_MIN.value:
         f = SPECS[B.launch_bound].finding(
-            {"launch_idle_pct": pct(launch), "kernels": a.kernels, "median_kernel_us": a.median_kernel_us,
-             "median_gap_us": a.median_gap_us, "sync_calls": a.syncs.count}, subject=subject,
+            {
+                "launch_idle_pct": pct(launch),
+                "kernels": a.kernels,
+                "median_kernel_us": a.median_kernel_us,
+                "median_gap_us": a.median_gap_us,
+                "sync_calls": a.syncs.count,
+            },
+            subject=subject,
             symptom=f"GPU idle {pct(launch)}% of the window waiting for kernel launches",
             cause=f"{a.kernels} kernels with a median of {a.median_kernel_us:.1f} µs; the median gap between them "
-                  f"is {a.median_gap_us:.1f} µs: the host issues kernels slower than the GPU runs them",
-            decision=_launch_decision(a))
+            f"is {a.median_gap_us:.1f} µs: the host issues kernels slower than the GPU runs them",
+            decision=_launch_decision(a),
+        )
         out.append(f)
     if pct(sync) >= FINDING_MIN.value:
         top = a.syncs.by_op[:3]
         calls = a.syncs.count
-        add(B.sync_bound, Severity.warn, f"GPU idle {pct(sync)}% of the window after host synchronizations",
+        add(
+            B.sync_bound,
+            Severity.warn,
+            f"GPU idle {pct(sync)}% of the window after host synchronizations",
             f"{calls} synchronizing call{'s' if calls != 1 else ''} drained the GPU queue; the host then had to issue "
             "work again. Most from: " + ", ".join(f"{t.op} ({t.calls}x)" for t in top),
-            {"sync_idle_pct": pct(sync), "sync_calls": calls,
-             "by_op": [{"op": t.op, "calls": t.calls, "gpu_idle_after_us": t.gpu_idle_after_us} for t in top]})
+            {
+                "sync_idle_pct": pct(sync),
+                "sync_calls": calls,
+                "by_op": [{"op": t.op, "calls": t.calls, "gpu_idle_after_us": t.gpu_idle_after_us} for t in top],
+            },
+        )
     outside, inside, after_read = a.idle_of("host_outside_ops"), a.idle_of("host_in_ops"), a.idle_of("host_after_read")
     if pct(inside + after_read) >= FINDING_MIN.value:
-        add(B.host_bound, Severity.warn, f"GPU idle {pct(inside + after_read)}% of the window while the host computes",
+        add(
+            B.host_bound,
+            Severity.warn,
+            f"GPU idle {pct(inside + after_read)}% of the window while the host computes",
             _host_work_cause(a, pct(inside), pct(after_read)),
-            {"host_in_ops_pct": pct(inside), "host_after_read_pct": pct(after_read),
-             "by_op": [{"op": h.op, "where": h.where, "gaps": h.gaps, "gpu_idle_us": h.gpu_idle_us}
-                       for h in a.host_work[:3]]})
+            {
+                "host_in_ops_pct": pct(inside),
+                "host_after_read_pct": pct(after_read),
+                "by_op": [
+                    {"op": h.op, "where": h.where, "gaps": h.gaps, "gpu_idle_us": h.gpu_idle_us}
+                    for h in a.host_work[:3]
+                ],
+            },
+        )
     if pct(outside) >= FINDING_MIN.value:
-        add(B.input_starved, Severity.warn, f"GPU idle {pct(outside)}% of the window while the host works outside "
-            "framework ops", "Python, data loading, preprocessing or sleeping between the GPU's work",
-            {"host_outside_ops_pct": pct(outside)})
+        add(
+            B.input_starved,
+            Severity.warn,
+            f"GPU idle {pct(outside)}% of the window while the host works outside framework ops",
+            "Python, data loading, preprocessing or sleeping between the GPU's work",
+            {"host_outside_ops_pct": pct(outside)},
+        )
     pageable = a.busy_of(kk.H2D_PAGEABLE) + a.busy_of(kk.D2H_PAGEABLE)
     copies = pageable + a.busy_of(kk.H2D_PINNED) + a.busy_of(kk.D2H_PINNED)
     if pct(pageable) >= PAGEABLE_MIN.value or pct(copies) >= FINDING_MIN.value:
         d2h = d2h_us(a)
         severity, cause, decision = _copy_wording(pct(pageable), pct(copies), pct(a.busy_us - copies))
-        out.append(SPECS[B.h2d_copy_bound].finding(
-            {"copies_pct": pct(copies), "pageable_pct": pct(pageable), "h2d_pinned_pct": pct(a.busy_of(kk.H2D_PINNED)),
-             "d2h_pct": pct(d2h)}, subject=subject, severity=severity,
-            symptom=f"Host↔device copies take {pct(copies)}% of the window ({pct(pageable)}% from pageable memory, "
-                    f"{pct(d2h)}% device to host)",
-            cause=cause, decision=D2H_COPY_DECISION if mostly_d2h(a) else decision))
+        out.append(
+            SPECS[B.h2d_copy_bound].finding(
+                {
+                    "copies_pct": pct(copies),
+                    "pageable_pct": pct(pageable),
+                    "h2d_pinned_pct": pct(a.busy_of(kk.H2D_PINNED)),
+                    "d2h_pct": pct(d2h),
+                },
+                subject=subject,
+                severity=severity,
+                symptom=f"Host↔device copies take {pct(copies)}% of the window ({pct(pageable)}% from pageable memory, "
+                f"{pct(d2h)}% device to host)",
+                cause=cause,
+                decision=D2H_COPY_DECISION if mostly_d2h(a) else decision,
+            )
+        )
     gemm_other = a.busy_of(kk.GEMM_OTHER)
     if pct(gemm_other) >= FINDING_MIN.value:
         names = [k.name[:60] for k in r.kernels if k.kind == kk.GEMM_OTHER][:2]
-        add(B.tensor_cores_idle, Severity.warn, f"GEMMs on CUDA cores take {pct(gemm_other)}% of the window",
-            "Full-precision fp32 math without TF32 runs on CUDA cores at a fraction of the tensor-core rate: " +
-            ", ".join(names),
-            {"gemm_cuda_cores_pct": pct(gemm_other), "gemm_tensor_cores_pct": pct(a.busy_of(kk.GEMM_TC))})
+        add(
+            B.tensor_cores_idle,
+            Severity.warn,
+            f"GEMMs on CUDA cores take {pct(gemm_other)}% of the window",
+            "Full-precision fp32 math without TF32 runs on CUDA cores at a fraction of the tensor-core rate: "
+            + ", ".join(names),
+            {"gemm_cuda_cores_pct": pct(gemm_other), "gemm_tensor_cores_pct": pct(a.busy_of(kk.GEMM_TC))},
+        )
     fp64 = a.busy_of(kk.GEMM_FP64)
     if pct(fp64) >= FINDING_MIN.value:
         rates = [k.achieved_tflops for k in r.kernels if k.kind == kk.GEMM_FP64 and k.achieved_tflops]
-        out.append(FP64_GEMMS.finding(
-            {"gemm_fp64_pct": pct(fp64), "achieved_tflops": max(rates) if rates else None}, subject=subject,
-            symptom=f"fp64 GEMMs take {pct(fp64)}% of the window"
-                    + (f" (up to {max(rates):.1f} TFLOP/s)" if rates else "")))
+        out.append(
+            FP64_GEMMS.finding(
+                {"gemm_fp64_pct": pct(fp64), "achieved_tflops": max(rates) if rates else None},
+                subject=subject,
+                symptom=f"fp64 GEMMs take {pct(fp64)}% of the window"
+                + (f" (up to {max(rates):.1f} TFLOP/s)" if rates else ""),
+            )
+        )
     elem = a.busy_of(kk.ELEMENTWISE)
     if pct(elem) >= FINDING_MIN.value:
         size = r.elementwise_median_bytes
         chain = size >= LARGE_TENSOR_BYTES and r.elementwise_large_kernels >= CHAIN_MIN_KERNELS.value
-        add(B.memory_bound, Severity.warn if chain and verdict.bottleneck == B.memory_bound else Severity.info,
+        add(
+            B.memory_bound,
+            Severity.warn if chain and verdict.bottleneck == B.memory_bound else Severity.info,
             f"Elementwise and reduction kernels take {pct(elem)}% of the window",
             "Each unfused op reads and writes whole tensors from device memory: time goes to moving bytes, not math "
-            f"(median {size / 2**20:.0f} MiB per op)" if size else
-            "Each unfused op reads and writes whole tensors from device memory",
-            {"elementwise_pct": pct(elem), "median_bytes_per_op": int(size),
-             "distinct_elementwise_kernels": r.elementwise_large_kernels})
+            f"(median {size / 2**20:.0f} MiB per op)"
+            if size
+            else "Each unfused op reads and writes whole tensors from device memory",
+            {
+                "elementwise_pct": pct(elem),
+                "median_bytes_per_op": int(size),
+                "distinct_elementwise_kernels": r.elementwise_large_kernels,
+            },
+        )
     alloc = a.idle_of("allocator")
     if pct(alloc) >= FINDING_MIN.value:
-        add(B.vram_pressure, Severity.warn, f"GPU idle {pct(alloc)}% of the window after cudaMalloc/cudaFree",
+        add(
+            B.vram_pressure,
+            Severity.warn,
+            f"GPU idle {pct(alloc)}% of the window after cudaMalloc/cudaFree",
             "The caching allocator returns memory to the driver and asks for it again; cudaFree synchronizes the "
             "device",
-            {"allocator_idle_pct": pct(alloc)})
+            {"allocator_idle_pct": pct(alloc)},
+        )
     if a.busy_us >= 0.5 * w and 100 * a.underfilled_us / a.busy_us >= UNDERFILLED_BUSY.value:
         share = round(100 * a.underfilled_us / a.busy_us, 1)
-        add(B.underfilled, Severity.warn, f"{share:.0f}% of GPU busy time is in kernels whose blocks cover under half "
-            "the SMs", "Kernels too small for the GPU: busy by nvidia-smi, most SMs idle",
-            {"underfilled_busy_pct": share, "median_kernel_us": a.median_kernel_us})
+        add(
+            B.underfilled,
+            Severity.warn,
+            f"{share:.0f}% of GPU busy time is in kernels whose blocks cover under half the SMs",
+            "Kernels too small for the GPU: busy by nvidia-smi, most SMs idle",
+            {"underfilled_busy_pct": share, "median_kernel_us": a.median_kernel_us},
+        )
     slow = _slow_gemm(r, spec, subject)
     if slow is not None:
         out.append(slow)
     comm = a.busy_of(kk.COMM)
     if pct(comm) >= FINDING_MIN.value:
         overlapped = r.overlap.overlapped_pct if r.overlap else None
-        add(B.comm_bound, Severity.warn, f"Communication that no computation overlaps takes {pct(comm)}% of the window"
+        add(
+            B.comm_bound,
+            Severity.warn,
+            f"Communication that no computation overlaps takes {pct(comm)}% of the window"
             + (f" ({overlapped:.0f}% of communication time overlaps)" if overlapped is not None else ""),
             "Collectives that do not overlap computation add directly to step time",
-            {"exposed_comm_pct": pct(comm), "comm_overlapped_pct": overlapped})
+            {"exposed_comm_pct": pct(comm), "comm_overlapped_pct": overlapped},
+        )
     lead = f"trace.{verdict.bottleneck.value}" if verdict.bottleneck else ""
     return sorted(out, key=lambda f: (f.id != lead, -f.severity.rank))
 
@@ -210,8 +340,10 @@ def _host_work_cause(a: Anatomy, in_ops_pct: float, after_read_pct: float) -> st
         parts.append(f"{in_ops_pct}% inside framework ops that launch no GPU work (CPU tensors): {ops}")
     if after_read_pct:
         ops = ", ".join(f"{h.op} ×{h.gaps}" for h in a.host_work if h.where == "after_read")
-        parts.append(f"{after_read_pct}% after reading a result back to the host, outside framework ops "
-                     f"(numpy, Python), read by {ops}")
+        parts.append(
+            f"{after_read_pct}% after reading a result back to the host, outside framework ops "
+            f"(numpy, Python), read by {ops}"
+        )
     return "; ".join(parts)
 
 
@@ -221,10 +353,12 @@ def _launch_decision(a: Anatomy) -> str:
     if not a.syncs.count:
         return DECISION[B.launch_bound]
     ops = ", ".join(f"{s.op} ×{s.calls}" for s in a.syncs.by_op[:3])
-    return (f"First remove the host synchronizations in the loop ({ops}: keep values on the GPU, read them every "
-            "N steps): a CUDA graph cannot capture a loop that synchronizes, and each sync drains the queue. Then "
-            "launch fewer, bigger kernels: CUDA graphs (torch.cuda.graphs) or torch.compile(mode='reduce-overhead'), "
-            "larger batches, fused ops")
+    return (
+        f"First remove the host synchronizations in the loop ({ops}: keep values on the GPU, read them every "
+        "N steps): a CUDA graph cannot capture a loop that synchronizes, and each sync drains the queue. Then "
+        "launch fewer, bigger kernels: CUDA graphs (torch.cuda.graphs) or torch.compile(mode='reduce-overhead'), "
+        "larger batches, fused ops"
+    )
 
 
 def _copy_wording(pageable_pct: float, copies_pct: float, other_busy_pct: float) -> tuple[Severity, str, str | None]:
@@ -244,17 +378,31 @@ def _slow_gemm(r: RankAnalysis, spec: GpuSpec | None, subject: str) -> Finding |
     for k in r.kernels:
         peak, unit = spec.tflops(peak_dtype(k.kind, k.dtype or "")), rate_unit(k.dtype or "")
         rate = k.achieved_tflops
-        if (k.kind == kk.GEMM_TC and peak and rate and k.roof != "memory" and k.median_us >= SLOW_GEMM_MIN_US.value
-                and k.pct_of_kernel_time >= SLOW_GEMM_SHARE.value and 100 * rate / peak < SLOW_GEMM.value):
+        if (
+            k.kind == kk.GEMM_TC
+            and peak
+            and rate
+            and k.roof != "memory"
+            and k.median_us >= SLOW_GEMM_MIN_US.value
+            and k.pct_of_kernel_time >= SLOW_GEMM_SHARE.value
+            and 100 * rate / peak < SLOW_GEMM.value
+        ):
             older = _older_arch(k.name, spec)
             return SLOW_GEMMS.finding(
-                {"kernel": k.name[:80], "achieved_tflops": rate, "datasheet_tflops": peak, "median_us": k.median_us,
-                 "pct_of_kernel_time": k.pct_of_kernel_time} | ({"built_for": older} if older else {}),
+                {
+                    "kernel": k.name[:80],
+                    "achieved_tflops": rate,
+                    "datasheet_tflops": peak,
+                    "median_us": k.median_us,
+                    "pct_of_kernel_time": k.pct_of_kernel_time,
+                }
+                | ({"built_for": older} if older else {}),
                 subject=subject,
                 symptom=f"Large tensor-core GEMMs reach {rate:.0f} {unit}, {100 * rate / peak:.0f}% of the "
-                        f"{spec.name}'s {peak:g}" + (" for int8" if unit == "TOPS" else ""),
+                f"{spec.name}'s {peak:g}" + (" for int8" if unit == "TOPS" else ""),
                 cause=OLDER_ARCH_CAUSE.format(older=older) if older else None,
-                decision=OLDER_ARCH_DECISION if older else None)
+                decision=OLDER_ARCH_DECISION if older else None,
+            )
     return None
 
 
@@ -274,5 +422,13 @@ def _older_arch(kernel: str, spec: GpuSpec) -> str | None:
 
 def as_profiler_artefact(f: Finding, why: str) -> Finding:
     """A trace finding that describes the profiler's own overhead: kept, as information."""
-    return Finding(id=f.id, severity=Severity.info, step=f.step, symptom=f.symptom + " (while profiled)",
-                   cause=f"{f.cause}; but {why}", decision=f.decision, evidence=f.evidence, subject=f.subject)
+    return Finding(
+        id=f.id,
+        severity=Severity.info,
+        step=f.step,
+        symptom=f.symptom + " (while profiled)",
+        cause=f"{f.cause}; but {why}",
+        decision=f.decision,
+        evidence=f.evidence,
+        subject=f.subject,
+    )

@@ -31,23 +31,43 @@ from gputriage.model.trace import Anatomy, KernelRow, TraceVerdict
 from gputriage.trace import kernel_kinds as kk
 
 J = "judgement"
-IDLE_VERDICT = Threshold("idle_verdict_pct", 25.0, "% of the window",
-                         "GPU idle time at which the host, not the kernels, is the limit", J)
-UNDERFILLED_BUSY = Threshold("underfilled_busy_pct", 50.0, "% of busy time",
-                             "busy time in kernels whose blocks cover under half the SMs that makes the GPU "
-                             "underfilled",
-                             "recorded H200 traces: small-batch loops 90-100%, full batches 0%")
+IDLE_VERDICT = Threshold(
+    "idle_verdict_pct", 25.0, "% of the window", "GPU idle time at which the host, not the kernels, is the limit", J
+)
+UNDERFILLED_BUSY = Threshold(
+    "underfilled_busy_pct",
+    50.0,
+    "% of busy time",
+    "busy time in kernels whose blocks cover under half the SMs that makes the GPU underfilled",
+    "recorded H200 traces: small-batch loops 90-100%, full batches 0%",
+)
 MIN_KERNELS = Threshold("min_kernels", 10, "kernels", "kernels a window needs (unless long) to be judged", J)
 MIN_BUSY = Threshold("min_busy_us", 50_000.0, "µs", "busy time that makes a window of few kernels worth judging", J)
 
-IDLE_TO = {"launch": B.launch_bound, "sync": B.sync_bound, "host_outside_ops": B.input_starved,
-           "host_in_ops": B.host_bound, "host_after_read": B.host_bound, "allocator": B.vram_pressure}
-BUSY_TO = {kk.GEMM_TC: B.compute_bound, kk.ATTENTION: B.compute_bound, kk.GEMM_OTHER: B.tensor_cores_idle,
-           kk.GEMM_FP64: B.compute_bound,  # the precision the code asked for, at the rate the GPU has for it
-           kk.GEMV: B.memory_bound, kk.ELEMENTWISE: B.memory_bound, kk.COMM: B.comm_bound,
-           kk.H2D_PAGEABLE: B.h2d_copy_bound, kk.H2D_PINNED: B.h2d_copy_bound, kk.D2H_PAGEABLE: B.h2d_copy_bound,
-           kk.D2H_PINNED: B.h2d_copy_bound, kk.D2D: B.memory_bound, kk.MEMCPY_OTHER: B.h2d_copy_bound,
-           kk.MEMSET: B.memory_bound}
+IDLE_TO = {
+    "launch": B.launch_bound,
+    "sync": B.sync_bound,
+    "host_outside_ops": B.input_starved,
+    "host_in_ops": B.host_bound,
+    "host_after_read": B.host_bound,
+    "allocator": B.vram_pressure,
+}
+BUSY_TO = {
+    kk.GEMM_TC: B.compute_bound,
+    kk.ATTENTION: B.compute_bound,
+    kk.GEMM_OTHER: B.tensor_cores_idle,
+    kk.GEMM_FP64: B.compute_bound,  # the precision the code asked for, at the rate the GPU has for it
+    kk.GEMV: B.memory_bound,
+    kk.ELEMENTWISE: B.memory_bound,
+    kk.COMM: B.comm_bound,
+    kk.H2D_PAGEABLE: B.h2d_copy_bound,
+    kk.H2D_PINNED: B.h2d_copy_bound,
+    kk.D2H_PAGEABLE: B.h2d_copy_bound,
+    kk.D2H_PINNED: B.h2d_copy_bound,
+    kk.D2D: B.memory_bound,
+    kk.MEMCPY_OTHER: B.h2d_copy_bound,
+    kk.MEMSET: B.memory_bound,
+}
 COPIES = (kk.H2D_PAGEABLE, kk.H2D_PINNED, kk.D2H_PAGEABLE, kk.D2H_PINNED, kk.MEMCPY_OTHER)
 # the shared decisions, but for a window in which the GPU did nothing
 DECISION = DECISIONS | {B.idle: "The GPU did nothing in the profiled window: profile the steady state"}
@@ -68,8 +88,9 @@ def too_little(a: Anatomy) -> bool:
     return a.kernels < MIN_KERNELS.value and a.busy_us < MIN_BUSY.value
 
 
-MIN_GAPS = Threshold("min_gaps", 30, "idle gaps", "idle gaps a window needs for the share of their causes to be sure",
-                     "judgement")
+MIN_GAPS = Threshold(
+    "min_gaps", 30, "idle gaps", "idle gaps a window needs for the share of their causes to be sure", "judgement"
+)
 
 
 def sufficiency(a: Anatomy, idle_verdict: bool) -> float:
@@ -123,9 +144,13 @@ def decide(a: Anatomy, complete: bool = True, memory_roof_us: dict[str, float] |
         share = busy_shares[verdict]
     everything = {**busy_shares, **shares}
     confidence = sufficiency(a, idle_verdict) * (1.0 if complete else 0.5)
-    return TraceVerdict(bottleneck=verdict, share_pct=round(share, 1), gpu_idle_pct=round(idle_pct, 1),
-                        confidence=round(confidence, 2), tentative=round(confidence, 2) < TENTATIVE_TRACE.value,
-                        decision=D2H_COPY_DECISION if verdict == B.h2d_copy_bound and mostly_d2h(a) else
-                        DECISION[verdict], device=a.device,
-                        shares_pct={k.value: round(v, 1) for k, v in sorted(everything.items(), key=lambda kv: -kv[1])
-                                    if v > 0})
+    return TraceVerdict(
+        bottleneck=verdict,
+        share_pct=round(share, 1),
+        gpu_idle_pct=round(idle_pct, 1),
+        confidence=round(confidence, 2),
+        tentative=round(confidence, 2) < TENTATIVE_TRACE.value,
+        decision=D2H_COPY_DECISION if verdict == B.h2d_copy_bound and mostly_d2h(a) else DECISION[verdict],
+        device=a.device,
+        shares_pct={k.value: round(v, 1) for k, v in sorted(everything.items(), key=lambda kv: -kv[1]) if v > 0},
+    )
