@@ -10,7 +10,8 @@ from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.recording import Recording
 from gputriage.model.run import RunMeta, RunReport
 from gputriage.model.sample import GpuSample, HostSample, Sample, WorkloadSample
-from gputriage.sampling.windows import CAPACITY, Store, Windower
+from gputriage.sampling.window_store import Store
+from gputriage.sampling.windows import CAPACITY, Windower
 from gputriage.testing.recordings import H200_STATIC
 
 T0 = 1_800_000_000.0  # unix seconds, as the sampler stamps them

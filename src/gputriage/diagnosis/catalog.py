@@ -22,9 +22,9 @@ def entries() -> dict[str, FindingSpec]:
     from gputriage.diagnosis.run import baseline, idle_held, regimes, vram_growth
     from gputriage.diagnosis.run import compile as run_compile
     from gputriage.diagnosis.run import findings as run_findings
-    from gputriage.diagnosis.serving import findings as load_findings
-    from gputriage.diagnosis.trace import findings as trace_findings
+    from gputriage.diagnosis.serving import specs as load_findings
     from gputriage.diagnosis.trace import judge as trace_judge
+    from gputriage.diagnosis.trace import specs as trace_findings
 
     specs: list[FindingSpec] = [s for rule in default_rules() for s in rule.specs]
     specs += [

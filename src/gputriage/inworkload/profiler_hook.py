@@ -1,28 +1,15 @@
-"""The profiler `run --profile` starts inside a Python workload, without editing it.
+"""The profiler `run --profile` starts inside a Python workload, without editing it (standard library only; loaded
+at interpreter start by the `sitecustomize` `trace.inject` puts first on its PYTHONPATH).
 
-The workload loads this file at interpreter start through a `sitecustomize` that gputriage puts first on its
-PYTHONPATH (`trace.inject`); it uses the standard library only. A background thread waits until the workload has
-initialized CUDA, then `skip_s` seconds more (warm-up), imports what the profiler needs (off the main thread) and
-asks for a start. The main thread starts torch.profiler at its next optimizer step (from a loop's third step on:
-the first load kernels and autotune), at a module forward when forwards have run for a second without a step
-(inference), or — for plain tensor code, or once no hook has fired for 3 s — in a SIGUSR2 handler, deferred while
-the workload is importing (never where the workload installed a SIGUSR2 handler of its own, as schedulers' requeue
-helpers do). The profile covers at least `steps` optimizer steps and `window_s` seconds, at most `max_s` seconds
-(counted from when the profiler runs: on a GPU its start waits seconds for CUPTI and the queued work); it is
-stopped the same way, or at exit, and the Kineto trace written before interpreter shutdown. A window that saw no
-GPU work (still compiling or loading) is profiled again, a few times at most. What happened is logged next to the
-trace (`OUT.log`); when the profiler held the workload is written as it happens (`OUT.holds`: `K began T` before
-the profiler starts, `started`, `stopping`, `stopped`, `exported`, or `released` where it failed), so a start that
-stalls the workload for seconds is known even when no trace comes of it. The variables that arm it are removed at
-start, so child processes (data loader workers) are not profiled — except in a distributed launcher (torchrun),
-whose ranks each profile themselves into `trace.rankN.json`. The hooks return at once while `torch.compile` traces
-them: a graph compiled while they are armed is the graph compiled without them.
-
-Gated (`GPUTRIAGE_PROFILE_GATE`), a window starts only once gputriage has asked for it: its sampler writes into the
-gate file how many windows it wants (the first at the steady state, another when the profiled one did not look like
-the rest of the run, when the run changed regime, or when asked from another terminal; none under `--profile auto`
-when it can decide). The hook stays armed while the workload runs: after each window it waits for the next ask,
-and window K is written to its own file (`window_path`).
+A thread waits for CUDA and `skip_s` of warm-up, imports what the profiler needs off the main thread, and asks for
+a start; the main thread starts torch.profiler at its next optimizer step (from a loop's third), at a module forward
+(inference), or in a SIGUSR2 handler (never where the workload has its own). A window covers at least `steps` steps
+and `window_s`, at most `max_s` counted from when the profiler runs, and is written before shutdown; one that saw no
+GPU work is tried again. When the profiler held the workload is written as it happens (`OUT.holds`: began, started,
+stopping, stopped, exported or released), so a start that stalls it is known even when no trace comes of it. Child
+processes are not profiled, except a distributed launcher's ranks (`trace.rankN.json`); the hooks return at once
+while `torch.compile` traces them. Gated (`GPUTRIAGE_PROFILE_GATE`), a window starts only when the sampler asks
+(steady state, a new regime, a request from another terminal); the hook stays armed, window K in its own file.
 """
 
 from __future__ import annotations
@@ -67,18 +54,14 @@ class Profiler:
         self.window_s, self.max_s, self.cuda = window_s, max_s, cuda
         self.clock = clock
         self.want: Optional[str] = None
-        self.want_t = 0.0
         self.prof: Any = None  # None: not started; False: stopped or failed; else the running profiler
         self.make: Optional[Callable[[], Any]] = None
-        self.steps_profiled = 0
-        self.steps_seen = 0
-        self.stops = 0
-        self.started = self.begin = 0.0
+        self.steps_profiled = self.steps_seen = self.stops = 0
+        self.want_t = self.started = self.begin = 0.0
         self.hooks: list[Any] = []
         self.compiling: Callable[[], bool] = lambda: False  # torch.compiler.is_compiling once set up (a flag read)
-        self.seen_step = False
+        self.seen_step = self.acting = False
         self.signal_taken = False  # the workload replaced the SIGUSR2 handler
-        self.acting = False
         self.first_forward = self.last_hook = 0.0
         self.born = clock()
         self.window = 1  # the window asked for now; window K is written to window_path(out, K)
@@ -373,6 +356,10 @@ def importing() -> bool:
     return False
 
 
+# the variables `trace.inject.prepare` sets (GPUTRIAGE_PROFILE_<NAME>), and their defaults
+DEFAULTS = {"skip_s": "2", "steps": "10", "window_s": "0.5", "max_s": "3", "cuda": "1", "gate": ""}
+PARSE: dict[str, Callable[[str], Any]] = {"skip_s": float, "steps": int, "window_s": float, "max_s": float}
+PARSE.update(cuda="1".__eq__, gate=lambda v: v or None)
 LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "accelerate", "deepspeed")
 
 
@@ -396,16 +383,8 @@ def from_environ(environ: os._Environ[str] | dict[str, str], argv: Optional[list
     ranked = rank is not None and rank.isdigit()
     if ranked:
         out = os.path.join(os.path.dirname(out), "trace.rank%s.json" % rank)
-    return Profiler(
-        out,
-        skip_s=float(environ.pop("GPUTRIAGE_PROFILE_SKIP_S", "2")),
-        steps=int(environ.pop("GPUTRIAGE_PROFILE_STEPS", "10")),
-        window_s=float(environ.pop("GPUTRIAGE_PROFILE_WINDOW_S", "0.5")),
-        max_s=float(environ.pop("GPUTRIAGE_PROFILE_MAX_S", "3")),
-        cuda=environ.pop("GPUTRIAGE_PROFILE_CUDA", "1") == "1",
-        ranked=ranked,
-        gate=environ.pop("GPUTRIAGE_PROFILE_GATE", None) or None,
-    )
+    given = {k: PARSE[k](environ.pop(f"GPUTRIAGE_PROFILE_{k.upper()}", d)) for k, d in DEFAULTS.items()}
+    return Profiler(out, ranked=ranked, **given)
 
 
 def main() -> Optional[Profiler]:

@@ -1,38 +1,19 @@
-"""Where a Python workload's threads spend their time, sampled from inside it under `gputriage run`.
+"""Where a Python workload's threads spend their time, sampled from inside it under `gputriage run` (standard
+library only; loaded with the allocator's counters by the injected `sitecustomize`, `trace.inject`).
 
-The sampler's counters say how busy the workload's threads are, not what they do: a main thread at 5% of a core
-may wait on a paced queue, on the GPU or on a lock another thread holds. Loaded with the allocator's counters by
-the injected `sitecustomize` (`trace.inject`), a daemon thread takes `sys._current_frames()` RATE_HZ times a
-second and classifies each Python thread's stack (its own and gputriage's other threads left out) by what its
-innermost frames do, in CATEGORIES:
-
-- gpu_wait: the GPU's results awaited: `.item()`, `.cpu()`, `.tolist()`, `.numpy()`, `synchronize(`, an event or
-  stream wait (`torch.cuda`'s Python frames, or, since tensor methods are C and show no frame of their own, the
-  text of the innermost Python line: `linecache`), printing a tensor;
-- input_wait: blocked for input: `queue`/`threading` waits, `selectors`, sockets, `multiprocessing` pipes, a
-  subprocess or future awaited (stdlib frames); `sleep(`, `.recv(`, `select(`, `input(` or a queue's `.get(` on
-  the innermost line. Those under a DataLoader's frames are counted apart (`main_loader`): the workers, not the
-  outside world, make that input;
-- copy: `.to(`, `.cuda(`, `copy_(`, `pin_memory(` on the line, a module moved (`Module.to/_apply`), a DataLoader's
-  pinning;
-- compile: under dynamo's frame conversion or inductor's compile (`torch/_dynamo/convert_frame.py`,
-  `torch/_inductor/compile_fx.py`, autotuning); a compiled graph that runs shows dynamo and inductor frames too,
-  and counts as launching;
-- gc: time in garbage collection (`gc.callbacks`: no sample sees a collection), as RATE_HZ samples a second;
-- launch: inside torch's Python code (modules, functional, autograd, optimizers, inductor's generated code), or a
-  line of the workload inside a module's forward or that calls `torch.`, `F.`, `@`, `.backward(` — a heuristic:
-  a line that calls an ATen op cannot be told from host computation by its frames, since the op is C;
-- host_compute: everything else (the workload's Python, numpy, tokenizers; an optimizer step on CPU tensors
-  counts as launching), and all of it in a process that has not initialized CUDA.
-
-A sample needs the interpreter lock, which a thread running Python gives up when it blocks or after the switch
-interval (5 ms): one that computes 2 ms between waits on a queue is seen waiting each time. The report carries the
-main thread's CPU time (its CPU clock), and the reader caps its input waits at its time off the CPU
-(`sampling.progress.main_shares`). A thread still at the instruction of the frame it was at is not walked again.
-Counts per category (the main thread's, all threads') and per line — the innermost frame outside the standard
-library, site-packages and gputriage (`file:line`, function), with the sample's category — are written every
-WRITE_S as JSON (`stacks.PID.json`, replaced atomically) beside `gputriage.step()`'s counters in the folder `run`
-gave the workload, which the sampler reads (`sampling.progress`). Standard library only.
+CPU percentages say how busy threads are, not what they do. A daemon thread takes `sys._current_frames()` RATE_HZ
+times a second and classifies each Python thread's stack (its own and gputriage's left out) into CATEGORIES by its
+innermost frames, or, since tensor methods are C and show no frame, by the text of the innermost Python line:
+gpu_wait (`.item()`, `.cpu()`, `.tolist()`, `synchronize(`, torch.cuda's waits, printing a tensor); input_wait
+(queue, lock, selector, socket, pipe, subprocess and future waits, `sleep(`, a queue's `.get(`; under a DataLoader's
+frames counted apart, `main_loader`); copy (`.to(`, `.cuda(`, `copy_(`, `pin_memory(`, a module moved); compile
+(dynamo's frame conversion, inductor's compile and autotuning); gc (`gc.callbacks`); launch (torch's Python code, or
+a workload line inside a forward or calling `torch.`, `F.`, `@`, `.backward(`: a heuristic, an ATen op is C);
+host_compute (everything else, and all of it in a process without CUDA). A sample needs the interpreter lock, so a
+thread computing 2 ms between waits is seen waiting: the report carries the main thread's CPU time, and the reader
+caps its waits at its time off the CPU (`sampling.progress`). Counts per category and per line (the innermost frame
+outside the standard library, site-packages and gputriage) are written every WRITE_S as `stacks.PID.json`, replaced
+atomically, beside `gputriage.step()`'s counters.
 """
 
 from __future__ import annotations
@@ -66,14 +47,9 @@ _GPU_WAIT, _INPUT, _COPY, _HOST, _COMPILE, _GC, _LAUNCH = range(len(CATEGORIES))
 USER, STDLIB, LIBRARY, TORCH, COMPILER, LOADER, TORCH_SYNC, PINNING, MODULE = range(9)
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
 _GPUTRIAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_COMPILERS = (
-    "torch/_dynamo/convert_frame.py",
-    "torch/_inductor/compile_fx.py",
-    "torch/_inductor/async_compile.py",
-    "torch/_inductor/autotune_process.py",
-    "torch/_inductor/select_algorithm.py",
-    "triton/compiler/",
-)
+_COMPILE_DIRS = "torch/_dynamo/convert_frame.py torch/_inductor/compile_fx.py torch/_inductor/async_compile.py "
+_COMPILERS = (*_COMPILE_DIRS.split(), "torch/_inductor/autotune_process.py", "torch/_inductor/select_algorithm.py")
+_COMPILERS += ("triton/compiler/",)
 _SYNCS = ("torch/cuda/__init__.py", "torch/cuda/streams.py", "torch/_tensor_str.py")
 # blocking stdlib functions: (file suffix, function names; empty: any)
 _WAITS = (
@@ -90,17 +66,13 @@ _WAITS = (
     ("concurrent/futures/_base.py", ("result", "wait", "as_completed")),
     ("asyncio/base_events.py", ("run_forever", "_run_once")),
 )
+_INPUT_LINE = (
+    r"sleep\(|\.recv(?:_into|from)?\(|\.accept\(|\bselect\(|\.poll\(|\binput\(|\.readline\(|(?:queue|\bq|_q)\.get"
+)
 _LINE_RULES = (  # the innermost line's text, in order: (category, pattern)
     (_GPU_WAIT, re.compile(r"\.(?:item|cpu|tolist|numpy)\(\)|synchronize\(|\.wait_(?:event|stream)\(")),
     (_COPY, re.compile(r"\.to\(|\.cuda\(|copy_\(|pin_memory\(")),
-    (
-        _INPUT,
-        re.compile(
-            r"sleep\(|\.recv(?:_into|from)?\(|\.accept\(|\bselect\(|\.poll\(|\binput\(|\.readline\(|"
-            r"(?:queue|\bq|_q)\.get(?:_nowait)?\(",
-            re.I,
-        ),
-    ),
+    (_INPUT, re.compile(_INPUT_LINE + r"(?:_nowait)?\(", re.I)),
     (_LAUNCH, re.compile(r"\btorch\.|\bF\.|\s@\s|\.backward\(")),
 )
 _HOST_ONLY = {_GPU_WAIT: _HOST, _COPY: _HOST, _LAUNCH: _HOST}  # without CUDA
@@ -249,16 +221,12 @@ class Counts:
         rows = self.lines.items()
         top = {k for k, _ in sorted(rows, key=lambda kv: -kv[1][0])[:TOP_LINES] if self.lines[k][0] > 0}
         top |= {k for k, _ in sorted(rows, key=lambda kv: -kv[1][1])[:TOP_LINES]}
-        return {
-            "ticks": self.ticks,
-            "main": dict(zip(CATEGORIES, self.main)),
-            "all": dict(zip(CATEGORIES, self.all)),
-            "main_loader": self.main_loader,
-            "lines": [
-                [k[0], k[1], k[2], CATEGORIES[k[3]], round(self.lines[k][0], 2), round(self.lines[k][1], 2)]
-                for k in sorted(top, key=lambda k: -self.lines[k][1])
-            ],
-        }
+        lines = [
+            [k[0], k[1], k[2], CATEGORIES[k[3]], round(self.lines[k][0], 2), round(self.lines[k][1], 2)]
+            for k in sorted(top, key=lambda k: -self.lines[k][1])
+        ]
+        counts = {"main": dict(zip(CATEGORIES, self.main)), "all": dict(zip(CATEGORIES, self.all))}
+        return {"ticks": self.ticks, **counts, "main_loader": self.main_loader, "lines": lines}
 
 
 class GcClock:
@@ -326,11 +294,8 @@ class StackSampler:
 
     def _refresh_skipped(self) -> None:
         own = threading.get_ident()
-        self.skip = {
-            t.ident
-            for t in threading.enumerate()
-            if t.ident is not None and (t.ident == own or t.name.startswith("gputriage-"))
-        }
+        ours = [t for t in threading.enumerate() if t.ident == own or t.name.startswith("gputriage-")]
+        self.skip = {t.ident for t in ours if t.ident is not None}
         self.cuda = self.cuda or _cuda_ready()
 
     def sample(self) -> None:
@@ -378,15 +343,8 @@ class StackSampler:
         with self.lock:
             report = self.counts.snapshot()
         now = time.time()
-        report.update(
-            pid=os.getpid(),
-            t_s=now,
-            wall_s=now - self.started_s,
-            rate_hz=self.rate_hz,
-            main_cpu_s=None if cpu is None else cpu - self.cpu0_s,
-            cuda=self.cuda,
-            child=_spawned_child(),
-        )
+        report.update(pid=os.getpid(), t_s=now, wall_s=now - self.started_s, rate_hz=self.rate_hz, cuda=self.cuda)
+        report.update(main_cpu_s=None if cpu is None else cpu - self.cpu0_s, child=_spawned_child())
         tmp = f"{self.path}.tmp"
         with contextlib.suppress(OSError):  # a folder gone: the run is over
             with open(tmp, "w") as fh:

@@ -157,7 +157,7 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class Windows(Protocol):
     """One GPU's windows (the host's figures included), oldest first, or the host's alone: what a judge reads
-    of a run. The sampler's columnar store (`sampling.windows.WindowSeries`) is one."""
+    of a run. The sampler's columnar store (`sampling.window_store.WindowSeries`) is one."""
 
     @property
     def gpu(self) -> int | None: ...  # None: the host's windows

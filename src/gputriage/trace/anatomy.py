@@ -46,8 +46,9 @@ from __future__ import annotations
 import bisect
 
 from gputriage.model.numbers import median
-from gputriage.model.trace import Anatomy, HostWork, StepRow, SyncOp, Syncs, TimeShare
+from gputriage.model.trace import Anatomy, HostWork, StepRow, Syncs, TimeShare
 from gputriage.trace import kernel_kinds as kk
+from gputriage.trace.host_calls import ALLOC_CALLS, calls_in, step_rows, sync_summary
 from gputriage.trace.load import KERNEL, MEMCPY, Columns
 from gputriage.trace.thread_ops import ThreadOps, thread_ops
 from gputriage.trace.window import Intervals, Sweep, complete_until, profiler_own, profiler_warmup_end
@@ -70,7 +71,6 @@ SYNC_CALLS = {
 LAUNCH_COVERAGE = 0.5  # share of a gap the launching thread must spend in framework ops to call it launch-bound
 LAUNCH_GAP_MAX_US = 500.0  # longer gaps inside framework ops are host-side work, not launch overhead
 SYNC_TOLERANCE_US = 5.0
-ALLOC_CALLS = {"cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync", "cuMemAlloc_v2", "cuMemFree_v2"}
 IDLE_KINDS = ("launch", "sync", "allocator", "host_in_ops", "host_after_read", "host_outside_ops", "unattributed")
 READ_BACK = frozenset({kk.D2H_PAGEABLE, kk.D2H_PINNED})
 
@@ -298,8 +298,8 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
             profiler_us += theirs
             rest = hi - cursor - theirs
             idle["host_outside_ops"] += rest - _allocating(idle, allocs_in, cursor, hi, rest, "host_outside_ops")
-        syncs = _sync_summary(cols, ops, sync_idx, lo, hi, sync_by_op)
-        steps = _steps(cols, idx, kinds, until=hi if cols.truncated else None) if cols.steps else []
+        syncs = sync_summary(cols, ops, sync_idx, lo, hi, sync_by_op)
+        steps = step_rows(cols, idx, kinds, until=hi if cols.truncated else None) if cols.steps else []
         a = _anatomy(
             dev,
             hi - lo - profiler_us,
@@ -316,7 +316,7 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
             host_work,
         )
         a.profiler_skipped_us, a.start_us, a.end_us = round(profiler_us, 1), lo, hi
-        a.allocator_calls = _calls(cols, alloc_idx, lo, hi)
+        a.allocator_calls = calls_in(cols, alloc_idx, lo, hi)
         out.append(a)
     return out
 
@@ -329,16 +329,6 @@ def _allocating(idle: dict[str, float], allocating: Sweep, a: float, b: float, g
     spent = min(gap, allocating.covered(a, b))
     idle["allocator"] += spent
     return spent
-
-
-def _calls(cols: Columns, idx: list[int], lo: float, hi: float) -> dict[str, int]:
-    """How many of the calls `idx` started in [lo, hi], by name."""
-    out: dict[str, int] = {}
-    for i in idx:
-        if lo <= cols.r_ts[i] <= hi:
-            name = cols.names[cols.r_name[i]]
-            out[name] = out.get(name, 0) + 1
-    return out
 
 
 def _gap_cause(
@@ -401,67 +391,3 @@ def _launching_op(cols: Columns, ops: dict[int, ThreadOps], corr_to_rt: dict[int
     t = ops.get(cols.r_tid[rt])
     op = t.outermost(cols.r_ts[rt]) if t else None
     return cols.names[op] if op is not None else cols.names[cols.r_name[rt]]
-
-
-def _sync_summary(
-    cols: Columns,
-    ops: dict[int, ThreadOps],
-    sync_idx: list[int],
-    lo: float,
-    hi: float,
-    by_op_idle: dict[str, dict[str, float]],
-) -> Syncs:
-    count, blocked = 0, 0.0
-    by_op: dict[str, dict[str, float]] = {}
-    for r in sync_idx:
-        s = cols.r_ts[r]
-        if s < lo or s > hi or cols.names[cols.r_name[r]] in ALLOC_CALLS:
-            continue
-        count += 1
-        blocked += cols.r_dur[r]
-        t = ops.get(cols.r_tid[r])
-        op = t.outermost(s) if t else None
-        key = cols.names[op] if op is not None else cols.names[cols.r_name[r]]
-        entry = by_op.setdefault(key, {"calls": 0, "host_blocked_us": 0.0})
-        entry["calls"] += 1
-        entry["host_blocked_us"] += cols.r_dur[r]
-    rows = [
-        SyncOp(
-            op=key,
-            calls=int(v["calls"]),
-            host_blocked_us=round(v["host_blocked_us"], 1),
-            gpu_idle_after_us=round(by_op_idle.get(key, {}).get("gpu_idle_after_us", 0.0), 1),
-        )
-        for key, v in by_op.items()
-    ]
-    rows.sort(key=lambda r: (-r.gpu_idle_after_us, -r.calls))
-    return Syncs(count=count, host_blocked_us=round(blocked, 1), by_op=rows[:10])
-
-
-def _steps(cols: Columns, idx: list[int], kinds: list[str], until: float | None = None) -> list[StepRow]:
-    """Each profiler step's GPU busy share; `until`: steps that end after it (a truncated trace's) left out."""
-    out = []
-    starts = [cols.g_ts[i] for i in idx]
-    for name, s, d in sorted(cols.steps, key=lambda x: x[1]):
-        e = s + d
-        if until is not None and e > until:
-            continue
-        lo = bisect.bisect_left(starts, s)
-        hi = bisect.bisect_left(starts, e)
-        busy = 0.0
-        cursor = s
-        by_kind: dict[str, float] = {}
-        for i in idx[max(0, lo - 1) : hi]:
-            a, b = max(cols.g_ts[i], s), min(cols.g_ts[i] + cols.g_dur[i], e)
-            if b > cursor and b > a:
-                add = b - max(a, cursor)
-                busy += add
-                by_kind[kinds[i]] = by_kind.get(kinds[i], 0.0) + add
-                cursor = b
-        top = max(by_kind, key=lambda k: by_kind[k]) if by_kind else None
-        out.append(
-            StepRow(
-                step=str(name), dur_us=round(d, 1), gpu_busy_pct=round(100 * busy / d, 1) if d else 0.0, top_kind=top
-            )
-        )
-    return out

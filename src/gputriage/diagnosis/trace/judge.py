@@ -7,8 +7,8 @@ from typing import Callable
 
 import msgspec
 
-from gputriage.diagnosis.trace.findings import TRACE
 from gputriage.diagnosis.trace.findings import findings as findings_of
+from gputriage.diagnosis.trace.specs import TRACE
 from gputriage.diagnosis.trace.verdict import IDLE_TO, decide, too_little, under_memory_roof
 from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
 from gputriage.model.numbers import median
