@@ -1,17 +1,20 @@
 """`exporter`: a Prometheus endpoint of the sampler's readings under dcgm-exporter's names, with each GPU's
-bottleneck (named as `watch` names it), the processes on it and the findings of a periodic check. The server
-is `gputriage.exporter`; this wires it to the live label, the renderer and the check."""
+bottleneck (named as `watch` names it) and regime, the processes on it and the findings of a periodic check. The
+server is `gputriage.exporter`; this wires it to the live label, the regime tracker, the renderer and the check."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from gputriage.api._common import GputriageError, configured_price
 from gputriage.api.check import check
 from gputriage.diagnosis.idle_held import judge_live
 from gputriage.diagnosis.run.live import live_labels
+from gputriage.diagnosis.run.live_regimes import LiveRegimes
 from gputriage.exporter import DEFAULT_PORT, Exporter, ExporterError
 from gputriage.model.check import CheckReport
+from gputriage.sampling.live import LAST_S
 
 __all__ = ["DEFAULT_PORT", "Exporter", "exporter", "start_exporter"]
 
@@ -36,8 +39,9 @@ def exporter(
     price_per_gpu_hour: float | None = None,
     currency: str | None = None,
 ) -> Exporter:
-    """The exporter, not started: its live label is `watch`'s, its scrape the Prometheus renderer's, its
-    periodic check the playbook's, the processes holding a GPU idle judged as `watch` judges them. `nvml`/`host`:
+    """The exporter, not started: its live label is `watch`'s, each GPU's regime followed as `watch` follows it, its
+    scrape the Prometheus renderer's, its periodic check the playbook's, the processes holding a GPU idle judged as
+    `watch` judges them. `nvml`/`host`:
     backends to read (default: this machine's); `check_every_s` 0: no periodic check; `price_per_gpu_hour`: served
     for the dashboards' cost panels (default: the config file's [cost])."""
     price, unit = (price_per_gpu_hour, currency) if price_per_gpu_hour is not None else configured_price()
@@ -59,6 +63,7 @@ def exporter(
         nvml=nvml,
         host=host,
         held=judge_live,
+        regimes=functools.partial(LiveRegimes, window_s=LAST_S),
         price_per_gpu_hour=price,
         currency=currency or unit or "USD",
     )

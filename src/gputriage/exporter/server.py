@@ -1,22 +1,31 @@
 """The exporter's server. A scrape never calls NVML: the sampler's thread reads the GPUs, a judge thread
 labels each GPU's last second (`sampling.live.LastSecond`, named by the `label` it is given: the function
-`watch` uses) and lists the processes on them, a check thread runs the playbook it is given; the scrape
-renders what they left (`state()`), through the collector it is given."""
+`watch` uses), follows each GPU's regime (with the tracker it is given) and lists the processes on them, a check
+thread runs the playbook it is given; the scrape renders what they left (`state()`), through the collector it is
+given. `/stacks` dumps the Python stacks of the processes on the GPUs with py-spy when asked, never on a scrape."""
 
 from __future__ import annotations
 
 import collections
+import os
 import socket
 import threading
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
+
+import msgspec
 
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import NvmlBackend, PynvmlBackend
 from gputriage.exporter.checked import Checked, checked
 from gputriage.exporter.holders import HolderTracker, Judge
+from gputriage.exporter.http import routed, serve
+from gputriage.exporter.stacks import availability, dump_stacks
 from gputriage.model.check import CheckReport
 from gputriage.model.exporter import ExporterState
+from gputriage.model.live_regime import LiveRegime, RegimeChange
+from gputriage.model.pyspy import PySpyStacks
+from gputriage.model.reading import Unavailable
 from gputriage.model.run import GpuStatic
 from gputriage.model.window import WindowMetrics
 from gputriage.sampling.live import LastSecond
@@ -25,6 +34,7 @@ from gputriage.sampling.session import gpu_static
 
 DEFAULT_PORT = 9400  # dcgm-exporter's
 JUDGE_EVERY_S = 1.0
+CHANGES_KEPT = 10  # the changes of regime the state keeps (gputriage_regime_changes_total counts them all)
 
 # each GPU's last second -> each GPU's bottleneck (diagnosis.run.live.live_labels)
 Label = Callable[[Mapping[int, WindowMetrics], Mapping[int, GpuStatic]], Mapping[int, str]]
@@ -32,6 +42,14 @@ Label = Callable[[Mapping[int, WindowMetrics], Mapping[int, GpuStatic]], Mapping
 Collector = Callable[[Callable[[], ExporterState]], Any]
 # the playbook on this machine (None: it could not run this time)
 Check = Callable[[], "CheckReport | None"]
+
+
+class Regimes(Protocol):
+    """Each GPU's regime from its labelled seconds (diagnosis.run.live_regimes.LiveRegimes)."""
+
+    def update(self, t_s: float, labels: Mapping[int, str]) -> list[RegimeChange]: ...
+    def current(self) -> dict[int, LiveRegime]: ...
+    def counts(self) -> dict[int, int]: ...
 
 
 class ExporterError(Exception):
@@ -55,17 +73,25 @@ class Exporter:
         nvml: NvmlBackend | None = None,
         host: Host | None = None,
         held: Judge | None = None,
+        regimes: Callable[[], Regimes] | None = None,
         price_per_gpu_hour: float | None = None,
         currency: str = "USD",
     ) -> None:
-        """`held`: judges which processes hold a GPU idle (diagnosis.idle_held.judge_live); `price_per_gpu_hour`:
-        served as gputriage_price_per_gpu_hour, for the dashboards' cost panels."""
+        """`held`: judges which processes hold a GPU idle (diagnosis.idle_held.judge_live); `regimes`: makes the
+        tracker of each GPU's regime (None: no regime followed); `price_per_gpu_hour`: served as
+        gputriage_price_per_gpu_hour, for the dashboards' cost panels."""
         self.listen, self.port, self.period_s = listen, port, period_s
         self.window_s, self.check_every_s = window_s, check_every_s
         self._label, self._collector, self._run_check = label, collector, check
         self._nvml, self._host = nvml, host
         self._held, self.price_per_gpu_hour, self.currency = held, price_per_gpu_hour, currency
         self.tracker: HolderTracker | None = None
+        self.regimes = regimes() if regimes is not None else None
+        self.changes: collections.deque[RegimeChange] = collections.deque(maxlen=CHANGES_KEPT)
+        self.pyspy: Unavailable | None = None  # why py-spy cannot read the processes on the GPUs (checked at start)
+        self._pyspy_checked = False
+        self._lock = threading.Lock()  # the regimes: updated by the judge, read by a scrape
+        self._stacks_lock = threading.Lock()  # one py-spy round at a time
         self._stop = threading.Event()
         self._labels: dict[int, collections.deque[tuple[float, str]]] = {}
         self._checked = Checked()
@@ -100,23 +126,35 @@ class Exporter:
         self._labels = {i: collections.deque(maxlen=int(self.window_s) + 1) for i in self.gpus}
         return self
 
-    def start(self) -> Exporter:
+    @property
+    def stacks_url(self) -> str:
+        return self.url.rsplit("/", 1)[0] + "/stacks"
+
+    def serve(self) -> Exporter:
+        """Serve at `url` (and `/stacks`) what the exporter holds, without sampling (`start` samples too; alone, a
+        replay: what `judge_once` left). Whether py-spy can read the processes on the GPUs is checked first, once."""
         try:
-            from prometheus_client import CollectorRegistry, start_http_server
+            from prometheus_client import CollectorRegistry, make_wsgi_app
         except ImportError:
             raise ExporterError(
                 "`gputriage exporter` needs prometheus-client: pip install 'gputriage[exporter]'"
             ) from None
         if self.sampler is None:
             self.open()
-        assert self.sampler is not None
+        if not self._pyspy_checked:
+            self.pyspy, self._pyspy_checked = availability(), True
         registry = CollectorRegistry(auto_describe=False)
         registry.register(self._collector(self.state))
         try:
-            self._server, _thread = start_http_server(self.port, addr=self.listen, registry=registry)
+            self._server = serve(self.listen, self.port, routed(make_wsgi_app(registry), {"/stacks": self.stacks_json}))
         except OSError as exc:
             raise ExporterError(f"cannot listen on {self.listen}:{self.port}: {exc.strerror or exc}") from None
         self.port = self._server.server_address[1]  # port 0: the one the system chose
+        return self
+
+    def start(self) -> Exporter:
+        self.serve()
+        assert self.sampler is not None
         self.sampler.start()
         for target, name in ((self._judge, "gputriage-exporter-judge"), (self._check, "gputriage-exporter-check")):
             t = threading.Thread(target=target, name=name, daemon=True)
@@ -147,9 +185,22 @@ class Exporter:
         for i, b in labels.items():
             if i in self._labels:
                 self._labels[i].append((recent[-1].t_s, b))
+        if self.regimes is not None:
+            with self._lock:
+                self.changes.extend(self.regimes.update(recent[-1].t_s, labels))
         if self.tracker is not None:  # who holds the GPUs, read again every few seconds of the samples' time
             self.tracker.update(recent[-1].t_s)
         return labels
+
+    def stacks(self) -> PySpyStacks:
+        """One py-spy dump of each process on the GPUs now (as last listed: no NVML call), classified as `watch`
+        classifies its dumps; or why there is none."""
+        pids = sorted({p.pid for p in (self.live.processes if self.live is not None else [])} - {os.getpid()})
+        with self._stacks_lock:
+            return dump_stacks(pids)
+
+    def stacks_json(self) -> bytes:
+        return msgspec.json.encode(self.stacks())
 
     def _judge(self) -> None:
         while not self._stop.wait(JUDGE_EVERY_S):
@@ -176,6 +227,10 @@ class Exporter:
         """What a scrape renders: no NVML call, only what the threads left."""
         recent = self.sampler.recent if self.sampler is not None else []
         c = self._checked
+        with self._lock:
+            regimes = self.regimes.current() if self.regimes is not None else {}
+            counts = self.regimes.counts() if self.regimes is not None else None
+            changes = list(self.changes)
         return ExporterState(
             hostname=socket.gethostname(),
             driver=self.system.get("driver"),
@@ -192,4 +247,9 @@ class Exporter:
             holders=list(self.tracker.held) if self.tracker is not None else [],
             price_per_gpu_hour=self.price_per_gpu_hour,
             currency=self.currency,
+            regimes=regimes,
+            regime_changes=changes,
+            regime_changes_total={i: counts.get(i, 0) for i in self.gpus} if counts is not None else {},
+            pyspy_available=self.pyspy is None if self._pyspy_checked else None,
+            pyspy_reason=self.pyspy.reason if self.pyspy is not None else "",
         )

@@ -1,6 +1,6 @@
 """What `gputriage exporter` serves at a scrape: the sampler's last sample per GPU, each GPU's bottleneck
-shares over the last minute, the processes on each GPU, and the findings of the last check — gathered by
-its threads, so that a scrape only reads this."""
+shares over the last minute and its regime, the processes on each GPU, and the findings of the last check —
+gathered by its threads, so that a scrape only reads this."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Optional
 import msgspec
 
 from gputriage.model.finding import Finding
+from gputriage.model.live_regime import LiveRegime, RegimeChange
 from gputriage.model.owner import ProcessOwner
 from gputriage.model.run import GpuStatic
 from gputriage.model.sample import GpuProcess, Sample
@@ -44,3 +45,8 @@ class ExporterState(msgspec.Struct, kw_only=True):
     holders: list[HeldProcess] = []  # every process on the GPUs, each named and with its share of their time
     price_per_gpu_hour: Optional[float] = None  # what a GPU-hour costs (the config file's [cost], or --price)
     currency: str = "USD"
+    regimes: dict[int, LiveRegime] = {}  # GPU -> its regime, where one is known yet
+    regime_changes: list[RegimeChange] = []  # the last few, oldest first
+    regime_changes_total: dict[int, int] = {}  # GPU -> its changes of regime since the exporter started
+    pyspy_available: Optional[bool] = None  # py-spy can read the processes on the GPUs (None: not checked)
+    pyspy_reason: str = ""  # why it cannot (Unavailable's reason: not_installed, no_permission, ...)

@@ -1,6 +1,7 @@
 """The exporter's state as Prometheus metric families: dcgm-exporter's names, units and labels for the
 counters both read (so existing dashboards work), and what only gputriage has — each GPU's bottleneck and
-its share, the findings of the last check, the processes on each GPU.
+its share, its regime and changes of regime, the findings of the last check, the processes on each GPU, whether
+py-spy can read them.
 
 dcgm-exporter's units: utilization in % (DEV_*_UTIL), profiling activity as a ratio 0–1 (PROF_*), memory in
 MiB, power in W, clocks in MHz, temperature in °C, PCIe throughput in bytes/s. Labels: gpu, UUID, device
@@ -149,6 +150,7 @@ def _own(state: ExporterState) -> Iterator[Metric]:
             current.add_metric([str(i), top, state.hostname], 1.0)
     yield share
     yield current
+    yield from _regimes(state)
     finding = GaugeMetricFamily(
         "gputriage_finding",
         "1 for each finding of the last check (`gputriage rules ID` says what it means and what to do).",
@@ -162,7 +164,45 @@ def _own(state: ExporterState) -> Iterator[Metric]:
             "gputriage_check_timestamp_seconds", "When the last check ran (unix seconds).", value=state.checked_s
         )
     yield from holder_families(state)
+    pyspy = GaugeMetricFamily(
+        "gputriage_pyspy_available",
+        "1 where py-spy can read the Python stacks of the processes on the GPUs (served at /stacks, on demand), else "
+        "0 with the reason (not_installed, no_permission, ...); checked once, at the start.",
+        labels=["reason", "Hostname"],
+    )
+    if state.pyspy_available is not None:
+        pyspy.add_metric([state.pyspy_reason, state.hostname], 1.0 if state.pyspy_available else 0.0)
+    yield pyspy
     yield GaugeMetricFamily("gputriage_gpus", "GPUs this exporter samples.", value=float(len(state.gpus)))
+
+
+def _regimes(state: ExporterState) -> Iterator[Metric]:
+    """Each GPU's regime (a bottleneck its seconds have named long enough to count, as `run` counts a regime), since
+    when, and how often it changed."""
+    changes = CounterMetricFamily(
+        "gputriage_regime_changes",
+        "Changes of regime of each GPU since the exporter started: a bottleneck named for a regime's length "
+        "(`gputriage rules run.regime_changed`) after another one.",
+        labels=["gpu", "Hostname"],
+    )
+    for i, n in sorted(state.regime_changes_total.items()):
+        changes.add_metric([str(i), state.hostname], float(n))
+    yield changes
+    regime = GaugeMetricFamily(
+        "gputriage_regime",
+        "1 for each GPU's current regime: the bottleneck its seconds have named for a regime's length.",
+        labels=["gpu", "bottleneck", "Hostname"],
+    )
+    since = GaugeMetricFamily(
+        "gputriage_regime_since_timestamp_seconds",
+        "When each GPU's current regime began (unix seconds).",
+        labels=["gpu", "Hostname"],
+    )
+    for i, r in sorted(state.regimes.items()):
+        regime.add_metric([str(i), r.bottleneck, state.hostname], 1.0)
+        since.add_metric([str(i), state.hostname], r.since_s)
+    yield regime
+    yield since
 
 
 class StateCollector:
