@@ -7,10 +7,14 @@ installed, a plain reader (`json.load` and a Python loop over the events: the fl
 Python that decodes the whole file) stands in for it, and the table says so.
 
     python benchmarks/trace_vs_hta.py TRACE.json [TRACE.json ...] [--runs 3] [--readers 8]
-        [--hta-python PATH] [--hta-runs 1] [--skip-hta] [--plain]
+        [--hta-python PATH] [--hta-runs 1] [--skip-hta] [--plain] [--from-source]
 
-Medians of `--runs`. HTA reads a folder of per-rank traces; each file is given to it as a folder holding
-a copy with `distributedInfo.rank = 0` (HTA needs it). gputriage reads the original file.
+Medians of `--runs`. Each tool starts from compiled bytecode, as an installed package does: HTA and the
+libraries from their installed caches, gputriage (often a checkout, where PYTHONDONTWRITEBYTECODE would
+have every start compile its modules again) from a cache of its own filled by one untimed run per trace
+(`--from-source`: without it, every module compiled at each start). HTA reads a folder of per-rank traces;
+each file is given to it as a folder holding a copy with `distributedInfo.rank = 0` (HTA needs it).
+gputriage reads the original file.
 `benchmarks/make_big_trace.py SRC OUT --mb 80` builds a large trace in Kineto's own layout.
 """
 
@@ -113,11 +117,11 @@ def children_cpu_s() -> float:
 
 
 def run(python: str, code: str, arg: str, env: dict[str, str] | None = None) -> dict:
-    """One fresh process: what it printed, its CPU time (with every process it started and waited for) and wall."""
+    """One fresh process: what it printed, its CPU time (with every process it started and waited for) and wall.
+    An `env` value None takes that variable out of the process's environment."""
     cpu, t = children_cpu_s(), time.perf_counter()
-    p = subprocess.run(
-        [python, "-c", code, arg], capture_output=True, text=True, timeout=3600, env={**os.environ, **(env or {})}
-    )
+    child = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}
+    p = subprocess.run([python, "-c", code, arg], capture_output=True, text=True, timeout=3600, env=child)
     cpu, wall = children_cpu_s() - cpu, time.perf_counter() - t
     if p.returncode:
         return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"}
@@ -157,6 +161,12 @@ def main() -> None:
         "--hta-runs", type=int, default=None, help="runs of HTA (default: --runs; it takes minutes on large traces)"
     )
     ap.add_argument(
+        "--from-source",
+        action="store_true",
+        help="gputriage's modules compiled at every start (no bytecode cache), as a checkout run with "
+        "PYTHONDONTWRITEBYTECODE",
+    )
+    ap.add_argument(
         "--plain",
         action="store_true",
         help="also time json.load and a Python loop over the events (run anyway where HTA is not installed)",
@@ -168,12 +178,25 @@ def main() -> None:
             f"HolisticTraceAnalysis is not installed for {args.hta_python}: not measured; json.load and a Python "
             "loop stand in for it"
         )
+    pycache = tempfile.mkdtemp(prefix="gputriage-pyc-")
+    compiled: dict[str, str | None] = (
+        {} if args.from_source else {"PYTHONPYCACHEPREFIX": pycache, "PYTHONDONTWRITEBYTECODE": None}
+    )
+    print(
+        "gputriage started "
+        + ("from source (its modules compiled at every start)" if args.from_source else "from compiled bytecode")
+    )
     for trace in args.traces:
         mb = trace.stat().st_size / 1e6
-        one = [run(sys.executable, OURS, str(trace), {"GPUTRIAGE_TRACE_READERS": "1"}) for _ in range(args.runs)]
+        if not args.from_source:  # untimed: fills the bytecode cache of every module this trace's read imports
+            run(sys.executable, OURS, str(trace), {**compiled, "GPUTRIAGE_TRACE_READERS": str(args.readers)})
+        one = [
+            run(sys.executable, OURS, str(trace), {**compiled, "GPUTRIAGE_TRACE_READERS": "1"})
+            for _ in range(args.runs)
+        ]
         several = (
             [
-                run(sys.executable, OURS, str(trace), {"GPUTRIAGE_TRACE_READERS": str(args.readers)})
+                run(sys.executable, OURS, str(trace), {**compiled, "GPUTRIAGE_TRACE_READERS": str(args.readers)})
                 for _ in range(args.runs)
             ]
             if args.readers > 1
@@ -215,11 +238,13 @@ def main() -> None:
         base = median(hta, "cpu_s") if hta else median(plain, "cpu_s")
         what = "HTA" if hta else "json.load + loop"
         ours = median(one, "cpu_s")
+        base_wall = median(hta or plain, "process_wall_s")
         line = f"  CPU time, one reader: {what} {base:.2f} s / gputriage {ours:.2f} s = {base / ours:.1f}x"
+        line += f"; wall time: {base_wall / median(one, 'process_wall_s'):.1f}x with one reader"
         if several:
-            ratio = median(hta or plain, "process_wall_s") / median(several, "process_wall_s")
-            line += f"; wall, gputriage with up to {args.readers} readers: {ratio:.1f}x shorter"
+            line += f", {base_wall / median(several, 'process_wall_s'):.1f}x with up to {args.readers} readers"
         print(line)
+    shutil.rmtree(pycache, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-import msgspec
-from platformdirs import user_config_dir
+if TYPE_CHECKING:
+    from gputriage.diagnosis.budget import Budget
+    from gputriage.sampling.store import Store
 
-from gputriage.diagnosis.budget import Budget, BudgetError, load_budget
-from gputriage.sampling.store import MissingStoreError, Store, StoreError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+# the store, the budget, the config file's parser and msgspec are imported where they are used: the errors
+# below are all that `trace` and most commands need from here, and those imports cost more than the read of a
+# small trace
 
 T = TypeVar("T")
 
@@ -45,6 +41,8 @@ class WorkloadError(GputriageError):
 
 def open_store(store: str | Path | bool | None, readonly: bool = False) -> Store | None:
     """`store`: a path, None (or True) for the default store, False for none."""
+    from gputriage.sampling.store import MissingStoreError, Store, StoreError
+
     if store is False:
         return None
     try:
@@ -64,6 +62,8 @@ def open_store(store: str | Path | bool | None, readonly: bool = False) -> Store
 
 
 def open_budget(budget: str | Path | None) -> Budget | None:
+    from gputriage.diagnosis.budget import BudgetError, load_budget
+
     if budget is None:
         return None
     try:
@@ -77,12 +77,19 @@ CONFIG_ENV = "GPUTRIAGE_CONFIG"
 
 def config_path() -> Path:
     """The user's config file: $GPUTRIAGE_CONFIG, else config.toml in the user config folder."""
+    from platformdirs import user_config_dir
+
     return Path(os.environ.get(CONFIG_ENV) or Path(user_config_dir("gputriage")) / "config.toml")
 
 
 def configured_price() -> tuple[float | None, str]:
     """The price per GPU-hour and its currency under `[cost]` in the config file (None: no price set; none is
     assumed). A file that cannot be read or holds a wrong price is a GputriageError."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
     path = config_path()
     if not path.exists():
         return None, "USD"
@@ -109,6 +116,8 @@ def keep_report(report: Any, kind: str, command: list[str], store: str | Path | 
     """A finished report of another kind than a run (a load test, a fleet check) kept in the store, its id set;
     a store that cannot be opened or written is a note in the report, not an error (the measurement is not
     lost)."""
+    import sqlite3
+
     if store is False:
         return
     try:
@@ -128,6 +137,8 @@ def keep_report(report: Any, kind: str, command: list[str], store: str | Path | 
 
 def read_store(store: str | Path | None, read: Callable[[Store], T]) -> T:
     """`read(db)` on the store opened read-only, closed after; a damaged store is a one-line error."""
+    import sqlite3
+
     db = open_store(store, readonly=True)
     assert db is not None
     try:
@@ -145,6 +156,8 @@ def stored_row(record_id: int, store: str | Path | None = None) -> dict[str, Any
 
 def stored_report(record_id: int, kind: str, report_type: type, store: str | Path | None = None) -> Any:
     """A report kept in the store by `keep_report` (a load test, a fleet check), decoded."""
+    import msgspec
+
     row = stored_row(record_id, store)
     if row is None or row["kind"] != kind:
         raise GputriageError(f"no {kind} {record_id} in the store")
