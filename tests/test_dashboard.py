@@ -113,6 +113,7 @@ def test_the_dashboard_shows_what_the_issue_asks():
         "Findings",
         "holding a GPU idle",
         "cost",
+        "regime changes",
     ):
         assert wanted.lower() in titles.lower(), wanted
     for name in (
@@ -123,6 +124,7 @@ def test_the_dashboard_shows_what_the_issue_asks():
         "gputriage_finding",
         "gputriage_gpu_process_idle_held",
         "gputriage_price_per_gpu_hour",
+        "gputriage_regime_changes_total",
     ):
         assert name in METRICS, name
     assert all(p["datasource"]["uid"] == "${datasource}" for p in DASH["panels"] if p["type"] != "row")
@@ -169,12 +171,15 @@ class Holding(StreamNvml):
 
 @pytest.fixture(scope="module")
 def exporter():
-    """The exporter as `gputriage exporter` wires it, its check the recorded H200's, with a price."""
+    """The exporter as `gputriage exporter` wires it (its label, regimes and idle-held judge), its check the recorded
+    H200's, with a price."""
     from gputriage.api.check import check
     from gputriage.diagnosis.idle_held import judge_live
     from gputriage.diagnosis.run.live import live_labels
+    from gputriage.diagnosis.run.live_regimes import LiveRegimes
     from gputriage.exporter import Exporter
     from gputriage.report.prometheus import StateCollector
+    from gputriage.sampling.live import LAST_S
 
     ex = Exporter(
         label=live_labels,
@@ -187,6 +192,7 @@ def exporter():
         nvml=Holding(),
         host=FakeHost(HOLDERS / "k8s_node"),
         held=judge_live,
+        regimes=lambda: LiveRegimes(window_s=LAST_S),
         price_per_gpu_hour=3.5,
     ).start()
     deadline = time.monotonic() + 60  # a judged second, a listing of the processes and a check, however loaded
@@ -208,6 +214,8 @@ def test_every_metric_the_dashboard_queries_is_served_by_the_exporter(exporter):
 
     text = _scrape(exporter.url)
     families = {f.name: f for f in text_string_to_metric_families(text)}
+    # a counter's family is named without the `_total` its series (what a query selects) carry
+    families |= {f"{f.name}_total": f for f in list(families.values()) if f.type == "counter"}
     missing = [m for m in METRICS if m not in families]
     assert not missing, f"the dashboard queries metrics the exporter does not serve: {missing}"
     empty = [m for m in METRICS if not families[m].samples]

@@ -104,8 +104,12 @@ def test_the_command_binds_127_0_0_1_by_default_and_says_so():
         line = p.stderr.readline()
         assert "serving http://127.0.0.1:" in line
         url = line.split()[1]
+        stacks = p.stderr.readline()  # where the Python stacks are, or why py-spy cannot give them
+        assert stacks.startswith(
+            ("python stacks (py-spy) at " + url.replace("/metrics", "/stacks"), "python stacks (py-spy) none: ")
+        )
         text = _scrape(url)
-        assert "gputriage_gpus" in text
+        assert "gputriage_gpus" in text and "gputriage_pyspy_available" in text
     finally:
         p.terminate()
         p.wait(timeout=30)

@@ -42,10 +42,14 @@ def exporter(
 ) -> None:
     """Serve each GPU's readings at /metrics under dcgm-exporter's names and units (DCGM_FI_DEV_GPU_UTIL,
     DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_POWER_USAGE, ...), so existing dashboards work,
-    plus gputriage_bottleneck{gpu,bottleneck}, gputriage_bottleneck_share, gputriage_finding{id,severity}, and per
-    process on the GPUs, labelled pod, namespace, container, pid, process and user as dcgm-exporter labels pods:
+    plus gputriage_bottleneck{gpu,bottleneck}, gputriage_bottleneck_share, gputriage_finding{id,severity}; each
+    GPU's regime, as `run` cuts a run into regimes (`gputriage rules run.regime_changed`): gputriage_regime{gpu,
+    bottleneck}, gputriage_regime_since_timestamp_seconds and gputriage_regime_changes_total; and per process on the
+    GPUs, labelled pod, namespace, container, pid, process and user as dcgm-exporter labels pods:
     gputriage_gpu_process_memory_bytes, _sm_util_ratio, _idle_seconds, _idle_held and _idle_held_gpu_hours. A scrape
-    never waits on NVML: it reads what the sampler last read."""
+    never waits on NVML: it reads what the sampler last read. GET /stacks dumps the Python stacks of the processes
+    on the GPUs with py-spy (JSON; only when asked: a dump pauses a process for milliseconds), where py-spy is
+    installed and permitted (gputriage_pyspy_available; /stacks says why not)."""
     from gputriage.api import GputriageError  # the library at the command's start: `gputriage --help` stays quick
     from gputriage.api.exporter import start_exporter
 
@@ -72,6 +76,8 @@ def exporter(
         else f"no GPU: {ex.system.get('nvml', 'NVML sees none')}"
     )
     err.print(f"serving {ex.url} ({gpus}); Ctrl-C to stop", highlight=False, soft_wrap=True)
+    stacks = f"at {ex.stacks_url}" if ex.pyspy is None else f"none: {ex.pyspy.detail}"
+    err.print(f"python stacks (py-spy) {stacks}", highlight=False, soft_wrap=True)
     while not done.wait(1.0):  # a timed wait: the signal's handler runs at once on every platform
         pass
     stopping = threading.Thread(target=ex.stop, daemon=True)
