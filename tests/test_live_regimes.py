@@ -117,3 +117,28 @@ def test_every_gpu_is_followed_on_its_own():
     assert regimes.counts() == {0: 0, 1: 1}
     current = regimes.current()
     assert current[0].bottleneck == "compute_bound" and current[1].before == "compute_bound"
+
+
+def test_watch_shows_each_gpus_regime_since_when_and_the_one_before():
+    import time
+
+    from rich.console import Console
+
+    from gputriage.cli.watch import frame
+    from gputriage.model.run import GpuStatic
+    from gputriage.model.sample import GpuSample, Sample
+
+    regimes = LiveRegimes(WINDOW_S)
+    for k in range(40):
+        regimes.update(T0 + k * WINDOW_S, {0: "compute_bound" if k < 20 else "input_starved", 1: "compute_bound"})
+    sample = Sample(t_s=T0 + 40, gpus=[GpuSample(index=0, util_pct=30.0), GpuSample(index=1, util_pct=99.0)])
+    console = Console(width=120, record=True)
+    console.print(frame(sample, {"0": GpuStatic(), "1": GpuStatic()}, {0: "input_starved"}, None, regimes.current()))
+    text = console.export_text()
+    since = time.strftime("%H:%M:%S", time.localtime(T0 + 19 * WINDOW_S))
+    first = time.strftime("%H:%M:%S", time.localtime(T0 - WINDOW_S))
+    assert f"GPU 0 regime: input_starved since {since} (was compute_bound)" in text
+    assert f"GPU 1 regime: compute_bound since {first}\n" in text  # the first after the start-up: nothing before it
+    console = Console(width=120, record=True)
+    console.print(frame(sample, {"0": GpuStatic()}, {}, None, {}))
+    assert "regime" not in console.export_text()  # none known yet: no line

@@ -20,6 +20,7 @@ from gputriage.cli import exits
 from gputriage.cli.common import FAIL_ON_HELP, err, exit_for, fail, out, parse_fail_on
 from gputriage.cli.run import PERIOD_HELP
 from gputriage.model.clock_events import decode_reasons
+from gputriage.model.live_regime import LiveRegime
 from gputriage.model.owner import ProcessOwner
 from gputriage.model.run import GpuStatic
 from gputriage.model.sample import Sample
@@ -38,8 +39,10 @@ def frame(
     static: dict[str, GpuStatic],
     labels: dict[int, str],
     owners: Mapping[int, ProcessOwner] | None = None,
+    regimes: Mapping[int, LiveRegime] | None = None,
 ) -> Group:
-    """One view: each GPU, the processes holding them (`owners`: who each pid is), the host."""
+    """One view: each GPU, its regime where one is known (`regimes`), the processes holding them (`owners`: who each
+    pid is), the host."""
     t = Table(box=None, header_style="bold", pad_edge=False)
     for col in ("GPU", "util", "SM act", "tens", "DRAM", "VRAM", "power", "clock", "state"):
         t.add_column(col, no_wrap=True, justify="left" if col == "state" else "right")
@@ -77,8 +80,16 @@ def frame(
             style="dim",
         )
     holders = live_processes(sample.job_processes + sample.neighbours, owners or {}, sample.t_s)
+    regime_lines = [
+        Text(
+            f"GPU {i} regime: {r.bottleneck} since {time.strftime('%H:%M:%S', time.localtime(r.since_s))}"
+            + (f" (was {r.before})" if r.before else "")
+        )
+        for i, r in sorted((regimes or {}).items())
+    ]
     return Group(
         *([t] if sample.gpus else []),
+        *regime_lines,
         *([holders] if holders is not None else []),
         cpu,
         Text("Ctrl-C to stop", style="dim"),
@@ -116,8 +127,10 @@ def watch(
 ) -> None:
     """Watch every GPU and the host live; Ctrl-C, SIGTERM or SIGHUP (or --seconds) leaves with a summary."""
     from gputriage import api  # the library and the renderer when the command runs: `gputriage --help` stays quick
+    from gputriage.diagnosis.run.live_regimes import LiveRegimes
     from gputriage.report.pyspy_terminal import render_pyspy
     from gputriage.report.run_terminal import render
+    from gputriage.sampling.live import LAST_S
     from gputriage.sampling.pyspy import gpu_pids, started
 
     threshold = parse_fail_on(fail_on)
@@ -143,6 +156,7 @@ def watch(
     session = m.session
     stacks = started(lambda: gpu_pids(session.nvml, session.gpus, os.getpid()), stacks_every)  # py-spy, every N s
     t_end = time.monotonic() + seconds if seconds else None
+    regimes = LiveRegimes(window_s=LAST_S)  # each GPU's regime, from the labels the view shows
     try:
         with Live(
             Text("sampling…"), console=out, refresh_per_second=4, transient=False, auto_refresh=out.is_terminal
@@ -152,8 +166,15 @@ def watch(
                 now = m.live()
                 if now is not None:
                     holders = m.session.sampler.holders
+                    regimes.update(now[0].t_s, now[1])
                     live.update(
-                        frame(now[0], m.session.meta.gpus, now[1], holders.owners if holders else None),
+                        frame(
+                            now[0],
+                            m.session.meta.gpus,
+                            now[1],
+                            holders.owners if holders else None,
+                            regimes.current(),
+                        ),
                         refresh=out.is_terminal,
                     )
     except KeyboardInterrupt:  # a second stop while the view was drawn: the summary still comes
