@@ -128,6 +128,25 @@ def run(python: str, code: str, arg: str, env: dict[str, str] | None = None) -> 
     return {**json.loads(p.stdout.strip().splitlines()[-1]), "cpu_s": cpu, "process_wall_s": wall}
 
 
+def command(trace: Path, env: dict[str, str | None]) -> dict:
+    """`gputriage trace FILE --json` as a user runs it (its output thrown away): CPU time and wall of the whole
+    command, the command line's own start-up included."""
+    cpu, t = children_cpu_s(), time.perf_counter()
+    child = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
+    p = subprocess.run(
+        [sys.executable, "-m", "gputriage", "trace", str(trace), "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=3600,
+        env=child,
+    )
+    cpu, wall = children_cpu_s() - cpu, time.perf_counter() - t
+    if p.returncode:  # with --fail-on never, 0 once the trace is read
+        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"}
+    return {"cpu_s": cpu, "process_wall_s": wall, "answer": f"exit {p.returncode}"}
+
+
 def hta_copy(trace: Path) -> Path:
     """A folder holding the trace with `distributedInfo` (HTA needs it), copied in pieces: this process
     stays small (its children would otherwise report its peak as theirs)."""
@@ -190,10 +209,12 @@ def main() -> None:
         mb = trace.stat().st_size / 1e6
         if not args.from_source:  # untimed: fills the bytecode cache of every module this trace's read imports
             run(sys.executable, OURS, str(trace), {**compiled, "GPUTRIAGE_TRACE_READERS": str(args.readers)})
+            command(trace, {**compiled, "GPUTRIAGE_TRACE_READERS": "1"})
         one = [
             run(sys.executable, OURS, str(trace), {**compiled, "GPUTRIAGE_TRACE_READERS": "1"})
             for _ in range(args.runs)
         ]
+        cli = [command(trace, {**compiled, "GPUTRIAGE_TRACE_READERS": "1"}) for _ in range(args.runs)]
         several = (
             [
                 run(sys.executable, OURS, str(trace), {**compiled, "GPUTRIAGE_TRACE_READERS": str(args.readers)})
@@ -212,6 +233,7 @@ def main() -> None:
         print(f"  {'reader':34} {'CPU s':>7} {'MB/s/core':>10} {'wall s':>7} {'peak MB':>8}  answer")
         rows = [
             ("gputriage, one reader", one),
+            ("gputriage trace --json, 1 reader", cli),
             (f"gputriage, up to {args.readers} readers", several),
             ("HTA 0.5", hta),
             ("json.load + Python loop", plain),
@@ -227,23 +249,28 @@ def main() -> None:
                 f" ({res[0]['readers']} used)" if "readers" in res[0] and label.startswith("gputriage, up") else ""
             )
             print(
-                f"  {label + readers:34} {cpu:7.2f} {mb / cpu:10.0f} {median(res, 'process_wall_s'):7.2f} "
-                f"{median(res, 'rss_mb'):8.0f}  {res[0].get('answer')}"
+                f"  {label + readers:34} {cpu:7.3f} {mb / cpu:10.0f} {median(res, 'process_wall_s'):7.3f} "
+                f"{median(res, 'rss_mb'):8.0f}  {res[0].get('answer')}".replace("     nan", "       -")
             )
         read = median(one, "read_cpu_s")
         print(
-            f"  gputriage's read and analysis alone (after start-up and imports, one reader): {read:.2f} s of CPU, "
+            f"  gputriage's read and analysis alone (after start-up and imports, one reader): {read:.3f} s of CPU, "
             f"{mb / read:.0f} MB/s per core"
         )
         base = median(hta, "cpu_s") if hta else median(plain, "cpu_s")
         what = "HTA" if hta else "json.load + loop"
         ours = median(one, "cpu_s")
         base_wall = median(hta or plain, "process_wall_s")
-        line = f"  CPU time, one reader: {what} {base:.2f} s / gputriage {ours:.2f} s = {base / ours:.1f}x"
+        line = f"  CPU time, one reader: {what} {base:.3f} s / gputriage {ours:.3f} s = {base / ours:.1f}x"
         line += f"; wall time: {base_wall / median(one, 'process_wall_s'):.1f}x with one reader"
         if several:
             line += f", {base_wall / median(several, 'process_wall_s'):.1f}x with up to {args.readers} readers"
         print(line)
+        ours_cli = median(cli, "cpu_s")
+        print(
+            f"  the command, one reader: {what} {base:.3f} s / `gputriage trace` {ours_cli:.3f} s = "
+            f"{base / ours_cli:.1f}x in CPU time, {base_wall / median(cli, 'process_wall_s'):.1f}x in wall time"
+        )
     shutil.rmtree(pycache, ignore_errors=True)
 
 
