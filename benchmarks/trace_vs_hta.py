@@ -116,7 +116,7 @@ def children_cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run(python: str, code: str, arg: str, env: dict[str, str] | None = None) -> dict:
+def run(python: str, code: str, arg: str, env: dict[str, str | None] | None = None) -> dict:
     """One fresh process: what it printed, its CPU time (with every process it started and waited for) and wall.
     An `env` value None takes that variable out of the process's environment."""
     cpu, t = children_cpu_s(), time.perf_counter()
