@@ -99,3 +99,26 @@ def test_a_job_recorded_changing_regime_on_an_h200_names_each_regime_and_both_ch
     assert [round(f.evidence["at_s"] / 10) * 10 for f in changes] == [70, 130]  # +74 s and +134 s
     assert changes[0].evidence["rate_after"] < 0.5 * changes[0].evidence["rate_before"]
     assert "-80%" in changes[0].symptom
+
+
+def test_a_trace_of_one_regime_does_not_decide_a_run_of_several():
+    # regime_shift on an H200 (180 s: GEMMs, a slow input, GEMMs): its one profile fell in the slow regime and its
+    # trace said sync_bound; the run stays compute_bound, the trace's findings stand for that regime
+    report = judged(runs("runs_regime_shift.json.gz")["regime_shift"])
+    assert report.verdict.bottleneck is not None and report.verdict.bottleneck.value == "compute_bound"
+    assert report.verdict.merged is not None and "input_starved regime" in report.verdict.merged.why
+    assert "trace.sync_bound" in {f.id for f in report.findings}
+
+
+def test_what_the_profiler_cost_is_measured_against_the_regime_each_window_fell_in():
+    # 200 s, a window re-armed in the slow regime (GPU-Util ~30% there by itself) and one asked in the last fast
+    # regime: compared with the whole run, the first read as a profiler that took GPU-Util from 100% to 31%
+    report = judged(runs("runs_regime_shift_rearm.json.gz")["regime_shift_next_batch"])
+    assert report.profile is not None
+    assert [w.regime for w in report.profile.windows] == ["input_starved", "compute_bound"]
+    effect = report.profile.effects["0"]
+    assert abs(effect.outside_pct - effect.inside_pct) < 10.0
+    assert [f.evidence["to"] for f in report.findings if f.id == "run.regime_changed"] == [
+        "input_starved",
+        "compute_bound",
+    ]

@@ -66,3 +66,33 @@ def test_a_dataloader_whose_pinned_batches_cross_the_link_quickly_is_input_starv
     assert e["pcie_tx_mib_per_s"] >= HOST_READS_BACK.value > reads_back(e["pcie_tx_mib_per_s"], e["pcie_rx_mib_per_s"])
     # a pageable copy loop, whose copies are the time, stays copy-bound
     assert judged(GALLERY["pageable_copy"]).verdict.bottleneck == B.h2d_copy_bound
+
+
+MODES = runs("runs_host_side_modes.json.gz")
+
+
+def test_a_service_waiting_for_paced_requests_is_limited_by_its_input_rate_in_every_mode():
+    # one request every 25 ms answered by a batch-16 MLP: GPU-Util 0% (kernels too short to count), the main thread
+    # blocked on the queue; without the steps and the stacks it read as an idle GPU with a 7 s "shut-down"
+    for mode in ("default", "no_profile", "no_gpm"):
+        rec = MODES[f"paced_queue_service.{mode}"]
+        report = judged(rec)
+        v = report.verdict.per_gpu["0"]
+        assert v.bottleneck == B.input_starved and v.finding == "run.input_rate_bound", mode
+        assert "the input rate is the limit" in v.summary and "headroom" in v.decision, mode
+        assert v.shutdown_s < 2.0, mode  # the steady state runs to the last request answered
+        assert any(x.file.endswith("paced_queue_service.py") and x.category == "input_wait" for x in v.lines), mode
+
+
+def test_an_idle_gpu_without_steps_or_stacks_stays_idle():
+    # the same windows with the workload's steps and stacks taken away (what `watch` sees): nothing says the
+    # process works, so the GPU is idle
+    rec = MODES["paced_queue_service.no_profile"]
+    stripped = {
+        **rec,
+        "samples": [
+            {**s, "workload": None} if isinstance(s, dict) and s.get("workload") is not None else s
+            for s in rec["samples"]
+        ],
+    }
+    assert judged(stripped).verdict.per_gpu["0"].bottleneck == B.idle

@@ -1,7 +1,7 @@
 """A model served from a queue fed by a paced source: a producer thread puts one request every 25 ms (as requests
 arrive at a service), the main thread takes each from the queue and answers it with a bf16 MLP (4 layers of 4096,
-batch 16). Neither the CPU nor the GPU is the limit: the input rate is (run.input_rate_bound), and the GPU has most of its
-time free waiting for requests: input_starved."""
+batch 16). Neither the CPU nor the GPU is the limit: the input rate is (run.input_rate_bound), and the GPU has most
+of its time free waiting for requests: input_starved."""
 
 import argparse
 import queue

@@ -153,7 +153,7 @@ def replay(cases: list[Case], fixtures: Path) -> list[Outcome]:
 def _run_outcome(case: Case, report: RunReport) -> Outcome:
     b = report.verdict.bottleneck
     got = b.value if b is not None else NO_VERDICT
-    raised = {f.id for f in report.findings}
+    raised = {f.id for f in report.findings} | {v.finding for v in report.verdict.per_gpu.values() if v.finding}
     notes = [f"{f} not raised" for f in case.findings if f not in raised]
     if got != case.expected[0] and any(
         case.expected[0] in [u.value for u in v.undecided_between] for v in report.verdict.per_gpu.values()

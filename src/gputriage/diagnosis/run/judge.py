@@ -24,7 +24,7 @@ from gputriage.diagnosis.run.idle_held import idle_held_findings
 from gputriage.diagnosis.run.merge import merge
 from gputriage.diagnosis.run.profiler_cost import place_windows, profiler_costs
 from gputriage.diagnosis.run.profiler_cost import profiler_effect as profiler_effect
-from gputriage.diagnosis.run.regimes import regime_changes
+from gputriage.diagnosis.run.regimes import lasts, regime_changes
 from gputriage.diagnosis.run.throughput import throughput
 from gputriage.diagnosis.run.verdict import gpu_verdict, holds_workload_memory
 from gputriage.diagnosis.run.vram_growth import vram_growing
@@ -117,6 +117,18 @@ def state(v: GpuVerdict, f: Finding | None, verdicts: dict[int, GpuVerdict], con
         v.summary, v.decision = f.cause, f.decision
 
 
+def traced_regime(profile: ProfileReport, lead: GpuVerdict | None, rec: Recording) -> str | None:
+    """The lasting regime (`regimes.lasts`) of the lead GPU's timeline the trace the verdict merges was taken in;
+    None where it fell in a blip, the start-up or no regime."""
+    used = [w for w in profile.windows if w.used] or (profile.windows if len(profile.windows) == 1 else [])
+    at = (used[0].window_s or used[0].held_s) if used else profile.window_s
+    if not at or lead is None or rec.started_s is None:
+        return None
+    mid_s = (at[0] + at[1]) / 2 - rec.started_s
+    r = next((r for r in lead.timeline if r.start_s <= mid_s <= r.end_s), None)
+    return r.regime if r is not None and lasts(r, rec.windows.series[lead.gpu].window_s) else None
+
+
 def judge(
     rec: Recording,
     exit_code: int | None = None,
@@ -188,7 +200,7 @@ def judge(
         place_windows(profile, lead.timeline if lead else [], rec.started_s)
     if profile is not None and trace is not None and early is None:
         effect = verdict.profiler_effect
-        merged = merge(lead, trace.verdict, effect)
+        merged = merge(lead, trace.verdict, effect, regime=traced_regime(profile, lead, rec))
         verdict.bottleneck, verdict.source, verdict.merged = merged.bottleneck, merged.source, merged
         trace_findings = list(trace.findings)
         if merged.profiler_starved:  # the trace's host-side idle is the profiler's own

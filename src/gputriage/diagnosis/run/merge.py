@@ -56,10 +56,15 @@ SURE_TRACE = Threshold(
 
 
 def merge(
-    sampler: GpuVerdict | None, trace: TraceVerdict | None, effect: ProfilerEffect | None = None
+    sampler: GpuVerdict | None,
+    trace: TraceVerdict | None,
+    effect: ProfilerEffect | None = None,
+    regime: str | None = None,
 ) -> MergedVerdict:
     """The run's verdict. `profiler_starved` is set when the profiled window lost GPU-Util the rest of
-    a decided, not host-bound run kept: the trace's host-side findings then describe the profiler."""
+    a decided, not host-bound run kept: the trace's host-side findings then describe the profiler. `regime`: the
+    sampler's regime the traced window fell in; a trace of another regime than the run's dominant one describes
+    that regime (its findings stand), not the run."""
     s = sampler.bottleneck if sampler else None
     t = trace.bottleneck if trace else None
     if t is None:
@@ -71,6 +76,15 @@ def merge(
             sampler=s,
             trace=t,
             why=f"{s.value} is visible only to the sampler; the trace's view of the kernels is {t.value}",
+        )
+    if s is not None and regime is not None and regime in B._value2member_map_ and regime != s.value:
+        return MergedVerdict(
+            bottleneck=s,
+            source="sampler",
+            sampler=s,
+            trace=t,
+            why=f"the profiled window fell in the run's {regime} regime, not in its dominant {s.value} one: its "
+            f"{t.value} describes that regime",
         )
     if effect is not None and effect.in_startup:
         return MergedVerdict(

@@ -19,6 +19,21 @@ from gputriage.model.run import GpuVerdict, ProfilerEffect, ProfileReport, Regim
 MIN_EFFECT_POINTS = 3
 
 
+EDGES = ("start-up", "shut-down")
+
+
+def _own_regime(rec: Recording, v: GpuVerdict, t_s: float, steady_from: float, steady_to: float) -> tuple[float, float]:
+    """The steady span to compare a profiled moment with (unix s): in a run of several regimes, the regime it fell in
+    (a window taken while the input was slow is not compared with the fast regimes around it); else the steady run."""
+    assert rec.started_s is not None
+    body = [r for r in v.timeline if r.regime not in EDGES]
+    mid_s = t_s - rec.started_s
+    regime = next((r for r in body if r.start_s <= mid_s <= r.end_s), None)
+    if regime is None or len(body) < 2:
+        return steady_from, steady_to
+    return max(steady_from, rec.started_s + regime.start_s), min(steady_to, rec.started_s + regime.end_s)
+
+
 def _points(rec: Recording, gpu: int, from_s: float) -> tuple[list[tuple[float, float | None]], bool]:
     """GPU-Util over time: from the samples when the ring still holds `from_s`, else each window by its middle."""
     if rec.recent and rec.recent[0].t_s <= from_s:
@@ -30,7 +45,8 @@ def profiler_effect(
     rec: Recording, gpu: int, v: GpuVerdict, window_s: list[float] | None, held_s: Sequence[Sequence[float]] = ()
 ) -> ProfilerEffect | None:
     """Median GPU-Util while the profiler ran and over the rest of the steady run (start-up and
-    shut-down left out), outside the time the profiler held the workload. From the samples when the
+    shut-down left out; in a run of several regimes, the rest of the window's regime), outside the time the
+    profiler held the workload. From the samples when the
     ring still holds the profiled window, else from the windows; None with too few points."""
     if not window_s or rec.started_s is None or rec.ended_s is None:
         return None
@@ -47,6 +63,7 @@ def profiler_effect(
             outside_pct=float(median(steady)) if steady else 0.0,
             in_startup=True,
         )
+    steady_from, steady_to = _own_regime(rec, v, (t0 + t1) / 2, steady_from, steady_to)
     inside, outside = [], []
     for t, util in points:
         if util is None or not steady_from <= t <= steady_to:
@@ -61,22 +78,29 @@ def profiler_effect(
 
 
 def hold_effect(rec: Recording, gpu: int, v: GpuVerdict, held_s: Sequence[Sequence[float]]) -> ProfilerEffect | None:
-    """Where no window was traced (the profiler's start or export failed, the workload ended inside its hold):
-    GPU-Util while it held the workload against the rest of the steady run. None with too few points."""
+    """Where no single window was traced (several windows, or the profiler's start or export failed, the workload
+    ended inside its hold): GPU-Util while it held the workload against the rest of the steady run — with holds in
+    several regimes, the hold that cost most against the rest of its own regime. None with too few points."""
     if not held_s or rec.started_s is None or rec.ended_s is None:
         return None
-    steady_from, steady_to = rec.started_s + v.startup_s, rec.ended_s - v.shutdown_s
     points, from_samples = _points(rec, gpu, min(h[0] for h in held_s))
-    inside = [u for t, u in points if u is not None and any(h0 <= t <= h1 for h0, h1 in held_s)]
-    outside = [
-        u
-        for t, u in points
-        if u is not None and steady_from <= t <= steady_to and not any(h0 <= t <= h1 for h0, h1 in held_s)
-    ]
-    if len(inside) < (MIN_EFFECT_POINTS if from_samples else 1) or len(outside) < MIN_EFFECT_POINTS:
-        return None
-    pct = float(median(inside))
-    return ProfilerEffect(inside_pct=pct, outside_pct=float(median(outside)), held_pct=pct)
+    spans = {
+        _own_regime(rec, v, (h[0] + h[1]) / 2, rec.started_s + v.startup_s, rec.ended_s - v.shutdown_s) for h in held_s
+    }
+    worst: ProfilerEffect | None = None
+    for lo, hi in spans:
+        holds = [h for h in held_s if lo <= (h[0] + h[1]) / 2 <= hi]
+        inside = [u for t, u in points if u is not None and any(h0 <= t <= h1 for h0, h1 in holds)]
+        outside = [
+            u for t, u in points if u is not None and lo <= t <= hi and not any(h0 <= t <= h1 for h0, h1 in held_s)
+        ]
+        if len(inside) < (MIN_EFFECT_POINTS if from_samples else 1) or len(outside) < MIN_EFFECT_POINTS:
+            continue
+        pct = float(median(inside))
+        effect = ProfilerEffect(inside_pct=pct, outside_pct=float(median(outside)), held_pct=pct)
+        if worst is None or effect.outside_pct - effect.inside_pct > worst.outside_pct - worst.inside_pct:
+            worst = effect
+    return worst
 
 
 def with_hold(

@@ -22,7 +22,15 @@ from gputriage.diagnosis.bottlenecks import (
     OTHER_THREAD_DECISION,
 )
 from gputriage.diagnosis.run.classify import TENSOR_BUSY, computes, label, waits_on_latency
-from gputriage.diagnosis.run.host_side import beside_main, helpers_busy, helpers_cpu, host_work, saves_to_storage
+from gputriage.diagnosis.run.host_side import (
+    RATE_WAITS,
+    beside_main,
+    helpers_busy,
+    helpers_cpu,
+    host_work,
+    saves_to_storage,
+    stack_shares,
+)
 from gputriage.diagnosis.run.regimes import describe_regimes
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.numbers import median
@@ -74,10 +82,14 @@ def steady_bounds(ws: Sequence[WindowMetrics], last_step: float | None = None) -
     # even while the GPU barely computes (a loop that recompiles at every step); it ends with its last one:
     # after it, the workload prints, saves and exits, whatever blip the GPU shows as its context goes
     stepped = next((i for i, w in enumerate(ws) if (w.steps_total or 0) > 0), None)
-    if first is not None and stepped is not None and last is not None and stepped <= last:
+    counts = [w.steps_total for w in ws]
+    ended = last_step if last_step is not None else last_step_s(counts, [w.t1_s for w in ws])
+    if first is not None and stepped is not None and last is not None and (stepped <= last or ended is not None):
         first = stepped
-        counts = [w.steps_total for w in ws]
-        ended = last_step if last_step is not None else last_step_s(counts, [w.t1_s for w in ws])
+        # steps that go on after the GPU last computed are work all the same (a service answering slow requests
+        # with kernels too short for GPU-Util to count): the steady state runs to the last of them
+        if ended is not None:
+            last = max(last, max((i for i, w in enumerate(ws) if w.t0_s < ended), default=last))
         # only a loop that stopped stepping: not one that reports a step an epoch, still at work after its last
         steps = max(x or 0.0 for x in counts) - (counts[stepped] or 0.0)
         if (
@@ -87,6 +99,21 @@ def steady_bounds(ws: Sequence[WindowMetrics], last_step: float | None = None) -
         ):
             last = min(last, max((i for i, w in enumerate(ws) if w.t0_s < ended), default=last))
     return first, last
+
+
+def answering_requests(ws: Sequence[WindowMetrics], labelled: list[tuple[B, list[B]]]) -> list[tuple[B, list[B]]]:
+    """Idle windows in which the workload still reported steps while its main thread waited for input from outside
+    most of the time (the stack sampler): a service between requests whose kernels are too short for GPU-Util to
+    count. The GPU waits for input at the input rate (input_starved), it is not left idle."""
+    out = list(labelled)
+    for i in range(1, len(ws)):
+        before, now = ws[i - 1].steps_total, ws[i].steps_total
+        shares = stack_shares(ws[i])
+        if out[i][0] != B.idle or before is None or now is None or now <= before or shares is None:
+            continue
+        if shares["input_wait"] >= RATE_WAITS.value and shares["input_wait"] == max(shares.values()):
+            out[i] = (B.input_starved, [B.idle])
+    return out
 
 
 def regimes(
@@ -285,7 +312,7 @@ def gpu_verdict(
     profiler held the workload) are left out."""
     ws = [w for w in series if all(w.t1_s < a or w.t0_s > b for a, b in exclude_s)]
     start, end = steady_bounds(ws, last_step_s(series.column("steps_total"), series.ends_s))
-    labelled = [label(w, gpu) for w in ws]
+    labelled = answering_requests(ws, [label(w, gpu) for w in ws])
     labels = [lab for lab, _ in labelled]
     startup_s = ws[start].t0_s - run_start_s if start is not None else 0.0
     shutdown_s = run_end_s - ws[end].t1_s if end is not None else 0.0
