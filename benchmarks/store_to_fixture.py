@@ -25,6 +25,7 @@ def cut(store: Store, run_id: int) -> dict:
     verdict = report.get("verdict") or {}
     lead = next(iter((verdict.get("per_gpu") or {}).values()), {})
     return {
+        **({"kind": run["kind"]} if run.get("kind", "run") != "run" else {}),
         "command": run["command"],
         "meta": run["meta"],
         "exit_code": run["exit_code"],

@@ -285,6 +285,14 @@ class ProcessSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
     idle_used_min_bytes: Optional[int] = None  # the least memory it held through that stretch
     owner: Optional[ProcessOwner] = None  # its name, user, container and pod, where they could be read
 
+    def whose(self, kind: str) -> str:
+        """Whose process it is, as a report of that kind says it: the job's or another's for a run; for a watch,
+        which has no job, its name and user."""
+        if kind != "watch":
+            return "this job" if self.job else "another job"
+        o = self.owner
+        return ", ".join(x for x in ((o.name, o.user) if o else ()) if x) or "a process"
+
 
 class RunReport(msgspec.Struct, kw_only=True):
     schema: str = RUN_SCHEMA

@@ -289,7 +289,7 @@ def _host(r: RunReport) -> str:
                 (
                     p.gpu,
                     p.pid,
-                    "this job" if p.job else "another job",
+                    p.whose(r.kind),
                     f"{p.sm_util_mean_pct:.0f}" if p.sm_util_mean_pct is not None else "",
                     f"{p.used_max_bytes / gib:,.1f}" if p.used_max_bytes is not None else "",
                 )

@@ -194,7 +194,7 @@ def _processes(r: RunReport, console: Console) -> None:
             continue
         parts = []
         for p in procs:
-            part = f"pid {p.pid} ({'this job' if p.job else 'another job'}"
+            part = f"pid {p.pid} ({p.whose(r.kind)}"
             if p.sm_util_mean_pct is not None:
                 part += f", kernels {p.sm_util_mean_pct:.0f}% of the time"
             if p.used_max_bytes is not None:

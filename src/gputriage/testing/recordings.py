@@ -36,11 +36,12 @@ def load_runs(path: Path) -> dict[str, Any]:
 
 
 def recorded(rec: dict[str, Any]) -> Recording:
-    """A recorded run's samples replayed into windows."""
+    """A recorded run's samples replayed into windows (a `watch` as a watch: `kind`)."""
     return replay(
         [msgspec.convert(s, Sample) for s in rec["samples"]],
         msgspec.convert(rec["meta"], RunMeta),
         command=rec.get("command") or [],
+        kind=rec.get("kind", "run"),
     )
 
 

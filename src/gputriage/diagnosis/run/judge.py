@@ -146,7 +146,14 @@ def judge(
     )
     started, ended = rec.started_s or 0.0, rec.ended_s or 0.0
     verdicts = {
-        i: gpu_verdict(rec.windows.series[i], static.get(i, GpuStatic()), started, ended, exclude_s=held)
+        i: gpu_verdict(
+            rec.windows.series[i],
+            static.get(i, GpuStatic()),
+            started,
+            ended,
+            exclude_s=held,
+            observed=rec.kind == "watch",
+        )
         for i in workload_gpus(rec)
     }
     oom = out_of_memory(rec.windows.host) if workload else None

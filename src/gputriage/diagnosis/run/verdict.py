@@ -306,12 +306,22 @@ def _evidence(chosen: list[WindowMetrics]) -> dict[str, float]:
 
 
 def gpu_verdict(
-    series: Windows, gpu: GpuStatic, run_start_s: float, run_end_s: float, exclude_s: Sequence[Sequence[float]] = ()
+    series: Windows,
+    gpu: GpuStatic,
+    run_start_s: float,
+    run_end_s: float,
+    exclude_s: Sequence[Sequence[float]] = (),
+    observed: bool = False,
 ) -> GpuVerdict:
     """The dominant bottleneck of one GPU's steady state. Windows that overlap `exclude_s` (the time a
-    profiler held the workload) are left out."""
+    profiler held the workload) are left out. `observed`: the GPU was watched, not a workload run (`watch`): no
+    start-up, warm-up or shut-down of a workload to leave out, every window counts."""
     ws = [w for w in series if all(w.t1_s < a or w.t0_s > b for a, b in exclude_s)]
-    start, end = steady_bounds(ws, last_step_s(series.column("steps_total"), series.ends_s))
+    start, end = (
+        (0, len(ws) - 1)
+        if observed and ws
+        else steady_bounds(ws, last_step_s(series.column("steps_total"), series.ends_s))
+    )
     labelled = answering_requests(ws, [label(w, gpu) for w in ws])
     labels = [lab for lab, _ in labelled]
     startup_s = ws[start].t0_s - run_start_s if start is not None else 0.0
@@ -350,7 +360,12 @@ def gpu_verdict(
     verdict.undecided_between = [dominant, *alternatives] if alternatives else []
     verdict.steady_s = round(total, 1)
     verdict.timeline = describe_regimes(
-        _mark_warmup(timeline, dominant.value), ws, run_start_s, series.window_s, describe, decision_of
+        timeline if observed else _mark_warmup(timeline, dominant.value),
+        ws,
+        run_start_s,
+        series.window_s,
+        describe,
+        decision_of,
     )
     verdict.shares = {k.value: round(v / total, 2) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])}
     return verdict
