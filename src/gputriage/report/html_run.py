@@ -65,7 +65,7 @@ def _verdict(r: RunReport) -> str:
         apart = " / ".join(b.value for b in g.undecided_between)
         undecided = (
             f'<br><span class="muted">The sampler cannot tell {esc(apart)} apart: `gputriage run --profile '
-            "auto -- ...` separates them.</span>"
+            "-- ...` profiles the steady state and separates them.</span>"
             if g.undecided_between
             else ""
         )

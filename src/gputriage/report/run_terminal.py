@@ -118,7 +118,7 @@ def _gpu(r: RunReport, key: str, v: GpuVerdict, console: Console) -> None:
         console.print(
             Text(
                 f"  the sampler cannot tell {' / '.join(b.value for b in v.undecided_between)} apart: "
-                "`gputriage run --profile auto -- ...` separates them",
+                "`gputriage run --profile -- ...` profiles the steady state and separates them",
                 style="yellow",
             )
         )

@@ -38,6 +38,7 @@ from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
 from gputriage.model.window import WindowMetrics, Windows
 
 WORKLOAD_VRAM_BYTES = 256 * 2**20  # memory growth that says a workload holds the GPU
+ALTERNATIVE_SHARE = 0.1  # of the dominant label's windows, in which another label stayed possible, to leave it open
 
 
 def holds_workload_memory(used_max_bytes: float | None, base_bytes: float | None) -> bool:
@@ -346,7 +347,10 @@ def gpu_verdict(
     total = sum(counts.values())
     dominant = max(counts, key=lambda k: counts[k])
     chosen = [ws[i] for i in steady if labels[i] == dominant]
-    alternatives = sorted({a for i in steady if labels[i] == dominant for a in labelled[i][1]}, key=lambda b: b.value)
+    # what the counters could not rule out in a tenth of the dominant windows or more (not a window at a change of
+    # regime, half in the one before)
+    seen = [a for i in steady if labels[i] == dominant for a in set(labelled[i][1])]
+    alternatives = sorted({a for a in seen if seen.count(a) >= ALTERNATIVE_SHARE * len(chosen)}, key=lambda b: b.value)
     share = counts[dominant] / total
     evidence = _evidence(chosen)
     if "power_w" in evidence and gpu.power_limit_mw:
