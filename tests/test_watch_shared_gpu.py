@@ -37,6 +37,7 @@ def test_the_watch_names_the_holder_with_its_gpu_hours_and_the_regime_changes_wi
     assert 0 < held[0].evidence["gpu_hours"] < 629 / 3600
     changes = [(f.evidence["from"], f.evidence["to"]) for f in report.findings if f.id == "run.regime_changed"]
     assert ("compute_bound", "input_starved") in changes and ("input_starved", "compute_bound") in changes
+    assert all(f.symptom.split(" went ")[0].endswith("GPU 0") for f in report.findings if f.id == "run.regime_changed")
 
 
 def test_a_watch_lists_processes_by_name_and_user_not_as_its_job():

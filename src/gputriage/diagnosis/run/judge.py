@@ -236,7 +236,13 @@ def judge(
         metric,
     )
     if lead_verdict is not None and early is None:
-        findings += regime_changes(lead_verdict.gpu, lead_verdict.timeline, rec.windows.series[used[0]].window_s, done)
+        findings += regime_changes(
+            lead_verdict.gpu,
+            lead_verdict.timeline,
+            rec.windows.series[used[0]].window_s,
+            done,
+            watched=rec.kind == "watch",
+        )
     processes_seen = any(x is not None for x in rec.windows.host.column("workload_cpu_pct"))
     blind = (
         blind_spots(

@@ -130,9 +130,10 @@ def _rate(throughput: Throughput | None, r: Regime) -> tuple[str, float] | None:
 
 
 def regime_changes(
-    gpu: int, timeline: list[Regime], window_s: float, throughput: Throughput | None = None
+    gpu: int, timeline: list[Regime], window_s: float, throughput: Throughput | None = None, watched: bool = False
 ) -> list[Finding]:
-    """A finding for each regime that follows a different one, both long enough to count."""
+    """A finding for each regime that follows a different one, both long enough to count. `watched`: a `watch`,
+    which follows a GPU, not a run."""
     lasting = [r for r in timeline if lasts(r, window_s)]
     out: list[Finding] = []
     for before, after in zip(lasting, lasting[1:]):
@@ -155,7 +156,8 @@ def regime_changes(
         for name in ("util_pct", "sm_active_pct"):
             if name in before.evidence and name in after.evidence:
                 evidence[f"{name}_before"], evidence[f"{name}_after"] = before.evidence[name], after.evidence[name]
-        symptom = f"At +{after.start_s:.0f} s the run went from {before.regime} to {after.regime}{rate}"
+        what = f"GPU {gpu}" if watched else "the run"
+        symptom = f"At +{after.start_s:.0f} s {what} went from {before.regime} to {after.regime}{rate}"
         out.append(
             REGIME_CHANGED.finding(
                 evidence, subject=f"gpu.{gpu}", symptom=symptom, decision=after.decision or REGIME_CHANGED.decision
