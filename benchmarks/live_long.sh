@@ -8,6 +8,10 @@
 #   benchmarks/live_long.sh regime STATE WORK   regime_shift.py under `gputriage run` (REGIME_S, 200 s by default), a
 #                                               profile asked from another terminal (`gputriage profile RUN`) in its
 #                                               last regime, the HTML report
+#   benchmarks/live_long.sh exporter STATE WORK an exporter (regime series, /stacks) scraped every 5 s while
+#                                               regime_shift.py runs under `gputriage run --profile` (a profile at
+#                                               the steady state, re-armed in each new regime); /stacks asked
+#                                               mid-run; the last scrape
 #   benchmarks/live_long.sh finish STATE WORK   healthy.py beside the holder: NVML's view (record_holders.py),
 #                                               `snapshot`, `check --json`, a short `watch` dumping stacks with
 #                                               py-spy, the exporter's /stacks; then, once the watch has seen the
@@ -47,6 +51,22 @@ regime)
   wait $runner; echo "regime_shift rc=$?"
   $py -m gputriage report "$id" --store "$work/long.sqlite" -o "$work/regime_shift.html" > /dev/null 2>&1
   echo "report rc=$?"
+  ;;
+exporter)
+  work=${3:?work folder}; mkdir -p "$work"
+  setsid $py -m gputriage exporter --port 9400 --check-every 60 > "$work/exporter.log" 2>&1 < /dev/null &
+  sleep 5
+  setsid $py benchmarks/live_scrape.py metrics 5 "$work/scrapes.txt" > /dev/null 2>&1 < /dev/null &
+  $py -m gputriage run --profile --store "$work/long.sqlite" -o "$work/regime_shift_profiled.json" --quiet -- \
+    $py examples/workloads/regime_shift.py --seconds "${REGIME_S:-150}" > "$work/regime_shift.log" 2>&1 &
+  runner=$!
+  sleep "$(( ${REGIME_S:-150} / 2 ))"
+  scrape stacks > "$work/exporter_stacks.json"
+  wait $runner; echo "regime_shift --profile rc=$?"
+  sleep 6
+  scrape metrics > "$work/metrics_final.txt"
+  pkill -f "gputriage exporter"; pkill -f "live_scrape.py metrics"
+  $py -m gputriage report 1 --store "$work/long.sqlite" -o "$work/regime_shift_profiled.html" > /dev/null 2>&1
   ;;
 finish)
   work=${3:?work folder}; mkdir -p "$work"
