@@ -96,3 +96,15 @@ def test_an_idle_gpu_without_steps_or_stacks_stays_idle():
         ],
     }
     assert judged(stripped).verdict.per_gpu["0"].bottleneck == B.idle
+
+
+def test_batches_built_from_lists_name_the_line_that_builds_them_not_the_start_up():
+    # the optimizer's construction imported dynamo for seconds before the first step (list_batches.py:31, read as
+    # compiling); the steady state starts at the first step, so the lines named are the loop's
+    for mode in ("default", "no_profile", "no_gpm"):
+        report = judged(MODES[f"list_batches.{mode}"])
+        assert report.verdict.per_gpu["0"].bottleneck == B.input_starved, mode
+        assert report.stacks is not None
+        top = report.stacks.lines[0]
+        assert (top.file.rsplit("/", 1)[-1], top.line, top.category) == ("list_batches.py", 18, "host_compute"), mode
+        assert all(x.line != 31 for x in report.stacks.lines), mode

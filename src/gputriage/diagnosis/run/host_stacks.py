@@ -30,6 +30,7 @@ from gputriage.model.sample import StackCounts
 from gputriage.sampling.progress import main_shares, others_busy
 
 TOP_LINES = 10  # lines a run's report keeps
+SPARE_START_S = 5.0  # a steady span this long loses nothing by starting at the first counts inside it
 VERDICT_LINES = 5  # lines a host-side verdict names
 MIN_LINE_SHARE = 0.005  # lines under half a percent of the steady time are left out
 NAMES_LINES = HOST_BOUND | {B.h2d_copy_bound}  # verdicts that name the workload's lines
@@ -55,11 +56,13 @@ GC_DECISION = (
 
 
 def steady_span(verdicts: Mapping[int, GpuVerdict], started: float, ended: float) -> tuple[float, float]:
-    """The steady state of the lead GPU's verdict (unix s); the whole run where no GPU was judged."""
+    """The steady state of the lead GPU's verdict (unix s), after its warm-up (the optimizer built, dynamo
+    imported, the first steps); the whole run where no GPU was judged."""
     lead = next(iter(verdicts.values()), None)
     if lead is None:
         return started, ended
-    return started + lead.startup_s, ended - lead.shutdown_s
+    warm = [r.end_s for r in lead.timeline if r.regime == "warm-up"]
+    return started + max([lead.startup_s, *warm]), ended - lead.shutdown_s
 
 
 def _at(snapshots: list[tuple[float, StackCounts]], t: float) -> StackCounts | None:
@@ -74,12 +77,14 @@ def _at(snapshots: list[tuple[float, StackCounts]], t: float) -> StackCounts | N
 
 def run_stacks(run: WindowedRun, t0: float, t1: float) -> HostStacks | None:
     """The main thread's time per category and the top lines from `t0` to `t1` (unix s): the counts carried
-    nearest before each, subtracted (from the first where none came before `t0`)."""
+    nearest before `t1` less those carried first at or after `t0` where the span has SPARE_START_S to spare (the
+    second of start-up before the first step is not the loop's), else nearest before `t0`."""
     snapshots = run.stack_snapshots()
     if not snapshots:
         return None
     end = _at(snapshots, t1) or snapshots[-1][1]
-    start = _at(snapshots, t0)
+    after = next((c for when, c in snapshots if when >= t0 and c.ticks < end.ticks), None)
+    start = (after if t1 - t0 >= SPARE_START_S else None) or _at(snapshots, t0)
     if start is end or (start is not None and end.ticks - start.ticks <= 0):
         start = None
     base = start or StackCounts()

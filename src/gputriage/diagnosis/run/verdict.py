@@ -65,9 +65,10 @@ def last_step_s(steps_total: Sequence[float | None], t1_s: Sequence[float]) -> f
 def steady_bounds(ws: Sequence[WindowMetrics], last_step: float | None = None) -> tuple[int | None, int | None]:
     """(index of the window in which the GPU first computed — or, if it never did, in which its memory
     first grew with the workload's; for a workload that reports its steps, of its first step —, index of
-    the last window in which it computed — for a workload that reports its steps, at most the last that
-    began before its last step (`last_step`, when windows were left out of `ws`)); None when none."""
+    the last window in which it computed — for a workload that reports its steps, the last that began before
+    its last step (`last_step`, when windows were left out of `ws`)); None when none."""
     first = next((i for i, w in enumerate(ws) if computes(w.util_max_pct, w.sm_active_max_pct)), None)
+    last = next((i for i in range(len(ws) - 1, -1, -1) if computes(ws[i].util_max_pct, ws[i].sm_active_max_pct)), None)
     if first is None and ws:
         first = next(
             (
@@ -77,28 +78,29 @@ def steady_bounds(ws: Sequence[WindowMetrics], last_step: float | None = None) -
             ),
             None,
         )
-        return first, None
-    last = next((i for i in range(len(ws) - 1, -1, -1) if computes(ws[i].util_max_pct, ws[i].sm_active_max_pct)), None)
     # a workload that reports its steps starts its work with the first one: before it, warm-up; after it, work
-    # even while the GPU barely computes (a loop that recompiles at every step); it ends with its last one:
-    # after it, the workload prints, saves and exits, whatever blip the GPU shows as its context goes
+    # even while the GPU barely computes (a loop that recompiles at every step, a service answering slow requests
+    # with kernels too short for GPU-Util to count); it ends with its last one: after it, the workload prints,
+    # saves and exits, whatever blip the GPU shows as its context goes
     stepped = next((i for i, w in enumerate(ws) if (w.steps_total or 0) > 0), None)
     counts = [w.steps_total for w in ws]
     ended = last_step if last_step is not None else last_step_s(counts, [w.t1_s for w in ws])
-    if first is not None and stepped is not None and last is not None and (stepped <= last or ended is not None):
-        first = stepped
-        # steps that go on after the GPU last computed are work all the same (a service answering slow requests
-        # with kernels too short for GPU-Util to count): the steady state runs to the last of them
-        if ended is not None:
-            last = max(last, max((i for i, w in enumerate(ws) if w.t0_s < ended), default=last))
-        # only a loop that stopped stepping: not one that reports a step an epoch, still at work after its last
-        steps = max(x or 0.0 for x in counts) - (counts[stepped] or 0.0)
-        if (
-            ended is not None
-            and steps >= 2
-            and ws[last].t1_s - ended > STEPS_STOPPED * (ended - ws[stepped].t0_s) / steps
-        ):
-            last = min(last, max((i for i, w in enumerate(ws) if w.t0_s < ended), default=last))
+    if first is None or stepped is None or (last is None and ended is None):
+        return first, last
+    if last is not None and stepped > last and ended is None:
+        return first, last
+    first = stepped
+    before_end = max((i for i, w in enumerate(ws) if ended is not None and w.t0_s < ended), default=None)
+    last = max(x for x in (last, before_end, stepped) if x is not None)
+    # only a loop that stopped stepping: not one that reports a step an epoch, still at work after its last
+    steps = max(x or 0.0 for x in counts) - (counts[stepped] or 0.0)
+    if (
+        ended is not None
+        and before_end is not None
+        and steps >= 2
+        and ws[last].t1_s - ended > STEPS_STOPPED * (ended - ws[stepped].t0_s) / steps
+    ):
+        last = min(last, before_end)
     return first, last
 
 
