@@ -1,24 +1,32 @@
-"""torch.compile's silent failures: graph breaks and recompilations read from dynamo's own counters inside the
-workload (`inworkload.dynamo_counters`), merged over processes (`sampling.compile_report`), and judged
-(`run.graph_breaks`, `run.recompiles`)."""
+"""torch.compile's silent failures: graph breaks, recompilations and the functions dynamo gives up on, read from
+dynamo's own records inside the workload (`inworkload.dynamo_counters`), merged over processes
+(`sampling.compile_report`), and judged (`run.graph_breaks`, `run.recompiles`). The workloads here compile for
+real (dynamo with the eager backend: no inductor, seconds saved) in a fresh interpreter."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import msgspec
 import pytest
 
 from gputriage.diagnosis.run.compile import RECOMPILES_MIN, compile_findings
 from gputriage.inworkload import dynamo_counters
-from gputriage.model.compile import BreakReason, BreakSite, CompileStats
+from gputriage.model.compile import BreakReason, BreakSite, CompiledFunction, CompileStats
 from gputriage.sampling.compile_report import merge, read_compile_stats
+from gputriage.trace import inject
 
+HERE = str(Path(dynamo_counters.__file__).parent)
+# f: an `.item()` branch (line 5), given 10 batch sizes: f and the code after its break recompile for each new
+# shape, 8 compilations each, then the recompile limit (8) stops f: it runs eagerly for new sizes.
+# h: the same branch inside a loop (line 13): dynamo gives up on h (it runs eagerly), nothing compiled.
 WORKLOAD = textwrap.dedent("""\
     import torch
 
@@ -26,36 +34,177 @@ WORKLOAD = textwrap.dedent("""\
         y = x.sin()
         if y.sum().item() > 0:
             y = y.cos()
-        return y
+        return y * 2
 
+    def h(x):
+        y = x
+        for _ in range(3):
+            y = y.sin()
+            if y.sum().item() > 0:
+                y = y.cos()
+        return y * 2
+
+    torch.manual_seed(0)
     g = torch.compile(f, backend="eager", dynamic=False)
-    for b in (8, 16, 24, 32, 40, 8):
+    for b in (8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 8):
         g(torch.randn(b))
+    torch.compile(h, backend="eager")(torch.randn(4))
 """)
 
 
-def test_dynamo_counters_name_the_break_and_count_recompiles(tmp_path: Path) -> None:
-    """A real torch.compile (dynamo with the eager backend: no inductor, seconds saved) in a fresh interpreter:
-    the `.item()` branch breaks the graph at line 5, and five new batch sizes recompile."""
+def python(script: Path, env: dict[str, str] | None = None) -> str:
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def functions(report: dict[str, Any]) -> dict[tuple[str, int, bool], dict[str, Any]]:
+    return {(f["function"], f["line"], f.get("after_break", False)): f for f in report["compiled_functions"]}
+
+
+def test_dynamo_records_name_breaks_recompiles_and_what_runs_eagerly(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     script = tmp_path / "w.py"
     script.write_text(
         WORKLOAD
         + textwrap.dedent(f"""\
         import sys, json
-        sys.path.insert(0, {str(Path(dynamo_counters.__file__).parent)!r})
+        sys.path.insert(0, {HERE!r})
         import dynamo_counters
-        print(json.dumps(dynamo_counters.read(sys.modules["torch._dynamo.utils"],
-                                              sys.modules["torch._dynamo.convert_frame"])))
+        from torch._dynamo.utils import calculate_time_spent
+        print(json.dumps([dynamo_counters.read(sys.modules["torch._dynamo.utils"],
+                                               sys.modules["torch._dynamo.convert_frame"]),
+                          calculate_time_spent()["total_wall_time"]]))
     """)
     )
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=True)
-    report = json.loads(out.stdout.strip().splitlines()[-1])
-    assert report["graph_breaks"] >= 1
+    report, seconds = json.loads(python(script).strip().splitlines()[-1])
+    fs = functions(report)
+    f, after, h = fs[("f", 3, False)], fs[("f", 5, True)], fs[("h", 9, False)]
+    assert (f["compilations"], f["recompiles"], f["fallback"]) == (8, 7, dynamo_counters.RECOMPILE_LIMIT)
+    assert (
+        f["recompile_reason"] == "tensor 'x' size mismatch at index 0. expected 56, actual 64"
+    )  # the 8th size, the last compiled
+    assert (after["compilations"], after["recompiles"]) == (8, 7)  # then f itself runs eagerly: no call reaches it
+    assert after["recompile_reason"] == "tensor 'y' size mismatch at index 0. expected 56, actual 64"
+    assert (h.get("compilations", 0), h["fallback"]) == (0, dynamo_counters.LOOP_BREAK)
+    assert (report["frames_compiled"], report["recompiles"]) == (16, 14)
+    assert report["graph_breaks"] == 8 + 1  # each compilation of f meets its break; h's, once
+    sites = {(s["function"], s["line"], Path(s["file"]).name): s["count"] for s in report["break_sites"]}
+    assert sites == {("f", 5, "w.py"): 8, ("h", 13, "w.py"): 1}
     assert "item()" in report["break_reasons"][0]["reason"]
-    assert [(s["function"], s["line"], Path(s["file"]).name) for s in report["break_sites"]] == [("f", 5, "w.py")]
-    assert report["recompiles"] >= 4  # 8, 16, 24, 32, 40: four new shapes after the first
-    assert report["compiled_functions"][0]["function"] == "f"
+    assert report["compile_s"] == round(seconds, 3) > 0
+
+
+def test_gputriage_frames_are_never_compiled(tmp_path: Path) -> None:
+    """Loaded as `run` loads them, the hooks fire while compiled code runs: the stack sampler's gc callback (a
+    collection inside a compiled function) and the profiler's module and optimizer hooks (called from modules dynamo
+    gave up on). Dynamo is told to leave gputriage's frames alone once torch is imported: it sees none of them, and
+    none is in the report."""
+    pytest.importorskip("torch")
+    script = tmp_path / "w.py"
+    script.write_text(
+        textwrap.dedent("""\
+        import gc, json, os, sys
+        import torch
+
+        hook = sys.modules["gputriage_profiler_hook"].Profiler(os.path.join(sys.argv[0] + ".trace"), cuda=False)
+        assert hook.setup()  # on_forward and on_step, armed as every module's and optimizer's hooks
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(3))
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                    if x.sum().item() > 1e9:  # inside the loop: dynamo runs forward, and the hooks, eagerly
+                        x = x * 0.5
+                return x
+
+        def f(x):
+            y = x.sin()
+            gc.collect()  # a graph break: gc runs, and its callbacks, inside the compiled function
+            return y.cos()
+
+        net = Net()
+        model = torch.compile(net, backend="eager")
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        g = torch.compile(f, backend="eager")
+        for _ in range(3):
+            model(torch.randn(4, 8)).sum().backward()
+            opt.step()
+            g(torch.randn(4))
+        from torch._dynamo.convert_frame import input_codes
+        seen = {c.co_filename for c in (ref() for ref in input_codes.seen) if c is not None}
+        print(json.dumps(sorted(seen)))
+    """)
+    )
+    env, folder = inject.prepare_hooks(dict(os.environ))
+    env["GPUTRIAGE_PROGRESS_DIR"] = str(tmp_path)
+    try:
+        seen = json.loads(python(script, env).strip().splitlines()[-1])
+    finally:
+        inject.clean(folder)
+    assert str(script) in seen  # dynamo saw the workload's frames
+    assert [p for p in seen if dynamo_counters.own_file(p)] == []
+    (written,) = tmp_path.glob("dynamo.*.json")
+    report = json.loads(written.read_text())
+    assert {Path(f["file"]).name for f in report["compiled_functions"]} == {"w.py"}
+    assert {f["function"] for f in report["compiled_functions"]} >= {"forward", "f"}
+
+
+def test_the_last_read_is_made_at_exit(tmp_path: Path) -> None:
+    """With no periodic read after torch is imported, what the report holds was read at exit, after the workload's
+    last compilation."""
+    pytest.importorskip("torch")
+    script = tmp_path / "w.py"
+    script.write_text(
+        textwrap.dedent(f"""\
+        import sys
+        sys.path.insert(0, {HERE!r})
+        import dynamo_counters
+        dynamo_counters.PERIOD_S = 3600.0
+        dynamo_counters.start({str(tmp_path)!r})
+        """)
+        + WORKLOAD
+    )
+    python(script)
+    (written,) = tmp_path.glob("dynamo.*.json")
+    report = json.loads(written.read_text())
+    assert (report["frames_compiled"], report["recompiles"], report["graph_breaks"]) == (16, 14, 9)
+
+
+def test_the_example_workload_breaks_and_recompiles(tmp_path: Path) -> None:
+    """examples/workloads/compile_graph_breaks.py's model (built on the CPU here) does what its docstring says on
+    this torch: a break at its `.item()` line, a recompilation per new batch size, no function given up on."""
+    pytest.importorskip("torch")
+    example = Path(__file__).parents[1] / "examples" / "workloads" / "compile_graph_breaks.py"
+    line = next(i for i, t in enumerate(example.read_text().splitlines(), 1) if ".item()" in t and "if " in t)
+    script = tmp_path / "w.py"
+    script.write_text(
+        textwrap.dedent(f"""\
+        import importlib.util, json, sys
+        import torch
+        sys.path.insert(0, {HERE!r})
+        import dynamo_counters
+        spec = importlib.util.spec_from_file_location("example", {str(example)!r})
+        example = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(example)
+        model = torch.compile(example.Net(), backend="eager", dynamic=False)
+        for b in (4, 8, 12):
+            model(torch.randn(b, example.WIDTH))
+        print(json.dumps(dynamo_counters.read(sys.modules["torch._dynamo.utils"])))
+    """)
+    )
+    report = json.loads(python(script).strip().splitlines()[-1])
+    assert [(s["function"], s["line"], Path(s["file"]).name) for s in report["break_sites"]] == [
+        ("forward", line, example.name)
+    ]
+    start = next(i for i, t in enumerate(example.read_text().splitlines(), 1) if "def forward" in t)
+    forward = functions(report)[("forward", start, False)]
+    assert (forward["compilations"], forward["recompiles"]) == (3, 2)
+    assert not any(f.get("fallback") for f in report["compiled_functions"])
 
 
 def test_nothing_is_reported_where_nothing_compiled(tmp_path: Path) -> None:
@@ -84,28 +233,78 @@ def test_reports_of_several_processes_are_summed(tmp_path: Path) -> None:
     assert merge([rank]) is rank
 
 
-def test_findings_name_where_the_graph_breaks_and_how_often_it_recompiles() -> None:
+def test_findings_name_where_the_graph_breaks_and_what_recompiles() -> None:
     stats = CompileStats(
-        frames_compiled=9,
-        graph_breaks=5,
-        recompiles=7,
+        frames_compiled=16,
+        graph_breaks=8,
+        recompiles=14,
         compile_s=12.4,
-        break_reasons=[BreakReason(reason="Unsupported Tensor.item() call", count=5)],
-        break_sites=[BreakSite(function="forward", line=27, file="/src/model.py", count=5)],
+        break_reasons=[BreakReason(reason="Unsupported Tensor.item() call", count=8)],
+        break_sites=[BreakSite(function="forward", line=27, file="/src/model.py", count=8)],
+        compiled_functions=[
+            CompiledFunction(
+                function="forward",
+                file="/src/model.py",
+                line=21,
+                compilations=8,
+                recompiles=7,
+                recompile_reason="tensor 'x' size mismatch at index 0. expected 80, actual 88",
+                fallback=dynamo_counters.RECOMPILE_LIMIT,
+            ),
+            CompiledFunction(function="forward", file="/src/model.py", line=27, after_break=True, recompiles=7),
+        ],
     )
     found = {f.id: f for f in compile_findings(stats)}
     assert set(found) == {"run.graph_breaks", "run.recompiles"}
     assert "model.py:27 in forward()" in found["run.graph_breaks"].symptom
+    assert "Unsupported Tensor.item() call" in found["run.graph_breaks"].symptom
     assert found["run.graph_breaks"].evidence["resumes_at"] == ["model.py:27 in forward()"]
-    assert "recompiled 7 times" in found["run.recompiles"].symptom
+    symptom = found["run.recompiles"].symptom
+    assert symptom.startswith(
+        "torch.compile recompiled 14 times (12.4 s compiling in all): forward() (model.py:21) 7x (tensor 'x' size"
+    )
+    assert "forward() after line 27 7x" in symptom
+    assert "forward() (model.py:21) reached dynamo's recompile limit" in symptom
     assert compile_findings(None) == []
+
+
+def test_a_function_dynamo_gave_up_on_is_named() -> None:
+    """A break inside a loop: nothing compiled, the function runs eagerly; a function at the recompile limit is a
+    finding however few its recompilations."""
+    loop = CompileStats(
+        graph_breaks=1,
+        break_sites=[BreakSite(function="forward", line=24, file="/src/model.py", count=1, in_loop=True)],
+        compiled_functions=[
+            CompiledFunction(function="forward", file="/src/model.py", line=20, fallback=dynamo_counters.LOOP_BREAK)
+        ],
+    )
+    (found,) = compile_findings(loop)
+    assert found.id == "run.graph_breaks"
+    assert found.symptom == (
+        "torch.compile gave up on forward() (model.py:20): a graph break inside a loop (model.py:24 in forward()) "
+        "makes it run eagerly, uncompiled"
+    )
+    assert found.evidence["breaks_at"] == ["model.py:24 in forward()"]
+    limited = CompileStats(
+        frames_compiled=2,
+        recompiles=1,
+        compiled_functions=[CompiledFunction(function="step", recompiles=1, fallback=dynamo_counters.RECOMPILE_LIMIT)],
+    )
+    assert [f.id for f in compile_findings(limited)] == ["run.recompiles"]
+
+
+def test_an_older_report_is_still_judged() -> None:
+    """A recorded run's report, from before functions carried their own counts."""
     few = CompileStats(frames_compiled=2, recompiles=int(RECOMPILES_MIN.value) - 1)
     assert compile_findings(few) == []  # a warm-up shape is no finding
+    old = CompileStats(frames_compiled=9, recompiles=7, compiled_functions=[CompiledFunction(function="forward")])
+    (found,) = compile_findings(old)
+    assert found.symptom == "torch.compile recompiled 7 times (forward)"
 
 
 def test_run_reports_graph_breaks_of_a_compiled_workload(tmp_path: Path) -> None:
-    """`gputriage run --json` on a CPU workload under torch.compile: the report carries dynamo's counts and the
-    finding names the line."""
+    """`gputriage run --json` on a CPU workload under torch.compile: the report carries dynamo's counts, gputriage's
+    own frames are not among them, and the findings name the lines."""
     pytest.importorskip("torch")
     script = tmp_path / "loop.py"
     script.write_text(WORKLOAD)
@@ -118,6 +317,9 @@ def test_run_reports_graph_breaks_of_a_compiled_workload(tmp_path: Path) -> None
     )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
-    assert report["compile"]["graph_breaks"] >= 1
+    compiled = report["compile"]
+    assert (compiled["frames_compiled"], compiled["recompiles"], compiled["graph_breaks"]) == (16, 14, 9)
+    assert {Path(f["file"]).name for f in compiled["compiled_functions"]} == {"loop.py"}
     ids = {f["id"]: f for f in report["findings"]}
     assert "loop.py:5 in f()" in ids["run.graph_breaks"]["symptom"]
+    assert "f() (loop.py:3) 7x (tensor 'x' size mismatch" in ids["run.recompiles"]["symptom"]

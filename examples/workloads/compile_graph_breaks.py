@@ -1,7 +1,8 @@
-"""A bf16 MLP under `torch.compile` whose forward reads a loss value back (`.item()`) to decide a branch, and is
-given a new batch size every few steps with `dynamic=False`: dynamo breaks the graph at the read and recompiles
-for each new shape (up to its cache limit), silently. host_bound (the host compiles while the GPU waits), with the
-graph breaks and recompilations named where they happen."""
+"""A bf16 MLP under `torch.compile` whose forward reads a value back (`.item()`) to decide a branch, and is given a
+new batch size every few steps with `dynamic=False`: dynamo breaks the graph at the read, recompiles the forward for
+each new shape and the code after the read for each value read (it guards on it), up to its recompile limit, past
+which they run eagerly, silently. host_bound (the host compiles while the GPU waits), with the graph breaks and
+recompilations named where they happen."""
 
 import argparse
 import time
@@ -19,10 +20,14 @@ class Net(torch.nn.Module):
         self.layers = torch.nn.ModuleList(torch.nn.Linear(WIDTH, WIDTH) for _ in range(LAYERS))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for i, layer in enumerate(self.layers):
+        for layer in self.layers[: LAYERS // 2]:
             x = torch.nn.functional.gelu(layer(x))
-            if i == LAYERS // 2 and x.mean().item() > 10.0:  # a data-dependent branch: a graph break
-                x = x * 0.5
+        # a data-dependent branch: a graph break (outside the loops: inside one, dynamo would give up on the whole
+        # forward and run it eagerly)
+        if x.mean().item() > 10.0:
+            x = x * 0.5
+        for layer in self.layers[LAYERS // 2 :]:
+            x = torch.nn.functional.gelu(layer(x))
         return x
 
 

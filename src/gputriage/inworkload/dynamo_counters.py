@@ -1,16 +1,21 @@
-"""What `torch.compile` did in a Python workload under `gputriage run`: frames compiled, graph breaks (why and
-where), recompilations and the time spent compiling, from dynamo's own counters.
+"""What `torch.compile` did in a Python workload under `gputriage run`: functions compiled and recompiled (with the
+guard that failed), graph breaks (why and where), the functions dynamo gave up on (a graph break inside a loop, the
+recompile limit: they run eagerly) and the seconds spent compiling, from dynamo's own records.
 
 The graph compiler fails silently: a data-dependent branch, a `.item()` or a Python call it cannot trace splits
 the graph and the code around the break runs eagerly; a shape that changes under `dynamic=False` recompiles
-the function, seconds each time, until the cache limit makes it run eagerly for good. No error says so.
+the function, seconds each time, until the recompile limit makes it run eagerly for good. No error says so.
 
-Loaded into the workload with the profiler's hook (`trace.inject`), a daemon thread looks once a second whether
-the workload has imported dynamo (it never imports it itself: that costs seconds), then copies its counters into
-a small JSON file of its own in the folder `run` gave it (`dynamo.PID.json`, replaced atomically), and once more
-at exit. The sampler reads it at the end of the run (`sampling.compile_report`). Standard library only, and
-torch as the workload imported it; everything read is private to torch and read defensively: a torch that lacks
-a counter reports without it.
+Loaded into the workload with the profiler's hook (`trace.inject`), a daemon thread looks whether the workload has
+imported torch (ten times a second until it has, then once a second) and dynamo (it never imports either itself:
+that costs seconds). Once torch is imported, dynamo is told to run gputriage's own frames as they are (a gc
+callback, a module hook, a signal handler that fire while compiled code runs would otherwise be compiled as the
+workload's). Once dynamo is imported, its counters and its record of each compilation (torch keeps the last 64:
+they are tallied at each look) go into a small JSON file of this process's in the folder `run` gave it
+(`dynamo.PID.json`, replaced atomically), and once more at exit, after the workload's own exit handlers. The
+sampler reads it at the end of the run (`sampling.compile_report`). Standard library only, and torch as the
+workload imported it; everything read is private to torch and read defensively: a torch that lacks a record
+reports without it.
 """
 
 from __future__ import annotations
@@ -21,97 +26,330 @@ import os
 import re
 import sys
 import threading
-from typing import Any, Optional
+from types import CodeType, ModuleType
+from typing import Any, Callable, Iterable, Optional
 
 DIR_ENV = "GPUTRIAGE_PROGRESS_DIR"
 PREFIX = "dynamo."
 PERIOD_S = 1.0
-MAX_ITEMS = 8  # reasons and sites kept, most frequent first
+TORCH_WAIT_S = 0.1  # the look for torch until it is imported: gputriage's frames are skipped before anything compiles
+MAX_ITEMS = 8  # reasons, sites and functions kept, most frequent first
 MAX_TEXT = 200  # characters of a reason kept
+MAX_RECORDS = 65536  # compilations tallied (by compile id) in one process
 _RESUME = re.compile(r"torch_dynamo_resume_in_(?P<function>.+)_at_(?P<line>\d+)$")
+_COMPILE_ID = re.compile(r"^\s*\[?!?[\d/]+\]?:\s*")  # "0/6: " before a recompile reason
+_LOOP = re.compile(r"graph break in (?:a )?(?:for/while )?loop", re.I)
+_LIMIT = re.compile(r"recompile.?limit|cache.?size.?limit", re.I)
+LOOP_BREAK = "a graph break inside a loop"
+RECOMPILE_LIMIT = "the recompile limit"
+_HERE = os.path.dirname(os.path.dirname(__file__))  # gputriage's package, however this file was loaded
+OWN_DIRS = tuple({os.path.abspath(_HERE) + os.sep, os.path.realpath(_HERE) + os.sep})
+_TORCH = f"{os.sep}torch{os.sep}"
+
+
+def own_file(path: str) -> bool:
+    """A file of gputriage's (its frames are no part of the workload's compile report)."""
+    return bool(path) and path.startswith(OWN_DIRS)
+
+
+def _text(s: Any) -> str:
+    """The first line of one of dynamo's messages, whitespace collapsed and cut."""
+    return " ".join(str(s or "").strip().split("\n")[0].split())[:MAX_TEXT]
+
+
+def _guard(reason: str) -> str:
+    """The guard that failed, from dynamo's recompile reason: `0/3: ___stack0 == 0.0012  # if x.item() > 1:  #
+    model.py:12 in forward` as `___stack0 == 0.0012 # if x.item() > 1:` (the place is known otherwise)."""
+    return " # ".join(re.split(r"\s+#\s+", _text(_COMPILE_ID.sub("", reason)))[:2])
+
+
+def _ready(module: Any, loading: bool = True) -> bool:
+    """A module imported, not half-imported (`loading`: what to assume of one loaded by hand, as `run` loads
+    gputriage's: its spec never says)."""
+    return module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", loading)
+
+
+# --- gputriage's frames, left alone by dynamo -------------------------------------------------------------------
+def skipper() -> Optional[Callable[[CodeType], None]]:
+    """torch's way to have dynamo run a code object's frames as they are, never compiled (the functions they call
+    are still seen; tracing *into* them while compiling something else is unaffected, which is what the hooks
+    want: they return at once while compiling, with no graph break): `torch._dynamo.eval_frame.skip_code`, as torch's
+    C extension offers it from `import torch` on, before the workload compiles anything."""
+    torch = sys.modules.get("torch")
+    if not _ready(torch):
+        return None
+    ef = getattr(getattr(getattr(torch, "_C", None), "_dynamo", None), "eval_frame", None)
+    set_strategy = getattr(ef, "set_code_exec_strategy", None)
+    strategy, action = getattr(ef, "_FrameExecStrategy", None), getattr(ef, "_FrameAction", None)
+    if set_strategy is not None and strategy is not None and action is not None:  # torch >= 2.6
+        return lambda code: set_strategy(code, strategy(action.SKIP, action.DEFAULT))
+    dynamo = sys.modules.get("torch._dynamo.eval_frame")
+    return getattr(ef, "skip_code", None) or (getattr(dynamo, "skip_code", None) if _ready(dynamo) else None)
+
+
+def module_codes(module: ModuleType) -> list[CodeType]:
+    """Every code object a module defines: its functions, its classes' methods, and what they nest (closures,
+    lambdas, comprehensions)."""
+    name = module.__name__
+    objects: list[Any] = []
+    for obj in list(vars(module).values()):
+        if isinstance(obj, type) and obj.__module__ == name:
+            objects += list(vars(obj).values())
+        else:
+            objects.append(obj)
+    stack: list[CodeType] = []
+    for obj in objects:
+        obj = getattr(obj, "__func__", None) or getattr(obj, "fget", None) or obj  # static, class methods, properties
+        code = getattr(obj, "__code__", None)
+        if isinstance(code, CodeType) and own_file(code.co_filename):
+            stack.append(code)
+    out: dict[int, CodeType] = {}
+    while stack:
+        code = stack.pop()
+        if id(code) not in out:
+            out[id(code)] = code
+            stack += [c for c in code.co_consts if isinstance(c, CodeType)]
+    return list(out.values())
+
+
+class OwnFrames:
+    """gputriage's modules loaded in this process, each skipped by dynamo once (and those imported later)."""
+
+    def __init__(self) -> None:
+        self.done: set[str] = set()
+        self.modules_seen = -1  # len(sys.modules) at the last look: no new module, nothing to do
+
+    def skip(self) -> int:
+        """Skip the code of gputriage's modules not skipped yet; how many code objects were."""
+        if len(sys.modules) == self.modules_seen:
+            return 0
+        skip = skipper()
+        if skip is None:
+            return 0
+        self.modules_seen = len(sys.modules)
+        skipped = 0
+        for name, module in list(sys.modules.items()):
+            if name in self.done or not (name == "gputriage" or name.startswith(("gputriage.", "gputriage_"))):
+                continue
+            if not _ready(module, loading=False):
+                self.modules_seen = -1  # still importing: looked at again next time
+                continue
+            self.done.add(name)
+            if own_file(getattr(module, "__file__", None) or ""):
+                for code in module_codes(module):
+                    skip(code)
+                    skipped += 1
+        return skipped
+
+
+# --- dynamo's records, tallied -----------------------------------------------------------------------------------
+class Frame:
+    """One code object dynamo compiled (a compile id's frame number), its compilations tallied."""
+
+    __slots__ = ("compilations", "compile_s", "failures", "file", "line", "name", "recompile_reason", "recompiles")
+
+    def __init__(self) -> None:
+        self.name = self.file = self.recompile_reason = ""
+        self.line = self.compilations = self.recompiles = 0
+        self.compile_s = 0.0
+        self.failures: list[tuple[str, str, str, int]] = []  # (fallback, dynamo's reason, the break's file, line)
+
+
+def fallback(reason: str) -> tuple[str, str]:
+    """Why dynamo gave up on a frame, from its words: (what, the graph break's own reason where it was one)."""
+    if _LIMIT.search(reason):
+        return RECOMPILE_LIMIT, ""
+    if _LOOP.search(reason):
+        return LOOP_BREAK, _text(reason)
+    return _text(reason), ""
+
+
+class Tally:
+    """Dynamo's compilations in this process, by compile id (forward and backward), kept across reads."""
+
+    def __init__(self) -> None:
+        self.seen: set[tuple[str, bool]] = set()
+        self.frames: dict[str, Frame] = {}
+
+    def add(self, records: Iterable[Any]) -> None:
+        """Tally torch's records (`torch._dynamo.utils.get_compilation_metrics()`) not tallied yet."""
+        for m in records:
+            cid = str(getattr(m, "compile_id", None) or "")
+            backward = getattr(m, "is_forward", None) is False
+            if not cid or (cid, backward) in self.seen or len(self.seen) >= MAX_RECORDS:
+                continue
+            self.seen.add((cid, backward))
+            f = self.frames.setdefault(cid.rsplit("/", 1)[0], Frame())
+            if getattr(m, "co_name", None) and not f.name:
+                f.name, f.file, f.line = str(m.co_name), str(m.co_filename or ""), int(m.co_firstlineno or 0)
+            us = getattr(m, "duration_us", None)
+            f.compile_s += us / 1e6 if us else float(getattr(m, "entire_frame_compile_time_s", None) or 0.0)
+            if backward:  # the backward graph, compiled at the first backward: its seconds only
+                continue
+            guard = _guard(str(getattr(m, "recompile_reason", None) or ""))
+            if getattr(m, "fail_type", None):
+                what, why = fallback(str(getattr(m, "fail_reason", None) or m.fail_type))
+                place = str(getattr(m, "fail_user_frame_filename", None) or ""), getattr(m, "fail_user_frame_lineno", 0)
+                f.failures.append((what, why, place[0], int(place[1] or 0)))
+            else:
+                f.compilations += 1
+                if guard:
+                    f.recompiles += 1
+                    f.recompile_reason = guard
+
+    def functions(self) -> list[dict[str, Any]]:
+        """The workload's compiled functions (gputriage's left out), the costliest first; a resume function (the
+        code after a graph break) as the function it continues, after the break's line."""
+        merged: dict[tuple[str, str, int, bool], dict[str, Any]] = {}
+        for f in self.frames.values():
+            if own_file(f.file) or not f.name:
+                continue
+            m = _RESUME.match(f.name)
+            key = (m["function"], f.file, int(m["line"]), True) if m else (f.name, f.file, f.line, False)
+            row = merged.setdefault(key, {"function": key[0], "file": key[1], "line": key[2], "compile_s": 0.0})
+            row["after_break"] = key[3]
+            row["compilations"] = row.get("compilations", 0) + f.compilations
+            row["recompiles"] = row.get("recompiles", 0) + f.recompiles
+            row["compile_s"] += f.compile_s
+            if f.recompile_reason:
+                row["recompile_reason"] = f.recompile_reason
+            if f.failures:
+                row["fallback"] = f.failures[-1][0]
+        rows = sorted(merged.values(), key=lambda r: (-r["compile_s"], -r["compilations"]))
+        for r in rows:
+            r["compile_s"] = round(r["compile_s"], 3)
+        return rows
 
 
 def _user_code(code: Any) -> bool:
-    """A code object of the workload's (not torch's own, which dynamo also records)."""
+    """A code object of the workload's (not torch's own, which dynamo also sees, nor gputriage's)."""
     path = getattr(code, "co_filename", "") or ""
-    return not (f"{os.sep}torch{os.sep}" in path or path.startswith("<frozen"))
+    return not (_TORCH in path or path.startswith("<frozen") or own_file(path))
 
 
-def read(utils: Any, convert_frame: Any = None) -> dict[str, Any]:
-    """Dynamo's counters as one report: graph breaks by reason and by place, frames compiled and recompiled,
-    seconds compiling."""
+def _compile_s(utils: Any) -> Optional[float]:
+    """Seconds compiling, forward and backward graphs (torch's own total), or the frames' alone on an older torch."""
+    spent = getattr(utils, "calculate_time_spent", None)
+    if callable(spent):
+        total = spent().get("total_wall_time")
+        if total:
+            return round(float(total), 3)
+    compiled = (getattr(utils, "compilation_time_metrics", None) or {}).get("_compile.compile_inner")
+    return round(float(sum(compiled)), 3) if compiled else None
+
+
+def read(utils: Any, convert_frame: Any = None, tally: Optional[Tally] = None) -> dict[str, Any]:
+    """Dynamo's counters and records as one report: graph breaks by reason and by place, functions compiled and
+    recompiled (and why), those dynamo gave up on, seconds compiling."""
     counters = getattr(utils, "counters", {})
-    frames = dict(counters.get("frames", {}))
+    tally = tally if tally is not None else Tally()
+    get_records = getattr(utils, "get_compilation_metrics", None)
+    if callable(get_records):
+        tally.add(get_records())
     breaks = dict(counters.get("graph_break", {}))
     resumes = dict(counters.get("resumes", {}))
-    reasons = sorted(breaks.items(), key=lambda kv: -kv[1])[:MAX_ITEMS]
     seen = getattr(getattr(convert_frame, "input_codes", None), "seen", None)
     codes = [c for c in (ref() for ref in seen or ()) if c is not None and _user_code(c)]
     files = {c.co_name: c.co_filename for c in codes}
-    sites = []
-    for name, count in sorted(resumes.items(), key=lambda kv: -kv[1])[:MAX_ITEMS]:
+    files.update({f.name: f.file for f in tally.frames.values() if f.name})
+    reasons = {_text(r): 0 for r in breaks}
+    for r, n in breaks.items():
+        reasons[_text(r)] += int(n)
+    sites: dict[tuple[str, int, str, bool], int] = {}
+    for name, count in resumes.items():
         m = _RESUME.match(name)
-        if m:
-            sites.append(
-                {"function": m["function"], "line": int(m["line"]), "count": int(count), "file": files.get(name, "")}
-            )
+        if m and not own_file(files.get(name, "")):
+            key = (m["function"], int(m["line"]), files.get(name, ""), False)
+            sites[key] = sites.get(key, 0) + int(count)
+    loop_breaks = 0
+    for f in tally.frames.values():
+        for what, why, file, line in f.failures if not own_file(f.file) else ():
+            if what == LOOP_BREAK:  # a break dynamo would not split the graph at: the whole frame runs eagerly
+                loop_breaks += 1
+                reasons[why] = reasons.get(why, 0) + 1
+                key = (f.name, line, file or f.file, True)
+                sites[key] = sites.get(key, 0) + 1
+    functions = tally.functions()
     out: dict[str, Any] = {
-        "frames_compiled": int(frames.get("total", 0)),
-        "graph_breaks": int(sum(breaks.values())),
+        "graph_breaks": int(sum(breaks.values())) + loop_breaks,
         "unique_graphs": int(dict(counters.get("stats", {})).get("unique_graphs", 0)),
-        "break_reasons": [{"reason": str(r).strip().split("\n")[0][:MAX_TEXT], "count": int(c)} for r, c in reasons],
-        "break_sites": sites,
+        "break_reasons": [
+            {"reason": r, "count": c} for r, c in sorted(reasons.items(), key=lambda kv: -kv[1])[:MAX_ITEMS]
+        ],
+        "break_sites": [
+            {"function": k[0], "line": k[1], "count": c, "file": k[2], **({"in_loop": True} if k[3] else {})}
+            for k, c in sorted(sites.items(), key=lambda kv: -kv[1])[:MAX_ITEMS]
+        ],
     }
-    metrics = getattr(utils, "compilation_time_metrics", None) or {}
-    compiled = metrics.get("_compile.compile_inner")
-    if compiled:
-        out["compile_s"] = round(float(sum(compiled)), 3)
-    if codes:
-        out["recompiles"] = max(0, out["frames_compiled"] - len(codes))
-        out["compiled_functions"] = [
-            {"function": c.co_name, "file": c.co_filename, "line": c.co_firstlineno}
-            for c in codes
-            if not _RESUME.match(c.co_name)
-        ][:MAX_ITEMS]
+    seconds = _compile_s(utils)
+    if seconds is not None:
+        out["compile_s"] = seconds
+    if tally.frames:  # torch's records: each compilation, and why it compiled again
+        out["frames_compiled"] = sum(r["compilations"] for r in functions)
+        out["recompiles"] = sum(r["recompiles"] for r in functions)
+        out["compiled_functions"] = functions[:MAX_ITEMS]
+    else:  # an older torch: the frames counter, and the functions dynamo saw
+        out["frames_compiled"] = int(dict(counters.get("frames", {})).get("total", 0))
+        if codes:
+            out["recompiles"] = max(0, out["frames_compiled"] - len(codes))
+            out["compiled_functions"] = [
+                {"function": c.co_name, "file": c.co_filename, "line": c.co_firstlineno}
+                for c in codes
+                if not _RESUME.match(c.co_name)
+            ][:MAX_ITEMS]
     return out
 
 
 def write(folder: str, report: dict[str, Any]) -> None:
     """Replace this process's report (a reader never sees half a file)."""
     path = os.path.join(folder, f"{PREFIX}{os.getpid()}.json")
-    tmp = path + ".tmp"
+    tmp = f"{path}.{threading.get_ident()}.tmp"
     with open(tmp, "w") as f:
         json.dump(report, f)
     os.replace(tmp, path)
 
 
-def _snapshot(folder: str) -> bool:
-    """Write the report if the workload has used dynamo; whether it has."""
-    utils = sys.modules.get("torch._dynamo.utils")
-    if utils is None:
-        return False
-    report = read(utils, sys.modules.get("torch._dynamo.convert_frame"))
-    if report["frames_compiled"] == 0:
-        return False
-    write(folder, report)
-    return True
+class Watcher:
+    """What the thread does at each look, and once more at exit (one at a time)."""
 
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.own, self.tally = OwnFrames(), Tally()
+        self.lock = threading.Lock()
+        self.written: Optional[dict[str, Any]] = None
 
-def _safe_snapshot(folder: str) -> None:
-    try:
-        _snapshot(folder)
-    except Exception:
-        pass  # a counter this torch does not have, a folder gone: report nothing
+    def look(self) -> bool:
+        """Skip gputriage's new frames, write the report if dynamo compiled anything new; whether torch is
+        imported."""
+        if not self.lock.acquire(timeout=10.0):
+            return True
+        try:
+            self.own.skip()
+            utils = sys.modules.get("torch._dynamo.utils")
+            if _ready(utils):
+                report = read(utils, sys.modules.get("torch._dynamo.convert_frame"), self.tally)
+                compiled = report["frames_compiled"] or report.get("compiled_functions") or report["graph_breaks"]
+                if compiled and report != self.written:
+                    write(self.folder, report)
+                    self.written = report
+        except Exception:
+            pass  # a record this torch does not have, a folder gone: report what was written
+        finally:
+            self.lock.release()
+        return _ready(sys.modules.get("torch"))
 
 
 def watch(folder: str, period_s: float = PERIOD_S, stop: Optional[threading.Event] = None) -> None:
-    """The thread: a look a second (a dict lookup while dynamo is not imported), a last one at exit."""
+    """The thread: a look ten times a second until torch is imported (a dict lookup), then each `period_s`; a last
+    one at exit, after the workload's own exit handlers (registered before the workload runs, run last)."""
     until = stop or threading.Event()
+    watcher = Watcher(folder)
     if stop is None:
-        atexit.register(_safe_snapshot, folder)
-    while not until.wait(period_s):
-        _safe_snapshot(folder)
-    _safe_snapshot(folder)
+        atexit.register(watcher.look)
+    torch = False
+    while not until.wait(period_s if torch else min(period_s, TORCH_WAIT_S)):
+        torch = watcher.look()
+    watcher.look()
 
 
 def start(folder: str, stop: Optional[threading.Event] = None) -> threading.Thread:

@@ -34,12 +34,12 @@ def merge(reports: list[CompileStats]) -> CompileStats:
     if len(reports) == 1:
         return reports[0]
     reasons: dict[str, int] = {}
-    sites: dict[tuple[str, int, str], int] = {}
+    sites: dict[tuple[str, int, str, bool], int] = {}
     for r in reports:
         for b in r.break_reasons:
             reasons[b.reason] = reasons.get(b.reason, 0) + b.count
         for s in r.break_sites:
-            key = (s.function, s.line, s.file)
+            key = (s.function, s.line, s.file, s.in_loop)
             sites[key] = sites.get(key, 0) + s.count
     recompiles = [r.recompiles for r in reports if r.recompiles is not None]
     seconds = [r.compile_s for r in reports if r.compile_s is not None]
@@ -53,8 +53,8 @@ def merge(reports: list[CompileStats]) -> CompileStats:
             :MAX_ITEMS
         ],
         break_sites=[
-            BreakSite(function=f, line=line, file=file, count=v)
-            for (f, line, file), v in sorted(sites.items(), key=lambda kv: -kv[1])
+            BreakSite(function=f, line=line, file=file, count=v, in_loop=loop)
+            for (f, line, file, loop), v in sorted(sites.items(), key=lambda kv: -kv[1])
         ][:MAX_ITEMS],
         compiled_functions=[f for r in reports for f in r.compiled_functions][:MAX_ITEMS],
     )

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gputriage.model.compile import CompileStats
+from gputriage.inworkload.dynamo_counters import LOOP_BREAK, RECOMPILE_LIMIT
+from gputriage.model.compile import BreakSite, CompiledFunction, CompileStats
 from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
 
 RECOMPILES_MIN = Threshold(
@@ -29,9 +30,11 @@ GRAPH_BREAKS = FindingSpec(
     "untraceable library) breaks the graph: the code around each break runs eagerly, with its launches and "
     "without fusion, and each piece is compiled and guarded on its own",
     decision="Remove the break where it happens (keep values on the GPU, `torch.where` instead of a Python branch, "
-    "`torch._dynamo.config.capture_scalar_outputs = True` for `.item()`); `torch._dynamo.explain(fn)(*args)` "
+    "`torch._dynamo.config.capture_scalar_outputs = True` for `.item()`); a break inside a loop makes dynamo give "
+    "up on the whole function (it runs eagerly): move the branch out of the loop; `torch._dynamo.explain(fn)(*args)` "
     "lists every break; `gputriage run` again shows whether they are gone",
-    condition="dynamo's graph_break counter > 0 in the workload",
+    condition="dynamo met a graph break in the workload (its graph_break counter, or a function it gave up on "
+    "for a break inside a loop)",
 )
 
 RECOMPILES = FindingSpec(
@@ -47,57 +50,98 @@ RECOMPILES = FindingSpec(
     decision="Pad or bucket shapes to a few sizes, mark the varying dimension dynamic "
     "(`torch._dynamo.mark_dynamic`, or `dynamic=None`/`True`), or keep Python values the graph reads "
     "constant; `TORCH_LOGS=recompiles` prints the guard that failed",
-    condition=f"recompilations >= {RECOMPILES_MIN.value:g} over the run",
+    condition=f"recompilations >= {RECOMPILES_MIN.value:g} over the run, or a function at dynamo's recompile limit",
     thresholds=(RECOMPILES_MIN,),
 )
 
 SPECS = (GRAPH_BREAKS, RECOMPILES)
 
 
+def _s(n: int) -> str:
+    return "s" if n != 1 else ""
+
+
+def _where(f: CompiledFunction) -> str:
+    """`forward() (model.py:21)`, or `forward() after line 27` for the code after a graph break."""
+    if f.after_break:
+        return f"{f.function}() after line {f.line}"
+    return f"{f.function}()" + (f" ({Path(f.file).name}:{f.line})" if f.file else "")
+
+
+def _site(s: BreakSite) -> str:
+    return f"{Path(s.file).name + ':' if s.file else 'line '}{s.line} in {s.function}()"
+
+
+def _breaks(stats: CompileStats, seconds: str) -> Finding:
+    split = [s for s in stats.break_sites if not s.in_loop]
+    looped = [s for s in stats.break_sites if s.in_loop]
+    evidence: dict[str, object] = {"graph_breaks": stats.graph_breaks, "frames_compiled": stats.frames_compiled}
+    if stats.break_reasons:
+        evidence["reasons"] = [f"{b.reason} ({b.count}x)" for b in stats.break_reasons[:3]]
+    if split:
+        evidence["resumes_at"] = [_site(s) for s in split[:3]]
+    parts = []
+    if split:  # the graph split, the code around each break run eagerly
+        why = f" — {stats.break_reasons[0].reason}" if stats.break_reasons else ""
+        n = stats.graph_breaks - sum(s.count for s in looped)
+        parts.append(
+            f"split the graph at {len(split)} place{_s(len(split))} ({', '.join(_site(s) for s in split[:3])}): "
+            f"{n} break{_s(n)} over {stats.frames_compiled} compilation"
+            f"{_s(stats.frames_compiled)}{seconds}{why}"
+        )
+    skipped = [f for f in stats.compiled_functions if f.fallback == LOOP_BREAK]
+    if looped or skipped:  # no split: dynamo compiled none of these functions
+        breaks_at = [_site(s) for s in looped[:3]]
+        eager = [_where(f) for f in skipped] or [f"{s.function}()" for s in looped]
+        evidence.update(breaks_at=breaks_at, eager=eager)
+        places = f" ({', '.join(breaks_at)})" if breaks_at else ""
+        parts.append(
+            f"gave up on {', '.join(eager[:3])}: a graph break inside a loop{places} makes it run eagerly, uncompiled"
+        )
+    if not parts:  # an older report: a count, no place
+        parts.append(f"split the graph: {stats.graph_breaks} break{_s(stats.graph_breaks)}{seconds}")
+    elif not split:
+        parts[-1] += seconds
+    return GRAPH_BREAKS.finding(evidence, subject="workload", symptom="torch.compile " + "; it ".join(parts))
+
+
+def _recompiles(stats: CompileStats) -> Finding | None:
+    recompiled = [f for f in stats.compiled_functions if f.recompiles]
+    limited = [f for f in stats.compiled_functions if f.fallback == RECOMPILE_LIMIT]
+    count = stats.recompiles or 0
+    if count < RECOMPILES_MIN.value and not limited:
+        return None
+    evidence: dict[str, object] = {"recompiles": count, "frames_compiled": stats.frames_compiled}
+    if stats.compile_s is not None:
+        evidence["compile_s"] = stats.compile_s
+    if recompiled:  # each function, how often, and the guard that failed last
+        rows = [
+            f"{_where(f)} {f.recompiles}x" + (f" ({f.recompile_reason})" if f.recompile_reason else "")
+            for f in recompiled[:3]
+        ]
+        evidence["functions"] = rows
+        which = ": " + "; ".join(rows)
+    else:  # a report with no per-function counts
+        names = ", ".join(f.function for f in stats.compiled_functions[:3])
+        evidence.update({"functions": names} if names else {})
+        which = f" ({names})" if names else ""
+    spent = f" ({stats.compile_s:.1f} s compiling in all)" if stats.compile_s else ""
+    symptom = f"torch.compile recompiled {count} time{_s(count)}{spent}{which}"
+    if limited:
+        evidence["recompile_limit"] = [_where(f) for f in limited]
+        symptom += (
+            f"; {', '.join(_where(f) for f in limited[:3])} reached dynamo's recompile limit: "
+            "inputs its cache does not hold run eagerly"
+        )
+    return RECOMPILES.finding(evidence, subject="workload", symptom=symptom)
+
+
 def compile_findings(stats: CompileStats | None) -> list[Finding]:
-    """The findings of a run's compile report (none without one)."""
+    """The findings of a run's compile report (none without one): graph breaks and recompilations, each named
+    where it happens."""
     if stats is None:
         return []
-    out: list[Finding] = []
     seconds = f", {stats.compile_s:.1f} s compiling" if stats.compile_s else ""
-    if stats.graph_breaks:
-        places = [
-            f"{Path(s.file).name + ':' if s.file else 'line '}{s.line} in {s.function}()" for s in stats.break_sites[:3]
-        ]
-        evidence: dict[str, object] = {"graph_breaks": stats.graph_breaks, "frames_compiled": stats.frames_compiled}
-        if stats.break_reasons:
-            evidence["reasons"] = [f"{b.reason} ({b.count}x)" for b in stats.break_reasons[:3]]
-        if places:
-            evidence["resumes_at"] = places
-        where = (
-            (
-                f" at {len(stats.break_sites)} place{'s' if len(stats.break_sites) != 1 else ''} ("
-                + ", ".join(places)
-                + ")"
-            )
-            if places
-            else ""
-        )
-        symptom = (
-            f"torch.compile split the graph{where}: {stats.graph_breaks} break"
-            f"{'s' if stats.graph_breaks != 1 else ''} over {stats.frames_compiled} compilation"
-            f"{'s' if stats.frames_compiled != 1 else ''}{seconds}"
-        )
-        out.append(GRAPH_BREAKS.finding(evidence, subject="workload", symptom=symptom))
-    if stats.recompiles is not None and stats.recompiles >= RECOMPILES_MIN.value:
-        names = ", ".join(f.function for f in stats.compiled_functions[:3])
-        evidence = {"recompiles": stats.recompiles, "frames_compiled": stats.frames_compiled}
-        if stats.compile_s is not None:
-            evidence["compile_s"] = stats.compile_s
-        if names:
-            evidence["functions"] = names
-        out.append(
-            RECOMPILES.finding(
-                evidence,
-                subject="workload",
-                symptom=f"torch.compile recompiled {stats.recompiles} times"
-                + (f" ({names})" if names else "")
-                + seconds,
-            )
-        )
-    return out
+    out = [_breaks(stats, seconds)] if stats.graph_breaks else []
+    recompiles = _recompiles(stats)
+    return out + ([recompiles] if recompiles is not None else [])
