@@ -207,6 +207,27 @@ def test_the_example_workload_breaks_and_recompiles(tmp_path: Path) -> None:
     assert not any(f.get("fallback") for f in report["compiled_functions"])
 
 
+def record(cid: str, name: str | None = "f", start_us: int = 0, **kw: Any) -> SimpleNamespace:
+    """One of torch's compilation records (`torch._dynamo.utils.CompilationMetrics`), as much as is read."""
+    code = {"co_name": name, "co_filename": "/w.py", "co_firstlineno": 3} if name else {}
+    return SimpleNamespace(**{"compile_id": cid, "start_time_us": start_us, "duration_us": 500_000, **code, **kw})
+
+
+def test_compilations_are_tallied_across_reads_and_resets() -> None:
+    """torch keeps its last 64 records: each read tallies the new ones (a record read twice counts once); after
+    `torch._dynamo.reset()` frame numbers start again at 0 for other code."""
+    tally = dynamo_counters.Tally()
+    first = [record("0/0"), record("0/1", start_us=1, recompile_reason="0/0: tensor 'x' size mismatch")]
+    tally.add(first)
+    tally.add([*first[1:], record("0/2", start_us=2, recompile_reason="0/1: ___stack0 == 0.5  # if y:  # w.py:5")])
+    tally.add([record("0/3", None, start_us=3, fail_type="Unsupported", fail_reason="Dynamo recompile limit hit")])
+    tally.add([record("0/0", "g", start_us=4), record("0/0", None, start_us=4, is_forward=False)])
+    (f, g) = tally.functions()
+    assert (f["function"], f["compilations"], f["recompiles"], f["compile_s"]) == ("f", 3, 2, 2.0)
+    assert (f["recompile_reason"], f["fallback"]) == ("___stack0 == 0.5 # if y:", dynamo_counters.RECOMPILE_LIMIT)
+    assert (g["function"], g["compilations"], g["compile_s"]) == ("g", 1, 1.0)  # its backward graph's seconds too
+
+
 def test_nothing_is_reported_where_nothing_compiled(tmp_path: Path) -> None:
     utils = SimpleNamespace(counters={"frames": {}})  # dynamo imported, nothing compiled yet
     assert dynamo_counters.read(utils)["frames_compiled"] == 0

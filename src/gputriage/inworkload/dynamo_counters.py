@@ -93,6 +93,8 @@ def module_codes(module: ModuleType) -> list[CodeType]:
     name = module.__name__
     objects: list[Any] = []
     for obj in list(vars(module).values()):
+        if isinstance(obj, ModuleType):  # an import (whose own attribute lookups may do anything)
+            continue
         if isinstance(obj, type) and obj.__module__ == name:
             objects += list(vars(obj).values())
         else:
@@ -165,23 +167,31 @@ def fallback(reason: str) -> tuple[str, str]:
 
 
 class Tally:
-    """Dynamo's compilations in this process, by compile id (forward and backward), kept across reads."""
+    """Dynamo's compilations in this process, by compile id (forward and backward), kept across reads. A
+    `torch._dynamo.reset()` numbers frames from 0 again: a record of another code under a known frame number starts
+    a new frame."""
 
     def __init__(self) -> None:
-        self.seen: set[tuple[str, bool]] = set()
-        self.frames: dict[str, Frame] = {}
+        self.seen: set[tuple[str, bool, int]] = set()
+        self.current: dict[str, Frame] = {}  # by frame number
+        self.frames: list[Frame] = []
 
     def add(self, records: Iterable[Any]) -> None:
         """Tally torch's records (`torch._dynamo.utils.get_compilation_metrics()`) not tallied yet."""
         for m in records:
             cid = str(getattr(m, "compile_id", None) or "")
             backward = getattr(m, "is_forward", None) is False
-            if not cid or (cid, backward) in self.seen or len(self.seen) >= MAX_RECORDS:
+            key = (cid, backward, int(getattr(m, "start_time_us", None) or 0))
+            if not cid or key in self.seen or len(self.seen) >= MAX_RECORDS:
                 continue
-            self.seen.add((cid, backward))
-            f = self.frames.setdefault(cid.rsplit("/", 1)[0], Frame())
-            if getattr(m, "co_name", None) and not f.name:
-                f.name, f.file, f.line = str(m.co_name), str(m.co_filename or ""), int(m.co_firstlineno or 0)
+            self.seen.add(key)
+            number, name = cid.rsplit("/", 1)[0], getattr(m, "co_name", None)
+            f = self.current.get(number)
+            if f is None or (name and f.name and (f.name, f.file) != (name, str(m.co_filename or ""))):
+                f = self.current[number] = Frame()
+                self.frames.append(f)
+            if name and not f.name:
+                f.name, f.file, f.line = str(name), str(m.co_filename or ""), int(m.co_firstlineno or 0)
             us = getattr(m, "duration_us", None)
             f.compile_s += us / 1e6 if us else float(getattr(m, "entire_frame_compile_time_s", None) or 0.0)
             if backward:  # the backward graph, compiled at the first backward: its seconds only
@@ -201,7 +211,7 @@ class Tally:
         """The workload's compiled functions (gputriage's left out), the costliest first; a resume function (the
         code after a graph break) as the function it continues, after the break's line."""
         merged: dict[tuple[str, str, int, bool], dict[str, Any]] = {}
-        for f in self.frames.values():
+        for f in self.frames:
             if own_file(f.file) or not f.name:
                 continue
             m = _RESUME.match(f.name)
@@ -230,10 +240,16 @@ def _user_code(code: Any) -> bool:
 def _compile_s(utils: Any) -> Optional[float]:
     """Seconds compiling, forward and backward graphs (torch's own total), or the frames' alone on an older torch."""
     spent = getattr(utils, "calculate_time_spent", None)
-    if callable(spent):
-        total = spent().get("total_wall_time")
+    for _ in range(3):
+        if not callable(spent):
+            break
+        try:
+            total = spent().get("total_wall_time")
+        except RuntimeError:  # a phase added while read (dynamo compiles on the main thread): again
+            continue
         if total:
             return round(float(total), 3)
+        break
     compiled = (getattr(utils, "compilation_time_metrics", None) or {}).get("_compile.compile_inner")
     return round(float(sum(compiled)), 3) if compiled else None
 
@@ -248,10 +264,12 @@ def read(utils: Any, convert_frame: Any = None, tally: Optional[Tally] = None) -
         tally.add(get_records())
     breaks = dict(counters.get("graph_break", {}))
     resumes = dict(counters.get("resumes", {}))
-    seen = getattr(getattr(convert_frame, "input_codes", None), "seen", None)
-    codes = [c for c in (ref() for ref in seen or ()) if c is not None and _user_code(c)]
-    files = {c.co_name: c.co_filename for c in codes}
-    files.update({f.name: f.file for f in tally.frames.values() if f.name})
+    files = {f.name: f.file for f in tally.frames if f.name}
+    codes: list[CodeType] = []
+    if not all(n in files for n in resumes) or not tally.frames:  # an older torch: the codes dynamo saw
+        seen = getattr(getattr(convert_frame, "input_codes", None), "seen", None)
+        codes = [c for c in (ref() for ref in seen or ()) if c is not None and _user_code(c)]
+        files = {**{c.co_name: c.co_filename for c in codes}, **files}
     reasons = {_text(r): 0 for r in breaks}
     for r, n in breaks.items():
         reasons[_text(r)] += int(n)
@@ -262,7 +280,7 @@ def read(utils: Any, convert_frame: Any = None, tally: Optional[Tally] = None) -
             key = (m["function"], int(m["line"]), files.get(name, ""), False)
             sites[key] = sites.get(key, 0) + int(count)
     loop_breaks = 0
-    for f in tally.frames.values():
+    for f in tally.frames:
         for what, why, file, line in f.failures if not own_file(f.file) else ():
             if what == LOOP_BREAK:  # a break dynamo would not split the graph at: the whole frame runs eagerly
                 loop_breaks += 1
