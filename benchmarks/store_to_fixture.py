@@ -35,6 +35,7 @@ def cut(store: Store, run_id: int) -> dict:
         | ({"trace": report["profile"]["trace"]} if (report.get("profile") or {}).get("trace") else {})
         if report.get("profile")
         else None,
+        **({"compile": report["compile"]} if report.get("compile") else {}),
         "samples": [msgspec.to_builtins(s) for s in store.samples(run_id)],
     }
 

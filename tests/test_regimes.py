@@ -122,3 +122,20 @@ def test_what_the_profiler_cost_is_measured_against_the_regime_each_window_fell_
         "input_starved",
         "compute_bound",
     ]
+
+
+def test_a_long_run_under_profile_has_a_trace_of_each_regime_and_each_regime_its_lines():
+    # 150 s on an H200 under `run --profile`: the steady state profiled, then the profiler re-armed in the slow
+    # regime and again when it was fast again; the slow regime's summary names the function that waits
+    report = judged(runs("runs_live_rerun.json.gz")["regime_shift_profiled"])
+    assert report.profile is not None
+    windows = [(w.kind, w.regime, w.bottleneck.value if w.bottleneck else None) for w in report.profile.windows]
+    assert windows == [
+        ("steady", "compute_bound", "compute_bound"),
+        ("regime", "input_starved", "input_starved"),
+        ("regime", "compute_bound", "compute_bound"),
+    ]
+    slow = next(r for r in report.verdict.per_gpu["0"].timeline if r.regime == "input_starved")
+    assert "regime_shift.py:20 in next_batch" in slow.summary
+    effect = report.profile.effects["0"]  # the hold in the slow regime is that regime's GPU-Util, not the profiler's
+    assert effect.held_pct is not None and effect.held_pct > 90.0

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from gputriage.diagnosis.run.judge import judge
+from gputriage.model.compile import CompileStats
 from gputriage.model.recording import Recording
 from gputriage.model.run import GpuStatic, ProfileReport, RunMeta, RunReport
 from gputriage.model.sample import Sample
@@ -36,13 +37,17 @@ def load_runs(path: Path) -> dict[str, Any]:
 
 
 def recorded(rec: dict[str, Any]) -> Recording:
-    """A recorded run's samples replayed into windows (a `watch` as a watch: `kind`)."""
-    return replay(
+    """A recorded run's samples replayed into windows (a `watch` as a watch: `kind`), with what torch.compile did
+    as the workload reported it."""
+    out = replay(
         [msgspec.convert(s, Sample) for s in rec["samples"]],
         msgspec.convert(rec["meta"], RunMeta),
         command=rec.get("command") or [],
         kind=rec.get("kind", "run"),
     )
+    if rec.get("compile"):
+        out.compile = msgspec.convert(rec["compile"], CompileStats)
+    return out
 
 
 def judged(rec: dict[str, Any]) -> RunReport:

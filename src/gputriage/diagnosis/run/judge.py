@@ -19,7 +19,7 @@ from gputriage.diagnosis.run.findings import (
     out_of_memory,
     verdict_finding,
 )
-from gputriage.diagnosis.run.host_stacks import annotate, run_stacks, steady_span, with_lines
+from gputriage.diagnosis.run.host_stacks import annotate, annotate_regimes, run_stacks, steady_span, with_lines
 from gputriage.diagnosis.run.idle_held import idle_held_findings
 from gputriage.diagnosis.run.merge import merge
 from gputriage.diagnosis.run.profiler_cost import place_windows, profiler_costs
@@ -167,6 +167,7 @@ def judge(
     stacks = run_stacks(rec.windows, *steady_span(verdicts, started, ended))  # the workload's Python threads
     for v in verdicts.values():
         annotate(v, stacks)
+        annotate_regimes(v, rec.windows, started)
     first = dominant(verdicts)
     verdict = RunVerdict(
         bottleneck=first.bottleneck if first else None,

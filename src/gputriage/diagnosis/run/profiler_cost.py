@@ -104,15 +104,23 @@ def hold_effect(rec: Recording, gpu: int, v: GpuVerdict, held_s: Sequence[Sequen
 
 
 def with_hold(
-    rec: Recording, gpu: int, effect: ProfilerEffect, window_s: list[float] | None, held_s: Sequence[Sequence[float]]
+    rec: Recording,
+    gpu: int,
+    v: GpuVerdict,
+    effect: ProfilerEffect,
+    window_s: list[float] | None,
+    held_s: Sequence[Sequence[float]],
 ) -> ProfilerEffect:
     """The effect with the GPU, the seconds held in all, and GPU-Util while held outside the window."""
     held_pct = effect.held_pct
-    if window_s and held_s:
+    if window_s and held_s and rec.started_s is not None and rec.ended_s is not None:
         points, _ = _points(rec, gpu, min(h[0] for h in held_s))
         t0, t1 = window_s
+        lo, hi = _own_regime(rec, v, (t0 + t1) / 2, rec.started_s, rec.ended_s)  # holds in the window's regime
         around = [
-            u for t, u in points if u is not None and not t0 <= t <= t1 and any(h0 <= t <= h1 for h0, h1 in held_s)
+            u
+            for t, u in points
+            if u is not None and not t0 <= t <= t1 and any(h0 <= t <= h1 and lo <= h0 <= hi for h0, h1 in held_s)
         ]
         held_pct = float(median(around)) if around else held_pct
     return msgspec.structs.replace(
@@ -130,7 +138,7 @@ def profiler_costs(
             profiler_effect(rec, i, v, profile.window_s, held_s) if profile.window_s else hold_effect(rec, i, v, held_s)
         )
         if effect is not None:
-            out[str(i)] = with_hold(rec, i, effect, profile.window_s, held_s)
+            out[str(i)] = with_hold(rec, i, v, effect, profile.window_s, held_s)
     return out
 
 
