@@ -361,3 +361,38 @@ def test_the_h200_recording_names_the_break_and_the_recompilations_in_every_mode
         assert recompiled is not None and int(recompiled.group(1)) >= 10, mode
         assert "recompile limit" in found["run.recompiles"].symptom, mode
         assert not any("gputriage" in (f.file or "") for f in report.compile.compiled_functions), mode
+
+
+def test_monitor_reports_what_torch_compile_did_in_its_block_and_keeps_dynamo_off_its_own_code(tmp_path: Path) -> None:
+    """`gputriage.monitor()` samples its own process: the stack sampler's gc callback fires inside compiled code, so
+    the block keeps dynamo off gputriage's frames as `run` does, and its report says where the graph broke."""
+    pytest.importorskip("torch")
+    script = tmp_path / "m.py"
+    script.write_text(
+        textwrap.dedent("""\
+        import gc, json
+        import torch
+        import gputriage
+
+        def f(x):
+            y = x.sin()
+            if y.sum().item() > 1e9:  # a graph break
+                y = y * 0.5
+            gc.collect()  # the stack sampler's gc callback runs inside the compiled code
+            return y.cos()
+
+        with gputriage.monitor(store=False) as m:
+            g = torch.compile(f, backend="eager")
+            for _ in range(3):
+                g(torch.randn(4))
+        from torch._dynamo.convert_frame import input_codes
+        seen = sorted({c.co_filename for c in (ref() for ref in input_codes.seen) if c is not None})
+        c = m.report.compile
+        print(json.dumps({"seen": seen, "breaks": c.graph_breaks if c else None,
+                          "files": [x.file for x in c.compiled_functions] if c else []}))
+    """)
+    )
+    out = json.loads(python(script, dict(os.environ)).strip().splitlines()[-1])
+    assert [p for p in out["seen"] if dynamo_counters.own_file(p)] == []
+    assert out["breaks"] and out["breaks"] >= 1
+    assert {Path(f).name for f in out["files"]} == {"m.py"}

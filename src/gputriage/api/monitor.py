@@ -18,9 +18,10 @@ from gputriage.backends.host import Host
 from gputriage.backends.nvml import PynvmlBackend
 from gputriage.diagnosis.run.judge import judge
 from gputriage.diagnosis.run.live import live_labels
-from gputriage.inworkload import allocator_counters, stack_sampler
+from gputriage.inworkload import allocator_counters, dynamo_counters, stack_sampler
 from gputriage.model.run import RunReport
 from gputriage.model.sample import Sample
+from gputriage.sampling.compile_report import read_compile_stats
 from gputriage.sampling.live import LastSecond
 from gputriage.sampling.progress import ProgressReader
 from gputriage.sampling.session import Session
@@ -71,6 +72,7 @@ class Monitor:
         self._allocator_stop: threading.Event | None = None  # set: this monitor started the allocator's thread
         self._allocator_thread: threading.Thread | None = None
         self._stacks_thread: threading.Thread | None = None  # the stack sampler's, stopped with the allocator's
+        self._dynamo_thread: threading.Thread | None = None  # torch.compile's record, and gputriage's code kept from it
         self._last_second: LastSecond | None = None  # `live()`'s reader of the last second
 
     def _report_allocator(self) -> None:
@@ -80,14 +82,16 @@ class Monitor:
             self._allocator_stop = threading.Event()
             self._allocator_thread = allocator_counters.start(self._allocator_dir, self._allocator_stop)
             self._stacks_thread = stack_sampler.start(self._allocator_dir, self._allocator_stop)
+            self._dynamo_thread = dynamo_counters.start(self._allocator_dir, self._allocator_stop)
 
     def _stop_allocator(self) -> None:
         """The thread's last read, before the sampler's last sample."""
         if self._allocator_stop is not None and self._allocator_thread is not None:
             self._allocator_stop.set()
             self._allocator_thread.join(5.0)
-            if self._stacks_thread is not None:
-                self._stacks_thread.join(5.0)
+            for t in (self._stacks_thread, self._dynamo_thread):
+                if t is not None:
+                    t.join(5.0)
 
     def _remove_allocator_dir(self) -> None:
         if self._allocator_stop is not None and self._allocator_dir is not None:
@@ -186,7 +190,10 @@ class Monitor:
         assert self.session is not None
         if self._allocator_stop is not None:  # the in-process threads' last counts, written as they stopped
             self.session.wait_for_a_sample()
-        self.report = judge(self.session.finish(), None, budget=self._budget)
+        recording = self.session.finish()
+        if self._allocator_dir is not None:  # what torch.compile did in the block, as `run` reads it
+            recording.compile = read_compile_stats(self._allocator_dir)
+        self.report = judge(recording, None, budget=self._budget)
         self.session.save(self.report)
         if self._db is not None:
             self._db.close()
