@@ -107,7 +107,7 @@ MONITORED = textwrap.dedent("""
         t0 = time.time()
         while time.time() - t0 < 2.5:
             item = q.get()  # the wait
-            rows = [[i * 1.0 for i in range(500)] for _ in range(300)]  # the lists
+            rows = [[i * 1.0 for i in range(2000)] for _ in range(300)]  # the lists: a third of the time or more
     print(json.dumps([[x.line, x.category, x.main] for x in m.report.stacks.lines]))
 """)
 

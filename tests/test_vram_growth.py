@@ -51,7 +51,8 @@ def test_memory_that_holds_still_after_its_start_up_is_not_growing():
                 assert f.evidence["grown_mib"] >= GROWTH_MIN.value
                 grew.add(name)
     assert {"vram_leak", "vram_leak_nogpm"} <= grew
-    assert all(n.startswith(("vram_leak", "recompile_shapes")) for n in grew), grew
+    # what grows besides the leaks: workloads that recompile for each new shape (each graph's memory kept)
+    assert all(n.startswith(("vram_leak", "recompile_shapes", "compile_graph_breaks")) for n in grew), grew
     # among them a KV-cache pool taken at start (96% of VRAM) and a loop near full whose shapes change each step
     assert len(seen) >= 80 and {"kv_prealloc_serving_gpm", "near_full_retries_nogpm", "empty_cache_loop_gpm"} <= seen
 
