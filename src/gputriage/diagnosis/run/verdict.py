@@ -149,13 +149,16 @@ def regimes(
     return [Regime(round(r.start_s, 1), round(r.end_s, 1), r.regime) for r in merged]
 
 
-def _mark_warmup(timeline: list[Regime], dominant: str) -> list[Regime]:
+def _mark_warmup(timeline: list[Regime], dominant: str, compiling: Sequence[Regime] = ()) -> list[Regime]:
     """The phases between start-up and the first phase of the dominant regime, when shorter together
     than the dominant regime's time after them, are one warm-up: kernels loading, caches filling,
-    allocator growing; not a bottleneck of the workload."""
+    allocator growing; not a bottleneck of the workload. Not from a phase on in which the main thread
+    mostly compiled (`compiling`): recompilations after the first step are the workload's cost."""
     body = [i for i, r in enumerate(timeline) if r.regime not in EDGES]
     first_dominant = next((i for i in body if timeline[i].regime == dominant), None)
     before = [i for i in body if first_dominant is not None and i < first_dominant]
+    kept = next((k for k, i in enumerate(before) if any(_overlap(timeline[i], c) for c in compiling)), None)
+    before = before[:kept] if kept is not None else before
     if not before or first_dominant is None:
         return timeline
     lead = sum(timeline[i].end_s - timeline[i].start_s for i in before)
@@ -164,6 +167,22 @@ def _mark_warmup(timeline: list[Regime], dominant: str) -> list[Regime]:
         return timeline
     warm = Regime(timeline[before[0]].start_s, timeline[before[-1]].end_s, "warm-up")
     return timeline[: before[0]] + [warm] + timeline[before[-1] + 1 :]
+
+
+def _overlap(phase: Regime, window: Regime) -> bool:
+    """Most of `window` lies in `phase`."""
+    return min(phase.end_s, window.end_s) - max(phase.start_s, window.start_s) > 0.5 * (window.end_s - window.start_s)
+
+
+def compiling_spans(ws: Sequence[WindowMetrics], t0: float) -> list[Regime]:
+    """The windows (seconds since the run started) in which the main thread spent most of its time compiling
+    (torch.compile, the stack sampler)."""
+    out = []
+    for w in ws:
+        shares = stack_shares(w)
+        if shares and max(shares, key=lambda c: shares[c]) == "compile":
+            out.append(Regime(w.t0_s - t0, w.t1_s - t0, "compile"))
+    return out
 
 
 def decision_of(b: B, m: dict[str, float]) -> str:
@@ -366,7 +385,7 @@ def gpu_verdict(
     verdict.undecided_between = [dominant, *alternatives] if alternatives else []
     verdict.steady_s = round(total, 1)
     verdict.timeline = describe_regimes(
-        timeline if observed else _mark_warmup(timeline, dominant.value),
+        timeline if observed else _mark_warmup(timeline, dominant.value, compiling_spans(ws, run_start_s)),
         ws,
         run_start_s,
         series.window_s,
