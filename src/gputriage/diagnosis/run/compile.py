@@ -23,7 +23,7 @@ GRAPH_BREAKS = FindingSpec(
     id="run.graph_breaks",
     step=2,
     severity=Severity.warn,
-    commands=("run",),
+    commands=("run", "monitor"),
     needs=("python", "torch.compile"),
     symptom="torch.compile split the workload's graph",
     cause="Code dynamo cannot trace (a `.item()` or `.tolist()` that decides a branch, a print, a call into an "
@@ -41,7 +41,7 @@ RECOMPILES = FindingSpec(
     id="run.recompiles",
     step=2,
     severity=Severity.warn,
-    commands=("run",),
+    commands=("run", "monitor"),
     needs=("python", "torch.compile"),
     symptom="torch.compile recompiled the workload's functions",
     cause="A guard failed (a new shape under `dynamic=False`, a changed Python value, a new dtype): each "
