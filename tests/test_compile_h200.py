@@ -29,3 +29,15 @@ def test_recompilations_after_the_first_step_are_no_warm_up():
     warm = [r for r in timeline if r.regime == "warm-up"]
     compiling = [r for r in timeline if r.regime == "host_bound"]
     assert compiling and all(w.end_s <= compiling[0].start_s for w in warm)
+
+
+def test_a_run_that_looks_launch_bound_because_dynamo_gave_up_says_to_fix_the_compilation_first():
+    # past the recompile limit the model runs eagerly: without GPM the eager phase lasted longest and the run reads
+    # launch-bound; the decision starts with what made it eager
+    report = judged(runs("runs_live_rerun.json.gz")["compile_graph_breaks_20s.no_gpm"])
+    assert report.verdict.bottleneck is not None and report.verdict.bottleneck.value == "launch_bound"
+    decision = report.verdict.per_gpu["0"].decision
+    assert decision.startswith("torch.compile gave up on forward() (compile_graph_breaks.py:22) (the recompile limit)")
+    # a run that compiled without giving up keeps its decision as it was
+    healthy = judged(runs("runs_live_rerun.json.gz")["paced_queue_service_12s.default"])
+    assert "torch.compile" not in healthy.verdict.per_gpu["0"].decision

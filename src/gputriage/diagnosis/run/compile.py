@@ -145,3 +145,19 @@ def compile_findings(stats: CompileStats | None) -> list[Finding]:
     out = [_breaks(stats, seconds)] if stats.graph_breaks else []
     recompiles = _recompiles(stats)
     return out + ([recompiles] if recompiles is not None else [])
+
+
+EAGER_LOOKING = ("launch_bound", "sync_bound")  # what a compiled model run eagerly again looks like
+
+
+def eager_fallback(stats: CompileStats | None) -> str:
+    """What runs eagerly because dynamo gave up on it (the recompile limit, a graph break inside a loop), said as the
+    first thing to fix where the run looks launch- or sync-bound; "" where nothing fell back."""
+    gave_up = [f for f in (stats.compiled_functions if stats else []) if f.fallback]
+    if not gave_up:
+        return ""
+    names = ", ".join(f"{_where(f)} ({f.fallback})" for f in gave_up[:3])
+    return (
+        f"torch.compile gave up on {names}: it runs eagerly, one small kernel and one launch at a time — fix that "
+        "first (run.recompiles, run.graph_breaks); then: "
+    )

@@ -10,7 +10,7 @@ from gputriage.diagnosis.budget import Budget, check_windows
 from gputriage.diagnosis.impact import with_impact
 from gputriage.diagnosis.run.blind_spots import blind_spots
 from gputriage.diagnosis.run.classify import computes
-from gputriage.diagnosis.run.compile import compile_findings
+from gputriage.diagnosis.run.compile import EAGER_LOOKING, compile_findings, eager_fallback
 from gputriage.diagnosis.run.cost import cost, unpriced
 from gputriage.diagnosis.run.findings import (
     host_findings,
@@ -216,6 +216,10 @@ def judge(
             why = f"{merged.profiler_note}: this idle is its own overhead"
             trace_findings = [as_profiler_artefact(f, why) if f.id in host_side else f for f in trace_findings]
         findings += trace_findings
+    fell_back = eager_fallback(rec.compile)
+    looks = {b.value for b in (verdict.bottleneck, *(v.bottleneck for v in verdicts.values())) if b is not None}
+    for v in verdicts.values() if fell_back and looks & set(EAGER_LOOKING) else ():  # a compiled model run eagerly
+        v.decision = fell_back + v.decision
     if budget is not None:
         findings += check_windows(budget, rec.windows.series, rec.windows.host, static)
     notes = [rec.store_error] if rec.store_error else []
