@@ -32,9 +32,13 @@ def test_recompilations_after_the_first_step_are_no_warm_up():
 
 
 def test_a_run_that_looks_launch_bound_because_dynamo_gave_up_says_to_fix_the_compilation_first():
-    # past the recompile limit the model runs eagerly: without GPM the eager phase lasted longest and the run reads
-    # launch-bound; the decision starts with what made it eager
-    report = judged(runs("runs_live_rerun.json.gz")["compile_graph_breaks_20s.no_gpm"])
+    # past the recompile limit the model runs eagerly: run third, with inductor's cache warm, it compiled for 3.2 s of
+    # its 20 (the first two runs 18.6 and 14.7 s), the eager phase lasted longest and the run reads launch-bound; the
+    # decision starts with what made it eager
+    live = runs("runs_live_rerun.json.gz")
+    seconds = [judged(live[f"compile_graph_breaks_20s.{m}"]).compile.compile_s for m in ("default", "no_profile")]
+    report = judged(live["compile_graph_breaks_20s.no_gpm"])
+    assert report.compile is not None and report.compile.compile_s < 5.0 < 10.0 < min(seconds)
     assert report.verdict.bottleneck is not None and report.verdict.bottleneck.value == "launch_bound"
     decision = report.verdict.per_gpu["0"].decision
     assert decision.startswith("torch.compile gave up on forward() (compile_graph_breaks.py:22) (the recompile limit)")
