@@ -149,7 +149,7 @@ def regimes(
     return [Regime(round(r.start_s, 1), round(r.end_s, 1), r.regime) for r in merged]
 
 
-def _mark_warmup(timeline: list[Regime], dominant: str, compiling: Sequence[Regime] = ()) -> list[Regime]:
+def _mark_warmup(timeline: list[Regime], dominant: str, compiling: Sequence[tuple[float, float]] = ()) -> list[Regime]:
     """The phases between start-up and the first phase of the dominant regime, when shorter together
     than the dominant regime's time after them, are one warm-up: kernels loading, caches filling,
     allocator growing; not a bottleneck of the workload. Not from a phase on in which the main thread
@@ -169,19 +169,20 @@ def _mark_warmup(timeline: list[Regime], dominant: str, compiling: Sequence[Regi
     return timeline[: before[0]] + [warm] + timeline[before[-1] + 1 :]
 
 
-def _overlap(phase: Regime, window: Regime) -> bool:
-    """Most of `window` lies in `phase`."""
-    return min(phase.end_s, window.end_s) - max(phase.start_s, window.start_s) > 0.5 * (window.end_s - window.start_s)
+def _overlap(phase: Regime, window: tuple[float, float]) -> bool:
+    """Most of `window` (seconds since the run started) lies in `phase`."""
+    w0, w1 = window
+    return min(phase.end_s, w1) - max(phase.start_s, w0) > 0.5 * (w1 - w0)
 
 
-def compiling_spans(ws: Sequence[WindowMetrics], t0: float) -> list[Regime]:
+def compiling_spans(ws: Sequence[WindowMetrics], t0: float) -> list[tuple[float, float]]:
     """The windows (seconds since the run started) in which the main thread spent most of its time compiling
     (torch.compile, the stack sampler)."""
     out = []
     for w in ws:
         shares = stack_shares(w)
         if shares and max(shares, key=lambda c: shares[c]) == "compile":
-            out.append(Regime(w.t0_s - t0, w.t1_s - t0, "compile"))
+            out.append((w.t0_s - t0, w.t1_s - t0))
     return out
 
 
