@@ -85,7 +85,9 @@ def test_a_sweep_against_a_real_server_gives_each_step_its_latencies_and_through
         assert 18 <= s["input_tokens_mean"] <= 30
         for m in ("ttft", "itl", "tpot", "e2e"):
             p = s[m]
-            assert 0 < p["p50_ms"] <= p["p90_ms"] <= p["p99_ms"], (m, p)
+            assert 0 <= p["p50_ms"] <= p["p90_ms"] <= p["p99_ms"] and p["mean_ms"] > 0, (m, p)
+        # on a busy machine the client reads several tokens in one read: half the gaps between them can be 0
+        assert s["ttft"]["p50_ms"] > 0 and s["e2e"]["p50_ms"] > 0 and s["tpot"]["p50_ms"] > 0
         assert s["e2e"]["p50_ms"] >= s["ttft"]["p50_ms"]
         assert s["output_tokens_per_s"] > 0 and s["requests_per_s"] > 0
         assert s["goodput_per_s"] <= s["requests_per_s"] + 1e-9 and s["meets_slo"] in (True, False)

@@ -48,7 +48,7 @@ class Profiler:
         """`ranked`: a rank of a distributed job. Its ranks run in lockstep and wait on each other, so each
         asks for its start at the same wall-clock instant (a multiple of RANK_ALIGN_S) and starts at the
         next optimizer step — never by signal while the job is still setting up: the ranks profile the
-        same steps."""
+        same steps, give or take the steps a rank starved of CPU takes to reach its start."""
         self.out, self.skip_s, self.steps = out, skip_s, steps
         self.ranked, self.gate = ranked, gate
         self.window_s, self.max_s, self.cuda = window_s, max_s, cuda
