@@ -14,6 +14,8 @@ import time
 
 import pytest
 
+from gputriage.diagnosis.serving.specs import QUEUE_TTFT
+
 GT = [sys.executable, "-m", "gputriage"]
 REQUIRED = os.environ.get("GPUTRIAGE_REQUIRE_SERVE") == "1"  # CI: a missing server fails instead of skipping
 
@@ -236,7 +238,9 @@ def test_a_tiny_kv_cache_planted_in_a_live_server_is_named(model, tmp_path):
     gets: on an idle machine it thrashes (throughput 110 → 12 tok/s, TPOT 13.8 → 369 ms: load.throughput_collapse);
     on the loaded 2-core dev machine (load average 8 to 14) its sequences took turns instead — TTFT 0.4-0.6 s →
     8-18 s while throughput rose 1.1-1.5x (load.queueing), in each of four sweeps of 24-token prompts. Either
-    names the cache; no finding is the plant missed. A server on this machine with its CPUs saturated is said."""
+    names the cache. No finding is right only where the figures show neither symptom (the plant did not bind that
+    sweep); a finding whose symptom the figures lack, or a symptom left unnamed, fails. A server on this machine
+    with its CPUs saturated is said."""
     from serving import Server
 
     srv = Server(model, "--cb-num-blocks", "4", "--cb-block-size", "16", log=tmp_path / "serve.log")
@@ -271,13 +275,17 @@ def test_a_tiny_kv_cache_planted_in_a_live_server_is_named(model, tmp_path):
     busy = [s for s in rep["steps"] if s.get("server_process") and s.get("machine_cpu_pct", 0) >= 90]
     assert ("load.shared_cpu" in fs) == bool(busy)
     named = {"load.throughput_collapse", "load.queueing"} & set(fs)
-    # where the machine's other work starved the single request more than the cache starved eight (tests beside it
-    # on 2 cores), the plant cannot show: the report must then say its server shared saturated CPUs
-    assert named or "load.shared_cpu" in fs, (fs.keys(), one, eight)
     if "load.throughput_collapse" in named:
         assert eight["output_tokens_per_s"] <= 0.5 * one["output_tokens_per_s"]
     elif named:
-        assert eight["ttft"]["p50_ms"] >= 2 * one["ttft"]["p50_ms"]
+        assert eight["ttft"]["p50_ms"] >= QUEUE_TTFT.value * one["ttft"]["p50_ms"]
+    elif "load.shared_cpu" not in fs:
+        # where the plant did not bind in this sweep (the machine's other work starving the single request as much
+        # as the cache starved eight: tests beside it on 2 cores), its symptoms are absent from the figures too:
+        # naming nothing is then the right answer, not a miss
+        ttft = eight["ttft"]["p50_ms"] / max(one["ttft"]["p50_ms"], 1e-9)
+        collapsed = eight["output_tokens_per_s"] <= 0.5 * one["output_tokens_per_s"]
+        assert ttft < QUEUE_TTFT.value and not collapsed, (fs.keys(), one, eight)
 
 
 def test_an_admission_cap_is_named_queueing_and_an_open_server_is_not():
