@@ -233,12 +233,9 @@ def annotate_regimes(v: GpuVerdict, run: WindowedRun, started_s: float) -> None:
     """Each host-side regime of a run of several names where the main thread spent it: its top category and line
     (a slow shard names the function that decodes it, while the run as a whole names its busy regimes' lines)."""
     body = [r for r in v.timeline if r.summary]
-    if len(body) < 2:
-        return
-    for r in body:
-        if r.regime not in {b.value for b in NAMES_LINES}:
-            continue
-        stacks = run_stacks(run, started_s + r.start_s, started_s + r.end_s)
+    named = {b.value for b in NAMES_LINES}
+    for r in body if len(body) >= 2 else ():
+        stacks = run_stacks(run, started_s + r.start_s, started_s + r.end_s) if r.regime in named else None
         at = next((x for x in stacks.lines if x.main and not x.inferred), None) if stacks else None
         if stacks is None or at is None:
             continue

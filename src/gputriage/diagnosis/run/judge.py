@@ -22,7 +22,7 @@ from gputriage.diagnosis.run.findings import (
 from gputriage.diagnosis.run.host_stacks import annotate, annotate_regimes, run_stacks, steady_span, with_lines
 from gputriage.diagnosis.run.idle_held import idle_held_findings
 from gputriage.diagnosis.run.merge import merge
-from gputriage.diagnosis.run.profiler_cost import place_windows, profiler_costs
+from gputriage.diagnosis.run.profiler_cost import place_windows, profiler_costs, regime_at
 from gputriage.diagnosis.run.profiler_cost import profiler_effect as profiler_effect
 from gputriage.diagnosis.run.regimes import lasts, regime_changes
 from gputriage.diagnosis.run.throughput import throughput
@@ -124,8 +124,7 @@ def traced_regime(profile: ProfileReport, lead: GpuVerdict | None, rec: Recordin
     at = (used[0].window_s or used[0].held_s) if used else profile.window_s
     if not at or lead is None or rec.started_s is None:
         return None
-    mid_s = (at[0] + at[1]) / 2 - rec.started_s
-    r = next((r for r in lead.timeline if r.start_s <= mid_s <= r.end_s), None)
+    r = regime_at(lead.timeline, (at[0] + at[1]) / 2 - rec.started_s, inside=True)
     return r.regime if r is not None and lasts(r, rec.windows.series[lead.gpu].window_s) else None
 
 

@@ -12,6 +12,7 @@ from typing import Sequence
 
 import msgspec
 
+from gputriage.diagnosis.run.verdict import EDGES
 from gputriage.model.numbers import median
 from gputriage.model.recording import Recording
 from gputriage.model.run import GpuVerdict, ProfilerEffect, ProfileReport, Regime
@@ -19,16 +20,12 @@ from gputriage.model.run import GpuVerdict, ProfilerEffect, ProfileReport, Regim
 MIN_EFFECT_POINTS = 3
 
 
-EDGES = ("start-up", "shut-down")
-
-
 def _own_regime(rec: Recording, v: GpuVerdict, t_s: float, steady_from: float, steady_to: float) -> tuple[float, float]:
     """The steady span to compare a profiled moment with (unix s): in a run of several regimes, the regime it fell in
     (a window taken while the input was slow is not compared with the fast regimes around it); else the steady run."""
     assert rec.started_s is not None
     body = [r for r in v.timeline if r.regime not in EDGES]
-    mid_s = t_s - rec.started_s
-    regime = next((r for r in body if r.start_s <= mid_s <= r.end_s), None)
+    regime = regime_at(body, t_s - rec.started_s, inside=True)
     if regime is None or len(body) < 2:
         return steady_from, steady_to
     return max(steady_from, rec.started_s + regime.start_s), min(steady_to, rec.started_s + regime.end_s)
@@ -120,7 +117,9 @@ def with_hold(
         around = [
             u
             for t, u in points
-            if u is not None and not t0 <= t <= t1 and any(h0 <= t <= h1 and lo <= h0 <= hi for h0, h1 in held_s)
+            if u is not None
+            and not t0 <= t <= t1
+            and any(h0 <= t <= h1 and lo <= (h0 + h1) / 2 <= hi for h0, h1 in held_s)
         ]
         held_pct = float(median(around)) if around else held_pct
     return msgspec.structs.replace(
@@ -142,12 +141,13 @@ def profiler_costs(
     return out
 
 
-def regime_at(timeline: Sequence[Regime], t_s: float) -> str | None:
-    """The regime of a timeline (seconds since the run started) a moment fell in, or the last one before it
-    (a profiled window's own seconds are left out of the timeline)."""
+def regime_at(timeline: Sequence[Regime], t_s: float, inside: bool = False) -> Regime | None:
+    """The phase of a timeline (seconds since the run started) a moment fell in, or else the last one before it (a
+    profiled window's own seconds are left out of the timeline; `inside`: None there)."""
     before = [r for r in timeline if r.start_s <= t_s]
-    inside = [r for r in before if t_s <= r.end_s]
-    return (inside or before)[-1].regime if (inside or before) else None
+    within = [r for r in before if t_s <= r.end_s]
+    found = within or ([] if inside else before)
+    return found[-1] if found else None
 
 
 def place_windows(profile: ProfileReport, timeline: Sequence[Regime], started_s: float | None) -> None:
@@ -157,4 +157,5 @@ def place_windows(profile: ProfileReport, timeline: Sequence[Regime], started_s:
     for w in profile.windows:
         at = w.window_s or w.held_s
         if at:
-            w.regime = regime_at(timeline, (at[0] + at[1]) / 2 - started_s)
+            r = regime_at(timeline, (at[0] + at[1]) / 2 - started_s)
+            w.regime = r.regime if r is not None else None
