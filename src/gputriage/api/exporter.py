@@ -69,30 +69,9 @@ def exporter(
     )
 
 
-def start_exporter(
-    *,
-    listen: str = "127.0.0.1",
-    port: int = DEFAULT_PORT,
-    period_s: float = 0.5,
-    window_s: float = 60.0,
-    check_every_s: float = 60.0,
-    nvml: Any = None,
-    host: Any = None,
-    price_per_gpu_hour: float | None = None,
-    currency: str | None = None,
-) -> Exporter:
-    """The exporter (`exporter()`), serving at its `url` until `stop()`."""
-    ex = exporter(
-        listen=listen,
-        port=port,
-        period_s=period_s,
-        window_s=window_s,
-        check_every_s=check_every_s,
-        nvml=nvml,
-        host=host,
-        price_per_gpu_hour=price_per_gpu_hour,
-        currency=currency,
-    )
+def start_exporter(**options: Any) -> Exporter:
+    """The exporter (`exporter(**options)`, the same keyword arguments), serving at its `url` until `stop()`."""
+    ex = exporter(**options)
     try:
         return ex.start()
     except ExporterError as exc:
