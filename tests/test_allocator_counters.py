@@ -22,6 +22,7 @@ from gputriage.model.sample import GpuSample, Sample, WorkloadSample
 from gputriage.model.window import WindowMetrics
 from gputriage.sampling.progress import ProgressReader
 from gputriage.sampling.windows import Windower
+from gputriage.testing.accuracy import load_manifest
 from gputriage.trace import inject
 from recordings import judged
 
@@ -291,22 +292,14 @@ def test_a_crash_out_of_memory_gets_no_verdict_and_a_finding_with_the_allocation
 
 
 def test_the_gallery_under_the_allocator_counters_keeps_every_verdict():
+    # each workload's cause as the manifest of recorded cases writes it down (tests/fixtures/cases.toml)
+    manifest = load_manifest(FIXTURES.parent / "cases.toml")
     expected = {
-        "input_starved": "input_starved",
-        "pageable_copy": "h2d_copy_bound",
-        "launch_bound": "launch_bound",
-        "item_sync": "sync_bound",
-        "fp32_no_tensor_cores": "tensor_cores_idle",
-        "unfused_elementwise": "memory_bound",
-        "small_batch": "underfilled",
-        "vram_churn": "vram_pressure",
-        "contended": "contended",
-        "healthy": "compute_bound",
-        "job_shares_gpu": "contended",
-        "host_stats": "host_bound",
-        "cpu_optimizer": "host_bound",
-        "gpt_loop": "compute_bound",
+        c.key: c.expected[0]
+        for c in manifest
+        if c.fixture == "h200/runs_gallery_allocator.json.gz" and c.key and c.expected[0] != "none"
     }
+    assert len(expected) == 14
     for name, cause in expected.items():
         rec = GALLERY[name]
         assert rec["merged"] == cause, name  # as given on the H200
