@@ -2,10 +2,11 @@
 report, the run store, and a table (workload, mode, expected cause, verdict, top Python lines, finding ids).
 
     python benchmarks/live_batch.py --out DIR [--seconds 10] [--modes default,no-profile,no-gpm]
-                                    [--workloads name,name] [--budget-s 540]
+                                    [--workloads name,pathologies/name] [--budget-s 540]
 
-The expected cause is read from each workload's docstring (the words before its last full stop naming a
-bottleneck); the verdict code never sees the workload's name. Stops starting runs when the time budget is spent,
+A name is a script of examples/workloads, or a path under examples/ (`pathologies/gpt_loop`). The expected cause is
+read from each workload's docstring (the words before its last full stop naming a bottleneck); the verdict code never
+sees the workload's name. Stops starting runs when the time budget is spent,
 so a batch ends inside the device's limit with what it measured kept.
 """
 
@@ -111,7 +112,7 @@ def main() -> None:
     a = p.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     names = [n for n in a.workloads.split(",") if n]
-    scripts = [WORKLOADS / f"{n}.py" for n in names]
+    scripts = [(WORKLOADS.parent if "/" in n else WORKLOADS) / f"{n}.py" for n in names]
     start, rows = time.monotonic(), []
     for script in scripts:
         for mode in a.modes.split(","):

@@ -13,13 +13,22 @@ AUTO = runs("runs_auto.json.gz")
 FIRST6 = runs("runs_unseen6.json.gz")
 
 
+# recorded before busy SMs with quiet math pipes and DRAM >= 30% of peak left memory_bound open (their GEMMs take
+# turns with elementwise kernels): today's gate would profile them
+MIXED = {"gpt_loop", "gpt_loop_fixed", "input_starved_fixed"}
+
+
 def test_under_the_default_auto_the_gallery_is_profiled_only_where_the_sampler_left_causes_open():
     profiled = []
     for name, rec in AUTO.items():
         report = judged(rec)
         assert report.verdict.bottleneck.value == rec["merged"], name  # as the live report said
         v = report.verdict.per_gpu["0"]
-        assert rec["profile"]["mode"] == "auto" and bool(rec["profile"].get("asked")) == bool(v.undecided_between)
+        assert rec["profile"]["mode"] == "auto"
+        if name in MIXED:
+            assert not rec["profile"].get("asked") and v.undecided_between == [B.compute_bound, B.memory_bound]
+            continue
+        assert bool(rec["profile"].get("asked")) == bool(v.undecided_between), name
         if v.undecided_between:
             profiled.append(name)
             assert report.verdict.merged.trace == report.verdict.bottleneck, name  # each trace agreed with the lead

@@ -151,6 +151,12 @@ COMPUTE_OFF_TENSOR_CORES = (
     "The SMs are busy, but not with tensor-core math: fp32 math without TF32, elementwise kernels or collectives. "
     "`gputriage run --profile` names the kernels; GEMMs belong on tensor cores (bf16 autocast, TF32)"
 )
+# compute_bound where the tensor pipes work part of the time and DRAM streams the rest (math pipes otherwise quiet)
+COMPUTE_WITH_MEMORY = (
+    "The SMs take turns between tensor-core GEMMs and memory-bound kernels (unfused elementwise chains, norms, "
+    "dropout): fuse those (torch.compile, fused norms and optimizers) before buying compute. `gputriage run "
+    "--profile` says how much of the GPU's time each takes"
+)
 COMPUTE_TENSOR_UNCOUNTED = (
     "The GPU is busy; it does not count tensor-core activity, so whether its GEMMs run on tensor cores shows only "
     "in a trace (`gputriage run --profile auto`). If they do, gains come from less math or more GPUs"

@@ -101,7 +101,9 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
   the non-tensor math pipes (FP64/FP32/FP16, GPM) are counted and under 20%: then the SMs hold warps
   that compute on nothing, waiting on memory latency (scattered reads: gathers, embedding lookups),
   memory_bound although DRAM bandwidth is not the limit.
-- compute_bound (CUDA cores): SM activity >= 50% otherwise.
+- compute_bound (CUDA cores): SM activity >= 50% otherwise; with DRAM >= 30% of peak while the non-tensor math
+  pipes are under 20%, memory_bound stays possible: the SMs take turns between GEMMs and memory-bound kernels
+  (unfused elementwise chains), and which of the two takes more of the time shows only in a trace.
 """
 
 from __future__ import annotations
@@ -126,6 +128,7 @@ from gputriage.diagnosis.run.label_thresholds import (
     COPY_TIME_SHARE,
     CUDA_MATH_BUSY,
     DRAM_BUSY,
+    DRAM_MIXED,
     HOST_BOUND_UTIL,
     IDLE_WORKLOAD_CPU,
     LIGHT_POWER,
@@ -167,6 +170,15 @@ def waits_on_latency(dram_active_pct: float | None, cuda_math_active_pct: float 
         and dram_active_pct < DRAM_BUSY.value
         and cuda_math_active_pct is not None
         and cuda_math_active_pct < CUDA_MATH_BUSY.value
+    )
+
+
+def takes_turns(dram_active_pct: float | None, cuda_math_active_pct: float | None) -> bool:
+    """DRAM streams while the non-tensor math pipes are quiet: GEMMs take turns with memory-bound kernels."""
+    return (
+        dram_active_pct is not None
+        and dram_active_pct >= DRAM_MIXED.value
+        and (cuda_math_active_pct or 0.0) < CUDA_MATH_BUSY.value
     )
 
 
@@ -262,6 +274,8 @@ def _after_vram(m: WindowMetrics, gpu: GpuStatic, busy_util: float) -> tuple[B, 
         if waits_on_latency(dram, m.cuda_math_active_pct):  # warps that compute on nothing
             return B.memory_bound, unseen
         return B.tensor_cores_idle, unseen
+    if takes_turns(dram, m.cuda_math_active_pct):
+        return B.compute_bound, [B.memory_bound, *unseen]  # GEMMs and memory-bound kernels take turns: a trace tells
     return B.compute_bound, unseen
 
 
@@ -361,7 +375,7 @@ LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
         MAIN_THREAD_WAITS,
         HOT_THREAD,
     ),
-    B.compute_bound: (SM_LOW, TENSOR_BUSY, SM_GAPS_PER_UTIL),
+    B.compute_bound: (SM_LOW, TENSOR_BUSY, SM_GAPS_PER_UTIL, DRAM_MIXED),
     B.memory_bound: (SM_LOW, DRAM_BUSY, MEM_UTIL_BUSY, CUDA_MATH_BUSY),
     B.tensor_cores_idle: (SM_BUSY, TENSOR_IDLE, DRAM_BUSY, CUDA_MATH_BUSY),
     B.comm_bound: (NVLINK_BUSY, TENSOR_BUSY),

@@ -97,6 +97,17 @@ DRAM_BUSY = Threshold(
 )
 
 
+DRAM_MIXED = Threshold(
+    "dram_mixed_pct",
+    30.0,
+    "% of peak",
+    "DRAM bandwidth at which busy SMs whose math pipes are mostly quiet may spend as much time in memory-bound "
+    "kernels as in GEMMs (which of the two leads shows only in a trace)",
+    f"{H200_RECORDINGS}: bf16/int8 GEMM loops 0-17%; a GPT training loop 47% (its trace: elementwise kernels 50% of "
+    "GPU time), a BERT-large training loop 40% (elementwise 48%, GEMMs and attention 44%)",
+)
+
+
 SM_BUSY = Threshold(
     "cuda_core_sm_pct",
     60.0,

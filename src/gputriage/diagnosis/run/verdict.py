@@ -15,13 +15,14 @@ from typing import Sequence
 from gputriage.diagnosis.bottlenecks import (
     COMPUTE_OFF_TENSOR_CORES,
     COMPUTE_TENSOR_UNCOUNTED,
+    COMPUTE_WITH_MEMORY,
     DECISIONS,
     HOST_WRITES_DECISION,
     INPUT_WORKERS_DECISION,
     MEMORY_LATENCY,
     OTHER_THREAD_DECISION,
 )
-from gputriage.diagnosis.run.classify import TENSOR_BUSY, computes, label, waits_on_latency
+from gputriage.diagnosis.run.classify import TENSOR_BUSY, computes, label, takes_turns, waits_on_latency
 from gputriage.diagnosis.run.host_side import (
     RATE_WAITS,
     beside_main,
@@ -187,8 +188,7 @@ def compiling_spans(ws: Sequence[WindowMetrics], t0: float) -> list[tuple[float,
 
 
 def decision_of(b: B, m: dict[str, float]) -> str:
-    """What to do; compute_bound says "tensor cores" only where their pipes were counted busy; memory_bound
-    below the DRAM's bandwidth is latency (scattered reads)."""
+    """What to do, by the figures: "tensor cores" only where counted busy; memory_bound under DRAM's peak is latency."""
     if b == B.memory_bound and waits_on_latency(m.get("dram_active_pct"), m.get("cuda_math_active_pct")):
         return MEMORY_LATENCY
     if b == B.host_bound and saves_to_storage(m.get("write_mb_per_s")):
@@ -202,7 +202,10 @@ def decision_of(b: B, m: dict[str, float]) -> str:
     tensor = m.get("tensor_active_pct")
     if tensor is None:
         return COMPUTE_TENSOR_UNCOUNTED
-    return DECISIONS[b] if tensor >= TENSOR_BUSY.value else COMPUTE_OFF_TENSOR_CORES
+    if tensor >= TENSOR_BUSY.value:
+        return DECISIONS[b]
+    mixed = takes_turns(m.get("dram_active_pct"), m.get("cuda_math_active_pct"))
+    return COMPUTE_WITH_MEMORY if mixed else COMPUTE_OFF_TENSOR_CORES
 
 
 def describe(b: B, m: dict[str, float]) -> str:
