@@ -40,5 +40,41 @@ def test_gemm_led_loops_keep_compute_bound_without_memory_bound_open():
 
 
 def test_fp32_math_on_cuda_cores_is_not_a_mix_with_memory():
-    assert takes_turns(47.0, 3.9) and not takes_turns(47.0, 76.7) and not takes_turns(17.5, 0.0)
-    assert not takes_turns(None, None)
+    assert takes_turns(24.9, 47.0, 3.9) and not takes_turns(24.9, 47.0, 76.7) and not takes_turns(93.7, 17.5, 0.0)
+    assert not takes_turns(1.6, 48.2, 0.0)  # NCCL's all-reduce streams memory with no GEMM beside it: no mix
+    assert not takes_turns(None, None, None)
+
+
+LIVE = runs("runs_gemms_and_memory.json.gz")
+
+
+def test_live_the_default_mode_profiles_the_mix_and_its_trace_names_memory_bound_every_time():
+    for key in ("bert_large_train.default", "bert_large_train.default_2", "bert_large_train.default_3"):
+        rec = LIVE[key]
+        assert any("compute_bound or memory_bound" in a for a in rec["profile"]["asked"]), key
+        report = judged(rec)
+        assert report.verdict.bottleneck == B.memory_bound and report.verdict.merged.source == "trace", key
+        shares = rec["profile"]["trace"]["verdict"]["shares_pct"]
+        assert shares["memory_bound"] > shares["compute_bound"] > 40, key  # 46-52% against 40-45%
+    unprofiled = judged(LIVE["bert_large_train.no_profile"]).verdict.per_gpu["0"]
+    assert unprofiled.undecided_between == [B.compute_bound, B.memory_bound]
+    assert unprofiled.decision == COMPUTE_WITH_MEMORY  # the same advice without a trace: fuse
+
+
+def test_a_trace_starved_by_the_profiler_still_settles_the_kernels_the_sampler_left_open():
+    # the GPT loop (DataLoader, 4 workers): 100% GPU-Util unprofiled, 35% idle in its trace (the profiler's
+    # overhead, launch_bound); its kernels: elementwise 41% of the window, GEMMs and attention 24%
+    report = judged(LIVE["gpt_loop.default"])
+    merged = report.verdict.merged
+    assert merged.trace == B.launch_bound and merged.profiler_starved
+    assert report.verdict.bottleneck == B.memory_bound and "its kernels" in merged.why
+    assert judged(LIVE["gpt_loop.no_profile"]).verdict.bottleneck == B.compute_bound
+
+
+def test_the_lines_named_are_where_threads_work_not_where_a_library_parks_its_idle_threads():
+    lines = judged(LIVE["gpt_loop.default"]).stacks.lines
+    assert lines[0].line == 58 and lines[0].category == "launch" and lines[0].main  # optimizer step
+    assert all(x.file.endswith("gpt_loop.py") or x.category == "gc" for x in lines if x.main)
+    others = [x for x in lines if not x.main]  # recorded: the pin-memory thread parked in threading.py at 386%
+    assert others and all(x.category not in ("input_wait", "gpu_wait") for x in others)  # its pinning stays
+    assert all(x.share <= 1.0 for x in lines)

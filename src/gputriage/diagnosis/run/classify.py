@@ -101,9 +101,9 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
   the non-tensor math pipes (FP64/FP32/FP16, GPM) are counted and under 20%: then the SMs hold warps
   that compute on nothing, waiting on memory latency (scattered reads: gathers, embedding lookups),
   memory_bound although DRAM bandwidth is not the limit.
-- compute_bound (CUDA cores): SM activity >= 50% otherwise; with DRAM >= 30% of peak while the non-tensor math
-  pipes are under 20%, memory_bound stays possible: the SMs take turns between GEMMs and memory-bound kernels
-  (unfused elementwise chains), and which of the two takes more of the time shows only in a trace.
+- compute_bound (CUDA cores): SM activity >= 50% otherwise; memory_bound stays possible where the tensor pipes work
+  (>= 5%) and DRAM streams (>= 30% of peak) while the other math pipes rest (< 20%): GEMMs take turns with memory-bound
+  kernels (unfused elementwise chains), and which of them takes more of the time shows only in a trace.
 """
 
 from __future__ import annotations
@@ -173,13 +173,12 @@ def waits_on_latency(dram_active_pct: float | None, cuda_math_active_pct: float 
     )
 
 
-def takes_turns(dram_active_pct: float | None, cuda_math_active_pct: float | None) -> bool:
-    """DRAM streams while the non-tensor math pipes are quiet: GEMMs take turns with memory-bound kernels."""
-    return (
-        dram_active_pct is not None
-        and dram_active_pct >= DRAM_MIXED.value
-        and (cuda_math_active_pct or 0.0) < CUDA_MATH_BUSY.value
-    )
+def takes_turns(tensor_pct: float | None, dram_pct: float | None, cuda_math_pct: float | None) -> bool:
+    """Tensor pipes at work, DRAM streaming, the other math pipes quiet: GEMMs take turns with memory-bound kernels."""
+    if tensor_pct is None or dram_pct is None:
+        return False
+    quiet = (cuda_math_pct or 0.0) < CUDA_MATH_BUSY.value
+    return tensor_pct >= TENSOR_IDLE.value and dram_pct >= DRAM_MIXED.value and quiet
 
 
 def computes(util_pct: float | None, sm_active_pct: float | None) -> bool:
@@ -274,7 +273,7 @@ def _after_vram(m: WindowMetrics, gpu: GpuStatic, busy_util: float) -> tuple[B, 
         if waits_on_latency(dram, m.cuda_math_active_pct):  # warps that compute on nothing
             return B.memory_bound, unseen
         return B.tensor_cores_idle, unseen
-    if takes_turns(dram, m.cuda_math_active_pct):
+    if takes_turns(tensor, dram, m.cuda_math_active_pct):
         return B.compute_bound, [B.memory_bound, *unseen]  # GEMMs and memory-bound kernels take turns: a trace tells
     return B.compute_bound, unseen
 

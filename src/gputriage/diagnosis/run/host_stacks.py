@@ -6,6 +6,7 @@ nothing busy beside it: the input rate sets the pace (`run.input_rate_bound`).""
 
 from __future__ import annotations
 
+import re
 from typing import Mapping
 
 import msgspec
@@ -33,6 +34,8 @@ TOP_LINES = 10  # lines a run's report keeps
 SPARE_START_S = 5.0  # a steady span this long loses nothing by starting at the first counts inside it
 VERDICT_LINES = 5  # lines a host-side verdict names
 MIN_LINE_SHARE = 0.005  # lines under half a percent of the steady time are left out
+WAITS = ("input_wait", "gpu_wait")  # categories in which a thread sleeps
+STDLIB_FILE = re.compile(r"/lib(?:64)?/python\d\.\d+/|/Lib/")  # the standard library: posix, Windows
 NAMES_LINES = HOST_BOUND | {B.h2d_copy_bound}  # verdicts that name the workload's lines
 DOING = {
     "gpu_wait": "waits on the GPU",
@@ -120,7 +123,9 @@ def _lines(
     end: StackCounts, start: StackCounts | None, shares: dict[str, float], seen: float, ticks: float
 ) -> list[HostLine]:
     """Each line's share of the steady time: the main thread's samples there, corrected as its category's share was
-    (its waits capped at its time off the CPU), and other threads' (a thread-second a second each)."""
+    (its waits capped at its time off the CPU), and other threads' (a thread-second a second each), but not a
+    library's own threads parked in a wait (a DataLoader's pin-memory thread, idle pools): they cost nothing, where
+    a thread of the workload's own code that waits (a producer's sleep) sets its pace."""
     before = {(x.file, x.line, x.function, x.category): x for x in (start.lines or [] if start else [])}
     observed = dict.fromkeys(DOING, 0.0)
     rows = []
@@ -136,6 +141,8 @@ def _lines(
         category_seen = observed.get(x.category, 0.0) / seen if seen > 0 else 0.0
         factor = shares.get(x.category, 0.0) / category_seen if category_seen > 0 else 1.0
         share = seen_share * factor + other / ticks
+        if main < other and x.category in WAITS and not own_code(x.file):
+            continue
         if share >= MIN_LINE_SHARE:
             out.append(
                 HostLine(
@@ -158,6 +165,13 @@ def _lines(
                 )
             )
     return sorted(out, key=lambda x: -x.share)[:TOP_LINES]
+
+
+def own_code(path: str) -> bool:
+    """A line of the workload's own code: outside the standard library and installed packages (the sampler names a
+    library's frame only for a thread that runs none of the workload's)."""
+    p = path.replace("\\", "/")
+    return not (p.startswith("<frozen") or "-packages/" in p or STDLIB_FILE.search(p))
 
 
 def rate_bound(evidence: Mapping[str, float]) -> bool:

@@ -17,7 +17,9 @@ A trace whose idle the profiler caused is discounted: where the GPU was busy out
 (GPU-Util >= BUSY_OUTSIDE) and the trace names a host-side cause (launch, host, input, sync) that the sampler
 neither named nor left open, the trace's idle is the profiler's per-op overhead (it records every op the host
 launches: a busy training loop, 100% GPU-Util and 85% SM activity unprofiled on an H200, read 47% idle and
-launch_bound in its trace), and the sampler's verdict stands, with or without GPM.
+launch_bound in its trace), and the sampler's verdict stands, with or without GPM — unless the sampler left kernel-side
+causes open (compute_bound or memory_bound): the trace's kernels, which the profiler's overhead on the host does not
+lengthen, settle those by their share of the window.
 """
 
 from __future__ import annotations
@@ -131,6 +133,22 @@ def merge(
             f"the GPU was busy outside the profiled window (GPU-Util {effect.outside_pct:.0f}%, "
             f"{effect.inside_pct:.0f}% while profiled)"
         )
+        kernels = kernels_settle(trace, undecided)
+        if kernels is not None:
+            return MergedVerdict(
+                bottleneck=kernels,
+                source="trace",
+                sampler=s,
+                trace=t,
+                profiler_starved=True,
+                profiler_note=note,
+                why=f"{note}: the trace's {t.value}{idle} is the profiler's own overhead on every op, but its kernels, "
+                f"which that overhead does not lengthen, settle what the sampler left open: "
+                + ", ".join(
+                    f"{b.value} {trace.shares_pct.get(b.value, 0.0):.0f}%" for b in undecided if b not in HOST_BOUND
+                )
+                + " of the window",
+            )
         return MergedVerdict(
             bottleneck=s,
             source="sampler",
@@ -195,3 +213,12 @@ def merge(
         profiler_starved=starved,
         profiler_note=note if starved else "",
     )
+
+
+def kernels_settle(trace: TraceVerdict | None, undecided: list[B]) -> B | None:
+    """The cause the trace's kernels give most of the window to, among the kernel-side causes the sampler left open
+    (compute_bound or memory_bound, say); None when it left fewer than two such causes open."""
+    open_kinds = [b for b in undecided if b not in HOST_BOUND]
+    if trace is None or len(open_kinds) < 2 or not any(b.value in trace.shares_pct for b in open_kinds):
+        return None
+    return max(open_kinds, key=lambda b: trace.shares_pct.get(b.value, 0.0))

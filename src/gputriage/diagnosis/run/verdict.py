@@ -204,7 +204,7 @@ def decision_of(b: B, m: dict[str, float]) -> str:
         return COMPUTE_TENSOR_UNCOUNTED
     if tensor >= TENSOR_BUSY.value:
         return DECISIONS[b]
-    mixed = takes_turns(m.get("dram_active_pct"), m.get("cuda_math_active_pct"))
+    mixed = takes_turns(tensor, m.get("dram_active_pct"), m.get("cuda_math_active_pct"))
     return COMPUTE_WITH_MEMORY if mixed else COMPUTE_OFF_TENSOR_CORES
 
 
