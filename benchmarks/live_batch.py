@@ -4,10 +4,10 @@ report, the run store, and a table (workload, mode, expected cause, verdict, top
     python benchmarks/live_batch.py --out DIR [--seconds 10] [--modes default,no-profile,no-gpm]
                                     [--workloads name,pathologies/name] [--budget-s 540]
 
-A name is a script of examples/workloads, or a path under examples/ (`pathologies/gpt_loop`). The expected cause is
-read from each workload's docstring (the words before its last full stop naming a bottleneck); the verdict code never
-sees the workload's name. Stops starting runs when the time budget is spent,
-so a batch ends inside the device's limit with what it measured kept.
+A name is a script of examples/workloads, or a path under examples/ (`pathologies/gpt_loop`), with the script's own
+arguments after colons (`pathologies/gpt_loop:--fixed`). The expected cause is read from each workload's docstring
+(the words before its last full stop naming a bottleneck); the verdict code never sees the workload's name. Stops
+starting runs when the time budget is spent, so a batch ends inside the device's limit with what it measured kept.
 """
 
 from __future__ import annotations
@@ -46,8 +46,11 @@ def expected(script: Path) -> str:
     return found[-1] if found else "?"
 
 
-def run_one(script: Path, mode: str, seconds: float, out: Path, store: Path, limit_s: float) -> dict:
-    report = out / f".{script.stem}.{mode}.json"  # appended to reports.jsonl, then removed
+def run_one(
+    script: Path, mode: str, seconds: float, out: Path, store: Path, limit_s: float, extra: tuple[str, ...] = ()
+) -> dict:
+    name = script.stem + "".join(extra)
+    report = out / f".{name}.{mode}.json"  # appended to reports.jsonl, then removed
     argv = [
         sys.executable,
         "-m",
@@ -64,6 +67,7 @@ def run_one(script: Path, mode: str, seconds: float, out: Path, store: Path, lim
         str(script),
         "--seconds",
         str(seconds),
+        *extra,
     ]
     t0 = time.monotonic()
     try:
@@ -72,7 +76,7 @@ def run_one(script: Path, mode: str, seconds: float, out: Path, store: Path, lim
     except subprocess.TimeoutExpired:
         code, tail = None, "timed out"
     row = {
-        "workload": script.stem,
+        "workload": name,
         "mode": mode,
         "expected": expected(script),
         "rc": code,
@@ -84,7 +88,7 @@ def run_one(script: Path, mode: str, seconds: float, out: Path, store: Path, lim
         row["error"] = tail
         return row
     with open(out / "reports.jsonl", "a") as f:
-        f.write(json.dumps({"workload": script.stem, "mode": mode, "report": r}) + "\n")
+        f.write(json.dumps({"workload": name, "mode": mode, "report": r}) + "\n")
     report.unlink()
     v = r.get("verdict") or {}
     row["verdict"] = v.get("bottleneck")
@@ -112,15 +116,19 @@ def main() -> None:
     a = p.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     names = [n for n in a.workloads.split(",") if n]
-    scripts = [(WORKLOADS.parent if "/" in n else WORKLOADS) / f"{n}.py" for n in names]
+    scripts = [
+        ((WORKLOADS.parent if "/" in n else WORKLOADS) / f"{n.split(':')[0]}.py", tuple(n.split(":")[1:]))
+        for n in names
+    ]
     start, rows = time.monotonic(), []
-    for script in scripts:
+    for script, extra in scripts:
         for mode in a.modes.split(","):
             left = a.budget_s - (time.monotonic() - start)
             if left < a.seconds + 20:
                 rows.append({"workload": script.stem, "mode": mode, "skipped": "time budget spent"})
                 continue
-            row = run_one(script, mode, a.seconds, a.out, a.out / "runs.sqlite", min(left, a.seconds * 6 + 60))
+            limit = min(left, a.seconds * 6 + 60)
+            row = run_one(script, mode, a.seconds, a.out, a.out / "runs.sqlite", limit, extra)
             rows.append(row)
             ok = "RIGHT" if row.get("verdict") == row["expected"] else "wrong"
             print(
