@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from gputriage.diagnosis.bottlenecks import COMPUTE_OFF_TENSOR_CORES, COMPUTE_WITH_MEMORY, DECISIONS
 from gputriage.diagnosis.run.classify import DRAM_MIXED, takes_turns
+from gputriage.diagnosis.run.merge import KERNEL_LEAD, kernels_settle
 from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.trace import TraceVerdict
 from recordings import judged, runs
 
 MODES = runs("runs_host_side_modes.json.gz")
@@ -78,3 +80,29 @@ def test_the_lines_named_are_where_threads_work_not_where_a_library_parks_its_id
     others = [x for x in lines if not x.main]  # recorded: the pin-memory thread parked in threading.py at 386%
     assert others and all(x.category not in ("input_wait", "gpu_wait") for x in others)  # its pinning stays
     assert all(x.share <= 1.0 for x in lines)
+
+
+GALLERY = runs("runs_gallery_live.json.gz")
+
+
+def test_an_unlike_window_naming_no_open_cause_does_not_decide_and_a_near_tie_of_kernels_settles_nothing():
+    # the optimizer on the GPU (cpu_optimizer.py --fixed): live, its trace (34% GPU-Util against 86% unprofiled)
+    # said launch_bound and decided the run; the sampler had left compute_bound, memory_bound, underfilled open
+    rec = GALLERY["cpu_optimizer_fixed"]
+    assert rec["merged"] == "launch_bound"
+    report = judged(rec)
+    shares = rec["profile"]["trace"]["verdict"]["shares_pct"]
+    assert shares["memory_bound"] > shares["compute_bound"] > shares["memory_bound"] / KERNEL_LEAD.value
+    assert report.verdict.bottleneck == B.compute_bound and report.verdict.source == "sampler"
+    assert "unlike the rest of the run" in report.verdict.merged.why
+
+
+def test_kernels_settle_with_the_samplers_own_cause_or_a_clear_lead():
+    def trace(**shares: float) -> TraceVerdict:
+        return TraceVerdict(bottleneck=B.launch_bound, shares_pct={"launch_bound": 35.0, **shares})
+
+    both = [B.compute_bound, B.memory_bound]
+    assert kernels_settle(trace(memory_bound=41.0, compute_bound=24.0), both, B.compute_bound) == B.memory_bound
+    assert kernels_settle(trace(memory_bound=20.3, compute_bound=18.6), both, B.compute_bound) is None
+    assert kernels_settle(trace(memory_bound=10.0, compute_bound=50.0), both, B.compute_bound) == B.compute_bound
+    assert kernels_settle(trace(memory_bound=41.0), [B.compute_bound, B.sync_bound], B.compute_bound) is None

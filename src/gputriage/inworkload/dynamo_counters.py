@@ -114,6 +114,14 @@ def module_codes(module: ModuleType) -> list[CodeType]:
     return list(out.values())
 
 
+def skip_module(name: str) -> None:
+    """Have dynamo skip one of gputriage's modules now (its hooks are about to run in the workload's calls: the
+    watcher's own pass may come after the workload's first compiled call)."""
+    skip, module = skipper(), sys.modules.get(name)
+    for code in module_codes(module) if skip is not None and module is not None else []:
+        skip(code)
+
+
 class OwnFrames:
     """gputriage's modules loaded in this process, each skipped by dynamo once (and those imported later)."""
 

@@ -165,8 +165,7 @@ class Profiler:
         now = self.last_hook = self.clock()
         if not self.first_forward:
             self.first_forward = now
-        # a training loop starts and stops at step boundaries: start at a forward only when forwards have run
-        # for a second without a step (inference), not at a training loop's first forward
+        # a training loop starts at a step: at a forward only after a second of forwards without a step (inference)
         waited = min(now - self.want_t, now - self.first_forward)
         if self.want and not self.seen_step and (self.want == "stop" or waited > 1.0):
             self.act("module forward")
@@ -196,8 +195,7 @@ class Profiler:
         return bool(torch.cuda.is_initialized()) if self.cuda else True
 
     def setup(self) -> bool:
-        """Import what the profiler needs here, off the main thread, so starting it later imports little
-        (nothing heavy such as torch._dynamo: that would hold the GIL for seconds); hook the loop."""
+        """Import what the profiler needs off the main thread (not torch._dynamo: seconds of GIL); hook the loop."""
         try:
             import torch
             from torch.nn.modules.module import register_module_forward_pre_hook
@@ -208,6 +206,9 @@ class Profiler:
             self.compiling = getattr(compiler, "is_compiling", None) or self.compiling
             acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
             self.make = lambda: profile(activities=acts, record_shapes=True)
+            dynamo = sys.modules.get("gputriage_dynamo_counters") or sys.modules.get(f"{__package__}.dynamo_counters")
+            if not self.hooks and dynamo is not None:  # kept off torch.compile before they can run in a compiled call
+                dynamo.skip_module(__name__)
             if not self.hooks:
                 self.hooks = [
                     register_optimizer_step_post_hook(self.on_step),
