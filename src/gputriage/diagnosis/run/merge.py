@@ -19,9 +19,11 @@ neither named nor left open, the trace's idle is the profiler's per-op overhead 
 launches: a busy training loop, 100% GPU-Util and 85% SM activity unprofiled on an H200, read 47% idle and
 launch_bound in its trace), and the sampler's verdict stands, with or without GPM — unless the sampler left kernel-side
 causes open (compute_bound or memory_bound): the trace's kernels, which the profiler's overhead on the host does not
-lengthen, settle those by their share of the window where one is the sampler's own cause or leads it clearly
-(KERNEL_LEAD). Where the sampler was undecided and the profiled window is unlike the run, a trace that names none of
-the causes the sampler left open does not decide either (its kernels settle kernel-side causes as above).
+lengthen, settle those by their share of the window where one is the sampler's own cause or leads it clearly. Where
+the sampler was undecided and the profiled window is unlike the run, a trace that names none of the causes the
+sampler left open does not decide either (its kernels settle kernel-side causes as above). Between two causes of what
+the kernels compute (compute_bound, memory_bound, tensor_cores_idle), the trace's replaces the sampler's only when it
+leads it clearly in the window (KERNEL_LEAD): a near tie is a GPU whose time both share, and the sampler's stands.
 """
 
 from __future__ import annotations
@@ -50,14 +52,17 @@ BUSY_OUTSIDE = Threshold(
     "H200: a BERT-large-like bf16 loop at 100% unprofiled read 47% idle in its trace "
     "(launch_bound); a host-bound loop reads under 75%",
 )
+KERNEL_MIX = (B.compute_bound, B.memory_bound, B.tensor_cores_idle)  # what the kernels compute, and on what
+KERNEL_MIX_VALUES = {b.value for b in KERNEL_MIX}
 KERNEL_LEAD = Threshold(
     "kernel_lead_ratio",
     1.5,
     "ratio",
-    "times the sampler's own cause's share of the window that a kernel-side cause needs, in a trace the profiler "
-    "starved or one unlike the run, to settle what the sampler left open",
-    "H200 traces: a GPT training loop, elementwise kernels 41% of the window against 24% in GEMMs (1.7x); an "
-    "optimizer step on the GPU, 20% against 19% in a window at 34% GPU-Util (86% unprofiled)",
+    "times the share of the window in the sampler's kernel-side cause that a trace's other kernel-side cause needs "
+    "to replace it: under that, the kernels split the GPU's time between both and the sampler's stands",
+    "H200 traces: a GPT training loop, elementwise kernels 41% of the window against 24% in GEMMs (1.7x), a "
+    "DataLoader-fed loop 60% against 36% (1.7x); a BERT-large-like loop 46-52% against 40-45% (1.14-1.16x: both); "
+    "an optimizer step on the GPU, 20% against 19% in a window at 34% GPU-Util (86% unprofiled)",
 )
 SURE_TRACE = Threshold(
     "sure_trace_confidence",
@@ -217,6 +222,15 @@ def merge(
             f"or cut window), which is none of the causes the sampler left open: the sampler's "
             f"{s.value} stands",
         )
+    if s in KERNEL_MIX and t in KERNEL_MIX and t != s and trace is not None and not leads(trace, t, s):
+        return MergedVerdict(
+            bottleneck=s,
+            source="sampler",
+            sampler=s,
+            trace=t,
+            why=f"the trace's kernels split the window ({kernels_said(trace)}): its {t.value} does not lead the "
+            f"sampler's {s.value} clearly, which stands",
+        )
     why = (
         f"the sampler could not tell {' from '.join(b.value for b in undecided)} apart; the trace says {t.value}"
         if undecided
@@ -233,19 +247,23 @@ def merge(
     )
 
 
+def leads(trace: TraceVerdict, cause: B, other: B) -> bool:
+    """The trace gives `cause` KERNEL_LEAD times the share of the window it gives `other`, or more."""
+    return trace.shares_pct.get(cause.value, 0.0) >= KERNEL_LEAD.value * trace.shares_pct.get(other.value, 0.0)
+
+
 def kernels_settle(trace: TraceVerdict | None, undecided: list[B], sampler: B) -> B | None:
     """Where the sampler left kernel-side causes open (compute_bound or memory_bound, say): the one the trace's kernels
-    take most of the window in, where it is the sampler's own or leads it clearly (KERNEL_LEAD); None otherwise."""
-    if trace is None or sum(1 for b in undecided if b not in HOST_BOUND) < 2:
+    take most of the window in, where it is the sampler's own or leads it clearly; None otherwise."""
+    if trace is None or sum(1 for b in undecided if b in KERNEL_MIX) < 2:
         return None
-    kernels = {B(k): v for k, v in trace.shares_pct.items() if k in B._value2member_map_ and B(k) not in HOST_BOUND}
+    kernels = {b: trace.shares_pct[b.value] for b in KERNEL_MIX if b.value in trace.shares_pct}
     if not kernels:
         return None
     lead = max(kernels, key=lambda b: kernels[b])
-    return lead if lead == sampler or kernels[lead] >= KERNEL_LEAD.value * kernels.get(sampler, 0.0) else None
+    return lead if lead == sampler or leads(trace, lead, sampler) else None
 
 
 def kernels_said(trace: TraceVerdict) -> str:
-    """The trace's kernel-side shares: "memory_bound 41%, compute_bound 24% of the window"."""
-    kernels = [(k, v) for k, v in trace.shares_pct.items() if k in B._value2member_map_ and B(k) not in HOST_BOUND]
-    return ", ".join(f"{k} {v:.0f}%" for k, v in kernels) + " of the window"
+    """The trace's shares of the window in what its kernels compute: "memory_bound 41%, compute_bound 24%"."""
+    return ", ".join(f"{k} {v:.0f}%" for k, v in trace.shares_pct.items() if k in KERNEL_MIX_VALUES) + " of the window"
