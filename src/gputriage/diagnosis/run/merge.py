@@ -150,26 +150,20 @@ def merge(
             f"{effect.inside_pct:.0f}% while profiled)"
         )
         kernels = kernels_settle(trace, undecided, s)
-        if kernels is not None:
-            return MergedVerdict(
-                bottleneck=kernels,
-                source="trace",
-                sampler=s,
-                trace=t,
-                profiler_starved=True,
-                profiler_note=note,
-                why=f"{note}: the trace's {t.value}{idle} is the profiler's own overhead on every op, but its kernels, "
-                f"which that overhead does not lengthen, settle what the sampler left open: {kernels_said(trace)}",
-            )
+        said = (
+            f"but its kernels, which that overhead does not lengthen, settle what the sampler left open: "
+            f"{kernels_said(trace)}"
+            if kernels and trace
+            else f"not the workload's; the sampler's {s.value} stands"
+        )
         return MergedVerdict(
-            bottleneck=s,
-            source="sampler",
+            bottleneck=kernels or s,
+            source="trace" if kernels else "sampler",
             sampler=s,
             trace=t,
             profiler_starved=True,
             profiler_note=note,
-            why=f"{note}: the trace's {t.value}{idle} is the profiler's own overhead on every op, "
-            f"not the workload's; the sampler's {s.value} stands",
+            why=f"{note}: the trace's {t.value}{idle} is the profiler's own overhead on every op, {said}",
         )
     if decided and effect is not None and abs(drop) >= PROFILER_DROP.value:
         return MergedVerdict(
