@@ -81,6 +81,7 @@ def run_one(
         "expected": expected(script),
         "rc": code,
         "wall_s": round(time.monotonic() - t0, 1),
+        "output_tail": tail,  # the workload's own last words, whatever the verdict
     }
     try:
         r = json.loads(report.read_text())

@@ -475,3 +475,31 @@ def test_gputriage_run_takes_a_window_from_profile_and_from_sigusr1(tmp_path):
     profile = json.loads(stdout)["profile"]
     assert [(w["index"], w["kind"]) for w in profile["windows"]] == [(1, "asked"), (2, "asked")]
     assert profile["windows"][1]["trace_file"] == str(kept)
+
+
+# --- a signal that lands inside torch.compile's compiler does not start the profiler ------------------------------
+def _frame_in(path: str):
+    """A real frame whose caller runs code from `path` (a compiler's file, as torch's would be)."""
+    code = compile("def compile_graph(f):\n    return f()\n", path, "exec")
+    scope: dict = {}
+    exec(code, scope)
+    return scope["compile_graph"](lambda: sys._getframe())
+
+
+def test_a_signal_inside_inductor_waits_and_one_in_the_workloads_code_starts(tmp_path):
+    # live on an H200 (cold inductor cache, --no-gpm): the profiler started by signal while the main thread waited
+    # on inductor's compile workers; its stop then failed ("Can't disable Kineto profiler when it's not running")
+    # and the workload exited 1
+    from gputriage.inworkload.profiler_hook import importing
+
+    inside = _frame_in("/venv/lib/python3.12/site-packages/torch/_inductor/compile_fx.py")
+    outside = _frame_in(str(tmp_path / "train.py"))
+    assert importing(inside) and not importing(outside) and not importing()
+    p = Profiler(str(tmp_path / "trace.json"), cuda=False)
+    acted: list[str] = []
+    p.act = acted.append  # type: ignore[method-assign]
+    p.want = "start"
+    p.on_signal(signal.SIGUSR2, inside)
+    assert acted == []  # the worker signals again a little later
+    p.on_signal(signal.SIGUSR2, outside)
+    assert acted == ["signal"]

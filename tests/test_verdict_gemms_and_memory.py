@@ -1,6 +1,7 @@
 """A busy GPU whose tensor-core GEMMs take turns with memory-bound kernels (eager training: unfused norms, dropout,
 residual adds): GPM's counters see SMs busy with quiet math pipes and DRAM streaming, leave memory_bound open and
-advise fusing; a trace replaces compute_bound with memory_bound only where those kernels clearly lead. H200 recordings."""
+advise fusing; a trace replaces compute_bound with memory_bound only where those kernels clearly lead (H200
+recordings)."""
 
 from __future__ import annotations
 
@@ -116,3 +117,15 @@ def test_kernels_settle_with_the_samplers_own_cause_or_a_clear_lead():
     assert kernels_settle(trace(memory_bound=20.3, compute_bound=18.6), both, B.compute_bound) is None
     assert kernels_settle(trace(memory_bound=10.0, compute_bound=50.0), both, B.compute_bound) == B.compute_bound
     assert kernels_settle(trace(memory_bound=41.0), [B.compute_bound, B.sync_bound], B.compute_bound) is None
+
+
+def test_a_run_too_short_beside_the_profilers_hold_still_discounts_the_idle_the_profiler_caused():
+    # a machine just started: the profiler held 5.3 and 7.5 s of 10 s loops, too little run beside it to measure
+    # its effect; live, the traces' launch_bound (32-33% idle) decided against 100% GPU-Util in the steady run
+    for key in ("bert_large_train.default_4", "bert_large_train.no_gpm_2"):
+        rec = LIVE[key]
+        assert rec["merged"] == "launch_bound"
+        report = judged(rec)
+        assert report.verdict.profiler_effect is None
+        assert report.verdict.bottleneck == B.compute_bound and report.verdict.merged.profiler_starved, key
+        assert "100% in the steady run" in report.verdict.merged.why

@@ -45,10 +45,8 @@ class Profiler:
         ranked: bool = False,
         gate: Optional[str] = None,
     ) -> None:
-        """`ranked`: a rank of a distributed job. Its ranks run in lockstep and wait on each other, so each
-        asks for its start at the same wall-clock instant (a multiple of RANK_ALIGN_S) and starts at the
-        next optimizer step — never by signal while the job is still setting up: the ranks profile the
-        same steps, give or take the steps a rank starved of CPU takes to reach its start."""
+        """`ranked`: a rank of a distributed job (its ranks wait on each other): each asks for its start at the same
+        instant (a multiple of RANK_ALIGN_S) and starts at its next optimizer step, not by signal while it sets up."""
         self.out, self.skip_s, self.steps = out, skip_s, steps
         self.ranked, self.gate = ranked, gate
         self.window_s, self.max_s, self.cuda = window_s, max_s, cuda
@@ -173,7 +171,7 @@ class Profiler:
     def on_signal(self, signum: int, frame: Any) -> None:
         if self.want == "start" and self.seen_step:
             return  # a training loop: its optimizer step starts the profiler, past the first steps
-        if self.want and not importing():
+        if self.want and not importing(frame):
             self.act("signal")  # else the worker signals again a little later
 
     def owns_signal(self) -> bool:
@@ -349,14 +347,16 @@ def window_path(out: str, window: int) -> str:
     return "%s.w%d%s" % (root, window, ext)
 
 
-def importing() -> bool:
-    """A module half-imported on this thread: starting the profiler now could import it again."""
-    for mod in list(sys.modules.values()):
-        if getattr(getattr(mod, "__spec__", None), "_initializing", False) is True:
-            return True
-    return False
+def importing(frame: Any = None) -> bool:
+    """A module half-imported, or (from a signal's frame) torch.compile's compiler at work: no place to start."""
+    if any(getattr(getattr(m, "__spec__", None), "_initializing", False) is True for m in list(sys.modules.values())):
+        return True
+    while frame is not None and not any(d in frame.f_code.co_filename.replace("\\", "/") for d in COMPILER_DIRS):
+        frame = frame.f_back
+    return frame is not None
 
 
+COMPILER_DIRS = ("torch/_dynamo/", "torch/_inductor/", "torch/_functorch/")  # dynamo, inductor, AOTAutograd
 # the variables `trace.inject.prepare` sets (GPUTRIAGE_PROFILE_<NAME>), and their defaults
 DEFAULTS = {"skip_s": "2", "steps": "10", "window_s": "0.5", "max_s": "3", "cuda": "1", "gate": ""}
 PARSE: dict[str, Callable[[str], Any]] = {"skip_s": float, "steps": int, "window_s": float, "max_s": float}

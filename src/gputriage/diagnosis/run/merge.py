@@ -17,7 +17,8 @@ A trace whose idle the profiler caused is discounted: where the GPU was busy out
 (GPU-Util >= BUSY_OUTSIDE) and the trace names a host-side cause (launch, host, input, sync) that the sampler
 neither named nor left open, the trace's idle is the profiler's per-op overhead (it records every op the host
 launches: a busy training loop, 100% GPU-Util and 85% SM activity unprofiled on an H200, read 47% idle and
-launch_bound in its trace), and the sampler's verdict stands, with or without GPM — unless the sampler left kernel-side
+launch_bound in its trace; where the run beside the profiler's hold is too short to measure its effect, the steady
+run's GPU-Util stands for the time outside), and the sampler's verdict stands, with or without GPM — unless the sampler left kernel-side
 causes open (compute_bound or memory_bound): the trace's kernels, which the profiler's overhead on the host does not
 lengthen, settle those by their share of the window where one is the sampler's own cause or leads it clearly. Where
 the sampler was undecided and the profiled window is unlike the run, a trace that names none of the causes the
@@ -136,19 +137,19 @@ def merge(
             profiler_note=note,
             why=f"{note}: the trace's {t.value} is its own overhead",
         )
+    # too short a run beside the profiler's hold for its effect: the steady run's GPU-Util, held windows left out
+    outside = effect.outside_pct if effect is not None else (sampler.evidence.get("util_pct") if sampler else None)
     if (
-        effect is not None
-        and effect.outside_pct >= BUSY_OUTSIDE.value
+        outside is not None
+        and outside >= BUSY_OUTSIDE.value
         and t in HOST_BOUND
         and s is not None
         and s not in HOST_BOUND
         and t not in undecided
     ):
         idle = f", {trace.gpu_idle_pct:.0f}% idle" if trace is not None and trace.gpu_idle_pct else ""
-        note = (
-            f"the GPU was busy outside the profiled window (GPU-Util {effect.outside_pct:.0f}%, "
-            f"{effect.inside_pct:.0f}% while profiled)"
-        )
+        inside = f", {effect.inside_pct:.0f}% while profiled" if effect is not None else " in the steady run"
+        note = f"the GPU was busy outside the profiled window (GPU-Util {outside:.0f}%{inside})"
         kernels = kernels_settle(trace, undecided, s)
         said = (
             f"but its kernels, which that overhead does not lengthen, settle what the sampler left open: "
