@@ -18,9 +18,10 @@ A trace whose idle the profiler caused is discounted: where the GPU was busy out
 neither named nor left open, the trace's idle is the profiler's per-op overhead (it records every op the host
 launches: a busy training loop, 100% GPU-Util and 85% SM activity unprofiled on an H200, read 47% idle and
 launch_bound in its trace; where the run beside the profiler's hold is too short to measure its effect, the steady
-run's GPU-Util stands for the time outside), and the sampler's verdict stands, with or without GPM — unless the sampler left kernel-side
-causes open (compute_bound or memory_bound): the trace's kernels, which the profiler's overhead on the host does not
-lengthen, settle those by their share of the window where one is the sampler's own cause or leads it clearly. Where
+run's GPU-Util stands for the time outside), and the sampler's verdict stands, with or without GPM — unless the
+sampler left kernel-side causes open (compute_bound or memory_bound): the trace's kernels, which the profiler's
+overhead on the host does not lengthen, settle those by their share of the window where one is the sampler's own
+cause or leads it clearly. Where
 the sampler was undecided and the profiled window is unlike the run, a trace that names none of the causes the
 sampler left open does not decide either (its kernels settle kernel-side causes as above). Between two causes of what
 the kernels compute (compute_bound, memory_bound, tensor_cores_idle), the trace's replaces the sampler's only when it
