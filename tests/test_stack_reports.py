@@ -97,15 +97,18 @@ def test_the_terminal_and_the_page_show_the_lines():
 
 MONITORED = textwrap.dedent("""
     import json, queue, threading, time, gputriage
-    q = queue.Queue()
-    def producer():
+    q, asked = queue.Queue(), threading.Event()
+    def producer():  # an item 0.1 s after each request: the main thread waits however slow its lists are
         while True:
+            asked.wait()  # the producer's wait
+            asked.clear()
             time.sleep(0.1)
             q.put(1)
     threading.Thread(target=producer, daemon=True).start()
     with gputriage.monitor(isolated=ISOLATED) as m:
         t0 = time.time()
         while time.time() - t0 < 2.5:
+            asked.set()
             item = q.get()  # the wait
             rows = [[i * 1.0 for i in range(2000)] for _ in range(300)]  # the lists: a third of the time or more
     print(json.dumps([[x.line, x.category, x.main] for x in m.report.stacks.lines]))
@@ -124,4 +127,5 @@ def test_monitor_names_the_lines_of_its_block(tmp_path, isolated):
     build = next(i for i, s in enumerate(source, 1) if "# the lists" in s)
     assert (wait, "input_wait", True) in seen and (build, "host_compute", True) in seen
     sleep = next(i for i, s in enumerate(source, 1) if "time.sleep(0.1)" in s)
-    assert {line for line, _, main in seen if not main} <= {sleep, 0}  # the producer's (or a collection)
+    asked = next(i for i, s in enumerate(source, 1) if "# the producer's wait" in s)
+    assert {line for line, _, main in seen if not main} <= {sleep, asked, 0}  # the producer's (or a collection)
