@@ -118,7 +118,9 @@ def skip_module(name: str) -> None:
     """Have dynamo skip one of gputriage's modules now (its hooks are about to run in the workload's calls: the
     watcher's own pass may come after the workload's first compiled call)."""
     skip, module = skipper(), sys.modules.get(name)
-    for code in module_codes(module) if skip is not None and module is not None else []:
+    if skip is None or module is None:
+        return
+    for code in module_codes(module):
         skip(code)
 
 
