@@ -490,11 +490,11 @@ def test_a_signal_inside_inductor_waits_and_one_in_the_workloads_code_starts(tmp
     # live on an H200 (cold inductor cache, --no-gpm): the profiler started by signal while the main thread waited
     # on inductor's compile workers; its stop then failed ("Can't disable Kineto profiler when it's not running")
     # and the workload exited 1
-    from gputriage.inworkload.profiler_hook import importing
+    from gputriage.inworkload.profiler_hook import unsafe_to_start
 
     inside = _frame_in("/venv/lib/python3.12/site-packages/torch/_inductor/compile_fx.py")
     outside = _frame_in(str(tmp_path / "train.py"))
-    assert importing(inside) and not importing(outside) and not importing()
+    assert unsafe_to_start(inside) and not unsafe_to_start(outside) and not unsafe_to_start()
     p = Profiler(str(tmp_path / "trace.json"), cuda=False)
     acted: list[str] = []
     p.act = acted.append  # type: ignore[method-assign]

@@ -171,7 +171,7 @@ class Profiler:
     def on_signal(self, signum: int, frame: Any) -> None:
         if self.want == "start" and self.seen_step:
             return  # a training loop: its optimizer step starts the profiler, past the first steps
-        if self.want and not importing(frame):
+        if self.want and not unsafe_to_start(frame):
             self.act("signal")  # else the worker signals again a little later
 
     def owns_signal(self) -> bool:
@@ -205,9 +205,9 @@ class Profiler:
             acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
             self.make = lambda: profile(activities=acts, record_shapes=True)
             dynamo = sys.modules.get("gputriage_dynamo_counters") or sys.modules.get(f"{__package__}.dynamo_counters")
-            if not self.hooks and dynamo is not None:  # kept off torch.compile before they can run in a compiled call
-                dynamo.skip_module(__name__)
             if not self.hooks:
+                if dynamo is not None:  # kept off torch.compile before they can run in a compiled call
+                    dynamo.skip_module(__name__)
                 self.hooks = [
                     register_optimizer_step_post_hook(self.on_step),
                     register_module_forward_pre_hook(self.on_forward),
@@ -347,7 +347,7 @@ def window_path(out: str, window: int) -> str:
     return "%s.w%d%s" % (root, window, ext)
 
 
-def importing(frame: Any = None) -> bool:
+def unsafe_to_start(frame: Any = None) -> bool:
     """A module half-imported, or (from a signal's frame) torch.compile's compiler at work: no place to start."""
     if any(getattr(getattr(m, "__spec__", None), "_initializing", False) is True for m in list(sys.modules.values())):
         return True

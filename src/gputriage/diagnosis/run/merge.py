@@ -21,9 +21,8 @@ launch_bound in its trace; where the run beside the profiler's hold is too short
 run's GPU-Util stands for the time outside), and the sampler's verdict stands, with or without GPM — unless the
 sampler left kernel-side causes open (compute_bound or memory_bound): the trace's kernels, which the profiler's
 overhead on the host does not lengthen, settle those by their share of the window where one is the sampler's own
-cause or leads it clearly. Where
-the sampler was undecided and the profiled window is unlike the run, a trace that names none of the causes the
-sampler left open does not decide either (its kernels settle kernel-side causes as above). Between two causes of what
+cause or leads it clearly. A profiled window unlike the run does not decide either, whether the sampler was decided
+or left open causes the trace does not name (its kernels settle kernel-side causes as above). Between two causes of what
 the kernels compute (compute_bound, memory_bound, tensor_cores_idle), the trace's replaces the sampler's only when it
 leads it clearly in the window (KERNEL_LEAD): a near tie is a GPU whose time both share, and the sampler's stands.
 """
@@ -167,28 +166,18 @@ def merge(
             profiler_note=note,
             why=f"{note}: the trace's {t.value}{idle} is the profiler's own overhead on every op, {said}",
         )
-    if decided and effect is not None and abs(drop) >= PROFILER_DROP.value:
-        return MergedVerdict(
-            bottleneck=s,
-            source="sampler",
-            sampler=s,
-            trace=t,
-            profiler_starved=starved,
-            profiler_note=note if starved else "",
-            why=f"the profiled window is unlike the rest of the run (GPU-Util "
-            f"{effect.inside_pct:.0f}% while profiled, {effect.outside_pct:.0f}% otherwise): its "
-            f"{t.value} does not override the sampler",
-        )
-    if undecided and s is not None and effect is not None and abs(drop) >= PROFILER_DROP.value and t not in undecided:
-        kernels = kernels_settle(trace, undecided, s)
+    if s is not None and effect is not None and abs(drop) >= PROFILER_DROP.value and t not in undecided:
+        kernels = kernels_settle(trace, undecided, s)  # kernel-side causes left open: its kernels still settle them
         return MergedVerdict(
             bottleneck=kernels or s,
             source="trace" if kernels else "sampler",
             sampler=s,
             trace=t,
+            profiler_starved=starved,
+            profiler_note=note if starved else "",
             why=f"the profiled window is unlike the rest of the run (GPU-Util {effect.inside_pct:.0f}% while profiled, "
-            f"{effect.outside_pct:.0f}% otherwise) and its {t.value} is none of the causes the sampler left open"
-            + (f"; its kernels settle them: {kernels_said(trace)}" if kernels and trace else f": {s.value} stands"),
+            f"{effect.outside_pct:.0f}% otherwise): its {t.value} does not override the sampler"
+            + (f"; its kernels settle what the sampler left open: {kernels_said(trace)}" if kernels and trace else ""),
         )
     if decided and trace is not None and trace.confidence < SURE_TRACE.value:
         return MergedVerdict(
