@@ -77,6 +77,11 @@ def unavailable() -> Unavailable | None:
     return None
 
 
+def missing(reader: object) -> Unavailable | None:
+    """Why py-spy cannot be used, where `reader` is this module's `dump` (a test's stand-in is never missing)."""
+    return unavailable() if reader is dump else None
+
+
 def dump(pid: int, timeout_s: float = DUMP_TIMEOUT_S) -> Reading:
     """The threads of a Python process as py-spy dumps them (a list of dicts), or why not."""
     exe = executable()

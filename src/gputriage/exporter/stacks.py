@@ -20,7 +20,7 @@ def availability(dump: Dump = pyspy.dump) -> Unavailable | None:
     """Why py-spy cannot read the processes on the GPUs here (None: it can): not installed, or not permitted to read
     this process — one py-spy did not start, as the processes on the GPUs are not (ptrace_scope 1 lets a process
     read only what it started)."""
-    missing = pyspy.unavailable() if dump is pyspy.dump else None
+    missing = pyspy.missing(dump)
     if missing is not None:
         return missing
     got = dump(os.getpid())
@@ -30,7 +30,7 @@ def availability(dump: Dump = pyspy.dump) -> Unavailable | None:
 def dump_stacks(pids: list[int], dump: Dump = pyspy.dump) -> PySpyStacks:
     """One dump of each process now (`every_s` 0: on demand), or why there is none: py-spy not installed, not
     permitted (with what would permit it), a process that is not Python, no process on the GPUs."""
-    missing = pyspy.unavailable() if dump is pyspy.dump else None
+    missing = pyspy.missing(dump)
     if missing is not None:
         return PySpyStacks(available=False, why=missing.detail)
     sampler = PySpySampler(lambda: pids, every_s=0.0, dump=dump)

@@ -118,10 +118,16 @@ def skip_module(name: str) -> None:
     """Have dynamo skip one of gputriage's modules now (its hooks are about to run in the workload's calls: the
     watcher's own pass may come after the workload's first compiled call)."""
     skip, module = skipper(), sys.modules.get(name)
-    if skip is None or module is None:
-        return
-    for code in module_codes(module):
+    if skip is not None and module is not None:
+        _skip_codes(skip, module)
+
+
+def _skip_codes(skip: Callable[[CodeType], None], module: ModuleType) -> int:
+    """Skip every code object of one of gputriage's modules (`module_codes` keeps only gputriage's files); how many."""
+    codes = module_codes(module)
+    for code in codes:
         skip(code)
+    return len(codes)
 
 
 class OwnFrames:
@@ -147,10 +153,7 @@ class OwnFrames:
                 self.modules_seen = -1  # still importing: looked at again next time
                 continue
             self.done.add(name)
-            if own_file(getattr(module, "__file__", None) or ""):
-                for code in module_codes(module):
-                    skip(code)
-                    skipped += 1
+            skipped += _skip_codes(skip, module)
         return skipped
 
 

@@ -132,7 +132,7 @@ class PySpySampler:
         self.thread: threading.Thread | None = None
 
     def start(self) -> PySpySampler:
-        missing = pyspy.unavailable() if self.dump is pyspy.dump else None
+        missing = pyspy.missing(self.dump)
         if missing is not None:
             self.why = missing.detail
             return self

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gputriage.inworkload.dynamo_counters import LOOP_BREAK, RECOMPILE_LIMIT
+from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.compile import BreakSite, CompiledFunction, CompileStats
 from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
 
@@ -147,7 +148,7 @@ def compile_findings(stats: CompileStats | None) -> list[Finding]:
     return out + ([recompiles] if recompiles is not None else [])
 
 
-EAGER_LOOKING = ("launch_bound", "sync_bound")  # what a compiled model run eagerly again looks like
+EAGER_LOOKING = frozenset({B.launch_bound, B.sync_bound})  # what a compiled model run eagerly again looks like
 
 
 def eager_fallback(stats: CompileStats | None) -> str:

@@ -216,8 +216,8 @@ def judge(
             trace_findings = [as_profiler_artefact(f, why) if f.id in host_side else f for f in trace_findings]
         findings += trace_findings
     fell_back = eager_fallback(rec.compile)
-    looks = {b.value for b in (verdict.bottleneck, *(v.bottleneck for v in verdicts.values())) if b is not None}
-    for v in verdicts.values() if fell_back and looks & set(EAGER_LOOKING) else ():  # a compiled model run eagerly
+    looks = {verdict.bottleneck, *(v.bottleneck for v in verdicts.values())}
+    for v in verdicts.values() if fell_back and looks & EAGER_LOOKING else ():  # a compiled model run eagerly
         v.decision = fell_back + v.decision
     if budget is not None:
         findings += check_windows(budget, rec.windows.series, rec.windows.host, static)

@@ -42,19 +42,14 @@ class RegimeTracker:
         self.regime: LiveRegime | None = None
         self.changes = 0
         self._runs: list[_Run] = []  # the last run of labels, and the one a blip ending it would fold into
-        self._started = False
-        self._last_s: float | None = None
 
     def add(self, t_s: float, label: str) -> RegimeChange | None:
         """The label of the window ending at `t_s`; the change of regime it completes, if any. A time not after the
         last one given (the same second asked again, a clock set back) is ignored."""
-        if self._last_s is not None and t_s <= self._last_s:
+        if self._runs and t_s <= self._runs[-1].last_s:
             return None
-        self._last_s = t_s
-        if not self._started:
-            if label == B.idle.value:
-                return None  # the start-up: the GPU has not computed yet
-            self._started = True
+        if not self._runs and label == B.idle.value:
+            return None  # the start-up: the GPU has not computed yet
         self._extend(t_s, label)
         last = self._runs[-1]
         held = Regime(last.first_s - self.window_s, t_s, last.label)
@@ -97,7 +92,7 @@ class LiveRegimes:
         out = []
         for gpu, label in sorted(labels.items()):
             tracker = self.trackers.setdefault(gpu, RegimeTracker(gpu, self.window_s))
-            change = tracker.add(t_s, str(getattr(label, "value", label)))
+            change = tracker.add(t_s, label)
             if change is not None:
                 out.append(change)
         return out

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import msgspec
 
-from gputriage.diagnosis.run.verdict import EDGES
+from gputriage.diagnosis.run.regimes import lasting
 from gputriage.model.numbers import median
 from gputriage.model.recording import Recording
 from gputriage.model.run import GpuVerdict, ProfilerEffect, ProfileReport, Regime
@@ -24,7 +24,7 @@ def _own_regime(rec: Recording, v: GpuVerdict, t_s: float, steady_from: float, s
     """The steady span to compare a profiled moment with (unix s): in a run of several regimes, the regime it fell in
     (a window taken while the input was slow is not compared with the fast regimes around it); else the steady run."""
     assert rec.started_s is not None
-    body = [r for r in v.timeline if r.regime not in EDGES]
+    body = lasting(v.timeline, rec.windows.series[v.gpu].window_s)
     regime = regime_at(body, t_s - rec.started_s, inside=True)
     if regime is None or len(body) < 2:
         return steady_from, steady_to
@@ -81,12 +81,12 @@ def hold_effect(rec: Recording, gpu: int, v: GpuVerdict, held_s: Sequence[Sequen
     if not held_s or rec.started_s is None or rec.ended_s is None:
         return None
     points, from_samples = _points(rec, gpu, min(h[0] for h in held_s))
-    spans = {
-        _own_regime(rec, v, (h[0] + h[1]) / 2, rec.started_s + v.startup_s, rec.ended_s - v.shutdown_s) for h in held_s
-    }
+    groups: dict[tuple[float, float], list[Sequence[float]]] = {}  # the holds by the span of their own regime
+    for h in held_s:
+        span = _own_regime(rec, v, (h[0] + h[1]) / 2, rec.started_s + v.startup_s, rec.ended_s - v.shutdown_s)
+        groups.setdefault(span, []).append(h)
     worst: ProfilerEffect | None = None
-    for lo, hi in spans:
-        holds = [h for h in held_s if lo <= (h[0] + h[1]) / 2 <= hi]
+    for (lo, hi), holds in groups.items():
         inside = [u for t, u in points if u is not None and any(h0 <= t <= h1 for h0, h1 in holds)]
         outside = [
             u for t, u in points if u is not None and lo <= t <= hi and not any(h0 <= t <= h1 for h0, h1 in held_s)

@@ -64,6 +64,11 @@ def lasts(r: Regime, window_s: float) -> bool:
     return is_bottleneck_regime(r) and r.end_s - r.start_s >= max(MIN_REGIME_S.value, 3 * window_s)
 
 
+def lasting(timeline: Sequence[Regime], window_s: float) -> list[Regime]:
+    """The regimes of a timeline that count as regimes (`lasts`): no start-up, warm-up, shut-down or blip."""
+    return [r for r in timeline if lasts(r, window_s)]
+
+
 def describe_regimes(
     timeline: list[Regime], ws: Sequence[WindowMetrics], t0: float, window_s: float, describe: Wording, decide: Wording
 ) -> list[Regime]:
