@@ -254,6 +254,32 @@ def test_reports_of_several_processes_are_summed(tmp_path: Path) -> None:
     assert merge([rank]) is rank
 
 
+def test_each_function_is_named_once_over_the_ranks_that_compiled_it() -> None:
+    def rank(seconds: float, reason: str) -> CompileStats:
+        return CompileStats(
+            frames_compiled=3,
+            compiled_functions=[
+                CompiledFunction(
+                    function="forward",
+                    file="m.py",
+                    line=21,
+                    compilations=3,
+                    recompiles=2,
+                    compile_s=seconds,
+                    recompile_reason=reason,
+                ),
+                CompiledFunction(function="forward", file="m.py", line=27, after_break=True, compilations=1),
+            ],
+        )
+
+    stats = merge([rank(4.0, "size 256"), rank(5.0, "size 320")])
+    assert [(f.line, f.after_break, f.compilations, f.recompiles) for f in stats.compiled_functions] == [
+        (21, False, 6, 4),
+        (27, True, 2, 0),
+    ]
+    assert stats.compiled_functions[0].compile_s == 9.0 and stats.compiled_functions[0].recompile_reason == "size 320"
+
+
 def test_findings_name_where_the_graph_breaks_and_what_recompiles() -> None:
     stats = CompileStats(
         frames_compiled=16,

@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 
 from gputriage.inworkload import dynamo_counters
-from gputriage.model.compile import BreakReason, BreakSite, CompileStats
+from gputriage.model.compile import BreakReason, BreakSite, CompiledFunction, CompileStats
 
 MAX_ITEMS = dynamo_counters.MAX_ITEMS
 
@@ -30,7 +30,7 @@ def read_compile_stats(folder: str | Path) -> CompileStats | None:
 
 
 def merge(reports: list[CompileStats]) -> CompileStats:
-    """Several processes' reports as one: counts summed, reasons and sites merged by name."""
+    """Several processes' reports as one: counts summed, reasons, sites and functions merged by name."""
     if len(reports) == 1:
         return reports[0]
     reasons: dict[str, int] = {}
@@ -56,5 +56,24 @@ def merge(reports: list[CompileStats]) -> CompileStats:
             BreakSite(function=f, line=line, file=file, count=v, in_loop=loop)
             for (f, line, file, loop), v in sorted(sites.items(), key=lambda kv: -kv[1])
         ][:MAX_ITEMS],
-        compiled_functions=[f for r in reports for f in r.compiled_functions][:MAX_ITEMS],
+        compiled_functions=_functions([f for r in reports for f in r.compiled_functions]),
     )
+
+
+def _functions(rows: list[CompiledFunction]) -> list[CompiledFunction]:
+    """Each function once over the processes that compiled it (every rank compiles the same model): its counts and
+    seconds summed, the last guard that failed and why dynamo gave up kept; the costliest first."""
+    out: dict[tuple[str, str, int, bool], CompiledFunction] = {}
+    for f in rows:
+        key = (f.function, f.file, f.line, f.after_break)
+        seen = out.get(key)
+        if seen is None:
+            out[key] = msgspec.structs.replace(f)
+            continue
+        seen.compilations += f.compilations
+        seen.recompiles += f.recompiles
+        if f.compile_s is not None:
+            seen.compile_s = round((seen.compile_s or 0.0) + f.compile_s, 3)
+        seen.recompile_reason = f.recompile_reason or seen.recompile_reason
+        seen.fallback = f.fallback or seen.fallback
+    return sorted(out.values(), key=lambda f: -(f.compile_s or 0.0))[:MAX_ITEMS]
