@@ -137,6 +137,11 @@ def stack_shares(m: WindowMetrics | Mapping[str, float]) -> dict[str, float] | N
     return {c: get(field) or 0.0 for c, field in SHARE_FIELDS.items()}
 
 
+def waits_for_input(shares: Mapping[str, float]) -> bool:
+    """The main thread waited for input RATE_WAITS of its time or more, longer than it did anything else."""
+    return shares["input_wait"] >= RATE_WAITS.value and shares["input_wait"] == max(shares.values())
+
+
 def stacks_say(shares: Mapping[str, float], b: B) -> bool:
     """The main thread's dominant category names `b`, as `from_stacks` names it."""
     top = max(shares, key=lambda c: shares[c])

@@ -16,9 +16,9 @@ from gputriage.diagnosis.run.findings import INPUT_RATE_BOUND
 from gputriage.diagnosis.run.host_side import (
     INPUT_READ,
     OTHERS_BUSY,
-    RATE_WAITS,
     stack_shares,
     stacks_say,
+    waits_for_input,
     waits_on_loader,
 )
 from gputriage.diagnosis.thresholds import IOWAIT
@@ -180,12 +180,10 @@ def rate_bound(evidence: Mapping[str, float]) -> bool:
     shares = stack_shares(evidence)
     if shares is None:
         return False
-    waits = shares["input_wait"]
     return (
-        waits >= RATE_WAITS.value
-        and waits == max(shares.values())
+        waits_for_input(shares)
         and not waits_on_loader(
-            waits,
+            shares["input_wait"],
             evidence.get("host_input_loader_share"),
             evidence.get("workload_cpu_pct"),
             evidence.get("gpu_process_cpu_pct"),
@@ -207,8 +205,8 @@ def annotate(v: GpuVerdict, stacks: HostStacks | None) -> None:
         return  # the CPU's figures decided it (a busy thread beside the main one, no stack samples)
     util = v.evidence.get("util_pct")
     doing = ", ".join(f"{DOING[c]} {s:.0%}" for c, s in sorted(shares.items(), key=lambda kv: -kv[1]) if s >= 0.1)
-    at = next((x for x in v.lines if x.main and not x.inferred), None)
-    where = f" (most at {_short(at.file)}:{at.line} in {at.function}, {at.share:.0%})" if at else ""
+    at = main_line(v.lines)
+    where = f" ({most_at(at)})" if at else ""
     gpu = f"GPU-Util {util:.0f}% while" if util is not None else "While"
     v.summary = f"{gpu} the main thread {doing or 'is seen'}{where}: {v.bottleneck.value}"
     top = max(shares, key=lambda c: shares[c])
@@ -250,17 +248,20 @@ def annotate_regimes(v: GpuVerdict, run: WindowedRun, started_s: float) -> None:
     named = {b.value for b in NAMES_LINES}
     for r in body if len(body) >= 2 else ():
         stacks = run_stacks(run, started_s + r.start_s, started_s + r.end_s) if r.regime in named else None
-        at = next((x for x in stacks.lines if x.main and not x.inferred), None) if stacks else None
-        if stacks is None or at is None:
-            continue
-        r.summary += (
-            f"; the main thread {DOING[at.category]} {stacks.main_shares[at.category]:.0%} of it "
-            f"(most at {_short(at.file)}:{at.line} in {at.function}, {at.share:.0%})"
-        )
+        at = main_line(stacks.lines) if stacks else None
+        if stacks is not None and at is not None:
+            share = stacks.main_shares[at.category]
+            r.summary += f"; the main thread {DOING[at.category]} {share:.0%} of it ({most_at(at)})"
 
 
-def _short(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
+def main_line(lines: list[HostLine]) -> HostLine | None:
+    """The main thread's first line that a sample caught."""
+    return next((x for x in lines if x.main and not x.inferred), None)
+
+
+def most_at(x: HostLine) -> str:
+    """ "most at loop.py:18 in batch, 62%"."""
+    return f"most at {x.file.rsplit('/', 1)[-1]}:{x.line} in {x.function}, {x.share:.0%}"
 
 
 def with_lines(f: Finding | None, v: GpuVerdict) -> Finding | None:

@@ -24,13 +24,13 @@ from gputriage.diagnosis.bottlenecks import (
 )
 from gputriage.diagnosis.run.classify import TENSOR_BUSY, computes, label, takes_turns, waits_on_latency
 from gputriage.diagnosis.run.host_side import (
-    RATE_WAITS,
     beside_main,
     helpers_busy,
     helpers_cpu,
     host_work,
     saves_to_storage,
     stack_shares,
+    waits_for_input,
 )
 from gputriage.diagnosis.run.regimes import describe_regimes
 from gputriage.model.bottleneck import Bottleneck as B
@@ -112,10 +112,10 @@ def answering_requests(ws: Sequence[WindowMetrics], labelled: list[tuple[B, list
     out = list(labelled)
     for i in range(1, len(ws)):
         before, now = ws[i - 1].steps_total, ws[i].steps_total
-        shares = stack_shares(ws[i])
-        if out[i][0] != B.idle or before is None or now is None or now <= before or shares is None:
+        if out[i][0] != B.idle or before is None or now is None or now <= before:
             continue
-        if shares["input_wait"] >= RATE_WAITS.value and shares["input_wait"] == max(shares.values()):
+        shares = stack_shares(ws[i])
+        if shares is not None and waits_for_input(shares):
             out[i] = (B.input_starved, [B.idle])
     return out
 
