@@ -16,12 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from gputriage.diagnosis.run.regimes import lasts
+from gputriage.diagnosis.run.regimes import BLIP_WINDOWS, lasts
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.live_regime import LiveRegime, RegimeChange
 from gputriage.model.run import Regime
-
-BLIP_WINDOWS = 1.5  # a run of labels held for less than this many windows is one window: a blip (verdict.regimes)
 
 
 @dataclass

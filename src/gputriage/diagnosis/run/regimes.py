@@ -59,6 +59,9 @@ def is_bottleneck_regime(r: Regime) -> bool:
 Wording = Callable[[B, dict[str, float]], str]
 
 
+BLIP_WINDOWS = 1.5  # a run of labels held for less than this many windows is one window: a blip, folded
+
+
 def lasts(r: Regime, window_s: float) -> bool:
     """A regime long enough to count as one (not a blip)."""
     return is_bottleneck_regime(r) and r.end_s - r.start_s >= max(MIN_REGIME_S.value, 3 * window_s)

@@ -32,7 +32,7 @@ from gputriage.diagnosis.run.host_side import (
     stack_shares,
     waits_for_input,
 )
-from gputriage.diagnosis.run.regimes import describe_regimes
+from gputriage.diagnosis.run.regimes import BLIP_WINDOWS, describe_regimes
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
@@ -123,9 +123,9 @@ def answering_requests(ws: Sequence[WindowMetrics], labelled: list[tuple[B, list
 def regimes(
     ws: Sequence[WindowMetrics], labels: Sequence[B], t0: float, start: int | None, end: int | None, window_s: float
 ) -> list[Regime]:
-    """Consecutive windows of one label, start-up and shut-down apart; one-window blips folded into
-    the regime before them."""
+    """Consecutive windows of one label, start-up and shut-down apart; one-window blips folded into the one before."""
     out: list[Regime] = []
+    blip_s = BLIP_WINDOWS * window_s
     if start is not None and ws[start].t0_s > t0:
         out.append(Regime(0.0, ws[start].t0_s - t0, "start-up"))
     for i, (w, lab) in enumerate(zip(ws, labels)):
@@ -140,7 +140,7 @@ def regimes(
             out.append(Regime(w.t0_s - t0, w.t1_s - t0, lab.value))
     merged: list[Regime] = []
     for r in out:
-        if merged and r.end_s - r.start_s < 1.5 * window_s and r.regime not in EDGES and merged[-1].regime not in EDGES:
+        if merged and r.end_s - r.start_s < blip_s and r.regime not in EDGES and merged[-1].regime not in EDGES:
             merged[-1].end_s = r.end_s
             continue
         if merged and merged[-1].regime == r.regime:
