@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import threading
@@ -285,7 +286,10 @@ def test_a_tiny_kv_cache_planted_in_a_live_server_is_named(model, tmp_path):
         # naming nothing is then the right answer, not a miss
         ttft = eight["ttft"]["p50_ms"] / max(one["ttft"]["p50_ms"], 1e-9)
         collapsed = eight["output_tokens_per_s"] <= 0.5 * one["output_tokens_per_s"]
-        assert ttft < QUEUE_TTFT.value and not collapsed, (fs.keys(), one, eight)
+        figures = {
+            k: [one.get(k), eight.get(k)] for k in ("ttft", "tpot", "output_tokens_per_s", "server", "duration_s")
+        }
+        assert ttft < QUEUE_TTFT.value and not collapsed, (fs.keys(), figures)
 
 
 def test_an_admission_cap_is_named_queueing_and_an_open_server_is_not():
@@ -305,6 +309,28 @@ def test_an_admission_cap_is_named_queueing_and_an_open_server_is_not():
     assert f.evidence["from"] == "concurrency 2" and t1 >= 2 * t0 and t1 / t0 >= 2 * d1 / d0
     open_server = msgspec.json.decode((fixtures / "load_transformers_serve.json").read_bytes(), type=LoadReport)
     assert "load.queueing" not in {f.id for f in findings(open_server.steps)}
+
+
+def test_a_queue_whose_streams_arrived_whole_is_still_named():
+    """A client on a saturated CPU may read a fast stream in one chunk: its TPOT reads 0 ms. That is a TPOT that
+    held, not a missing one: the capped recording with its loaded step's streams read whole is still queueing,
+    and with its unloaded step's too; a TPOT that grew from 0 is not taken as holding."""
+    import msgspec
+
+    from gputriage.diagnosis.serving.findings import findings
+    from gputriage.model.load import LoadReport
+
+    raw = (pathlib.Path(__file__).parent / "fixtures" / "cpu" / "load_capped_kv.json").read_bytes()
+    capped = msgspec.json.decode(raw, type=LoadReport)
+    i = next(i for i, s in enumerate(capped.steps) if s.concurrency == 4)
+    upto = capped.steps[: i + 1]  # concurrency 1, 2, 4
+    upto[i].tpot.p50_ms = 0.0
+    assert "load.queueing" in {f.id for f in findings(upto)}
+    upto[i - 1].tpot.p50_ms = 0.0
+    assert "load.queueing" in {f.id for f in findings(upto)}
+    upto[0].tpot.p50_ms = 0.0
+    upto[i].tpot.p50_ms = 5.0  # from 0 to 5 ms, against either step before it: no ratio to judge by
+    assert "load.queueing" not in {f.id for f in findings(upto)}
 
 
 def test_an_unreachable_server_and_bad_options_are_one_line_errors():
