@@ -2,20 +2,23 @@
 report, the run store, and a table (workload, mode, expected cause, verdict, top Python lines, finding ids).
 
     python benchmarks/live_batch.py --out DIR [--seconds 10] [--modes default,no-profile,no-gpm]
-                                    [--workloads name,pathologies/name] [--budget-s 540]
+                                    [--workloads name,pathologies/name] [--budget-s 540] [--cold-compile]
 
 A name is a script of examples/workloads, or a path under examples/ (`pathologies/gpt_loop`), with the script's own
 arguments after colons (`pathologies/gpt_loop:--fixed`). The expected cause is read from each workload's docstring
 (the words before its last full stop naming a bottleneck); the verdict code never sees the workload's name. Stops
 starting runs when the time budget is spent, so a batch ends inside the device's limit with what it measured kept.
+`--cold-compile` gives each run empty inductor and Triton caches, so torch.compile compiles from scratch every time.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,7 +50,14 @@ def expected(script: Path) -> str:
 
 
 def run_one(
-    script: Path, mode: str, seconds: float, out: Path, store: Path, limit_s: float, extra: tuple[str, ...] = ()
+    script: Path,
+    mode: str,
+    seconds: float,
+    out: Path,
+    store: Path,
+    limit_s: float,
+    extra: tuple[str, ...] = (),
+    cold_compile: bool = False,
 ) -> dict:
     name = script.stem + "".join(extra)
     report = out / f".{name}.{mode}.json"  # appended to reports.jsonl, then removed
@@ -70,17 +80,22 @@ def run_one(
         *extra,
     ]
     t0 = time.monotonic()
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=limit_s)
-        code, tail = proc.returncode, (proc.stdout + proc.stderr)[-600:]
-    except subprocess.TimeoutExpired:
-        code, tail = None, "timed out"
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ)
+        if cold_compile:
+            env |= {"TORCHINDUCTOR_CACHE_DIR": f"{cache}/inductor", "TRITON_CACHE_DIR": f"{cache}/triton"}
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=limit_s, env=env)
+            code, tail = proc.returncode, (proc.stdout + proc.stderr)[-600:]
+        except subprocess.TimeoutExpired:
+            code, tail = None, "timed out"
     row = {
         "workload": name,
         "mode": mode,
         "expected": expected(script),
         "rc": code,
         "wall_s": round(time.monotonic() - t0, 1),
+        "cold_compile": cold_compile,
         "output_tail": tail,  # the workload's own last words, whatever the verdict
     }
     try:
@@ -114,6 +129,7 @@ def main() -> None:
     p.add_argument("--modes", default="default,no-profile,no-gpm")
     p.add_argument("--workloads", default="")
     p.add_argument("--budget-s", type=float, default=540.0)
+    p.add_argument("--cold-compile", action="store_true", help="empty inductor and Triton caches for each run")
     a = p.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     names = [n for n in a.workloads.split(",") if n]
@@ -129,7 +145,7 @@ def main() -> None:
                 rows.append({"workload": script.stem, "mode": mode, "skipped": "time budget spent"})
                 continue
             limit = min(left, a.seconds * 6 + 60)
-            row = run_one(script, mode, a.seconds, a.out, a.out / "runs.sqlite", limit, extra)
+            row = run_one(script, mode, a.seconds, a.out, a.out / "runs.sqlite", limit, extra, a.cold_compile)
             rows.append(row)
             ok = "RIGHT" if row.get("verdict") == row["expected"] else "wrong"
             print(
