@@ -1,7 +1,7 @@
 """The exporter's regimes: each GPU's labelled seconds followed as `run` follows its windows — served as
 gputriage_regime_changes_total, gputriage_regime and gputriage_regime_since_timestamp_seconds, the last changes
-kept in its state. Driven through the exporter as `gputriage exporter` wires it, on a replayed H200 (no GPU), with
-the samples' clock set by the test."""
+kept in its state and served as JSON at `/regimes`. Driven through the exporter as `gputriage exporter` wires it, on
+a replayed H200 (no GPU), with the samples' clock set by the test."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from gputriage.diagnosis.run.regimes import MIN_REGIME_S
-from gputriage.model.live_regime import RegimeChange
+from gputriage.model.live_regime import RegimeChange, RegimesNow
 from gputriage.model.sample import Sample
 from gputriage.testing.stream_nvml import StreamNvml
 
@@ -73,6 +73,12 @@ def test_a_change_of_regime_is_served_and_kept(make_host):
         assert regime.labels["bottleneck"] == "idle" and regime.value == 1
         (since,) = fams["gputriage_regime_since_timestamp_seconds"].samples
         assert since.value == went_idle
+        with urllib.request.urlopen(ex.url.replace("/metrics", "/regimes"), timeout=5) as r:
+            now = msgspec.json.decode(r.read(), type=RegimesNow)
+        assert now.changes == state.regime_changes and now.changes_total == {0: 1}
+        assert [(g.gpu, g.bottleneck, g.since_s, g.before) for g in now.regimes] == [
+            (0, "idle", went_idle, "compute_bound")
+        ]
     finally:
         ex.stop()
 

@@ -128,3 +128,50 @@ def test_with_no_process_on_the_gpus_the_stacks_say_so(make_host):
         assert os.environ.get("GPUTRIAGE_REQUIRE_PYSPY") != "1", got["why"]
         pytest.skip(got["why"])
     assert got["why"] == "no process holds a GPU now" and got.get("dumps", 0) == 0
+
+
+def test_requests_that_arrive_during_a_round_share_it():
+    """Three requests, the second and third arriving while the first's dump runs: one dump (each pauses the
+    processes), the same answer to all three; an error reaches every waiter; the next request dumps again."""
+    import threading
+
+    from gputriage.exporter.stacks import SharedRound
+
+    entered, release, calls = threading.Event(), threading.Event(), []
+
+    def dump() -> object:
+        calls.append(1)
+        entered.set()
+        assert release.wait(60)
+        if len(calls) == 2:
+            raise OSError("py-spy died")
+        return object()
+
+    for expect_error in (False, True):
+        shared, got = SharedRound(dump), []
+        entered.clear()
+        release.clear()
+
+        def ask(round_: SharedRound = shared) -> None:
+            try:
+                got.append(round_())
+            except OSError as exc:
+                got.append(exc)
+
+        first = threading.Thread(target=ask)
+        first.start()
+        assert entered.wait(60)
+        others = [threading.Thread(target=ask) for _ in range(2)]
+        for t in others:
+            t.start()
+        for _ in range(6000):  # until both wait on the round under way (no timing assumed)
+            if shared.waiting == 2:
+                break
+            threading.Event().wait(0.01)
+        assert shared.waiting == 2
+        release.set()
+        for t in (first, *others):
+            t.join(60)
+        assert len(got) == 3 and len({id(x) for x in got}) == 1 and shared.waiting == 0
+        assert isinstance(got[0], OSError) == expect_error
+    assert len(calls) == 2  # one round each time

@@ -49,7 +49,8 @@ def exporter(
     gputriage_gpu_process_memory_bytes, _sm_util_ratio, _idle_seconds, _idle_held and _idle_held_gpu_hours. A scrape
     never waits on NVML: it reads what the sampler last read. GET /stacks dumps the Python stacks of the processes
     on the GPUs with py-spy (JSON; only when asked: a dump pauses a process for milliseconds), where py-spy is
-    installed and permitted (gputriage_pyspy_available; /stacks says why not)."""
+    installed and permitted (gputriage_pyspy_available; /stacks says why not). GET /regimes: each GPU's regime
+    and its last changes (JSON)."""
     from gputriage.api import GputriageError  # the library at the command's start: `gputriage --help` stays quick
     from gputriage.api.exporter import start_exporter
 

@@ -2,7 +2,8 @@
 labels each GPU's last second (`sampling.live.LastSecond`, named by the `label` it is given: the function
 `watch` uses), follows each GPU's regime (with the tracker it is given) and lists the processes on them, a check
 thread runs the playbook it is given; the scrape renders what they left (`state()`), through the collector it is
-given. `/stacks` dumps the Python stacks of the processes on the GPUs with py-spy when asked, never on a scrape."""
+given. `/stacks` dumps the Python stacks of the processes on the GPUs with py-spy when asked, never on a scrape (one
+dump for the requests that arrive while it runs); `/regimes` serves each GPU's regime and the last changes."""
 
 from __future__ import annotations
 
@@ -19,11 +20,10 @@ from gputriage.backends.host import Host
 from gputriage.backends.nvml import NvmlBackend, PynvmlBackend
 from gputriage.exporter.checked import Checked, checked
 from gputriage.exporter.holders import HolderTracker, Judge
-from gputriage.exporter.http import routed, serve
-from gputriage.exporter.stacks import availability, dump_stacks
+from gputriage.exporter.stacks import SharedRound, availability, dump_stacks
 from gputriage.model.check import CheckReport
 from gputriage.model.exporter import ExporterState
-from gputriage.model.live_regime import LiveRegime, RegimeChange
+from gputriage.model.live_regime import LiveRegime, RegimeChange, RegimesNow
 from gputriage.model.pyspy import PySpyStacks
 from gputriage.model.reading import Unavailable
 from gputriage.model.run import GpuStatic
@@ -91,7 +91,7 @@ class Exporter:
         self.pyspy: Unavailable | None = None  # why py-spy cannot read the processes on the GPUs (checked at start)
         self._pyspy_checked = False
         self._lock = threading.Lock()  # the regimes: updated by the judge, read by a scrape
-        self._stacks_lock = threading.Lock()  # one py-spy round at a time
+        self.stacks_round = SharedRound(self._dump)  # one py-spy round at a time, shared by who asks meanwhile
         self._stop = threading.Event()
         self._labels: dict[int, collections.deque[tuple[float, str]]] = {}
         self._checked = Checked()
@@ -135,6 +135,8 @@ class Exporter:
         replay: what `judge_once` left). Whether py-spy can read the processes on the GPUs is checked first, once."""
         try:
             from prometheus_client import CollectorRegistry, make_wsgi_app
+
+            from gputriage.exporter.http import routed, serve
         except ImportError:
             raise ExporterError(
                 "`gputriage exporter` needs prometheus-client: pip install 'gputriage[exporter]'"
@@ -146,7 +148,8 @@ class Exporter:
         registry = CollectorRegistry(auto_describe=False)
         registry.register(self._collector(self.state))
         try:
-            self._server = serve(self.listen, self.port, routed(make_wsgi_app(registry), {"/stacks": self.stacks_json}))
+            routes = {"/stacks": self.stacks_json, "/regimes": self.regimes_json}
+            self._server = serve(self.listen, self.port, routed(make_wsgi_app(registry), routes))
         except OSError as exc:
             raise ExporterError(f"cannot listen on {self.listen}:{self.port}: {exc.strerror or exc}") from None
         self.port = self._server.server_address[1]  # port 0: the one the system chose
@@ -194,13 +197,28 @@ class Exporter:
 
     def stacks(self) -> PySpyStacks:
         """One py-spy dump of each process on the GPUs now (as last listed: no NVML call), classified as `watch`
-        classifies its dumps; or why there is none."""
+        classifies its dumps; or why there is none. A request that arrives while a round runs gets that round's
+        answer: each round pauses the processes, and two taken back to back would say the same."""
+        return self.stacks_round()
+
+    def _dump(self) -> PySpyStacks:
         pids = sorted({p.pid for p in (self.live.processes if self.live is not None else [])} - {os.getpid()})
-        with self._stacks_lock:
-            return dump_stacks(pids)
+        return dump_stacks(pids)
 
     def stacks_json(self) -> bytes:
         return msgspec.json.encode(self.stacks())
+
+    def regimes_now(self) -> RegimesNow:
+        """Each GPU's regime, the last changes and how many there were: what `/regimes` serves."""
+        state = self.state()
+        return RegimesNow(
+            regimes=[state.regimes[i] for i in sorted(state.regimes)],
+            changes=state.regime_changes,
+            changes_total=state.regime_changes_total,
+        )
+
+    def regimes_json(self) -> bytes:
+        return msgspec.json.encode(self.regimes_now())
 
     def _judge(self) -> None:
         while not self._stop.wait(JUDGE_EVERY_S):

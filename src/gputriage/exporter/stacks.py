@@ -6,7 +6,9 @@ few milliseconds py-spy reads it. Whether py-spy can read a process here at all 
 from __future__ import annotations
 
 import os
-from typing import Callable
+import threading
+from concurrent.futures import Future
+from typing import Callable, Generic, TypeVar
 
 from gputriage.backends import pyspy
 from gputriage.model.pyspy import PySpyStacks
@@ -14,6 +16,7 @@ from gputriage.model.reading import Reading, Unavailable
 from gputriage.sampling.pyspy import PySpySampler
 
 Dump = Callable[[int], Reading]  # a process's threads as py-spy dumps them, or why not
+T = TypeVar("T")
 
 
 def availability(dump: Dump = pyspy.dump) -> Unavailable | None:
@@ -39,3 +42,36 @@ def dump_stacks(pids: list[int], dump: Dump = pyspy.dump) -> PySpyStacks:
     if not pids:
         out.why = "no process holds a GPU now"
     return out
+
+
+class SharedRound(Generic[T]):
+    """`fn` called once at a time; who calls while it runs waits for that call's result (or its exception) instead
+    of starting another."""
+
+    def __init__(self, fn: Callable[[], T]) -> None:
+        self.fn = fn
+        self.waiting = 0  # callers waiting on another's call now
+        self._lock = threading.Lock()
+        self._pending: Future[T] | None = None
+
+    def __call__(self) -> T:
+        with self._lock:
+            pending, mine = self._pending, self._pending is None
+            if pending is None:
+                pending = self._pending = Future()
+            else:
+                self.waiting += 1
+        if not mine:
+            try:
+                return pending.result()
+            finally:
+                with self._lock:
+                    self.waiting -= 1
+        try:
+            pending.set_result(self.fn())
+        except BaseException as exc:
+            pending.set_exception(exc)
+        finally:
+            with self._lock:
+                self._pending = None
+        return pending.result()

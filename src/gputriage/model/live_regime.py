@@ -24,3 +24,12 @@ class RegimeChange(msgspec.Struct, kw_only=True):
     from_: str = msgspec.field(name="from")
     to: str
     at_s: float  # unix seconds: when the first second of the new regime began
+
+
+class RegimesNow(msgspec.Struct, kw_only=True):
+    """What the exporter's `/regimes` serves: each GPU's regime where one has lasted, the last changes (oldest
+    first) and how many each GPU made since the exporter started."""
+
+    regimes: list[LiveRegime] = []
+    changes: list[RegimeChange] = []
+    changes_total: dict[int, int] = {}
