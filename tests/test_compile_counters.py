@@ -228,6 +228,32 @@ def test_compilations_are_tallied_across_reads_and_resets() -> None:
     assert (g["function"], g["compilations"], g["compile_s"]) == ("g", 1, 1.0)  # its backward graph's seconds too
 
 
+def test_a_look_reads_dynamos_records_only_when_they_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watcher looks once a second for the whole run: a look that finds dynamo's last record and counters as
+    they were rebuilds no report; a new record, or a graph break counted, is read and written."""
+    records = [record("0/0")]
+    utils = SimpleNamespace(
+        __spec__=SimpleNamespace(_initializing=False),
+        counters={"graph_break": {}, "frames": {"total": 1}},
+        get_compilation_metrics=lambda: list(records),
+    )
+    monkeypatch.setitem(sys.modules, "torch._dynamo.utils", utils)
+    reads: list[int] = []
+    real = dynamo_counters.read
+    monkeypatch.setattr(dynamo_counters, "read", lambda *a: reads.append(1) or real(*a))
+    watcher = dynamo_counters.Watcher(str(tmp_path))
+    watcher.look()
+    watcher.look()
+    assert len(reads) == 1 and json.loads(next(tmp_path.glob("dynamo.*.json")).read_text())["frames_compiled"] == 1
+    records.append(record("0/1", start_us=1, recompile_reason="0/0: tensor 'x' size mismatch"))
+    watcher.look()
+    watcher.look()
+    assert len(reads) == 2 and json.loads(next(tmp_path.glob("dynamo.*.json")).read_text())["recompiles"] == 1
+    utils.counters["graph_break"]["Unsupported: call_method item"] = 1
+    watcher.look()
+    assert len(reads) == 3 and json.loads(next(tmp_path.glob("dynamo.*.json")).read_text())["graph_breaks"] == 1
+
+
 def test_nothing_is_reported_where_nothing_compiled(tmp_path: Path) -> None:
     utils = SimpleNamespace(counters={"frames": {}})  # dynamo imported, nothing compiled yet
     assert dynamo_counters.read(utils)["frames_compiled"] == 0

@@ -12,11 +12,9 @@ that costs seconds). Once torch is imported, dynamo is told to run gputriage's o
 callback, a module hook, a signal handler that fire while compiled code runs would otherwise be compiled as the
 workload's). Once dynamo is imported, its counters and its record of each compilation (torch keeps the last 64:
 they are tallied at each look) go into a small JSON file of this process's in the folder `run` gave it
-(`dynamo.PID.json`, replaced atomically), and once more at exit, after the workload's own exit handlers. The
-sampler reads it at the end of the run (`sampling.compile_report`). Standard library only, and torch as the
-workload imported it; everything read is private to torch and read defensively: a torch that lacks a record
-reports without it.
-"""
+(`dynamo.PID.json`, replaced atomically) when they changed, and once more at exit, after the workload's own exit
+handlers; `sampling.compile_report` reads it. Standard library only; everything read is private to torch and read
+defensively: a torch that lacks a record reports without it."""
 
 from __future__ import annotations
 
@@ -71,9 +69,8 @@ def _ready(module: Any, loading: bool = True) -> bool:
 
 # --- gputriage's frames, left alone by dynamo -------------------------------------------------------------------
 def skipper() -> Optional[Callable[[CodeType], None]]:
-    """torch's way to have dynamo run a code object's frames as they are, never compiled (the functions they call
-    are still seen; tracing *into* them while compiling something else is unaffected, which is what the hooks
-    want: they return at once while compiling, with no graph break): `torch._dynamo.eval_frame.skip_code`, as torch's
+    """torch's way to have dynamo run a code object's frames as they are, never compiled (what they call is still
+    seen; tracing into them from compiled code is unaffected: the hooks return at once while compiling), as torch's
     C extension offers it from `import torch` on, before the workload compiles anything."""
     torch = sys.modules.get("torch")
     if not _ready(torch):
@@ -115,8 +112,8 @@ def module_codes(module: ModuleType) -> list[CodeType]:
 
 
 def skip_module(name: str) -> None:
-    """Have dynamo skip one of gputriage's modules now (its hooks are about to run in the workload's calls: the
-    watcher's own pass may come after the workload's first compiled call)."""
+    """Have dynamo skip one of gputriage's modules now (its hooks run in the workload's calls before the watcher's
+    next pass)."""
     skip, module = skipper(), sys.modules.get(name)
     if skip is not None and module is not None:
         _skip_codes(skip, module)
@@ -323,12 +320,20 @@ def read(utils: Any, convert_frame: Any = None, tally: Optional[Tally] = None) -
         out["frames_compiled"] = int(dict(counters.get("frames", {})).get("total", 0))
         if codes:
             out["recompiles"] = max(0, out["frames_compiled"] - len(codes))
+            named = [c for c in codes if not _RESUME.match(c.co_name)][:MAX_ITEMS]
             out["compiled_functions"] = [
-                {"function": c.co_name, "file": c.co_filename, "line": c.co_firstlineno}
-                for c in codes
-                if not _RESUME.match(c.co_name)
-            ][:MAX_ITEMS]
+                {"function": c.co_name, "file": c.co_filename, "line": c.co_firstlineno} for c in named
+            ]
     return out
+
+
+def mark(utils: Any) -> tuple[Any, ...]:
+    """What changes whenever dynamo compiles or breaks: its last record, its counters' totals."""
+    get_records = getattr(utils, "get_compilation_metrics", None)
+    last = (get_records() if callable(get_records) else None) or [None]
+    counters = getattr(utils, "counters", {})
+    totals = [sum(dict(counters.get(k, {})).values()) for k in ("graph_break", "resumes", "frames", "stats")]
+    return getattr(last[-1], "compile_id", None), getattr(last[-1], "start_time_us", None), *totals
 
 
 def write(folder: str, report: dict[str, Any]) -> None:
@@ -348,21 +353,24 @@ class Watcher:
         self.own, self.tally = OwnFrames(), Tally()
         self.lock = threading.Lock()
         self.written: Optional[dict[str, Any]] = None
+        self.marked: Optional[tuple[Any, ...]] = None  # dynamo's mark at the last read
 
     def look(self) -> bool:
-        """Skip gputriage's new frames, write the report if dynamo compiled anything new; whether torch is
-        imported."""
+        """Skip gputriage's new frames, read dynamo's records and write the report if it compiled anything new;
+        whether torch is imported."""
         if not self.lock.acquire(timeout=10.0):
             return True
         try:
             self.own.skip()
             utils = sys.modules.get("torch._dynamo.utils")
-            if _ready(utils):
+            now = mark(utils) if _ready(utils) else None
+            if now is not None and now != self.marked:
                 report = read(utils, sys.modules.get("torch._dynamo.convert_frame"), self.tally)
                 compiled = report["frames_compiled"] or report.get("compiled_functions") or report["graph_breaks"]
                 if compiled and report != self.written:
                     write(self.folder, report)
                     self.written = report
+                self.marked = now
         except Exception:
             pass  # a record this torch does not have, a folder gone: report what was written
         finally:
