@@ -207,7 +207,9 @@ def test_counts_keep_the_main_thread_apart_and_stay_bounded(monkeypatch):
     assert report["main"]["input_wait"] == 1 and report["all"]["input_wait"] == 3
     assert report["main"]["host_compute"] == 2 and report["main_loader"] == 1
     lines = {(r[0], r[1]): r for r in report["lines"]}
-    assert lines[("a.py", 9)][4:] == [0.0, 2.0]  # the producer's: no main-thread sample
+    assert lines[("a.py", 9)][4:6] == [0.0, 2.0]  # the producer's: no main-thread sample
+    assert lines[("a.py", 9)][6] == 1  # the workload's own code
+    assert [ss.own(p) for p in (threading.__file__, ss.OTHER[0], ss.GC_LINE[0], ss.__file__)] == [0, 0, 0, 0]
     assert (*ss.OTHER, 3) in c.lines and len(c.lines) == 4
     assert len(report["lines"]) <= 2 * 2
 
@@ -268,7 +270,8 @@ def test_the_workload_s_wait_and_its_list_building_are_its_lines(tmp_path):
     report = run_workload(tmp_path)
     source = WORKLOAD.read_text().splitlines()
     by_text: dict[str, list[Any]] = {}
-    for file, line, function, cat, main, every in report["lines"]:
+    for file, line, function, cat, main, every, own in report["lines"]:
+        assert own == (file == str(WORKLOAD))  # the workload's lines, and no other (gc, threading), as its own code
         if file == str(WORKLOAD):
             by_text.setdefault(source[line - 1].strip().split("  #")[0], []).append((function, cat, main, every))
     assert ("main", "input_wait") in {(f, c) for f, c, *_ in by_text["item = q.get()"]}

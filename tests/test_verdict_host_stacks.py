@@ -85,7 +85,7 @@ def test_the_cpu_rules_decide_without_enough_samples_or_with_a_python_thread_at_
 
 def stacked_run(
     main: dict[str, float],
-    lines: list[tuple[str, int, str, str, float, float]],
+    lines: list[tuple[Any, ...]],  # file, line, function, category, main, all, and own where the sampler said
     *,
     cpu_share: float,
     seconds: int = 12,
@@ -104,7 +104,9 @@ def stacked_run(
             all={c: s * hz * t for c, s in main.items()},
             main_cpu_s=cpu_share * t,
             wall_s=t,
-            lines=[StackLine(f, n, fn, c, m * t, a * t) for f, n, fn, c, m, a in lines] if i % 5 == 0 else None,
+            lines=[StackLine(f, n, fn, c, m * t, a * t, *own) for f, n, fn, c, m, a, *own in lines]
+            if i % 5 == 0
+            else None,
         )
         w.add(
             Sample(
@@ -183,6 +185,17 @@ def test_lines_take_the_main_thread_s_correction_and_its_uncaught_cpu_time():
     assert (waited.line, waited.share) == (27, pytest.approx(0.8, abs=0.01))
     assert between.inferred and between.category == "host_compute" and between.share == pytest.approx(0.2, abs=0.01)
     assert between.function == "main"
+
+
+def test_a_librarys_thread_parked_in_a_wait_is_left_out_as_the_sampler_saw_its_file():
+    """A pool vendored beside the workload (no site-packages in its path): the sampler knows its file is no part of
+    the workload's code; a recording made before the sampler said so is judged from the path."""
+    main = ("/w/loop.py", 27, "main", "host_compute", 100.0, 100.0)
+    parked = ("/w/vendor/pool.py", 355, "wait", "input_wait", 0.0, 300.0)
+    for own, kept in ((False, False), (None, True)):
+        lines = [main, (*parked, own) if own is not None else parked]
+        stacks = run_stacks(stacked_run({"host_compute": 1.0}, lines, cpu_share=1.0, gpu=False).windows, T0, T0 + 12)
+        assert stacks is not None and any(x.file.endswith("pool.py") for x in stacks.lines) == kept
 
 
 def test_a_run_without_a_gpu_keeps_its_lines_over_the_whole_run():

@@ -102,6 +102,11 @@ def file_kind(path: str) -> int:
     return USER
 
 
+def own(path: str) -> int:
+    """1 for a file of the workload's own code, else 0 (the line of a thread that ran none of it)."""
+    return int(path not in (OTHER[0], GC_LINE[0]) and file_kind(path) == USER)
+
+
 def _waits(path: str, function: str) -> bool:
     p = path.replace(os.sep, "/")
     return any(p.endswith(suffix) and (not names or function in names) for suffix, names in _WAITS)
@@ -221,8 +226,8 @@ class Counts:
         rows = self.lines.items()
         top = {k for k, _ in sorted(rows, key=lambda kv: -kv[1][0])[:TOP_LINES] if self.lines[k][0] > 0}
         top |= {k for k, _ in sorted(rows, key=lambda kv: -kv[1][1])[:TOP_LINES]}
-        lines = [
-            [k[0], k[1], k[2], CATEGORIES[k[3]], round(self.lines[k][0], 2), round(self.lines[k][1], 2)]
+        lines = [  # the last column: 1 for a line of the workload's own code (`own`)
+            [k[0], k[1], k[2], CATEGORIES[k[3]], round(self.lines[k][0], 2), round(self.lines[k][1], 2), own(k[0])]
             for k in sorted(top, key=lambda k: -self.lines[k][1])
         ]
         counts = {"main": dict(zip(CATEGORIES, self.main)), "all": dict(zip(CATEGORIES, self.all))}

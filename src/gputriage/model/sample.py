@@ -57,6 +57,7 @@ class StackLine(msgspec.Struct, array_like=True):
     category: str  # one of stack_sampler.CATEGORIES
     main: float  # samples of the main thread at this line, cumulative
     all: float  # samples of every thread
+    own: Optional[bool] = None  # the workload's own code, as the sampler saw its file (None: a recording without it)
 
 
 class StackCounts(msgspec.Struct, kw_only=True, omit_defaults=True):

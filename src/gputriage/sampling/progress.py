@@ -96,6 +96,7 @@ def merged_stacks(reports: list[dict[str, Any]], lines: bool) -> StackCounts | N
     )
     if lines:
         rows: dict[tuple[str, int, str, str], list[float]] = {}
+        owned: dict[str, bool] = {}  # by file, where the sampler said (an older one did not)
         for r in chosen:
             for row in r.get("lines") or []:
                 try:
@@ -103,10 +104,12 @@ def merged_stacks(reports: list[dict[str, Any]], lines: bool) -> StackCounts | N
                     counts = rows.setdefault(key, [0.0, 0.0])
                     counts[0] += float(row[4])
                     counts[1] += float(row[5])
+                    if len(row) > 6:
+                        owned[key[0]] = bool(row[6])
                 except (IndexError, TypeError, ValueError):
                     continue
         top = sorted(rows.items(), key=lambda kv: -kv[1][1])[:LINES_KEPT]
-        out.lines = [StackLine(*key, main=v[0], all=v[1]) for key, v in top]
+        out.lines = [StackLine(*key, main=v[0], all=v[1], own=owned.get(key[0])) for key, v in top]
     return out
 
 

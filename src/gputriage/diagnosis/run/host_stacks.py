@@ -141,7 +141,7 @@ def _lines(
         category_seen = observed.get(x.category, 0.0) / seen if seen > 0 else 0.0
         factor = shares.get(x.category, 0.0) / category_seen if category_seen > 0 else 1.0
         share = seen_share * factor + other / ticks
-        if main < other and x.category in WAITS and not own_code(x.file):
+        if main < other and x.category in WAITS and not (x.own if x.own is not None else own_code(x.file)):
             continue
         if share >= MIN_LINE_SHARE:
             out.append(
@@ -168,8 +168,9 @@ def _lines(
 
 
 def own_code(path: str) -> bool:
-    """A line of the workload's own code: outside the standard library and installed packages (the sampler names a
-    library's frame only for a thread that runs none of the workload's)."""
+    """A line of the workload's own code, judged from its path where the sampler did not say (a recording made
+    before it did): outside the standard library and installed packages (the sampler names a library's frame only
+    for a thread that runs none of the workload's)."""
     p = path.replace("\\", "/")
     return not (p.startswith("<frozen") or "-packages/" in p or STDLIB_FILE.search(p))
 
