@@ -264,7 +264,7 @@ def _recorded_gpu() -> GpuSample:
     )
 
 
-def _watched(minutes: float, nvml_at=lambda t: _recorded_nvml(), kind: str = "watch"):
+def _watched(minutes: float, nvml_at=lambda t: _recorded_nvml(), kind: str = "watch", idle_held_min_s=None):
     """A watch of `minutes`, 1 sample a second; every 2 s the processes are read through `Holders` from the NVML
     answers `nvml_at(t)` gives (the recorded ones by default), named on the Kubernetes node of `k8s_node/`."""
     holders = Holders(_recorded_nvml(), FakeHost(HOLDERS / "k8s_node"), [0])
@@ -278,6 +278,7 @@ def _watched(minutes: float, nvml_at=lambda t: _recorded_nvml(), kind: str = "wa
         gpus={"0": GpuStatic(name="NVIDIA H200", memory_total_bytes=SNAP_FACTS["gpu.0.memory.total_bytes"], gpm=True)},
         price_per_gpu_hour=3.5,
         currency="USD",
+        idle_held_min_s=idle_held_min_s,
     )
     rec = replay(samples, meta, kind=kind)
     rec.owners = holders.owners
@@ -330,6 +331,51 @@ def test_a_process_that_computes_between_idle_stretches_is_not_idle_held():
 
 def test_under_ten_minutes_no_process_is_idle_held():
     assert not [f for f in _watched(9).findings if f.id == "run.idle_held"]
+
+
+def test_the_minutes_a_user_sets_decide_and_are_said():
+    """A platform that culls notebooks after 5 min names the holder of a 9-minute watch; one that allows 15 does
+    not name it after 12. The minutes set are in the finding's evidence."""
+    (f,) = [f for f in _watched(9, idle_held_min_s=300.0).findings if f.id == "run.idle_held"]
+    assert f.evidence["idle_held_min_s"] == 300.0 and f.evidence["holders"][0]["pid"] == 507
+    assert not [f for f in _watched(12, idle_held_min_s=900.0).findings if f.id == "run.idle_held"]
+    (f,) = [f for f in _watched(12).findings if f.id == "run.idle_held"]
+    assert "idle_held_min_s" not in f.evidence  # the threshold's 10 min: nothing more to say
+
+
+def test_check_takes_the_minutes_from_the_option_else_the_config_file(tmp_path):
+    """The holder on the Kubernetes node started 2.5 h ago: named at the default 10 min and with --idle-after 60,
+    not with --idle-after 180 nor with `[idle_held] after_minutes = 180` in the config file; a wrong value in the
+    file is one line and exit 3."""
+    snap = _on_k8s_node()
+    path = tmp_path / "snap.json"
+    snap.save(path)
+    config = tmp_path / "config.toml"
+    env = {"GPUTRIAGE_CONFIG": str(config)}
+
+    def held(*args: str) -> list[dict]:
+        r = CliRunner().invoke(app, ["check", "--from", str(path), "--json", *args], env=env)
+        assert r.exit_code == 0, r.output
+        return [f for f in json.loads(r.stdout)["findings"] if f["id"] == "gpu.idle_held"]
+
+    assert held() and "idle_held_min_s" not in held()[0]["evidence"]
+    assert held("--idle-after", "60")[0]["evidence"]["idle_held_min_s"] == 3600.0
+    assert held("--idle-after", "180") == []
+    config.write_text("[idle_held]\nafter_minutes = 180\n")
+    assert held() == [] and held("--idle-after", "60")  # the option over the file
+    config.write_text('[idle_held]\nafter_minutes = "ten"\n')
+    r = CliRunner().invoke(app, ["check", "--from", str(path)], env=env)
+    assert r.exit_code == 3 and "[idle_held] after_minutes must be a number > 0" in r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+def test_the_exporter_judges_idle_holders_at_the_minutes_set():
+    from gputriage.diagnosis.idle_held import judge_live
+    from gputriage.model.exporter import HeldProcess
+
+    held = [HeldProcess(gpu=0, pid=507, used_bytes=22114467840, sm_util_pct=0.0, idle_s=400.0)]
+    assert [p.idle_held for p in judge_live(held, {})] == [False]
+    assert [p.idle_held for p in judge_live(held, {}, min_s=300.0)] == [True]
 
 
 def test_the_streaks_idle_level_is_the_declared_threshold():

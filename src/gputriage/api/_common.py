@@ -82,9 +82,9 @@ def config_path() -> Path:
     return Path(os.environ.get(CONFIG_ENV) or Path(user_config_dir("gputriage")) / "config.toml")
 
 
-def configured_price() -> tuple[float | None, str]:
-    """The price per GPU-hour and its currency under `[cost]` in the config file (None: no price set; none is
-    assumed). A file that cannot be read or holds a wrong price is a GputriageError."""
+def _config_table(name: str) -> tuple[Path, dict[str, Any]]:
+    """The config file and its `[name]` table (empty where the file or the table is absent); GputriageError for a
+    file that cannot be read."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
@@ -92,17 +92,42 @@ def configured_price() -> tuple[float | None, str]:
 
     path = config_path()
     if not path.exists():
-        return None, "USD"
+        return path, {}
     try:
-        cost = tomllib.loads(path.read_text()).get("cost", {})
+        table = tomllib.loads(path.read_text()).get(name, {})
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise GputriageError(f"{path}: cannot read the config file: {exc}") from None
+    if not isinstance(table, dict):
+        raise GputriageError(f"{path}: [{name}] must be a table")
+    return path, table
+
+
+def configured_price() -> tuple[float | None, str]:
+    """The price per GPU-hour and its currency under `[cost]` in the config file (None: no price set; none is
+    assumed). A file that cannot be read or holds a wrong price is a GputriageError."""
+    path, cost = _config_table("cost")
     price, currency = cost.get("price_per_gpu_hour"), cost.get("currency", "USD")
     if price is not None and (isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0):
         raise GputriageError(f"{path}: [cost] price_per_gpu_hour must be a number >= 0, not {price!r}")
     if not isinstance(currency, str):
         raise GputriageError(f"{path}: [cost] currency must be text, not {currency!r}")
     return (float(price) if price is not None else None), currency
+
+
+def configured_idle_held_min_s(given_s: float | None = None) -> float | None:
+    """How long a process must hold GPU memory idle to be named, in seconds: `given_s` where given (`--idle-after`),
+    else `[idle_held] after_minutes` in the config file, else None (the threshold's, 10 min)."""
+    if given_s is not None:
+        if isinstance(given_s, bool) or not isinstance(given_s, (int, float)) or given_s <= 0:
+            raise UsageError(f"idle_held_min_s must be a number of seconds > 0, not {given_s!r}")
+        return float(given_s)
+    path, table = _config_table("idle_held")
+    after = table.get("after_minutes")
+    if after is None:
+        return None
+    if isinstance(after, bool) or not isinstance(after, (int, float)) or after <= 0:
+        raise GputriageError(f"{path}: [idle_held] after_minutes must be a number > 0, not {after!r}")
+    return float(after) * 60.0
 
 
 def check_store(store: str | Path | bool | None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gputriage.api._common import GputriageError, configured_price, open_budget
+from gputriage.api._common import GputriageError, configured_idle_held_min_s, configured_price, open_budget
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import PynvmlBackend
 from gputriage.collect import DEFAULT_LOAD_MS, collect_snapshot
@@ -58,18 +58,22 @@ def check(
     budget: str | Path | None = None,
     price_per_gpu_hour: float | None = None,
     currency: str | None = None,
+    idle_held_min_s: float | None = None,
     **snapshot_options: object,
 ) -> CheckReport:
     """The playbook's findings on this machine, or on a recorded snapshot (a Snapshot or its file). With a price
-    per GPU-hour (else the config file's `[cost]`), the GPU-hours a finding counts are also said in money."""
+    per GPU-hour (else the config file's `[cost]`), the GPU-hours a finding counts are also said in money.
+    `idle_held_min_s`: how long a process must have held GPU memory idle to be named (else the config file's
+    `[idle_held] after_minutes`, else 10 min)."""
     limits = open_budget(budget)
+    idle_s = configured_idle_held_min_s(idle_held_min_s)
     if isinstance(source, (str, Path)):
         try:
             source = Snapshot.load(source)
         except SnapshotError as exc:
             raise GputriageError(str(exc)) from None
     snap = source if source is not None else snapshot(**snapshot_options)  # type: ignore[arg-type]
-    findings = evaluate(snap)
+    findings = evaluate(snap, settings={"idle_held_min_s": idle_s} if idle_s is not None else None)
     if limits is not None:
         findings = triage_order(findings + check_snapshot(limits, snap))
     price, unit = (price_per_gpu_hour, currency) if price_per_gpu_hour is not None else configured_price()

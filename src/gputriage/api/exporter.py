@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from gputriage.api._common import GputriageError, configured_price
+from gputriage.api._common import GputriageError, configured_idle_held_min_s, configured_price
 from gputriage.api.check import check
 from gputriage.diagnosis.idle_held import judge_live
 from gputriage.diagnosis.run.live import live_labels
@@ -19,10 +19,10 @@ from gputriage.sampling.live import LAST_S
 __all__ = ["DEFAULT_PORT", "Exporter", "exporter", "start_exporter"]
 
 
-def _check() -> CheckReport | None:
+def _check(idle_held_min_s: float | None = None) -> CheckReport | None:
     """The playbook without the load window or the framework probe (None when it cannot run this time)."""
     try:
-        return check(load=False, framework=False)
+        return check(load=False, framework=False, idle_held_min_s=idle_held_min_s)
     except GputriageError:
         return None
 
@@ -38,13 +38,17 @@ def exporter(
     host: Any = None,
     price_per_gpu_hour: float | None = None,
     currency: str | None = None,
+    idle_held_min_s: float | None = None,
 ) -> Exporter:
     """The exporter, not started: its live label is `watch`'s, each GPU's regime followed as `watch` follows it, its
     scrape the Prometheus renderer's, its periodic check the playbook's, the processes holding a GPU idle judged as
     `watch` judges them. `nvml`/`host`:
     backends to read (default: this machine's); `check_every_s` 0: no periodic check; `price_per_gpu_hour`: served
-    for the dashboards' cost panels (default: the config file's [cost])."""
+    for the dashboards' cost panels (default: the config file's [cost]); `idle_held_min_s`: how long a process must
+    hold GPU memory idle to be served as idle_held (default: the config file's [idle_held] after_minutes, else 10
+    min)."""
     price, unit = (price_per_gpu_hour, currency) if price_per_gpu_hour is not None else configured_price()
+    idle_s = configured_idle_held_min_s(idle_held_min_s)
     try:
         from gputriage.report.prometheus import StateCollector
     except ImportError:
@@ -54,7 +58,7 @@ def exporter(
     return Exporter(
         label=live_labels,
         collector=StateCollector,
-        check=_check,
+        check=functools.partial(_check, idle_s),
         listen=listen,
         port=port,
         period_s=period_s,
@@ -62,7 +66,7 @@ def exporter(
         check_every_s=check_every_s,
         nvml=nvml,
         host=host,
-        held=judge_live,
+        held=functools.partial(judge_live, min_s=idle_s),
         regimes=functools.partial(LiveRegimes, window_s=LAST_S),
         price_per_gpu_hour=price,
         currency=currency or unit or "USD",

@@ -13,7 +13,13 @@ from pathlib import Path
 
 import msgspec
 
-from gputriage.api._common import GputriageError, configured_price, open_budget, open_store
+from gputriage.api._common import (
+    GputriageError,
+    configured_idle_held_min_s,
+    configured_price,
+    open_budget,
+    open_store,
+)
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import PynvmlBackend
 from gputriage.diagnosis.run.judge import judge
@@ -53,15 +59,18 @@ class Monitor:
         price_per_gpu_hour: float | None = None,
         currency: str | None = None,
         allocator_dir: str | None = None,
+        idle_held_min_s: float | None = None,
     ) -> None:
         """`allocator_dir`: where this process's PyTorch allocator counters are reported (the sampler process
-        of an isolated monitor is given its caller's)."""
+        of an isolated monitor is given its caller's); `idle_held_min_s`: how long a process must hold GPU memory
+        idle to be named (else the config file's `[idle_held] after_minutes`, else 10 min)."""
         self._store, self._budget_path, self._period_s, self._use_gpm = store, budget, period_s, use_gpm
         price, unit = configured_price()  # the config file's, unless given: what the GPU time costs
         self._price, self._currency = (
             (price_per_gpu_hour, currency or unit) if price_per_gpu_hour is not None else (price, unit)
         )
         self._budget = open_budget(budget)
+        self._idle_held_min_s = configured_idle_held_min_s(idle_held_min_s)
         self.kind, self.isolated = kind, isolated
         self.pid = os.getpid() if pid == -1 else pid  # None: no process tree (a watch of the machine)
         self.report: RunReport | None = None
@@ -118,6 +127,7 @@ class Monitor:
             use_gpm=self._use_gpm,
         )
         s.meta.price_per_gpu_hour, s.meta.currency = self._price, self._currency
+        s.meta.idle_held_min_s = self._idle_held_min_s
         if self._allocator_dir is not None:
             s.sampler.progress = ProgressReader(self._allocator_dir)
         try:
@@ -137,6 +147,9 @@ class Monitor:
             "kind": self.kind,
             "pid": self.pid,
             "allocator_dir": self._allocator_dir,
+            "price_per_gpu_hour": self._price,
+            "currency": self._currency,
+            "idle_held_min_s": self._idle_held_min_s,
         }
         self._child = subprocess.Popen(
             [

@@ -17,6 +17,7 @@ from gputriage.api._common import (
     NoStoreError,
     UsageError,
     WorkloadError,
+    configured_idle_held_min_s,
     configured_price,
     open_budget,
     open_store,
@@ -79,6 +80,7 @@ def run(
     currency: str | None = None,
     metric: str | None = None,
     baseline: str | None = None,
+    idle_held_min_s: float | None = None,
 ) -> RunReport:
     """Run a command (no shell, stdio passed through), sample the GPUs, the host and its process tree,
     and judge it. `command`: a list of arguments (`["python", "train.py"]`), or one string split as a shell
@@ -90,9 +92,11 @@ def run(
     the config file's `[cost]`; none is assumed). `metric`: a regular expression whose first group reads a
     rate in the workload's output lines ("tokens/s: (\\S+)"), reported next to the GPU's activity. `baseline`:
     a baseline's name (or a run id) to compare with at the end; a regression beyond its noise is a finding
-    (`run.regression`). The report's `exit_code` is the command's (128 + N when signal N ended it).
-    Raises UsageError for a command or option that cannot be, WorkloadError when the command cannot start
-    (nothing is kept then), GputriageError for a store that cannot take the run (before anything starts)."""
+    (`run.regression`). `idle_held_min_s`: how long a process must hold GPU memory idle to be named
+    (`run.idle_held`; else the config file's `[idle_held] after_minutes`, else 10 min). The report's `exit_code` is
+    the command's (128 + N when signal N ended it). Raises UsageError for a command or option that cannot be,
+    WorkloadError when the command cannot start (nothing is kept then), GputriageError for a store that cannot take
+    the run (before anything starts)."""
     argv = command_line(command)
     limits = open_budget(budget)
     kept_in = None if store is True or store is False else store
@@ -127,6 +131,7 @@ def run(
         flops_per_step=flops_per_step,
         price_per_gpu_hour=price,
         currency=unit,
+        idle_held_min_s=configured_idle_held_min_s(idle_held_min_s),
         budget=limits,
         baseline=against,
         command=[utf8(a) for a in argv],

@@ -8,7 +8,17 @@ from typing import Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import FAIL_ON_HELP, err, exit_for, fail, out, parse_fail_on, print_json
+from gputriage.cli.common import (
+    FAIL_ON_HELP,
+    IDLE_AFTER_HELP,
+    err,
+    exit_for,
+    fail,
+    idle_after_s,
+    out,
+    parse_fail_on,
+    print_json,
+)
 
 
 def check(
@@ -47,6 +57,7 @@ def check(
     currency: Optional[str] = typer.Option(
         None, "--currency", help="Currency of --price (default: the config file's, else USD)."
     ),
+    idle_after: Optional[float] = typer.Option(None, "--idle-after", metavar="MINUTES", min=0.1, help=IDLE_AFTER_HELP),
 ) -> None:
     """Run the triage playbook: driver, link, utilization, VRAM, CPU, disk, memory, container, Xid, power,
     thermals, NUMA, network. Findings come in five steps: is the GPU used, is it starved or choking, VRAM,
@@ -71,7 +82,9 @@ def check(
         except OSError as exc:
             fail(f"cannot write {save}: {exc.strerror or exc}", exits.BAD_INPUT)
     try:
-        report = api.check(snap, budget=budget, price_per_gpu_hour=price, currency=currency)
+        report = api.check(
+            snap, budget=budget, price_per_gpu_hour=price, currency=currency, idle_held_min_s=idle_after_s(idle_after)
+        )
     except api.GputriageError as exc:
         fail(str(exc), exits.BAD_INPUT)
     if as_json:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any, Callable, Iterator, NoReturn
+from typing import Any, Callable, Iterator, NoReturn, Optional
 
 import msgspec
 import typer
@@ -133,6 +133,15 @@ def natural_help(app: typer.Typer) -> None:
 
 
 FAIL_ON_HELP = "Exit 1 when a finding is at or above this severity: info, warn, critical, or never."
+IDLE_AFTER_HELP = (
+    "Name a process that held GPU memory and ran no kernel for this many minutes (default: after_minutes under "
+    "[idle_held] in the config file, else 10)."
+)
+
+
+def idle_after_s(minutes: Optional[float]) -> Optional[float]:
+    """--idle-after's minutes in seconds (None: not given)."""
+    return None if minutes is None else minutes * 60.0
 
 
 @contextlib.contextmanager

@@ -9,7 +9,17 @@ from typing import Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import FAIL_ON_HELP, api_errors, err, exit_for, fail, parse_fail_on, to_json
+from gputriage.cli.common import (
+    FAIL_ON_HELP,
+    IDLE_AFTER_HELP,
+    api_errors,
+    err,
+    exit_for,
+    fail,
+    idle_after_s,
+    parse_fail_on,
+    to_json,
+)
 
 PERIOD_HELP = (
     "Seconds between two readings of the GPU counters (default: the driver's own refresh of GPU-Util, "
@@ -109,6 +119,7 @@ def run(
         "config file; no price is assumed).",
     ),
     currency: str = typer.Option("USD", "--currency", metavar="CODE", help="The currency of --price."),
+    idle_after: Optional[float] = typer.Option(None, "--idle-after", metavar="MINUTES", min=0.1, help=IDLE_AFTER_HELP),
     keep_workload: bool = typer.Option(
         False, "--keep-workload", help="If gputriage is killed, let the command run on (by default it gets SIGTERM)."
     ),
@@ -146,6 +157,7 @@ def run(
                 currency=currency,
                 metric=metric,
                 baseline=baseline,
+                idle_held_min_s=idle_after_s(idle_after),
             )
         except api.WorkloadError as exc:
             fail(str(exc), exc.exit_code)

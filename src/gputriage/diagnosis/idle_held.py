@@ -57,6 +57,17 @@ def gpu_share(used_bytes: int, total_bytes: int | None, others_compute: bool) ->
     return round(min(1.0, used_bytes / total_bytes), 3) if total_bytes else 0.0
 
 
+def held_min_s(configured: float | None) -> float:
+    """How long a process must hold memory idle to be named: the user's (`[idle_held] after_minutes` in the config
+    file, `--idle-after`), else the threshold's."""
+    return IDLE_HELD_MIN_S.value if configured is None else configured
+
+
+def held_evidence(min_s: float) -> dict[str, float]:
+    """The minimum in a finding's evidence where the user set another than the threshold's."""
+    return {} if min_s == IDLE_HELD_MIN_S.value else {"idle_held_min_s": min_s}
+
+
 def gpu_hours(held_s: float, share: float) -> float:
     return round(held_s / 3600.0 * share, 4)
 
@@ -94,14 +105,17 @@ def priced(
     return out
 
 
-def judge_live(held: list[HeldProcess], static: Mapping[int, GpuStatic]) -> list[HeldProcess]:
-    """The exporter's processes with `idle_held` (memory >= the threshold, no kernel for >= the minutes) and the
-    GPU-hours of the stretch so far, each GPU's share counted as for the findings."""
+def judge_live(
+    held: list[HeldProcess], static: Mapping[int, GpuStatic], min_s: float | None = None
+) -> list[HeldProcess]:
+    """The exporter's processes with `idle_held` (memory >= the threshold, no kernel for >= `min_s`, else the
+    threshold's minutes) and the GPU-hours of the stretch so far, each GPU's share counted as for the findings."""
+    least_s = held_min_s(min_s)
     out = []
     for p in held:
         others = any((q.sm_util_pct or 0.0) >= IDLE_HELD_SM.value for q in held if q.gpu == p.gpu and q.pid != p.pid)
         used = p.used_bytes or 0
         share = gpu_share(used, static.get(p.gpu, GpuStatic()).memory_total_bytes, others)
-        is_held = used >= IDLE_HELD_BYTES.value and p.idle_s >= IDLE_HELD_MIN_S.value
+        is_held = used >= IDLE_HELD_BYTES.value and p.idle_s >= least_s
         out.append(msgspec.structs.replace(p, idle_held=is_held, idle_gpu_hours=gpu_hours(p.idle_s, share)))
     return out

@@ -50,6 +50,7 @@ class RunMeta(msgspec.Struct, kw_only=True):
     flops_per_step: Optional[float] = None
     price_per_gpu_hour: Optional[float] = None  # the user's price (for the run's cost); none is assumed
     currency: str = "USD"
+    idle_held_min_s: Optional[float] = None  # the user's minimum for run.idle_held (None: the threshold's)
     profile_gate: Optional[str] = None  # a running `run --profile`: where `gputriage profile RUN_ID` asks for a window
     gputriage_pid: Optional[int] = None  # the `gputriage run` process (SIGUSR1 asks it for a profile window)
 

@@ -67,6 +67,7 @@ class RunPlan:
     flops_per_step: float | None = None
     price_per_gpu_hour: float | None = None
     currency: str = "USD"
+    idle_held_min_s: float | None = None  # the user's minimum for run.idle_held (None: the threshold's)
     budget: Budget | None = None
     baseline: tuple[Baseline, str] | None = None  # compared with at the end (the baseline and how to call it)
     command: list[str] = field(default_factory=list)  # as the user gave it (argv is what runs)
@@ -90,6 +91,7 @@ def run_workload(plan: RunPlan, store: Store | None) -> RunReport:
         stack.callback(session.finish)  # the sampler stopped, NVML shut down (once)
         session.meta.flops_per_token, session.meta.flops_per_step = plan.flops_per_token, plan.flops_per_step
         session.meta.price_per_gpu_hour, session.meta.currency = plan.price_per_gpu_hour, plan.currency
+        session.meta.idle_held_min_s = plan.idle_held_min_s
         progress = Path(tempfile.mkdtemp(prefix="gputriage-progress-"))  # gputriage.step() writes its counts here
         stack.callback(shutil.rmtree, progress, ignore_errors=True)
         session.sampler.progress = ProgressReader(progress)

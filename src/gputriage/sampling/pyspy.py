@@ -89,7 +89,7 @@ def summary(counts: Counts, dumps: int, every_s: float, pids: list[int], failed:
     others = sum(counts.all) - main_total
     rows = counts.snapshot()["lines"]
     lines = []
-    for file, line, function, category, main, every in rows:
+    for file, line, function, category, main, every, _own in rows:  # own: judged for this interpreter, not theirs
         if main > 0 and main_total:
             lines.append(HostLine(file=file, line=line, function=function, category=category, share=main / main_total))
         elif every - main > 0 and others:

@@ -4,6 +4,7 @@ runs them over a snapshot."""
 from __future__ import annotations
 
 import importlib
+from typing import Mapping
 
 from gputriage.diagnosis.check.base import Evidence, Rule
 from gputriage.model.finding import Finding, triage_order
@@ -68,9 +69,12 @@ def default_rules() -> list[Rule]:
     return sorted(rules, key=lambda r: (r.step, r.id))
 
 
-def evaluate(snapshot: Snapshot, rules: list[Rule] | None = None) -> list[Finding]:
-    """Every finding of every rule, in triage order: step, then most severe first."""
-    ev = Evidence(snapshot)
+def evaluate(
+    snapshot: Snapshot, rules: list[Rule] | None = None, settings: Mapping[str, float] | None = None
+) -> list[Finding]:
+    """Every finding of every rule, in triage order: step, then most severe first. `settings`: the user's, by name
+    (`idle_held_min_s`)."""
+    ev = Evidence(snapshot, settings)
     findings: list[Finding] = []
     for rule in rules if rules is not None else default_rules():
         findings.extend(rule.evaluate(ev))

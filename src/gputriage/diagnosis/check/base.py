@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
 from gputriage.model.reading import Reading, Unavailable
@@ -12,10 +12,12 @@ CHECK = ("check",)
 
 
 class Evidence:
-    """Facts by name. `get` gives the value or None when missing or unavailable."""
+    """Facts by name. `get` gives the value or None when missing or unavailable. `settings`: the user's, by name
+    (`idle_held_min_s`), for the rules that take one."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, settings: Mapping[str, float] | None = None) -> None:
         self.snapshot = snapshot
+        self.settings = dict(settings or {})
 
     def reading(self, name: str) -> Reading:
         return self.snapshot.get(name)

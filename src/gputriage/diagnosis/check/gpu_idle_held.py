@@ -16,6 +16,8 @@ from gputriage.diagnosis.idle_held import (
     container_label,
     gpu_hours,
     gpu_share,
+    held_evidence,
+    held_min_s,
     holder_label,
     is_idle_held,
 )
@@ -26,6 +28,7 @@ ID = "gpu.idle_held"
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
+    least_s = held_min_s(ev.settings.get("idle_held_min_s"))  # how old an idle holder must be to be named
     out = []
     for i in ev.gpus:
         procs = [p for p in ev.gpu(i, "processes") or [] if isinstance(p, dict)]
@@ -34,8 +37,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         held = [
             p
             for p in procs
-            if is_idle_held(p.get("used_bytes"), p.get("sm_util_pct"))
-            and (p.get("age_s") or 0.0) >= IDLE_HELD_MIN_S.value
+            if is_idle_held(p.get("used_bytes"), p.get("sm_util_pct")) and (p.get("age_s") or 0.0) >= least_s
         ]
         if not held:
             continue
@@ -55,6 +57,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
                     "gpu_hours": hours,
                     "sm_util_window_s": window,
                     "others_computing": [p["pid"] for p in computing],
+                    **held_evidence(least_s),
                 },
                 subject=f"gpu.{i}",
                 symptom=f"GPU {i}: {named}; {'it' if len(held) == 1 else 'none of them'} ran "
@@ -99,7 +102,8 @@ RULE = Rule(
     decision=DECISION,
     condition=f"a process holds >= {IDLE_HELD_BYTES.value / 2**30:g} GiB, ran no kernel (< {IDLE_HELD_SM.value:g}% "
     f"NVML per-process utilization) over the seconds the driver keeps, and started >= "
-    f"{IDLE_HELD_MIN_S.value / 60:g} min ago; GPU-hours = its age x the GPU's share it holds (all of it "
+    f"{IDLE_HELD_MIN_S.value / 60:g} min ago (or the minutes set: `--idle-after`, `[idle_held] after_minutes`); "
+    "GPU-hours = its age x the GPU's share it holds (all of it "
     "where nothing else computes there, else its share of the memory)",
     thresholds=THRESHOLDS,
     evaluate=evaluate,

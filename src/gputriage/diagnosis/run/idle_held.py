@@ -10,7 +10,16 @@ from typing import Any, Mapping
 
 import msgspec
 
-from gputriage.diagnosis.idle_held import DECISION, THRESHOLDS, gpu_hours, gpu_share, holder_label, priced
+from gputriage.diagnosis.idle_held import (
+    DECISION,
+    THRESHOLDS,
+    gpu_hours,
+    gpu_share,
+    held_evidence,
+    held_min_s,
+    holder_label,
+    priced,
+)
 from gputriage.diagnosis.thresholds import IDLE_HELD_BYTES, IDLE_HELD_MIN_S, IDLE_HELD_SM
 from gputriage.model.finding import Finding, FindingSpec, Severity
 from gputriage.model.owner import ProcessOwner
@@ -28,7 +37,8 @@ IDLE_HELD = FindingSpec(
     "for all the same, and where nothing else computed there, no other job could use it",
     decision=DECISION,
     condition=f"a process held >= {IDLE_HELD_BYTES.value / 2**30:g} GiB and every NVML per-process utilization "
-    f"reading of it was < {IDLE_HELD_SM.value:g}% for >= {IDLE_HELD_MIN_S.value / 60:g} min in a row; "
+    f"reading of it was < {IDLE_HELD_SM.value:g}% for >= {IDLE_HELD_MIN_S.value / 60:g} min in a row (or the minutes "
+    "set: `--idle-after`, `[idle_held] after_minutes`); "
     "GPU-hours = that stretch x the GPU's share it held (all of it where nothing else computed there in "
     "the run, else its share of the memory)",
     thresholds=THRESHOLDS,
@@ -42,17 +52,19 @@ def idle_held_findings(
     owners: Mapping[int, ProcessOwner] | None = None,
     price_per_gpu_hour: float | None = None,
     currency: str = "USD",
+    min_s: float | None = None,
 ) -> list[Finding]:
-    """One finding per GPU on which a process held memory idle long enough, naming each such process."""
+    """One finding per GPU on which a process held memory idle long enough (`min_s`, else the threshold's),
+    naming each such process."""
     owners = owners or {}
+    least_s = held_min_s(min_s)
     out: list[Finding] = []
     for gpu in sorted({p.gpu for p in processes}):
         on_gpu = [p for p in processes if p.gpu == gpu]
         held = [
             p
             for p in on_gpu
-            if (p.idle_longest_s or 0.0) >= IDLE_HELD_MIN_S.value
-            and (p.idle_used_min_bytes or 0) >= IDLE_HELD_BYTES.value
+            if (p.idle_longest_s or 0.0) >= least_s and (p.idle_used_min_bytes or 0) >= IDLE_HELD_BYTES.value
         ]
         if not held:
             continue
@@ -90,7 +102,7 @@ def idle_held_findings(
         named = "; ".join(said)
         out.append(
             IDLE_HELD.finding(
-                {"holders": holders, "gpu_hours": hours},
+                {"holders": holders, "gpu_hours": hours, **held_evidence(least_s)},
                 subject=f"gpu.{gpu}",
                 symptom=f"GPU {gpu}: {named} — {hours:.2f} GPU-hours held idle",
             )

@@ -198,7 +198,9 @@ def judge(
     ]
     if workload:
         findings += job_process_findings(processes)
-    findings += idle_held_findings(processes, static, rec.owners, rec.meta.price_per_gpu_hour, rec.meta.currency)
+    findings += idle_held_findings(
+        processes, static, rec.owners, rec.meta.price_per_gpu_hour, rec.meta.currency, rec.meta.idle_held_min_s
+    )
     trace = profile.trace if profile else None
     lead = next(iter(verdicts.values()), None)
     if profile is not None and early is None:  # what the profiler cost each GPU; the regime of each window
