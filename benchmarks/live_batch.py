@@ -14,6 +14,7 @@ starting runs when the time budget is spent, so a batch ends inside the device's
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -80,9 +81,10 @@ def run_one(
         *extra,
     ]
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ)
-        if cold_compile:
+    env = dict(os.environ)
+    # a workload timed out may still write there while it goes: what cannot be removed is left
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) if cold_compile else contextlib.nullcontext() as cache:
+        if cache is not None:
             env |= {"TORCHINDUCTOR_CACHE_DIR": f"{cache}/inductor", "TRITON_CACHE_DIR": f"{cache}/triton"}
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=limit_s, env=env)

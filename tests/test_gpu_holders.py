@@ -363,10 +363,11 @@ def test_check_takes_the_minutes_from_the_option_else_the_config_file(tmp_path):
     assert held("--idle-after", "180") == []
     config.write_text("[idle_held]\nafter_minutes = 180\n")
     assert held() == [] and held("--idle-after", "60")  # the option over the file
-    config.write_text('[idle_held]\nafter_minutes = "ten"\n')
-    r = CliRunner().invoke(app, ["check", "--from", str(path)], env=env)
-    assert r.exit_code == 3 and "[idle_held] after_minutes must be a number > 0" in r.stderr
-    assert r.stderr.count("\n") == 1
+    for wrong in ('"ten"', "nan", "inf", "0"):
+        config.write_text(f"[idle_held]\nafter_minutes = {wrong}\n")
+        r = CliRunner().invoke(app, ["check", "--from", str(path)], env=env)
+        assert r.exit_code == 3 and "[idle_held] after_minutes must be a number > 0" in r.stderr, wrong
+        assert r.stderr.count("\n") == 1
 
 
 def test_the_exporter_judges_idle_holders_at_the_minutes_set():
@@ -477,3 +478,6 @@ def test_a_fleet_nodes_result_carries_who_holds_its_gpus(tmp_path, monkeypatch):
     assert (by_pid[507].used_bytes, by_pid[507].sm_util_pct, by_pid[507].owner.user) == (22114467840, 0.0, "jovyan")
     assert by_pid[507].owner.container.pod == "jupyter-alice-0" and by_pid[506].sm_util_pct == 99.0
     assert "gpu.idle_held" in {f.id for f in node.findings}
+    # the head's minutes reach the node: the holder started 2.5 h ago, not the 3 h asked
+    node = msgspec.json.decode(on_node(False, 3 * 3600.0), type=NodeResult)
+    assert "gpu.idle_held" not in {f.id for f in node.findings} and node.processes

@@ -188,14 +188,19 @@ def test_lines_take_the_main_thread_s_correction_and_its_uncaught_cpu_time():
 
 
 def test_a_librarys_thread_parked_in_a_wait_is_left_out_as_the_sampler_saw_its_file():
-    """A pool vendored beside the workload (no site-packages in its path): the sampler knows its file is no part of
-    the workload's code; a recording made before the sampler said so is judged from the path."""
+    """torch built from source (no site-packages in its path): the sampler tells its DataLoader's pin-memory thread
+    from the workload's code by its own classification of files; a recording made before the sampler said so is
+    judged from the path, which takes that thread for the workload's."""
+    from gputriage.inworkload.stack_sampler import own
+
     main = ("/w/loop.py", 27, "main", "host_compute", 100.0, 100.0)
-    parked = ("/w/vendor/pool.py", 355, "wait", "input_wait", 0.0, 300.0)
-    for own, kept in ((False, False), (None, True)):
-        lines = [main, (*parked, own) if own is not None else parked]
+    pin = "/src/pytorch/torch/utils/data/_utils/pin_memory.py"
+    parked = (pin, 52, "do_one_step", "input_wait", 0.0, 300.0)
+    assert own(pin) == 0 and own(main[0]) == 1
+    for own_flag, kept in ((False, False), (None, True)):
+        lines = [main, (*parked, own_flag) if own_flag is not None else parked]
         stacks = run_stacks(stacked_run({"host_compute": 1.0}, lines, cpu_share=1.0, gpu=False).windows, T0, T0 + 12)
-        assert stacks is not None and any(x.file.endswith("pool.py") for x in stacks.lines) == kept
+        assert stacks is not None and any(x.file == pin for x in stacks.lines) == kept
 
 
 def test_a_run_without_a_gpu_keeps_its_lines_over_the_whole_run():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
@@ -118,14 +119,14 @@ def configured_idle_held_min_s(given_s: float | None = None) -> float | None:
     """How long a process must hold GPU memory idle to be named, in seconds: `given_s` where given (`--idle-after`),
     else `[idle_held] after_minutes` in the config file, else None (the threshold's, 10 min)."""
     if given_s is not None:
-        if isinstance(given_s, bool) or not isinstance(given_s, (int, float)) or given_s <= 0:
+        if isinstance(given_s, bool) or not isinstance(given_s, (int, float)) or not 0 < given_s < math.inf:
             raise UsageError(f"idle_held_min_s must be a number of seconds > 0, not {given_s!r}")
         return float(given_s)
     path, table = _config_table("idle_held")
     after = table.get("after_minutes")
     if after is None:
         return None
-    if isinstance(after, bool) or not isinstance(after, (int, float)) or after <= 0:
+    if isinstance(after, bool) or not isinstance(after, (int, float)) or not 0 < after < math.inf:
         raise GputriageError(f"{path}: [idle_held] after_minutes must be a number > 0, not {after!r}")
     return float(after) * 60.0
 

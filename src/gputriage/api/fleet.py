@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 import msgspec
 
-from gputriage.api._common import GputriageError, UsageError, keep_report
+from gputriage.api._common import GputriageError, UsageError, configured_idle_held_min_s, keep_report
 from gputriage.api.bench import bench as run_bench
 from gputriage.api.check import check, snapshot
 from gputriage.diagnosis.fleet import compare
@@ -26,12 +26,13 @@ REPLAY_ENV = "GPUTRIAGE_FLEET_REPLAY"  # a node that has it reads this recorded 
 REPLAY_BENCH_ENV = "GPUTRIAGE_FLEET_REPLAY_BENCH"  # and this recorded `bench --json` instead of benching
 
 
-def on_node(bench: bool) -> bytes:
-    """What runs on each node: its check (and quick bench), reduced to findings and figures."""
+def on_node(bench: bool, idle_held_min_s: float | None = None) -> bytes:
+    """What runs on each node: its check (and quick bench), reduced to findings and figures. `idle_held_min_s`: the
+    head's minimum for an idle holder (None: the node's own config file, else the threshold's)."""
     t0 = time.monotonic()
     replay = os.environ.get(REPLAY_ENV)
     try:
-        report = check(replay) if replay else check(snapshot())
+        report = check(replay or snapshot(), idle_held_min_s=idle_held_min_s)
     except GputriageError as exc:  # the node's own words, not a remote traceback
         return msgspec.json.encode(
             NodeResult(node_id="", ok=False, error=str(exc), seconds=round(time.monotonic() - t0, 2))
@@ -77,14 +78,18 @@ def fleet_check(
     currency: str = "USD",
     store: str | Path | bool | None = None,
     progress: Callable[[int, int, str], None] = lambda _done, _total, _what: None,
+    idle_held_min_s: float | None = None,
 ) -> FleetReport:
-    """Check every alive node with GPUs (`all_nodes`: every alive node) of the Ray cluster at `address`."""
+    """Check every alive node with GPUs (`all_nodes`: every alive node) of the Ray cluster at `address`.
+    `idle_held_min_s`: how long a process must hold GPU memory idle to be named on any node (else this machine's
+    config file's `[idle_held] after_minutes`, else each node's own)."""
     if timeout_s <= 0:
         raise UsageError("--timeout must be positive")
+    idle_s = configured_idle_held_min_s(idle_held_min_s)
     report = FleetReport(address=address, started_s=time.time(), bench=bench)
     try:
         report.nodes, report.notes = run_on_nodes(
-            address, on_node, bench, timeout_s=timeout_s, all_nodes=all_nodes, progress=progress
+            address, on_node, bench, timeout_s=timeout_s, all_nodes=all_nodes, progress=progress, args=(idle_s,)
         )
     except FleetError as exc:
         raise GputriageError(str(exc)) from None

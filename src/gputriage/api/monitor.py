@@ -234,7 +234,21 @@ def monitor(
     period_s: float | None = None,
     use_gpm: bool = True,
     isolated: bool = True,
+    price_per_gpu_hour: float | None = None,
+    currency: str | None = None,
+    idle_held_min_s: float | None = None,
 ) -> Monitor:
     """Sample the GPUs, the host and this process around a block of code: `with gputriage.monitor() as m:`,
-    then `m.report` (a RunReport of kind "monitor"). Kept in the store only when `store` names one."""
-    return Monitor(store=store, budget=budget, period_s=period_s, use_gpm=use_gpm, isolated=isolated)
+    then `m.report` (a RunReport of kind "monitor"). Kept in the store only when `store` names one. The price
+    (default: the config file's `[cost]`) puts the GPU time in money; `idle_held_min_s`: how long a process must
+    hold GPU memory idle to be named (default: `[idle_held] after_minutes`, else 10 min)."""
+    return Monitor(
+        store=store,
+        budget=budget,
+        period_s=period_s,
+        use_gpm=use_gpm,
+        isolated=isolated,
+        price_per_gpu_hour=price_per_gpu_hour,
+        currency=currency,
+        idle_held_min_s=idle_held_min_s,
+    )

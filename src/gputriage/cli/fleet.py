@@ -8,7 +8,18 @@ from typing import Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import FAIL_ON_HELP, api_errors, err, exit_for, fail, out, parse_fail_on, print_json
+from gputriage.cli.common import (
+    FAIL_ON_HELP,
+    IDLE_AFTER_HELP,
+    api_errors,
+    err,
+    exit_for,
+    fail,
+    idle_after_s,
+    out,
+    parse_fail_on,
+    print_json,
+)
 
 fleet_app = typer.Typer(
     help="Check (and quick-bench) every GPU node of a Ray cluster; find the node that is off.",
@@ -28,6 +39,7 @@ def _run(
     no_store: bool,
     as_json: bool,
     fail_on: str,
+    idle_after: Optional[float],
 ) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -53,6 +65,7 @@ def _run(
                 price_per_gpu_hour=price,
                 currency=currency,
                 store=False if no_store else store_path,
+                idle_held_min_s=idle_after_s(idle_after),
                 progress=lambda done, total, what: progress.update(
                     task, completed=done, total=total, description=f"nodes ({what})"
                 ),
@@ -72,6 +85,7 @@ RAY = typer.Option(..., "--ray", metavar="ADDRESS", help="The Ray cluster's addr
 TIMEOUT = typer.Option(300.0, "--timeout", metavar="S", help="Per node: a node silent this long is reported failed.")
 ALL = typer.Option(False, "--all-nodes", help="Check the nodes without GPUs too.")
 PRICE = typer.Option(None, "--price", metavar="P", help="Price per GPU-hour: the idle share's cost.")
+IDLE_AFTER = typer.Option(None, "--idle-after", metavar="MINUTES", min=0.1, help=IDLE_AFTER_HELP)
 CURRENCY = typer.Option("USD", "--currency", metavar="CODE")
 STORE = typer.Option(None, "--store", metavar="FILE", help="Where the report is kept (SQLite).")
 NO_STORE = typer.Option(False, "--no-store", help="Do not keep it.")
@@ -90,12 +104,13 @@ def check(
     no_store: bool = NO_STORE,
     as_json: bool = JSON,
     fail_on: str = FAIL_ON,
+    idle_after: Optional[float] = IDLE_AFTER,
 ) -> None:
     """Run `check` on every node with GPUs, one task pinned to each: findings by node, nodes whose figures
     fall below the fleet's (PCIe link, SM clock, power limit), drift in driver/CUDA/torch/ECC/power limit,
     the idle share. Exit 1 when a node failed or is an outlier, or a node's finding is at or above --fail-on;
     3 when no Ray cluster answers at the address."""
-    _run(address, False, timeout, all_nodes, price, currency, store_path, no_store, as_json, fail_on)
+    _run(address, False, timeout, all_nodes, price, currency, store_path, no_store, as_json, fail_on, idle_after)
 
 
 @fleet_app.command("bench")
@@ -110,8 +125,9 @@ def bench(
     no_store: bool = NO_STORE,
     as_json: bool = JSON,
     fail_on: str = FAIL_ON,
+    idle_after: Optional[float] = IDLE_AFTER,
 ) -> None:
     """`fleet check` plus `bench --quick` on each node: its bf16 rate and memory bandwidth set against the fleet's."""
     if not quick:
         fail("on a fleet only `bench --quick` runs (a full bench holds each GPU for minutes)", exits.USAGE)
-    _run(address, True, timeout, all_nodes, price, currency, store_path, no_store, as_json, fail_on)
+    _run(address, True, timeout, all_nodes, price, currency, store_path, no_store, as_json, fail_on, idle_after)

@@ -68,10 +68,17 @@ class SharedRound(Generic[T]):
                 with self._lock:
                     self.waiting -= 1
         try:
-            pending.set_result(self.fn())
+            result = self.fn()
         except BaseException as exc:
-            pending.set_exception(exc)
-        finally:
-            with self._lock:
-                self._pending = None
-        return pending.result()
+            self._done()
+            pending.set_exception(exc)  # to those who waited; raised here too
+            raise
+        self._done()
+        pending.set_result(result)
+        return result
+
+    def _done(self) -> None:
+        """No round under way from now: a caller arriving after this starts its own (before the waiters are
+        answered, so none joins a round already over)."""
+        with self._lock:
+            self._pending = None

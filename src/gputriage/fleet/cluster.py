@@ -14,7 +14,7 @@ from gputriage.fleet.connect import CONNECT_TIMEOUT_S, FleetError, probe
 from gputriage.model.fleet import NodeResult
 
 # what runs on each node: given whether to bench, the encoded NodeResult of its check
-NodeTask = Callable[[bool], bytes]
+NodeTask = Callable[..., bytes]  # (bench, *args) -> a NodeResult's JSON
 Progress = Callable[[int, int, str], None]
 
 
@@ -63,8 +63,9 @@ def run_on_nodes(
     timeout_s: float,
     all_nodes: bool = False,
     progress: Progress = lambda _done, _total, _what: None,
+    args: tuple[Any, ...] = (),
 ) -> tuple[list[NodeResult], list[str]]:
-    """Each chosen node's answer (by node id), and notes on the cluster."""
+    """Each chosen node's answer (by node id), and notes on the cluster; `task(bench, *args)` runs on each."""
     ray = join(address)
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -75,7 +76,9 @@ def run_on_nodes(
             notes.append("no alive node with GPUs in the cluster (--all-nodes checks the others)")
         remote = ray.remote(num_cpus=0, max_retries=0)(task)
         refs = {
-            remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(bench): n
+            remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(
+                bench, *args
+            ): n
             for n in nodes
         }
         results: dict[str, NodeResult] = {}

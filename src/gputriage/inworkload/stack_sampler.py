@@ -103,8 +103,8 @@ def file_kind(path: str) -> int:
 
 
 def own(path: str) -> int:
-    """1 for a file of the workload's own code, else 0 (the line of a thread that ran none of it)."""
-    return int(path not in (OTHER[0], GC_LINE[0]) and file_kind(path) == USER)
+    """1 for a file of the workload's own code as `file_kind` tells it, else 0 (the other lines: 1, they may be)."""
+    return int(path != GC_LINE[0] and file_kind(path) == USER)
 
 
 def _waits(path: str, function: str) -> bool:

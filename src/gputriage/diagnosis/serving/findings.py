@@ -83,14 +83,15 @@ def _queueing(steps: list[LoadStep]) -> list[Finding]:
         t0, t1, d0, d1 = prev.ttft.p50_ms, s.ttft.p50_ms, prev.tpot.p50_ms, s.tpot.p50_ms
         grew = _load_x(s) / max(_load_x(prev), 1e-9)
         decode_ms = (d1 or 0) * (s.output_tokens_mean or 0)
-        # a TPOT of 0 is a measurement (a client on a busy CPU read each stream in one chunk), not a gap
-        tpot_x = None if d0 is None or d1 is None else d1 / d0 if d0 > 0 else 1.0 if d1 == 0 else None
+        # TPOT 0: the streams arrived whole (a client on a busy CPU read each in one chunk), so that step's TTFT
+        # holds its decode too and says nothing of a wait (`whole_streams` says so in the report's notes)
         inferred = bool(
             t0
             and t1
-            and tpot_x is not None
+            and d0
+            and d1
             and t1 >= QUEUE_TTFT.value * t0
-            and t1 / t0 >= 2 * tpot_x
+            and t1 / t0 >= 2 * d1 / d0
             and t1 - t0 >= decode_ms / 2
             and s.output_tokens_per_s < (1 + 0.5 * (grew - 1)) * prev.output_tokens_per_s
             and not (sv is not None and sv.waiting_max == 0)

@@ -8,7 +8,8 @@ from typing import Optional
 from gputriage.diagnosis.serving.findings import findings
 from gputriage.diagnosis.serving.knee import knee
 from gputriage.diagnosis.serving.stats import summarize
-from gputriage.model.load import LoadMeasurement, LoadReport
+from gputriage.diagnosis.serving.steps import load_name
+from gputriage.model.load import LoadMeasurement, LoadReport, LoadStep
 
 
 def judge(
@@ -39,7 +40,21 @@ def judge(
             "no GPU sampled here: the server's GPUs are not in this report (run `gputriage load` on "
             "the server's machine to see them)"
         )
+    report.notes += whole_streams(report.steps)
     report.knee = knee(report.steps, m.meta.slo)
     report.findings = findings(report.steps, bandwidth_gbs, weight_bytes)
     report.ended_s = time.time()
     return report
+
+
+def whole_streams(steps: list[LoadStep]) -> list[str]:
+    """Where most streams of a step arrived in one chunk (TPOT p50 0 ms over several tokens): the client did not
+    read them as they came, so that step's TTFT holds the decode and its TPOT measures nothing."""
+    hit = [s for s in steps if s.tpot.p50_ms == 0 and (s.output_tokens_mean or 0) > 1]
+    if not hit:
+        return []
+    at = ", ".join(load_name(s) for s in hit)
+    return [
+        f"at {at}, most streams arrived in one chunk (TPOT 0 ms): this client did not read them as they came (its "
+        "CPU busy?); TTFT there includes the decode, and no queueing is inferred from it"
+    ]

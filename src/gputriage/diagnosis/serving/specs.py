@@ -118,7 +118,8 @@ QUEUEING = FindingSpec(
     "headroom; else add replicas behind a load balancer, and set client timeouts at the SLO",
     condition="the server reports requests waiting while running holds at a ceiling; or, from one step to the next "
     "(or from the lightest), TTFT grows >= the threshold, at least twice as fast as TPOT and by at least "
-    "half a request's decode time, while output tokens/s grow by under half the load's growth",
+    "half a request's decode time, while output tokens/s grow by under half the load's growth (TPOT measured at "
+    "both: a step whose streams arrived whole reads TPOT 0, its TTFT holds the decode, and it is not judged so)",
 )
 
 
