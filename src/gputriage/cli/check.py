@@ -10,7 +10,7 @@ import typer
 from gputriage.cli import exits
 from gputriage.cli.common import (
     FAIL_ON_HELP,
-    IDLE_AFTER_HELP,
+    IDLE_AFTER,
     err,
     exit_for,
     fail,
@@ -57,7 +57,7 @@ def check(
     currency: Optional[str] = typer.Option(
         None, "--currency", help="Currency of --price (default: the config file's, else USD)."
     ),
-    idle_after: Optional[float] = typer.Option(None, "--idle-after", metavar="MINUTES", min=0.1, help=IDLE_AFTER_HELP),
+    idle_after: Optional[float] = IDLE_AFTER,
 ) -> None:
     """Run the triage playbook: driver, link, utilization, VRAM, CPU, disk, memory, container, Xid, power,
     thermals, NUMA, network. Findings come in five steps: is the GPU used, is it starved or choking, VRAM,

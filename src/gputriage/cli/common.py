@@ -133,9 +133,13 @@ def natural_help(app: typer.Typer) -> None:
 
 
 FAIL_ON_HELP = "Exit 1 when a finding is at or above this severity: info, warn, critical, or never."
-IDLE_AFTER_HELP = (
-    "Name a process that held GPU memory and ran no kernel for this many minutes (default: after_minutes under "
-    "[idle_held] in the config file, else 10)."
+IDLE_AFTER = typer.Option(
+    None,
+    "--idle-after",
+    metavar="MINUTES",
+    min=0.1,
+    help="Name a process that held GPU memory and ran no kernel for this many minutes (default: after_minutes "
+    "under [idle_held] in the config file, else 10).",
 )
 
 

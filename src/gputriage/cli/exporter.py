@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import IDLE_AFTER_HELP, err, fail, idle_after_s
+from gputriage.cli.common import IDLE_AFTER, err, fail, idle_after_s
 
 
 def exporter(
@@ -39,7 +39,7 @@ def exporter(
     currency: Optional[str] = typer.Option(
         None, "--currency", help="Currency of --price (default: the config file's, else USD)."
     ),
-    idle_after: Optional[float] = typer.Option(None, "--idle-after", metavar="MINUTES", min=0.1, help=IDLE_AFTER_HELP),
+    idle_after: Optional[float] = IDLE_AFTER,
 ) -> None:
     """Serve each GPU's readings at /metrics under dcgm-exporter's names and units (DCGM_FI_DEV_GPU_UTIL,
     DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_POWER_USAGE, ...), so existing dashboards work,

@@ -10,7 +10,7 @@ import typer
 from gputriage.cli import exits
 from gputriage.cli.common import (
     FAIL_ON_HELP,
-    IDLE_AFTER_HELP,
+    IDLE_AFTER,
     api_errors,
     err,
     exit_for,
@@ -85,7 +85,6 @@ RAY = typer.Option(..., "--ray", metavar="ADDRESS", help="The Ray cluster's addr
 TIMEOUT = typer.Option(300.0, "--timeout", metavar="S", help="Per node: a node silent this long is reported failed.")
 ALL = typer.Option(False, "--all-nodes", help="Check the nodes without GPUs too.")
 PRICE = typer.Option(None, "--price", metavar="P", help="Price per GPU-hour: the idle share's cost.")
-IDLE_AFTER = typer.Option(None, "--idle-after", metavar="MINUTES", min=0.1, help=IDLE_AFTER_HELP)
 CURRENCY = typer.Option("USD", "--currency", metavar="CODE")
 STORE = typer.Option(None, "--store", metavar="FILE", help="Where the report is kept (SQLite).")
 NO_STORE = typer.Option(False, "--no-store", help="Do not keep it.")

@@ -11,7 +11,7 @@ import typer
 from gputriage.cli import exits
 from gputriage.cli.common import (
     FAIL_ON_HELP,
-    IDLE_AFTER_HELP,
+    IDLE_AFTER,
     api_errors,
     err,
     exit_for,
@@ -119,7 +119,7 @@ def run(
         "config file; no price is assumed).",
     ),
     currency: str = typer.Option("USD", "--currency", metavar="CODE", help="The currency of --price."),
-    idle_after: Optional[float] = typer.Option(None, "--idle-after", metavar="MINUTES", min=0.1, help=IDLE_AFTER_HELP),
+    idle_after: Optional[float] = IDLE_AFTER,
     keep_workload: bool = typer.Option(
         False, "--keep-workload", help="If gputriage is killed, let the command run on (by default it gets SIGTERM)."
     ),
