@@ -88,7 +88,10 @@ def test_dynamo_records_name_breaks_recompiles_and_what_runs_eagerly(tmp_path: P
     assert after["recompile_reason"] == "tensor 'y' size mismatch at index 0. expected 56, actual 64"
     assert (h.get("compilations", 0), h["fallback"]) == (0, dynamo_counters.LOOP_BREAK)
     assert (report["frames_compiled"], report["recompiles"]) == (16, 14)
-    assert report["graph_breaks"] == 8 + 1  # each compilation of f meets its break; h's, once
+    assert (report["graph_breaks"], report["loop_breaks"]) == (
+        8 + 1,
+        1,
+    )  # each compilation of f meets its break; h's, once
     sites = {(s["function"], s["line"], Path(s["file"]).name): s["count"] for s in report["break_sites"]}
     assert sites == {("f", 5, "w.py"): 8, ("h", 13, "w.py"): 1}
     assert "item()" in report["break_reasons"][0]["reason"]
@@ -364,6 +367,24 @@ def test_a_function_dynamo_gave_up_on_is_named() -> None:
         compiled_functions=[CompiledFunction(function="step", recompiles=1, fallback=dynamo_counters.RECOMPILE_LIMIT)],
     )
     assert [f.id for f in compile_findings(limited)] == ["run.recompiles"]
+
+
+def test_the_splits_are_counted_apart_from_the_breaks_in_loops_however_many_places() -> None:
+    """Breaks at 12 places in loops (their sites cut to the 8 most frequent, as the workload reports them) and one
+    split made twice: "2 breaks", from the loop breaks counted as such, not from the sites kept; summed over two
+    ranks; an older report without the count takes the sites it kept."""
+    looped = [BreakSite(function=f"f{i}", line=10 + i, file="/w.py", count=1, in_loop=True) for i in range(7)]
+    split = BreakSite(function="forward", line=27, file="/w.py", count=2)
+    rank = CompileStats(frames_compiled=2, graph_breaks=14, loop_breaks=12, break_sites=[split, *looped])
+    (found,) = compile_findings(rank)
+    assert "split the graph at 1 place (w.py:27 in forward()): 2 breaks over 2 compilations" in found.symptom
+    both = merge([rank, rank])
+    assert (both.graph_breaks, both.loop_breaks) == (28, 24)
+    (found,) = compile_findings(both)
+    assert ": 4 breaks over 4 compilations" in found.symptom
+    older = msgspec.structs.replace(rank, loop_breaks=None, graph_breaks=9)
+    (found,) = compile_findings(older)
+    assert ": 2 breaks over 2 compilations" in found.symptom  # 9 less the 7 loop breaks its sites kept
 
 
 def test_an_older_report_is_still_judged() -> None:

@@ -300,6 +300,7 @@ def read(utils: Any, convert_frame: Any = None, tally: Optional[Tally] = None) -
     functions = tally.functions()
     out: dict[str, Any] = {
         "graph_breaks": int(sum(breaks.values())) + loop_breaks,
+        "loop_breaks": loop_breaks,
         "unique_graphs": int(dict(counters.get("stats", {})).get("unique_graphs", 0)),
         "break_reasons": [
             {"reason": r, "count": c} for r, c in sorted(reasons.items(), key=lambda kv: -kv[1])[:MAX_ITEMS]

@@ -37,6 +37,7 @@ class CompiledFunction(msgspec.Struct, kw_only=True, omit_defaults=True):
 class CompileStats(msgspec.Struct, kw_only=True, omit_defaults=True):
     frames_compiled: int = 0  # compilations, recompilations included
     graph_breaks: int = 0  # breaks met while compiling (each compilation of a function meets its breaks again)
+    loop_breaks: Optional[int] = None  # of them, inside a loop: no split, the frame runs eagerly (None: not counted)
     unique_graphs: int = 0
     recompiles: Optional[int] = None  # compilations beyond the first of each function (None: not counted)
     compile_s: Optional[float] = None  # seconds dynamo and inductor spent compiling

@@ -42,10 +42,12 @@ def merge(reports: list[CompileStats]) -> CompileStats:
             key = (s.function, s.line, s.file, s.in_loop)
             sites[key] = sites.get(key, 0) + s.count
     recompiles = [r.recompiles for r in reports if r.recompiles is not None]
+    looped = [r.loop_breaks for r in reports if r.loop_breaks is not None]
     seconds = [r.compile_s for r in reports if r.compile_s is not None]
     return CompileStats(
         frames_compiled=sum(r.frames_compiled for r in reports),
         graph_breaks=sum(r.graph_breaks for r in reports),
+        loop_breaks=sum(looped) if looped else None,
         unique_graphs=sum(r.unique_graphs for r in reports),
         recompiles=sum(recompiles) if recompiles else None,
         compile_s=round(sum(seconds), 3) if seconds else None,

@@ -84,7 +84,7 @@ def _breaks(stats: CompileStats, seconds: str) -> Finding:
     parts = []
     if split:  # the graph split, the code around each break run eagerly
         why = f" — {stats.break_reasons[0].reason}" if stats.break_reasons else ""
-        n = stats.graph_breaks - sum(s.count for s in looped)
+        n = stats.graph_breaks - (stats.loop_breaks if stats.loop_breaks is not None else sum(s.count for s in looped))
         parts.append(
             f"split the graph at {len(split)} place{_s(len(split))} ({', '.join(_site(s) for s in split[:3])}): "
             f"{n} break{_s(n)} over {stats.frames_compiled} compilation"
