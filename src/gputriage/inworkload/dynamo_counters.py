@@ -1,10 +1,7 @@
-"""What `torch.compile` did in a Python workload under `gputriage run`: functions compiled and recompiled (with the
-guard that failed), graph breaks (why and where), the functions dynamo gave up on (a graph break inside a loop, the
-recompile limit: they run eagerly) and the seconds spent compiling, from dynamo's own records.
-
-The graph compiler fails silently: a data-dependent branch, a `.item()` or a Python call it cannot trace splits
-the graph and the code around the break runs eagerly; a shape that changes under `dynamic=False` recompiles
-the function, seconds each time, until the recompile limit makes it run eagerly for good. No error says so.
+"""What `torch.compile` did in a Python workload under `gputriage run`, from dynamo's own records: functions compiled
+and recompiled (with the guard that failed), graph breaks (why and where: a `.item()` or a branch on data splits the
+graph and runs the code around it eagerly), the functions dynamo gave up on (a break inside a loop, the recompile
+limit: they run eagerly) and the seconds spent compiling. The graph compiler fails silently; this says so.
 
 Loaded into the workload with the profiler's hook (`trace.inject`), a daemon thread looks whether the workload has
 imported torch (ten times a second until it has, then once a second) and dynamo (it never imports either itself:
@@ -353,12 +350,11 @@ class Watcher:
         self.folder = folder
         self.own, self.tally = OwnFrames(), Tally()
         self.lock = threading.Lock()
-        self.written: Optional[dict[str, Any]] = None
         self.marked: Optional[tuple[Any, ...]] = None  # dynamo's mark at the last read
 
     def look(self) -> bool:
-        """Skip gputriage's new frames, read dynamo's records and write the report if it compiled anything new;
-        whether torch is imported."""
+        """Skip gputriage's new frames, read dynamo's records and write the report where they changed; whether
+        torch is imported."""
         if not self.lock.acquire(timeout=10.0):
             return True
         try:
@@ -368,9 +364,8 @@ class Watcher:
             if now is not None and now != self.marked:
                 report = read(utils, sys.modules.get("torch._dynamo.convert_frame"), self.tally)
                 compiled = report["frames_compiled"] or report.get("compiled_functions") or report["graph_breaks"]
-                if compiled and report != self.written:
+                if compiled:
                     write(self.folder, report)
-                    self.written = report
                 self.marked = now
         except Exception:
             pass  # a record this torch does not have, a folder gone: report what was written
