@@ -209,12 +209,15 @@ class Exporter:
         return msgspec.json.encode(self.stacks())
 
     def regimes_now(self) -> RegimesNow:
-        """Each GPU's regime, the last changes and how many there were: what `/regimes` serves."""
-        state = self.state()
+        """Each GPU's regime, the last changes and how many each GPU made: what `/regimes` serves, and the scrape."""
+        if self.regimes is None:
+            return RegimesNow()
+        with self._lock:
+            current, counts, changes = self.regimes.current(), self.regimes.counts(), list(self.changes)
         return RegimesNow(
-            regimes=[state.regimes[i] for i in sorted(state.regimes)],
-            changes=state.regime_changes,
-            changes_total=state.regime_changes_total,
+            regimes=[current[i] for i in sorted(current)],
+            changes=changes,
+            changes_total={i: counts.get(i, 0) for i in self.gpus},
         )
 
     def regimes_json(self) -> bytes:
@@ -245,10 +248,7 @@ class Exporter:
         """What a scrape renders: no NVML call, only what the threads left."""
         recent = self.sampler.recent if self.sampler is not None else []
         c = self._checked
-        with self._lock:
-            regimes = self.regimes.current() if self.regimes is not None else {}
-            counts = self.regimes.counts() if self.regimes is not None else None
-            changes = list(self.changes)
+        now = self.regimes_now()
         return ExporterState(
             hostname=socket.gethostname(),
             driver=self.system.get("driver"),
@@ -265,9 +265,9 @@ class Exporter:
             holders=list(self.tracker.held) if self.tracker is not None else [],
             price_per_gpu_hour=self.price_per_gpu_hour,
             currency=self.currency,
-            regimes=regimes,
-            regime_changes=changes,
-            regime_changes_total={i: counts.get(i, 0) for i in self.gpus} if counts is not None else {},
+            regimes={r.gpu: r for r in now.regimes},
+            regime_changes=now.changes,
+            regime_changes_total=now.changes_total,
             pyspy_available=self.pyspy is None if self._pyspy_checked else None,
             pyspy_reason=self.pyspy.reason if self.pyspy is not None else "",
         )
