@@ -8,17 +8,7 @@ from typing import Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import (
-    FAIL_ON_HELP,
-    IDLE_AFTER,
-    err,
-    exit_for,
-    fail,
-    idle_after_s,
-    out,
-    parse_fail_on,
-    print_json,
-)
+from gputriage.cli.common import FAIL_ON_HELP, IDLE_AFTER, err, exit_for, fail, out, parse_fail_on, print_json
 
 
 def check(
@@ -57,7 +47,7 @@ def check(
     currency: Optional[str] = typer.Option(
         None, "--currency", help="Currency of --price (default: the config file's, else USD)."
     ),
-    idle_after: Optional[float] = IDLE_AFTER,
+    idle_held_min_s: Optional[float] = IDLE_AFTER,
 ) -> None:
     """Run the triage playbook: driver, link, utilization, VRAM, CPU, disk, memory, container, Xid, power,
     thermals, NUMA, network. Findings come in five steps: is the GPU used, is it starved or choking, VRAM,
@@ -83,7 +73,7 @@ def check(
             fail(f"cannot write {save}: {exc.strerror or exc}", exits.BAD_INPUT)
     try:
         report = api.check(
-            snap, budget=budget, price_per_gpu_hour=price, currency=currency, idle_held_min_s=idle_after_s(idle_after)
+            snap, budget=budget, price_per_gpu_hour=price, currency=currency, idle_held_min_s=idle_held_min_s
         )
     except api.GputriageError as exc:
         fail(str(exc), exits.BAD_INPUT)

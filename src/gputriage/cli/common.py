@@ -133,19 +133,21 @@ def natural_help(app: typer.Typer) -> None:
 
 
 FAIL_ON_HELP = "Exit 1 when a finding is at or above this severity: info, warn, critical, or never."
-IDLE_AFTER = typer.Option(
+
+
+def _minutes_as_s(minutes: Optional[float]) -> Optional[float]:
+    return None if minutes is None else minutes * 60.0
+
+
+IDLE_AFTER = typer.Option(  # given in minutes, passed on in seconds (a command's `idle_held_min_s`)
     None,
     "--idle-after",
     metavar="MINUTES",
     min=0.1,
+    callback=_minutes_as_s,
     help="Name a process that held GPU memory and ran no kernel for this many minutes (default: after_minutes "
     "under [idle_held] in the config file, else 10).",
 )
-
-
-def idle_after_s(minutes: Optional[float]) -> Optional[float]:
-    """--idle-after's minutes in seconds (None: not given)."""
-    return None if minutes is None else minutes * 60.0
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import IDLE_AFTER, err, fail, idle_after_s
+from gputriage.cli.common import IDLE_AFTER, err, fail
 
 
 def exporter(
@@ -39,7 +39,7 @@ def exporter(
     currency: Optional[str] = typer.Option(
         None, "--currency", help="Currency of --price (default: the config file's, else USD)."
     ),
-    idle_after: Optional[float] = IDLE_AFTER,
+    idle_held_min_s: Optional[float] = IDLE_AFTER,
 ) -> None:
     """Serve each GPU's readings at /metrics under dcgm-exporter's names and units (DCGM_FI_DEV_GPU_UTIL,
     DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_POWER_USAGE, ...), so existing dashboards work,
@@ -69,7 +69,7 @@ def exporter(
             check_every_s=check_every,
             price_per_gpu_hour=price,
             currency=currency,
-            idle_held_min_s=idle_after_s(idle_after),
+            idle_held_min_s=idle_held_min_s,
         )
     except GputriageError as exc:
         fail(str(exc), exits.BAD_INPUT)

@@ -15,7 +15,6 @@ from gputriage.cli.common import (
     err,
     exit_for,
     fail,
-    idle_after_s,
     out,
     parse_fail_on,
     print_json,
@@ -39,7 +38,7 @@ def _run(
     no_store: bool,
     as_json: bool,
     fail_on: str,
-    idle_after: Optional[float],
+    idle_held_min_s: Optional[float],
 ) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -65,7 +64,7 @@ def _run(
                 price_per_gpu_hour=price,
                 currency=currency,
                 store=False if no_store else store_path,
-                idle_held_min_s=idle_after_s(idle_after),
+                idle_held_min_s=idle_held_min_s,
                 progress=lambda done, total, what: progress.update(
                     task, completed=done, total=total, description=f"nodes ({what})"
                 ),
@@ -103,13 +102,13 @@ def check(
     no_store: bool = NO_STORE,
     as_json: bool = JSON,
     fail_on: str = FAIL_ON,
-    idle_after: Optional[float] = IDLE_AFTER,
+    idle_held_min_s: Optional[float] = IDLE_AFTER,
 ) -> None:
     """Run `check` on every node with GPUs, one task pinned to each: findings by node, nodes whose figures
     fall below the fleet's (PCIe link, SM clock, power limit), drift in driver/CUDA/torch/ECC/power limit,
     the idle share. Exit 1 when a node failed or is an outlier, or a node's finding is at or above --fail-on;
     3 when no Ray cluster answers at the address."""
-    _run(address, False, timeout, all_nodes, price, currency, store_path, no_store, as_json, fail_on, idle_after)
+    _run(address, False, timeout, all_nodes, price, currency, store_path, no_store, as_json, fail_on, idle_held_min_s)
 
 
 @fleet_app.command("bench")
@@ -124,9 +123,9 @@ def bench(
     no_store: bool = NO_STORE,
     as_json: bool = JSON,
     fail_on: str = FAIL_ON,
-    idle_after: Optional[float] = IDLE_AFTER,
+    idle_held_min_s: Optional[float] = IDLE_AFTER,
 ) -> None:
     """`fleet check` plus `bench --quick` on each node: its bf16 rate and memory bandwidth set against the fleet's."""
     if not quick:
         fail("on a fleet only `bench --quick` runs (a full bench holds each GPU for minutes)", exits.USAGE)
-    _run(address, True, timeout, all_nodes, price, currency, store_path, no_store, as_json, fail_on, idle_after)
+    _run(address, True, timeout, all_nodes, price, currency, store_path, no_store, as_json, fail_on, idle_held_min_s)

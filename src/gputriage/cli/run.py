@@ -9,17 +9,7 @@ from typing import Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import (
-    FAIL_ON_HELP,
-    IDLE_AFTER,
-    api_errors,
-    err,
-    exit_for,
-    fail,
-    idle_after_s,
-    parse_fail_on,
-    to_json,
-)
+from gputriage.cli.common import FAIL_ON_HELP, IDLE_AFTER, api_errors, err, exit_for, fail, parse_fail_on, to_json
 
 PERIOD_HELP = (
     "Seconds between two readings of the GPU counters (default: the driver's own refresh of GPU-Util, "
@@ -119,7 +109,7 @@ def run(
         "config file; no price is assumed).",
     ),
     currency: str = typer.Option("USD", "--currency", metavar="CODE", help="The currency of --price."),
-    idle_after: Optional[float] = IDLE_AFTER,
+    idle_held_min_s: Optional[float] = IDLE_AFTER,
     keep_workload: bool = typer.Option(
         False, "--keep-workload", help="If gputriage is killed, let the command run on (by default it gets SIGTERM)."
     ),
@@ -157,7 +147,7 @@ def run(
                 currency=currency,
                 metric=metric,
                 baseline=baseline,
-                idle_held_min_s=idle_after_s(idle_after),
+                idle_held_min_s=idle_held_min_s,
             )
         except api.WorkloadError as exc:
             fail(str(exc), exc.exit_code)

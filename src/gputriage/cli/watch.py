@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gputriage.cli import exits
-from gputriage.cli.common import FAIL_ON_HELP, IDLE_AFTER, err, exit_for, fail, idle_after_s, out, parse_fail_on
+from gputriage.cli.common import FAIL_ON_HELP, IDLE_AFTER, err, exit_for, fail, out, parse_fail_on
 from gputriage.cli.run import PERIOD_HELP
 from gputriage.model.clock_events import decode_reasons
 from gputriage.model.live_regime import LiveRegime
@@ -116,7 +116,7 @@ def watch(
         "summary counts what the idle share of the watched time cost.",
     ),
     currency: Optional[str] = typer.Option(None, "--currency", metavar="CODE"),
-    idle_after: Optional[float] = IDLE_AFTER,
+    idle_held_min_s: Optional[float] = IDLE_AFTER,
     stacks_every: float = typer.Option(
         10.0,
         "--stacks-every",
@@ -147,7 +147,7 @@ def watch(
             isolated=False,
             price_per_gpu_hour=price,
             currency=currency,
-            idle_held_min_s=idle_after_s(idle_after),
+            idle_held_min_s=idle_held_min_s,
         )
         m.__enter__()
     except api.GputriageError as exc:
