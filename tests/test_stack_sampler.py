@@ -172,6 +172,37 @@ def test_torch_frames_name_what_the_thread_does():
             lock.release()
 
 
+def test_torch_s_own_threads_that_wait_are_waiting_not_launching(tmp_path):
+    # inductor's compile-worker pool reads its pipe, its timer sleeps: in torch's code, blocked in C
+    pool = tmp_path / "lib" / "site-packages" / "torch" / "_inductor" / "compile_worker" / "subproc_pool.py"
+    pool.parent.mkdir(parents=True)
+    pool.write_text(
+        "def _recv_msg(read_pipe):\n    return read_pipe.read(8)\n\n"
+        "def check():\n    sleep(60)\n\n"
+        "def op(lock):\n    lock.acquire()\n"
+    )
+    scope: dict[str, Any] = {}
+    exec(compile(pool.read_text(), str(pool), "exec"), scope)
+    read_fd, write_fd = os.pipe()
+    locks = [threading.Lock() for _ in range(2)]
+    for lock in locks:
+        lock.acquire()
+    scope["sleep"] = locks[0].acquire  # as `from time import sleep` would, blocking in C until released
+    with (
+        os.fdopen(read_fd, "rb", buffering=0) as pipe,
+        Blocked(lambda release: scope["_recv_msg"](pipe)) as reader,
+        Blocked(lambda release: scope["check"]()) as timer,
+        Blocked(lambda release: scope["op"](locks[1])) as op,
+    ):
+        assert classify(reader.frame(lambda fr: blocked_in(fr, "_recv_msg")))[0] == "input_wait"
+        assert classify(timer.frame(lambda fr: blocked_in(fr, "check")))[0] == "input_wait"
+        assert classify(op.frame(lambda fr: blocked_in(fr, "op")))[0] == "launch"  # a torch op in C
+        os.write(write_fd, b"12345678")
+        for lock in locks:
+            lock.release()
+    os.close(write_fd)
+
+
 @pytest.mark.parametrize(
     "path, kind",
     [
@@ -184,6 +215,9 @@ def test_torch_frames_name_what_the_thread_does():
         (f"{SITE}/torch/nn/modules/module.py", ss.MODULE),
         (f"{SITE}/torch/_inductor/compile_fx.py", ss.COMPILER),
         ("/tmp/torchinductor_u/ab/cab12.py", ss.TORCH),
+        # inductor's cache dir given another name (TORCHINDUCTOR_CACHE_DIR): its files still are its generated code
+        ("/scratch/cache/4z/c4z7h42jtgfwaapdgcl3aqjoz3dwkzjaqgdwhsh2irxitkywzqky.py", ss.TORCH),
+        ("/home/u/ab/cab.py", ss.USER),
         (f"{SITE}/torch/utils/data/dataloader.py", ss.LOADER),
         (f"{SITE}/torch/utils/data/_utils/pin_memory.py", ss.PINNING),
         (f"{SITE}/torch/_tensor_str.py", ss.TORCH_SYNC),

@@ -77,10 +77,27 @@ def test_the_main_thread_s_dominant_category_names_the_cause(shares, fields, exp
 
 def test_the_cpu_rules_decide_without_enough_samples_or_with_a_python_thread_at_work_beside_the_main_one():
     cpu_rule = label(WindowMetrics(t0_s=T0, t1_s=T0 + 1, samples=5, **IDLE_GPU), H200_STATIC)
-    assert label(window({"input_wait": 0.9}, samples=10), H200_STATIC) == cpu_rule
+    assert label(window({"input_wait": 0.7, "launch": 0.3}, samples=15), H200_STATIC) == cpu_rule
+    assert label(window({"input_wait": 0.9}, samples=9), H200_STATIC) == cpu_rule
     assert label(window({"input_wait": 0.9}, host_others_busy=0.95), H200_STATIC) == cpu_rule  # the GIL's holder
     # launching kernels that fill the GPU: left to the CPU's figures
     assert label(window({"launch": 0.9}, sm_active_pct=8.0), H200_STATIC)[0] != B.launch_bound
+
+
+def test_a_main_thread_holding_the_interpreter_through_compiles_decides_from_few_samples():
+    # recorded on an H200 (torch.compile from cold caches): 10-16 rounds in a second, compiling 0.6-0.96 of them
+    busy = {"workload_cpu_pct": 99.0, "gpu_process_cpu_pct": 99.0, "gpu_main_thread_pct": 99.0, "top_thread_pct": 99.0}
+    compiling = {"compile": 0.95, "launch": 0.05}
+    assert label(window(compiling, samples=9, **busy), H200_STATIC)[0] == B.input_starved  # the CPU's figures
+    assert label(window(compiling, samples=15, **busy), H200_STATIC) == (B.host_bound, [])
+
+
+def test_a_gpu_that_ran_no_kernel_cannot_say_whether_its_kernels_are_small():
+    # GPU-Util 0%: the main thread launching (a compiled function fallen back to eager) is launch_bound, with the
+    # compiling it also does left open; before, "no small kernels" at 0% left it to the CPU's figures
+    idle = {"util_pct": 0.0, "sm_active_pct": 0.0, "sm_active_max_pct": 0.0, "sm_occupancy_pct": 0.0}
+    got = label(window({"launch": 0.55, "compile": 0.43, "gc": 0.02}, **idle), H200_STATIC)
+    assert got == (B.launch_bound, [B.host_bound])
 
 
 def stacked_run(

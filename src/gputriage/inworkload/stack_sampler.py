@@ -1,19 +1,18 @@
 """Where a Python workload's threads spend their time, sampled from inside it under `gputriage run` (standard
 library only; loaded with the allocator's counters by the injected `sitecustomize`, `trace.inject`).
 
-CPU percentages say how busy threads are, not what they do. A daemon thread takes `sys._current_frames()` RATE_HZ
-times a second and classifies each Python thread's stack (its own and gputriage's left out) into CATEGORIES by its
-innermost frames, or, since tensor methods are C and show no frame, by the text of the innermost Python line:
-gpu_wait (`.item()`, `.cpu()`, `.tolist()`, `synchronize(`, torch.cuda's waits, printing a tensor); input_wait
-(queue, lock, selector, socket, pipe, subprocess and future waits, `sleep(`, a queue's `.get(`; under a DataLoader's
-frames counted apart, `main_loader`); copy (`.to(`, `.cuda(`, `copy_(`, `pin_memory(`, a module moved); compile
-(dynamo's frame conversion, inductor's compile and autotuning); gc (`gc.callbacks`); launch (torch's Python code, or
-a workload line inside a forward or calling `torch.`, `F.`, `@`, `.backward(`: a heuristic, an ATen op is C);
-host_compute (everything else, and all of it in a process without CUDA). A sample needs the interpreter lock, so a
-thread computing 2 ms between waits is seen waiting: the report carries the main thread's CPU time, and the reader
-caps its waits at its time off the CPU (`sampling.progress`). Counts per category and per line (the innermost frame
-outside the standard library, site-packages and gputriage) are written every WRITE_S as `stacks.PID.json`, replaced
-atomically, beside `gputriage.step()`'s counters.
+A daemon thread takes `sys._current_frames()` RATE_HZ times a second and classifies each Python thread's stack (its
+own and gputriage's left out) into CATEGORIES by its innermost frames or, since tensor methods are C and show no
+frame, by the text of the innermost line: gpu_wait (`.item()`, `.cpu()`, `.tolist()`, `synchronize(`, torch.cuda's
+waits, printing a tensor); input_wait (queue, lock, selector, socket, pipe, subprocess and future waits, `sleep(`, a
+queue's `.get(`, torch's own threads reading a pipe or sleeping; under a DataLoader's frames counted apart,
+`main_loader`); copy (`.to(`, `.cuda(`, `copy_(`, `pin_memory(`, a module moved); compile (dynamo's frame
+conversion, inductor's compile and autotuning); gc (`gc.callbacks`); launch (torch's Python code, or a workload line
+inside a forward or calling `torch.`, `F.`, `@`, `.backward(`: a heuristic, an ATen op is C); host_compute (the
+rest, and all of it in a process without CUDA). A sample needs the interpreter lock, so a thread computing 2 ms
+between waits is seen waiting: the report carries the main thread's CPU time, and the reader caps its waits at its
+time off the CPU (`sampling.progress`). Counts per category and per line (the innermost frame outside the standard
+library, site-packages and gputriage) are written every WRITE_S as `stacks.PID.json`, replaced atomically.
 """
 
 from __future__ import annotations
@@ -50,6 +49,7 @@ _GPUTRIAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + o
 _COMPILE_DIRS = "torch/_dynamo/convert_frame.py torch/_inductor/compile_fx.py torch/_inductor/async_compile.py "
 _COMPILERS = (*_COMPILE_DIRS.split(), "torch/_inductor/autotune_process.py", "torch/_inductor/select_algorithm.py")
 _COMPILERS += ("triton/compiler/",)
+_GENERATED = re.compile(r"/(\w\w)/c\1\w{40,}\.py$")  # inductor's code in a cache dir of any name: xy/cxy<hash>.py
 _SYNCS = ("torch/cuda/__init__.py", "torch/cuda/streams.py", "torch/_tensor_str.py")
 # blocking stdlib functions: (file suffix, function names; empty: any)
 _WAITS = (
@@ -76,6 +76,9 @@ _LINE_RULES = (  # the innermost line's text, in order: (category, pattern)
     (_LAUNCH, re.compile(r"\btorch\.|\bF\.|\s@\s|\.backward\(")),
 )
 _HOST_ONLY = {_GPU_WAIT: _HOST, _COPY: _HOST, _LAUNCH: _HOST}  # without CUDA
+# torch's threads that wait (inductor's worker pool on its pipe, a timer): names that get a line read, a wait's text
+_BLOCKING = frozenset(("sleep", "read", "readline", "recv", "recv_into", "recvfrom", "accept", "select", "poll"))
+_TORCH_WAIT = re.compile(_INPUT_LINE + r"|\.read\(")
 
 
 def file_kind(path: str) -> int:
@@ -85,7 +88,7 @@ def file_kind(path: str) -> int:
         return STDLIB
     if path.startswith("<"):
         return USER  # python -c, exec'd code
-    if "torchinductor_" in p:  # inductor's generated code: a compiled graph launching its kernels
+    if "torchinductor_" in p or _GENERATED.search(p):  # inductor's generated code: a graph launching its kernels
         return TORCH
     if any(c in p for c in _COMPILERS):
         return COMPILER
@@ -122,16 +125,15 @@ class Classifier:
 
     def kind(self, path: str) -> int:
         k = self.kinds.get(path)
-        if k is None:
-            k = self.kinds[path] = file_kind(path)
-        return k
+        return self.kinds.setdefault(path, file_kind(path)) if k is None else k
 
-    def text_category(self, path: str, line: int) -> int:
-        key = (path, line)
+    def text_category(self, path: str, line: int, torch: bool = False) -> int:
+        key = (path, -line if torch else line)
         c = self.texts.get(key)
         if c is None:
             text = linecache.getline(path, line)
-            c = next((cat for cat, pattern in _LINE_RULES if pattern.search(text)), -1)
+            rules = ((_INPUT, _TORCH_WAIT),) if torch else _LINE_RULES
+            c = next((cat for cat, pattern in rules if pattern.search(text)), -1)
             if len(self.texts) < 65536:
                 self.texts[key] = c
         return c
@@ -149,8 +151,7 @@ class Classifier:
             code = f.f_code
             k = self.kind(code.co_filename)
             if k == USER:
-                if line_frame is None:
-                    line_frame = f
+                line_frame = line_frame or f
             elif k == COMPILER:
                 compiling = True
             elif k in (LOADER, PINNING):
@@ -185,8 +186,9 @@ class Classifier:
             return _GPU_WAIT
         if kind == PINNING or moving:
             return _COPY
-        if kind in (TORCH, MODULE):
-            return _LAUNCH
+        if kind in (TORCH, MODULE):  # torch's Python code, or one of its threads waiting
+            waits = kind == TORCH and not _BLOCKING.isdisjoint(code.co_names)
+            return _INPUT if waits and self.text_category(code.co_filename, frame.f_lineno, True) >= 0 else _LAUNCH
         if kind == LOADER:
             return _HOST  # collating or a dataset's code run on this thread (no workers)
         c = self.text_category(code.co_filename, frame.f_lineno)
@@ -384,13 +386,8 @@ def start(folder: str, stop: Optional[threading.Event] = None, rate_hz: float = 
     sampler = StackSampler(folder, rate_hz)
     t = threading.Thread(target=sampler.run, args=(until,), name="gputriage-stacks", daemon=True)
     t.start()
-    if stop is None:
-
-        def _at_exit() -> None:
-            until.set()
-            t.join(1.0)
-
-        atexit.register(_at_exit)
+    if stop is None:  # stopped at exit, its last report written
+        atexit.register(lambda: until.set() or t.join(1.0))
     return t
 
 

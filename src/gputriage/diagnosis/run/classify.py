@@ -263,7 +263,7 @@ def _after_vram(m: WindowMetrics, gpu: GpuStatic, busy_util: float) -> tuple[B, 
         small = sm < SMALL_KERNEL_SM_PER_UTIL.value * busy_util or (
             occupancy is not None and occupancy < SMALL_KERNEL_OCC_PER_UTIL.value * busy_util
         )
-        return host_side(m, busy_util, small=small)
+        return host_side(m, busy_util, small=small if busy_util > 0 else None)  # no kernel ran: cannot tell
     if tensor is not None and tensor >= TENSOR_BUSY.value:
         gaps = [B.underfilled] if sm < SM_GAPS_PER_UTIL.value * busy_util else []
         return B.compute_bound, [*gaps, B.comm_bound] if links_busy else gaps
@@ -324,7 +324,7 @@ def _without_gpm(
     if util >= UNDERFILLED_UTIL.value and light:
         return B.underfilled, unseen
     if util < HOST_BOUND_UTIL.value:
-        small = None if power is None else power < SMALL_KERNEL_POWER_PER_UTIL.value * util / 100.0
+        small = None if power is None or util <= 0 else power < SMALL_KERNEL_POWER_PER_UTIL.value * util / 100.0
         return host_side(m, util, small)
     if (m.mem_util_pct or 0.0) >= MEM_UTIL_BUSY.value:
         return B.memory_bound, unseen

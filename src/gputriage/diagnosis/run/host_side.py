@@ -92,6 +92,22 @@ STACK_SAMPLES = Threshold(
     "judgement: 50 samples a second; 20 put each share within 0.23 (binomial, two sigmas), "
     "enough to name the one the main thread spends most time in",
 )
+STACK_SAMPLES_CLEAR = Threshold(
+    "stack_min_samples_clear",
+    10.0,
+    "samples",
+    "fewer stack samples that still decide a window when one category holds CLEAR_SHARE of them (a main thread "
+    "that holds the interpreter lock through long calls, compiling, leaves its sampler few rounds)",
+    "judgement: at 10 samples a share of 0.8 is 0.55 or more at two sigmas (binomial), the others 0.2 at most; "
+    "H200 recordings of torch.compile compiling from cold caches: 10-16 samples in a second, compiling 0.6-0.96",
+)
+CLEAR_SHARE = Threshold(
+    "stack_clear_share",
+    0.8,
+    "of the samples",
+    "the share of one category that lets STACK_SAMPLES_CLEAR samples decide a window",
+    "judgement: see STACK_SAMPLES_CLEAR",
+)
 OTHERS_BUSY = Threshold(
     "python_threads_busy",
     0.85,
@@ -132,9 +148,11 @@ def stack_shares(m: WindowMetrics | Mapping[str, float]) -> dict[str, float] | N
     """The main thread's share of the time per category (a window's, or a verdict's evidence), when enough samples
     stand behind them; else None."""
     get = m.get if isinstance(m, Mapping) else lambda name: getattr(m, name)
-    if (get("host_stack_samples") or 0.0) < STACK_SAMPLES.value:
+    samples = get("host_stack_samples") or 0.0
+    if samples < STACK_SAMPLES_CLEAR.value:
         return None
-    return {c: get(field) or 0.0 for c, field in SHARE_FIELDS.items()}
+    shares = {c: get(field) or 0.0 for c, field in SHARE_FIELDS.items()}
+    return shares if samples >= STACK_SAMPLES.value or max(shares.values()) >= CLEAR_SHARE.value else None
 
 
 def waits_for_input(shares: Mapping[str, float]) -> bool:
