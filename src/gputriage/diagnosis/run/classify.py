@@ -1,24 +1,21 @@
 """Name the bottleneck of one window of samples (the sampler's rules).
 
-Samples are cut into windows (1 s by default, `monitor.windows`); each window gets one label from
-the Bottleneck vocabulary by the rules below, evaluated in order; consecutive windows with the
-same label form a regime (`diagnosis.run.verdict`). Thresholds are the constants below, each with
-its meaning and source (`gputriage rules --command run` lists them).
+Samples are cut into windows (1 s by default, `monitor.windows`); each window gets one label from the Bottleneck
+vocabulary by the rules below, evaluated in order; consecutive windows with the same label form a regime
+(`diagnosis.run.verdict`). Thresholds: the constants below, each with its meaning and source (`gputriage rules`).
 
 What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newer):
 - idle: GPU-Util < 5% and SM activity < 5%, and the workload's CPU < 20% of a core (without
   process data: GPU-Util < 1%).
 - contended: another process has memory on the same GPU while it is busy, or two of the workload's
   own processes run kernels on it (NVML per-process utilization).
-- vram_pressure: the GPU waits on PyTorch's caching allocator. Where the workload reports its
-  allocator (`gputriage.inworkload.allocator_counters`: Python workloads under `run`'s profiler hook), it gives
-  memory back to the driver >= 1 cudaFree a second (`empty_cache()` in the loop, allocations retried
-  near out-of-memory), whatever VRAM holds; a full GPU whose allocator stays still (a KV-cache pool
-  taken at start) is no pressure. Where it does not report, memory used >= 95% of the GPU's total.
-  Either way not while GPM sees the GPU saturated (GPU-Util >= 90%, SM activity >= 0.8 x GPU-Util):
-  memory that churns without leaving the SMs idle costs nothing worth naming first. Without GPM, a
-  full GPU at GPU-Util >= 90% with no allocator report is judged by the rules below with vram_pressure
-  left possible (GPU-Util cannot see the gaps a cudaFree leaves).
+- vram_pressure: the GPU waits on PyTorch's caching allocator. Where the workload reports its allocator
+  (`gputriage.inworkload.allocator_counters`: Python workloads under `run`), it gives memory back to the driver
+  >= 1 cudaFree a second (`empty_cache()` in the loop, allocations retried near out-of-memory), whatever VRAM
+  holds; a full GPU whose allocator stays still (a KV-cache pool taken at start) is no pressure. Where it does
+  not report, memory used >= 95% of the GPU's total. Either way not while GPM sees the GPU saturated (GPU-Util
+  >= 90%, SM activity >= 0.8 x GPU-Util). Without GPM, a full GPU at GPU-Util >= 90% with no allocator report
+  is judged by the rules below with vram_pressure left possible (GPU-Util cannot see a cudaFree's gaps).
 - throttled: a thermal or hardware slowdown reason in >= 30% of the window's samples, or the
   power cap active at a limit lowered below 90% of the default.
 - comm_bound: NVLink carries >= 20% of the links' capacity (the busier direction) while the tensor
@@ -38,7 +35,8 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
 - Without GPM (GPUs before Hopper, `--no-gpm`), how much of the chip works shows in the power it
   draws against its limit: h2d_copy_bound when PCIe RX >= 2000 MiB/s with the GPU drawing under
   35% of its limit (or GPU-Util < 30%); underfilled at GPU-Util >= 90% under 35% of the limit;
-  kernels are small when the power share is under 0.6 x GPU-Util; memory_bound when nvidia-smi's
+  kernels are small when the power share is under 0.6 x GPU-Util, not from 0.9 x (between, a lightly used
+  GPU's idle power hides which); memory_bound when nvidia-smi's
   memory util >= 80%; compute_bound otherwise, where tensor cores cannot be told from CUDA cores
   (tensor_cores_idle stays possible: `run --profile` tells), and copies taking turns with the kernels
   neither (h2d_copy_bound stays possible where PCIe RX says copies run >= 25% of the time).
@@ -46,13 +44,14 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
   Which host-side cause, from what the counters can tell apart:
   - input_starved, certain, when iowait >= 10%.
   - Where the workload is Python run by `run` (or `monitor()`'s block), from where its main thread spent the
-    window (the stack sampler, >= 20 samples): the category it spent most time in names the cause —
+    window (the stack sampler, >= 20 samples, or 10 where one category holds 80%): its top category names it —
     waiting for input (a queue, a socket, sleep; a DataLoader) input_starved; computing on the host
     input_starved (it makes its batches: lists, tokens, augmentation), or host_bound where it reads results
     back from the GPU (PCIe TX, below), saves to storage, or computes on several cores; waiting on the GPU
     (.item(), synchronize) sync_bound, or host_bound where it reads results back; copying (.to, .cuda,
     copy_, pinning) h2d_copy_bound; compiling or collecting garbage host_bound; launching (inside torch's
-    ops) launch_bound. A category within 0.6 of the first (and >= 20% of the time) stays possible. Left to
+    ops) launch_bound, or host_bound where the GPU ran no kernel (torch's own Python, CPU tensors). A category
+    within 0.6 of the first (and >= 20% of the time) stays possible. Left to
     the rules below when a Python thread beside it works (>= 0.85 threads on average: the interpreter lock,
     a server's launching thread) while it waits, computes or launches, and when it launches kernels that
     fill the GPU. Where it waits for input from outside the process (not a DataLoader, nothing busy
@@ -77,12 +76,11 @@ What each label rests on (GPM = NVML GPU Performance Monitoring, Hopper and newe
   - input_starved when its processes without a GPU context (DataLoader workers, preprocessing
     helpers) run on a core or more: they make the input the GPU waits for (sync_bound possible only
     when the processes on the GPU spin at 85% or more: a sync spins, a wait for the workers sleeps);
-  - host_bound when a thread beside the main thread of a process holding a GPU context runs on a
-    core while the main thread runs under 50%: in Python the threads share one interpreter lock,
-    which the main thread needs to launch work, and a busy Python thread (metrics, logging, a web
-    framework, or one making the input) holds it; the advice is the same either way (move that work
-    to a process). A trace sees only the launching thread waiting outside framework ops (what it
-    calls input_starved): it does not override this;
+  - host_bound when a thread beside the main thread of a process holding a GPU context runs on a core while
+    the main thread runs under 50%: Python threads share one interpreter lock, which the main thread needs
+    to launch work, and a busy Python thread (metrics, logging, a web framework, making the input) holds it;
+    the advice is the same either way (move that work to a process). A trace sees only the launching
+    thread waiting outside framework ops (input_starved to it): it does not override this;
   - input_starved when the workload reads >= 20 MB/s (files, pipes, sockets: it loads input while
     the GPU waits); without process data, when GPU-Util < 30%; with a workload thread >= 85% busy
     while GPU-Util < 30%: a sync waits only as long as the GPU works, so a thread that busy with the
@@ -119,7 +117,7 @@ from gputriage.diagnosis.run.host_side import (
     MAIN_THREAD_WAITS,
     OTHERS_BUSY,
     READ_REQUESTS,
-    STACK_SAMPLES,
+    STACK_RULES,
     helpers_busy,
     host_side,
 )
@@ -131,6 +129,7 @@ from gputriage.diagnosis.run.label_thresholds import (
     DRAM_MIXED,
     HOST_BOUND_UTIL,
     IDLE_WORKLOAD_CPU,
+    LARGE_KERNEL_POWER_PER_UTIL,
     LIGHT_POWER,
     MEM_UTIL_BUSY,
     NVLINK_BUSY,
@@ -263,7 +262,7 @@ def _after_vram(m: WindowMetrics, gpu: GpuStatic, busy_util: float) -> tuple[B, 
         small = sm < SMALL_KERNEL_SM_PER_UTIL.value * busy_util or (
             occupancy is not None and occupancy < SMALL_KERNEL_OCC_PER_UTIL.value * busy_util
         )
-        return host_side(m, busy_util, small=small if busy_util > 0 else None)  # no kernel ran: cannot tell
+        return host_side(m, busy_util, small=small)
     if tensor is not None and tensor >= TENSOR_BUSY.value:
         gaps = [B.underfilled] if sm < SM_GAPS_PER_UTIL.value * busy_util else []
         return B.compute_bound, [*gaps, B.comm_bound] if links_busy else gaps
@@ -324,7 +323,9 @@ def _without_gpm(
     if util >= UNDERFILLED_UTIL.value and light:
         return B.underfilled, unseen
     if util < HOST_BOUND_UTIL.value:
-        small = None if power is None or util <= 0 else power < SMALL_KERNEL_POWER_PER_UTIL.value * util / 100.0
+        ratio = power / (util / 100.0) if power is not None and util > 0 else None
+        lo, hi = SMALL_KERNEL_POWER_PER_UTIL.value, LARGE_KERNEL_POWER_PER_UTIL.value
+        small = None if ratio is None or lo <= ratio < hi else ratio < lo
         return host_side(m, util, small)
     if (m.mem_util_pct or 0.0) >= MEM_UTIL_BUSY.value:
         return B.memory_bound, unseen
@@ -340,12 +341,12 @@ LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
     B.contended: (IDLE_UTIL,),
     B.vram_pressure: (ALLOC_CHURN, VRAM_PRESSURE, UNDERFILLED_UTIL, SM_GAPS_PER_UTIL),
     B.throttled: (THROTTLED_SHARE, POWER_LIMIT_LOWERED),
-    B.h2d_copy_bound: (SM_IDLE, PCIE_RX_BUSY, COPY_TIME_SHARE, STACK_SAMPLES),
+    B.h2d_copy_bound: (SM_IDLE, PCIE_RX_BUSY, COPY_TIME_SHARE, *STACK_RULES),
     B.underfilled: (UNDERFILLED_UTIL, UNDERFILLED_SM, LIGHT_POWER),
     B.input_starved: (
         HOST_BOUND_UTIL,
         IOWAIT,
-        STACK_SAMPLES,
+        *STACK_RULES,
         OTHERS_BUSY,
         INPUT_READ,
         INPUT_HELPERS_CPU,
@@ -354,17 +355,18 @@ LABEL_THRESHOLDS: dict[B, tuple[Threshold, ...]] = {
     ),
     B.launch_bound: (
         HOST_BOUND_UTIL,
-        STACK_SAMPLES,
+        *STACK_RULES,
         OTHERS_BUSY,
         HOT_THREAD,
         SMALL_KERNEL_SM_PER_UTIL,
         SMALL_KERNEL_OCC_PER_UTIL,
         SMALL_KERNEL_POWER_PER_UTIL,
+        LARGE_KERNEL_POWER_PER_UTIL,
     ),
-    B.sync_bound: (HOST_BOUND_UTIL, STACK_SAMPLES, INPUT_READ),
+    B.sync_bound: (HOST_BOUND_UTIL, *STACK_RULES, INPUT_READ),
     B.host_bound: (
         HOST_BOUND_UTIL,
-        STACK_SAMPLES,
+        *STACK_RULES,
         OTHERS_BUSY,
         HOST_READS_BACK,
         READ_REQUESTS,

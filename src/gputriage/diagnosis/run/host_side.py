@@ -108,6 +108,7 @@ CLEAR_SHARE = Threshold(
     "the share of one category that lets STACK_SAMPLES_CLEAR samples decide a window",
     "judgement: see STACK_SAMPLES_CLEAR",
 )
+STACK_RULES = (STACK_SAMPLES, STACK_SAMPLES_CLEAR, CLEAR_SHARE)  # when stack samples decide a window
 OTHERS_BUSY = Threshold(
     "python_threads_busy",
     0.85,
@@ -175,17 +176,20 @@ def waits_on_loader(
     )
 
 
-def from_stacks(m: WindowMetrics, small: bool | None) -> tuple[B, list[B]] | None:
+def from_stacks(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, list[B]] | None:
     """The host-side cause from where the main thread spent the window (see `classify`'s doc); None where its
     stacks were not sampled, or leave it to the CPU's figures: a Python thread at work beside it (the interpreter
-    lock, a server's launching thread), kernels that fill the GPU while it launches."""
+    lock, a server's launching thread), kernels that fill the GPU while it launches. In torch's ops while the GPU
+    ran no kernel, the host works in them (on CPU tensors, in torch's own Python: a compiled function's guards and
+    its eager fallback): host_bound, not launch_bound."""
     shares = stack_shares(m)
     if shares is None:
         return None
     top = max(shares, key=lambda c: shares[c])
     if (m.host_others_busy or 0.0) >= OTHERS_BUSY.value and top in ("input_wait", "host_compute", "launch"):
         return None
-    if top == "launch" and small is False:
+    no_kernel = util <= 0.0
+    if top == "launch" and small is False and not no_kernel:
         return None
     host_work_seen = reads_back_or_saves(m.pcie_tx_mib_per_s, m.pcie_rx_mib_per_s, m.write_mb_per_s)
     if top == "host_compute" and (
@@ -195,8 +199,8 @@ def from_stacks(m: WindowMetrics, small: bool | None) -> tuple[B, list[B]] | Non
         )
     ):
         b = B.host_bound  # it computes on what it read back from the GPU, or on several cores: not the input
-    elif top == "gpu_wait" and host_work_seen:
-        b = B.host_bound  # reads results back to work on them on the host
+    elif (top == "gpu_wait" and host_work_seen) or (top == "launch" and no_kernel):
+        b = B.host_bound  # reads results back to work on them on the host; works in torch's ops
     else:
         b = _BY_CATEGORY[top]
     close = {_BY_CATEGORY[c] for c, v in shares.items() if c != top and v >= max(0.2, CLOSE_SHARE * shares[top])}
@@ -275,7 +279,7 @@ def host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, lis
     `small`: the kernels that run cover under half the SMs (None: cannot tell)."""
     if (m.iowait_pct or 0.0) >= IOWAIT.value:
         return B.input_starved, []
-    stacked = from_stacks(m, small)
+    stacked = from_stacks(m, util, small)
     if stacked is not None:
         return stacked
     hot = (m.top_thread_pct or 0.0) >= HOT_THREAD.value

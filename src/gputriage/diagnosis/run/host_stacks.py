@@ -7,7 +7,7 @@ nothing busy beside it: the input rate sets the pace (`run.input_rate_bound`).""
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import msgspec
 
@@ -78,10 +78,12 @@ def _at(snapshots: list[tuple[float, StackCounts]], t: float) -> StackCounts | N
     return out
 
 
-def run_stacks(run: WindowedRun, t0: float, t1: float) -> HostStacks | None:
+def run_stacks(run: WindowedRun, t0: float, t1: float, exclude_s: Sequence[Sequence[float]] = ()) -> HostStacks | None:
     """The main thread's time per category and the top lines from `t0` to `t1` (unix s): the counts carried
     nearest before `t1` less those carried first at or after `t0` where the span has SPARE_START_S to spare (the
-    second of start-up before the first step is not the loop's), else nearest before `t0`."""
+    second of start-up before the first step is not the loop's), else nearest before `t0`; less, for each span of
+    `exclude_s` inside (the profiler holding the workload), the counts carried over it: the profiler's, not the
+    workload's."""
     snapshots = run.stack_snapshots()
     if not snapshots:
         return None
@@ -90,27 +92,45 @@ def run_stacks(run: WindowedRun, t0: float, t1: float) -> HostStacks | None:
     start = (after if t1 - t0 >= SPARE_START_S else None) or _at(snapshots, t0)
     if start is end or (start is not None and end.ticks - start.ticks <= 0):
         start = None
-    base = start or StackCounts()
-    ticks = end.ticks - base.ticks
-    main = {k: v - base.main.get(k, 0.0) for k, v in end.main.items()}
-    every = {k: v - base.all.get(k, 0.0) for k, v in end.all.items()}
-    wall = end.wall_s - base.wall_s
-    cpu = (
-        end.main_cpu_s - (base.main_cpu_s or 0.0)
-        if end.main_cpu_s is not None and (start is None or base.main_cpu_s is not None)
-        else None
-    )
-    shares = main_shares(main, ticks, cpu, wall)
-    if not shares:
+    span = _minus(end, start)
+    for a, b in exclude_s:
+        hi, lo = _at(snapshots, min(b, t1)), _at(snapshots, max(a, t0))
+        if start is not None and (lo is None or lo.ticks < start.ticks):
+            lo = start
+        if hi is not None and hi.ticks <= end.ticks and (lo is None or hi.ticks > lo.ticks):
+            span = _minus(span, _minus(hi, lo))
+    ticks, main, every = span.ticks, span.main, span.all
+    shares = main_shares(main, ticks, span.main_cpu_s, span.wall_s)
+    if not shares or ticks <= 0:
         return None
     seen = sum(max(0.0, main.get(c, 0.0)) for c in DOING)
-    lines = _lines(end, start, shares, seen, ticks)
+    cpu, wall = span.main_cpu_s, span.wall_s
     return HostStacks(
         span_s=round(wall, 1),
         samples=round(ticks),
         main_shares={c: round(shares[c], 3) for c in DOING},
         main_cpu_pct=round(100.0 * cpu / wall, 1) if cpu is not None and wall > 0 else None,
         others_busy=_rounded(others_busy(main, every, ticks)),
+        lines=_lines(span, shares, seen, ticks),
+    )
+
+
+def _minus(a: StackCounts, b: StackCounts | None) -> StackCounts:
+    """`a` less `b` (counts are cumulative: the difference is what the span between them saw), category by
+    category and for each of `a`'s lines."""
+    if b is None:
+        return a
+    before = {(x.file, x.line, x.function, x.category): x for x in b.lines or []}
+    lines = []
+    for x in a.lines or []:
+        y = before.get((x.file, x.line, x.function, x.category))
+        lines.append(msgspec.structs.replace(x, main=x.main - y.main, all=x.all - y.all) if y else x)
+    return StackCounts(
+        ticks=a.ticks - b.ticks,
+        main={k: v - b.main.get(k, 0.0) for k, v in a.main.items()},
+        all={k: v - b.all.get(k, 0.0) for k, v in a.all.items()},
+        main_cpu_s=a.main_cpu_s - b.main_cpu_s if a.main_cpu_s is not None and b.main_cpu_s is not None else None,
+        wall_s=a.wall_s - b.wall_s,
         lines=lines,
     )
 
@@ -119,20 +139,15 @@ def _rounded(x: float | None) -> float | None:
     return None if x is None else round(x, 2)
 
 
-def _lines(
-    end: StackCounts, start: StackCounts | None, shares: dict[str, float], seen: float, ticks: float
-) -> list[HostLine]:
+def _lines(span: StackCounts, shares: dict[str, float], seen: float, ticks: float) -> list[HostLine]:
     """Each line's share of the steady time: the main thread's samples there, corrected as its category's share was
     (its waits capped at its time off the CPU), and other threads' (a thread-second a second each), but not a
     library's own threads parked in a wait (a DataLoader's pin-memory thread, idle pools): they cost nothing, where
     a thread of the workload's own code that waits (a producer's sleep) sets its pace."""
-    before = {(x.file, x.line, x.function, x.category): x for x in (start.lines or [] if start else [])}
     observed = dict.fromkeys(DOING, 0.0)
     rows = []
-    for x in end.lines or []:
-        b = before.get((x.file, x.line, x.function, x.category))
-        main = max(0.0, x.main - (b.main if b else 0.0))
-        other = max(0.0, (x.all - x.main) - ((b.all - b.main) if b else 0.0))
+    for x in span.lines or []:
+        main, other = max(0.0, x.main), max(0.0, x.all - x.main)
         rows.append((x, main, other))
         observed[x.category] = observed.get(x.category, 0.0) + main
     out = []
@@ -242,13 +257,15 @@ def annotate(v: GpuVerdict, stacks: HostStacks | None) -> None:
         v.decision = GC_DECISION
 
 
-def annotate_regimes(v: GpuVerdict, run: WindowedRun, started_s: float) -> None:
+def annotate_regimes(
+    v: GpuVerdict, run: WindowedRun, started_s: float, exclude_s: Sequence[Sequence[float]] = ()
+) -> None:
     """Each host-side regime of a run of several names where the main thread spent it: its top category and line
     (a slow shard names the function that decodes it, while the run as a whole names its busy regimes' lines)."""
     body = [r for r in v.timeline if r.summary]
     named = {b.value for b in NAMES_LINES}
     for r in body if len(body) >= 2 else ():
-        stacks = run_stacks(run, started_s + r.start_s, started_s + r.end_s) if r.regime in named else None
+        stacks = run_stacks(run, started_s + r.start_s, started_s + r.end_s, exclude_s) if r.regime in named else None
         at = main_line(stacks.lines) if stacks else None
         if stacks is not None and at is not None:
             share = stacks.main_shares[at.category]

@@ -163,10 +163,11 @@ def judge(
         v.summary = (
             f"no verdict: the command failed (exit {exit_code}) after {early:.1f} s, before a steady state ({why})"
         )
-    stacks = run_stacks(rec.windows, *steady_span(verdicts, started, ended))  # the workload's Python threads
+    # the workload's Python threads, not while the profiler held them
+    stacks = run_stacks(rec.windows, *steady_span(verdicts, started, ended), exclude_s=held)
     for v in verdicts.values():
         annotate(v, stacks)
-        annotate_regimes(v, rec.windows, started)
+        annotate_regimes(v, rec.windows, started, held)
     first = dominant(verdicts)
     verdict = RunVerdict(
         bottleneck=first.bottleneck if first else None,

@@ -162,6 +162,15 @@ SMALL_KERNEL_POWER_PER_UTIL = Threshold(
     "power share / GPU-Util under which the kernels that run are small (without GPM)",
     f"{H200_RECORDINGS}: launch-bound loops 0.5, sync-bound and input-starved loops 1.1-1.2",
 )
+LARGE_KERNEL_POWER_PER_UTIL = Threshold(
+    "large_kernel_power_per_util",
+    0.9,
+    "ratio",
+    "power share / GPU-Util from which the kernels that run are not small (without GPM); between it and "
+    "SMALL_KERNEL_POWER_PER_UTIL the idle power of a lightly used GPU hides which",
+    f"{H200_RECORDINGS}: sync-bound and input-starved loops 1.1-1.2; a batch-1 eager encoder launching 100% of its "
+    "time at GPU-Util 27% reads 0.76 (144 W of 700, 120 W idle)",
+)
 
 
 MEM_UTIL_BUSY = Threshold(
