@@ -83,3 +83,38 @@ def test_runs_before_any_run_says_so(tmp_path, monkeypatch):
     assert not (tmp_path / "never").exists()  # listing created nothing
     r = RUNNER.invoke(app, ["runs", "--store", str(tmp_path / "typo.sqlite")])  # a store named, and not there
     assert r.exit_code == 3 and "no such run store" in r.stderr
+
+
+def test_a_signal_while_the_workload_starts_reaches_it(monkeypatch):
+    # a scheduler's SIGTERM arriving between the workload's start and gputriage's handlers (a loaded machine: seen
+    # as a SIGINT that ended gputriage and, with it, the workload unwarned): kept and forwarded once it exists
+    import os
+    import signal
+    import subprocess
+
+    from gputriage.backends import workload as wl
+
+    real = subprocess.Popen
+
+    def popen_then_signal(*args, **kwargs):
+        proc = real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)  # to gputriage, before it has the workload's handle
+        return proc
+
+    monkeypatch.setattr(wl.subprocess, "Popen", popen_then_signal)
+    before = signal.getsignal(signal.SIGTERM)
+    w = wl.Workload.start([sys.executable, "-c", "import time; time.sleep(30)"], dict(os.environ))
+    assert isinstance(w, wl.Workload)
+    assert w.wait() == 128 + signal.SIGTERM  # the workload got it; this process lives on
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_a_workload_that_cannot_start_gives_the_signals_back(monkeypatch):
+    import os
+    import signal
+
+    from gputriage.backends import workload as wl
+
+    before = signal.getsignal(signal.SIGINT)
+    got = wl.Workload.start(["/no/such/command"], dict(os.environ))
+    assert isinstance(got, wl.Unavailable) and signal.getsignal(signal.SIGINT) == before

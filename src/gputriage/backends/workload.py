@@ -95,8 +95,30 @@ class MetricTap:
             pass
 
 
+class _Early:
+    """Signals caught from before the workload is started (main thread only): one that arrives while it starts must
+    reach it, not end gputriage alone. Kept until it exists; given back to gputriage if it cannot start."""
+
+    def __init__(self) -> None:
+        self.pending: list[int] = []
+        main = threading.current_thread() is threading.main_thread()
+        self.previous: dict[int, Any] = {s: signal.signal(s, self._keep) for s in FORWARDED} if main else {}
+
+    def _keep(self, signum: int, _frame: Any) -> None:
+        self.pending.append(signum)
+
+    def give_back(self) -> None:
+        """The workload did not start: the handlers in place before, and what was kept delivered to them."""
+        for s, h in self.previous.items():
+            signal.signal(s, h)
+        for s in self.pending:
+            signal.raise_signal(s)
+
+
 class Workload:
-    def __init__(self, proc: subprocess.Popen[bytes], die_with_parent: bool = True) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], die_with_parent: bool = True, early: _Early | None = None
+    ) -> None:
         self.proc = proc
         self.die_with_parent = die_with_parent
         self.metric_points: list[tuple[float, float]] = []  # `run --metric`: (unix time, value) from its output
@@ -104,7 +126,10 @@ class Workload:
         self._previous: dict[int, Any] = {}  # signal handlers in place before ours (main thread only)
         if threading.current_thread() is threading.main_thread():
             # from the moment the workload exists: a signal before `wait` must reach it, not end gputriage alone
-            self._previous = {s: signal.signal(s, self._forward) for s in FORWARDED}
+            before: dict[int, Any] = {s: signal.signal(s, self._forward) for s in FORWARDED}
+            self._previous = early.previous if early is not None and early.previous else before
+        for signum in early.pending if early is not None else ():
+            self._forward(signum, None)
 
     @property
     def pid(self) -> int:
@@ -124,21 +149,26 @@ class Workload:
         gputriage, which keeps the numbers the pattern catches in them."""
         preexec: Callable[[], None] | None = _die_with_parent if die_with_parent and sys.platform == "linux" else None
         out_fd = _fd(sys.stderr, 2) if stdout_to_stderr else _fd(sys.stdout, 1)
+        early: _Early | None = _Early()
         try:
             if metric is not None:
                 w = cls(
                     subprocess.Popen(argv, env=env, preexec_fn=preexec, stdout=subprocess.PIPE, stderr=subprocess.PIPE),
                     die_with_parent,
+                    early,
                 )
                 w.taps = [
                     MetricTap(w.proc.stdout, out_fd, metric, w.metric_points),
                     MetricTap(w.proc.stderr, _fd(sys.stderr, 2), metric, w.metric_points),
                 ]
-                return w
-            return cls(
-                subprocess.Popen(argv, env=env, preexec_fn=preexec, stdout=out_fd if stdout_to_stderr else None),
-                die_with_parent,
-            )
+            else:
+                w = cls(
+                    subprocess.Popen(argv, env=env, preexec_fn=preexec, stdout=out_fd if stdout_to_stderr else None),
+                    die_with_parent,
+                    early,
+                )
+            early = None  # the workload's handlers took over
+            return w
         except FileNotFoundError:
             return Unavailable("not_found", f"{argv[0]}: command not found")
         except IsADirectoryError:
@@ -150,6 +180,9 @@ class Workload:
             return Unavailable("error", f"{argv[0]}: {exc.strerror or exc}")
         except ValueError as exc:  # a NUL byte in an argument or the environment
             return Unavailable("error", f"{argv[0]!r}: {exc}")
+        finally:
+            if early is not None:
+                early.give_back()
 
     def _send(self, signum: int) -> None:
         if self.proc.poll() is None:
