@@ -161,10 +161,11 @@ def waits_for_input(shares: Mapping[str, float]) -> bool:
     return shares["input_wait"] >= RATE_WAITS.value and shares["input_wait"] == max(shares.values())
 
 
-def stacks_say(shares: Mapping[str, float], b: B) -> bool:
-    """The main thread's dominant category names `b`, as `from_stacks` names it."""
+def stacks_say(shares: Mapping[str, float], b: B, util: float | None = None) -> bool:
+    """The main thread's dominant category names `b`, as `from_stacks` names it (`util`: GPU-Util, %)."""
     top = max(shares, key=lambda c: shares[c])
-    return _BY_CATEGORY[top] == b or (b == B.host_bound and top in ("host_compute", "gpu_wait"))
+    no_kernel = top == "launch" and util is not None and util <= 0.0
+    return _BY_CATEGORY[top] == b or (b == B.host_bound and (top in ("host_compute", "gpu_wait") or no_kernel))
 
 
 def waits_on_loader(

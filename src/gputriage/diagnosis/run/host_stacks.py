@@ -217,7 +217,7 @@ def annotate(v: GpuVerdict, stacks: HostStacks | None) -> None:
         return
     v.lines = stacks.lines[:VERDICT_LINES]
     shares = stack_shares(v.evidence)
-    if shares is None or not stacks_say(shares, v.bottleneck):
+    if shares is None or not stacks_say(shares, v.bottleneck, v.evidence.get("util_pct")):
         return  # the CPU's figures decided it (a busy thread beside the main one, no stack samples)
     util = v.evidence.get("util_pct")
     doing = ", ".join(f"{DOING[c]} {s:.0%}" for c, s in sorted(shares.items(), key=lambda kv: -kv[1]) if s >= 0.1)
