@@ -45,3 +45,20 @@ def test_a_run_that_looks_launch_bound_because_dynamo_gave_up_says_to_fix_the_co
     # a run that compiled without giving up keeps its decision as it was
     healthy = judged(runs("runs_live_rerun.json.gz")["paced_queue_service_12s.default"])
     assert "torch.compile" not in healthy.verdict.per_gpu["0"].decision
+
+
+def test_compiling_from_cold_caches_is_host_work_in_every_mode():
+    # compile_graph_breaks.py with inductor's and Triton's caches emptied before each run, on an H200: the main
+    # thread compiles about half its steady time and runs torch's Python (guards, the eager fallback) the rest while
+    # the GPU runs nothing. The first batch was recorded before inductor's compile-worker threads (a pipe read, a
+    # timer's sleep) counted as waits: live, --no-profile took them for busy threads and said sync_bound
+    live = runs("runs_host_side_rerun.json.gz")
+    for batch in ("cold1", "cold2"):
+        for mode in ("default", "no_profile", "no_gpm"):
+            report = judged(live[f"compile_graph_breaks_{batch}.{mode}"])
+            v = report.verdict.per_gpu["0"]
+            assert v.bottleneck.value == "host_bound", (batch, mode)
+            assert "the main thread compiles" in v.summary, (batch, mode)  # what it did, not the CPU's figures
+            assert report.compile is not None and report.compile.recompiles >= 10, (batch, mode)
+            shares = report.stacks.main_shares
+            assert shares["compile"] >= 0.4 and shares["compile"] + shares["launch"] >= 0.9, (batch, mode)
