@@ -386,8 +386,9 @@ def start(folder: str, stop: Optional[threading.Event] = None, rate_hz: float = 
     sampler = StackSampler(folder, rate_hz)
     t = threading.Thread(target=sampler.run, args=(until,), name="gputriage-stacks", daemon=True)
     t.start()
-    if stop is None:  # stopped at exit, its last report written
-        atexit.register(lambda: until.set() or t.join(1.0))
+    if stop is None:  # stopped at exit, its last report written (atexit calls the last registered first)
+        atexit.register(t.join, 1.0)
+        atexit.register(until.set)
     return t
 
 
