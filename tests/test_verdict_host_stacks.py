@@ -322,3 +322,36 @@ def test_without_gpm_a_lightly_used_gpu_s_power_cannot_say_its_kernels_are_large
     assert label(encoder, H200_STATIC) == (B.launch_bound, [])
     # drawing 1.1 x GPU-Util (large kernels between waits): launching is left to the CPU's figures
     assert label(window({"launch": 1.0}, power_w=208.0, **no_gpm), H200_STATIC)[0] != B.launch_bound
+
+
+def test_a_short_steady_span_starts_at_the_counts_nearest_its_start():
+    # counts with lines come every 1.2 s; imports until 5.8 s, then the loop waits on its queue, judged from 5.9 to
+    # 9 s (a batch-1 encoder on an H200 whose profiler took the rest: the imports had read 25% of its steady time)
+    w = Windower([0])
+    for i in range(51):
+        t = i * 0.2
+        warm, steady = min(t, 5.8), max(0.0, t - 5.8)
+        lines = [
+            StackLine("/w/s.py", 3, "<module>", "host_compute", 100 * warm, 100 * warm),
+            StackLine("/w/s.py", 30, "main", "input_wait", 100 * steady, 100 * steady),
+        ]
+        w.add(
+            Sample(
+                t_s=T0 + t,
+                gpus=[GpuSample(index=0, util_pct=9.0, sm_active_pct=8.0, sm_occupancy_pct=3.0)],
+                workload=WorkloadSample(
+                    cpu_pct=20.0,
+                    stacks=StackCounts(
+                        ticks=100 * t,
+                        main={"host_compute": 100 * warm, "input_wait": 100 * steady},
+                        all={"host_compute": 100 * warm, "input_wait": 100 * steady},
+                        main_cpu_s=warm,
+                        wall_s=t,
+                        lines=lines if i % 6 == 0 else None,
+                    ),
+                ),
+            )
+        )
+    w.close()
+    stacks = run_stacks(w, T0 + 5.9, T0 + 9.0)
+    assert stacks is not None and [x.line for x in stacks.lines if not x.inferred] == [30]

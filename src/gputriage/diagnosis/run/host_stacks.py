@@ -81,15 +81,19 @@ def _at(snapshots: list[tuple[float, StackCounts]], t: float) -> StackCounts | N
 def run_stacks(run: WindowedRun, t0: float, t1: float, exclude_s: Sequence[Sequence[float]] = ()) -> HostStacks | None:
     """The main thread's time per category and the top lines from `t0` to `t1` (unix s): the counts carried
     nearest before `t1` less those carried first at or after `t0` where the span has SPARE_START_S to spare (the
-    second of start-up before the first step is not the loop's), else nearest before `t0`; less, for each span of
+    second of start-up before the first step is not the loop's), else nearest `t0`; less, for each span of
     `exclude_s` inside (the profiler holding the workload), the counts carried over it: the profiler's, not the
     workload's."""
     snapshots = run.stack_snapshots()
     if not snapshots:
         return None
     end = _at(snapshots, t1) or snapshots[-1][1]
-    after = next((c for when, c in snapshots if when >= t0 and c.ticks < end.ticks), None)
-    start = (after if t1 - t0 >= SPARE_START_S else None) or _at(snapshots, t0)
+    after = next(((when, c) for when, c in snapshots if when >= t0 and c.ticks < end.ticks), None)
+    before = next(((when, c) for when, c in reversed(snapshots) if when <= t0), None)
+    if after is not None and before is not None and t1 - t0 < SPARE_START_S:  # the nearer of the two
+        start: StackCounts | None = after[1] if after[0] - t0 < t0 - before[0] else before[1]
+    else:
+        start = (after[1] if after is not None and t1 - t0 >= SPARE_START_S else None) or _at(snapshots, t0)
     if start is end or (start is not None and end.ticks - start.ticks <= 0):
         start = None
     span = _minus(end, start)
