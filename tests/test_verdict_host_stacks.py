@@ -355,3 +355,16 @@ def test_a_short_steady_span_starts_at_the_counts_nearest_its_start():
     w.close()
     stacks = run_stacks(w, T0 + 5.9, T0 + 9.0)
     assert stacks is not None and [x.line for x in stacks.lines if not x.inferred] == [30]
+
+
+def test_a_verdict_s_shares_are_the_main_thread_s_time_over_its_windows():
+    # windows that take turns compiling (few samples: the main thread holds the interpreter) and running torch's
+    # ops: the evidence weighs each by its samples, and the shares add up (a median per category said 93% on an H200)
+    from gputriage.diagnosis.run.evidence import window_evidence
+
+    compiling = window({"compile": 0.95, "launch": 0.05}, samples=15)
+    running = window({"compile": 0.3, "launch": 0.7}, samples=40)
+    got = window_evidence([compiling, compiling, running])
+    assert got["host_compile_share"] == pytest.approx((2 * 0.95 * 15 + 0.3 * 40) / 70, abs=0.01)
+    assert sum(got[f] for f in SHARE_FIELDS.values()) == pytest.approx(1.0, abs=0.02)
+    assert got["host_stack_samples"] == 15.0  # the other figures: medians

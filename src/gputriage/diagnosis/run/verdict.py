@@ -23,6 +23,7 @@ from gputriage.diagnosis.bottlenecks import (
     OTHER_THREAD_DECISION,
 )
 from gputriage.diagnosis.run.classify import TENSOR_BUSY, computes, label, takes_turns, waits_on_latency
+from gputriage.diagnosis.run.evidence import window_evidence
 from gputriage.diagnosis.run.host_side import (
     beside_main,
     helpers_busy,
@@ -34,7 +35,6 @@ from gputriage.diagnosis.run.host_side import (
 )
 from gputriage.diagnosis.run.regimes import BLIP_WINDOWS, describe_regimes
 from gputriage.model.bottleneck import Bottleneck as B
-from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
 from gputriage.model.window import WindowMetrics, Windows
 
@@ -320,17 +320,6 @@ def _series(ws: Sequence[WindowMetrics], t0: float, power_limit_mw: int | None =
     return Series(t_s=t, **{k: (v if any(x is not None for x in v) else []) for k, v in cols.items()})
 
 
-def _evidence(chosen: list[WindowMetrics]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for name in WindowMetrics.__struct_fields__:
-        if name in ("t0_s", "t1_s", "samples"):
-            continue
-        vals = [v for v in (getattr(w, name) for w in chosen) if v is not None]
-        if vals:
-            out[name] = round(float(median(vals)), 2)
-    return out
-
-
 def gpu_verdict(
     series: Windows,
     gpu: GpuStatic,
@@ -377,7 +366,7 @@ def gpu_verdict(
     seen = [a for i in steady if labels[i] == dominant for a in set(labelled[i][1])]
     alternatives = sorted({a for a in seen if seen.count(a) >= ALTERNATIVE_SHARE * len(chosen)}, key=lambda b: b.value)
     share = counts[dominant] / total
-    evidence = _evidence(chosen)
+    evidence = window_evidence(chosen)
     if "power_w" in evidence and gpu.power_limit_mw:
         evidence["power_pct_of_limit"] = round(100_000.0 * evidence["power_w"] / gpu.power_limit_mw, 1)
     verdict.bottleneck = dominant
