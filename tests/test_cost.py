@@ -108,3 +108,13 @@ def test_a_watch_carries_the_price_to_its_summary(tmp_path, monkeypatch):
         assert m.session is not None and m.session.meta.price_per_gpu_hour == 4.0
     finally:
         m.__exit__(None, None, None)
+
+
+def test_a_gpu_that_did_no_useful_work_is_not_told_to_double_it():
+    # torch.compile from cold caches on an H200: SM activity 0% over the run, the GPU waiting for the compiler;
+    # "at twice the activity (0%)" said nothing
+    from recordings import judged as judged_recording
+    from recordings import runs
+
+    c = judged_recording(runs("runs_host_side_live.json.gz")["compile_graph_breaks.no_profile"]).cost
+    assert c is not None and c.useful_pct < 1.0 and c.gpu_hours_at_twice is None

@@ -5,7 +5,7 @@ Useful: each window's activity times its length, summed — SM activity (the sha
 GPM) where the GPU has it, else GPU-Util (a kernel running, however small: an upper bound, said as
 such). Waste = paid − useful. With a price per GPU-hour (the user's: `--price`, or `price_per_gpu_hour`
 under `[cost]` in the config file; none is assumed), cost = paid × price and the waste's share of it.
-At twice the activity, when that is possible, the same work needs half the GPU-hours.
+At twice the activity, when that is possible (1-50% useful), the same work needs half the GPU-hours.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import msgspec
 from gputriage.model.run import Cost, GpuStatic
 from gputriage.model.window import Windows
 
+MIN_USEFUL_PCT = 1.0  # the useful share from which doubling it is said (% of the GPU-hours)
 FORMULA = (
     "GPU-hours = wall time x GPUs used; useful = sum over 1 s windows of {measure} x window length; "
     "waste = GPU-hours - useful; cost = GPU-hours x price"
@@ -53,8 +54,8 @@ def cost(
     )
     if not gpm:
         out.note = "GPU-Util counts a kernel running however few SMs it uses: the useful share is an upper bound"
-    if useful_pct <= 50:
-        out.gpu_hours_at_twice = round(useful_h / (2 * useful_pct / 100), 6) if useful_pct else None
+    if MIN_USEFUL_PCT <= useful_pct <= 50:  # under 1% there is nothing to double: the GPU waited for all of it
+        out.gpu_hours_at_twice = round(useful_h / (2 * useful_pct / 100), 6)
     return at_price(out, price_per_gpu_hour, currency) if price_per_gpu_hour is not None else out
 
 
