@@ -367,4 +367,6 @@ def test_a_verdict_s_shares_are_the_main_thread_s_time_over_its_windows():
     got = window_evidence([compiling, compiling, running])
     assert got["host_compile_share"] == pytest.approx((2 * 0.95 * 15 + 0.3 * 40) / 70, abs=0.01)
     assert sum(got[f] for f in SHARE_FIELDS.values()) == pytest.approx(1.0, abs=0.02)
-    assert got["host_stack_samples"] == 15.0  # the other figures: medians
+    assert got["host_stack_samples"] == 70.0  # the samples behind them
+    running_hot = window({"compile": 0.3, "launch": 0.7}, samples=40, top_thread_pct=99.0)
+    assert window_evidence([compiling, compiling, running_hot])["top_thread_pct"] == 75.0  # the rest: medians

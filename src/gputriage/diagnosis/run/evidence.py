@@ -10,7 +10,7 @@ SHARES = (*SHARE_FIELDS.values(), "host_input_loader_share")  # the main thread'
 
 def window_evidence(chosen: list[WindowMetrics]) -> dict[str, float]:
     """Each figure's median over the chosen windows; the main thread's shares per category, their mean weighted
-    by each window's stack samples (medians taken one category at a time need not add up: a run whose windows take
+    by each window's stack samples (and the samples, their sum) (medians taken one category at a time need not add up: a run whose windows take
     turns compiling and running torch's ops read "compiles 93%" where it compiled 63% of their time)."""
     out: dict[str, float] = {}
     for name in WindowMetrics.__struct_fields__:
@@ -23,4 +23,6 @@ def window_evidence(chosen: list[WindowMetrics]) -> dict[str, float]:
     total = sum(n for _, n in stacked)
     for name in SHARES if total > 0 else ():
         out[name] = round(sum((getattr(w, name) or 0.0) * n for w, n in stacked) / total, 2)
+    if total > 0:
+        out["host_stack_samples"] = round(total, 2)  # the samples behind those shares
     return out
