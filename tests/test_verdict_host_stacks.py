@@ -370,3 +370,16 @@ def test_a_verdict_s_shares_are_the_main_thread_s_time_over_its_windows():
     assert got["host_stack_samples"] == 70.0  # the samples behind them
     running_hot = window({"compile": 0.3, "launch": 0.7}, samples=40, top_thread_pct=99.0)
     assert window_evidence([compiling, compiling, running_hot])["top_thread_pct"] == 75.0  # the rest: medians
+
+
+def test_a_service_between_requests_is_not_left_open_to_idle():
+    # paced_queue_service.py on an H200 in its three modes: GPU-Util 0% between requests, the main thread waiting
+    # for them 96-97%; the stacks tell it waits at the input rate, so nothing is left open ("idle", which a profile
+    # could not separate, was offered before)
+    from recordings import judged as judged_recording
+    from recordings import runs
+
+    live = runs("runs_host_side_live.json.gz")
+    for mode in ("default", "no_profile", "no_gpm"):
+        v = judged_recording(live[f"paced_queue_service.{mode}"]).verdict.per_gpu["0"]
+        assert v.bottleneck == B.input_starved and v.undecided_between == [] and v.confidence == v.share, mode

@@ -116,7 +116,7 @@ def answering_requests(ws: Sequence[WindowMetrics], labelled: list[tuple[B, list
             continue
         shares = stack_shares(ws[i])
         if shares is not None and waits_for_input(shares):
-            out[i] = (B.input_starved, [B.idle])
+            out[i] = (B.input_starved, [])  # the stacks tell it: nothing left open
     return out
 
 
