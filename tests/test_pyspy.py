@@ -147,3 +147,19 @@ def test_watch_ends_with_what_py_spy_saw():
     )
     assert r.returncode == 0, r.stderr
     assert "python stacks (py-spy)" in r.stdout
+
+
+def test_a_dumped_thread_of_torch_s_waiting_in_its_code_waits(tmp_path):
+    # py-spy's frames carry no code object: a thread of torch's own (inductor's compile-worker pool reading its pipe)
+    # is judged by its line's text, as in the workload, and a torch op stays a launch
+    pool = tmp_path / "site-packages" / "torch" / "_inductor" / "compile_worker" / "subproc_pool.py"
+    pool.parent.mkdir(parents=True)
+    pool.write_text("def _recv_msg(read_pipe):\n    return read_pipe.read(8)\n\ndef op(x):\n    return x.relu()\n")
+    threads = [
+        {"pid": 7, "thread_id": 1, "thread_name": "MainThread", "owns_gil": False, "active": True,
+         "frames": [{"name": "op", "filename": str(pool), "line": 5}]},
+        {"pid": 7, "thread_id": 2, "thread_name": "pool", "owns_gil": False, "active": False,
+         "frames": [{"name": "_recv_msg", "filename": str(pool), "line": 2}]},
+    ]  # fmt: skip
+    got = by_thread(threads, 7)
+    assert got["pool"][0] == "input_wait" and got["MainThread"][0] == "launch"

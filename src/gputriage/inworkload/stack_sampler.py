@@ -187,7 +187,7 @@ class Classifier:
         if kind == PINNING or moving:
             return _COPY
         if kind in (TORCH, MODULE):  # torch's Python code, or one of its threads waiting
-            waits = kind == TORCH and not _BLOCKING.isdisjoint(code.co_names)
+            waits = kind == TORCH and not _BLOCKING.isdisjoint(getattr(code, "co_names", _BLOCKING))  # py-spy: none
             return _INPUT if waits and self.text_category(code.co_filename, frame.f_lineno, True) >= 0 else _LAUNCH
         if kind == LOADER:
             return _HOST  # collating or a dataset's code run on this thread (no workers)

@@ -10,8 +10,9 @@ SHARES = (*SHARE_FIELDS.values(), "host_input_loader_share")  # the main thread'
 
 def window_evidence(chosen: list[WindowMetrics]) -> dict[str, float]:
     """Each figure's median over the chosen windows; the main thread's shares per category, their mean weighted
-    by each window's stack samples (and the samples, their sum) (medians taken one category at a time need not add up: a run whose windows take
-    turns compiling and running torch's ops read "compiles 93%" where it compiled 63% of their time)."""
+    by each window's stack samples, and those samples summed (medians taken one category at a time need not add
+    up: a run whose windows take turns compiling and running torch's ops read "compiles 93%" where it compiled 63%
+    of their time)."""
     out: dict[str, float] = {}
     for name in WindowMetrics.__struct_fields__:
         if name in ("t0_s", "t1_s", "samples") or name in SHARES:
