@@ -5,7 +5,7 @@ no stack was sampled or a Python thread beside the main one works."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -237,40 +237,56 @@ def test_a_run_without_a_gpu_keeps_its_lines_over_the_whole_run():
     assert report.stacks.span_s == pytest.approx(12.0, abs=0.5)
 
 
-def test_only_the_steady_state_s_lines_count():
-    # the first seconds import and build (host_compute at the import line), then the loop waits on its queue
+Spent = dict[tuple[int, str, str], float]  # (line of /w/s.py, function, category) -> seconds the main thread spent
+
+
+def phased_run(
+    spent: Callable[[float], Spent],
+    cpu_s: Callable[[float], float],
+    *,
+    seconds: float = 12.0,
+    lines_every: int = 5,
+    util: Callable[[float], float] = lambda t: 9.0,
+) -> Windower:
+    """A run sampled every 0.2 s whose main thread spent `spent(t)` by time t at each line (100 samples a second),
+    on the CPU `cpu_s(t)`; the lines carried by every `lines_every`-th sample; GPU-Util `util(t)`."""
     w = Windower([0])
-    for i in range(61):
+    for i in range(round(seconds * 5) + 1):
         t = i * 0.2
-        warm = min(t, 4.0)
-        steady = max(0.0, t - 4.0)
-        lines = [
-            StackLine("/w/s.py", 3, "<module>", "host_compute", 100 * warm, 100 * warm),
-            StackLine("/w/s.py", 30, "main", "input_wait", 100 * steady, 100 * steady),
-        ]
-        busy = t >= 4
+        by_line = spent(t)
+        by_category: dict[str, float] = {}
+        for (_, _, category), s in by_line.items():
+            by_category[category] = by_category.get(category, 0.0) + 100 * s
+        lines = [StackLine("/w/s.py", n, fn, c, 100 * s, 100 * s) for (n, fn, c), s in by_line.items()]
+        busy = util(t)
         w.add(
             Sample(
                 t_s=T0 + t,
-                gpus=[
-                    GpuSample(
-                        index=0, util_pct=9.0 if busy else 0.0, sm_active_pct=8.0 if busy else 0.0, sm_occupancy_pct=3.0
-                    )
-                ],
+                gpus=[GpuSample(index=0, util_pct=busy, sm_active_pct=max(0.0, busy - 1.0), sm_occupancy_pct=3.0)],
                 workload=WorkloadSample(
                     cpu_pct=20.0,
                     stacks=StackCounts(
                         ticks=100 * t,
-                        main={"host_compute": 100 * warm, "input_wait": 100 * steady},
-                        all={"host_compute": 100 * warm, "input_wait": 100 * steady},
-                        main_cpu_s=0.5 * warm,
+                        main=by_category,
+                        all=dict(by_category),
+                        main_cpu_s=cpu_s(t),
                         wall_s=t,
-                        lines=lines if i % 5 == 0 else None,
+                        lines=lines if i % lines_every == 0 else None,
                     ),
                 ),
             )
         )
     w.close()
+    return w
+
+
+def test_only_the_steady_state_s_lines_count():
+    # the first seconds import and build (host_compute at the import line), then the loop waits on its queue
+    w = phased_run(
+        lambda t: {(3, "<module>", "host_compute"): min(t, 4.0), (30, "main", "input_wait"): max(0.0, t - 4.0)},
+        lambda t: 0.5 * min(t, 4.0),
+        util=lambda t: 9.0 if t >= 4 else 0.0,
+    )
     report = judge(Recording(kind="run", command=[], meta=RunMeta(gpus={"0": H200_STATIC}), gpus=[0], windows=w), 0)
     assert report.verdict.per_gpu["0"].startup_s >= 3.5
     assert report.stacks is not None and [x.line for x in report.stacks.lines] == [30]
@@ -279,34 +295,13 @@ def test_only_the_steady_state_s_lines_count():
 def test_the_time_the_profiler_held_the_workload_is_not_the_workload_s():
     # the loop waits on its queue; from 5 to 8 s the profiler starts in its main thread (recorded on an H200: a
     # batch-1 encoder's lines read "compile 36%" from the profiler's start-up before this was left out)
-    w = Windower([0])
-    for i in range(61):
-        t = i * 0.2
-        held = min(max(0.0, t - 5.0), 3.0)
-        waited = t - held
-        w.add(
-            Sample(
-                t_s=T0 + t,
-                gpus=[GpuSample(index=0, util_pct=9.0, sm_active_pct=8.0, sm_occupancy_pct=3.0)],
-                workload=WorkloadSample(
-                    cpu_pct=20.0,
-                    stacks=StackCounts(
-                        ticks=100 * t,
-                        main={"input_wait": 100 * waited, "compile": 100 * held},
-                        all={"input_wait": 100 * waited, "compile": 100 * held},
-                        main_cpu_s=0.05 * waited + held,
-                        wall_s=t,
-                        lines=[
-                            StackLine("/w/s.py", 30, "main", "input_wait", 100 * waited, 100 * waited),
-                            StackLine("/w/s.py", 31, "main", "compile", 100 * held, 100 * held),
-                        ]
-                        if i % 5 == 0
-                        else None,
-                    ),
-                ),
-            )
-        )
-    w.close()
+    def held(t: float) -> float:
+        return min(max(0.0, t - 5.0), 3.0)
+
+    w = phased_run(
+        lambda t: {(30, "main", "input_wait"): t - held(t), (31, "main", "compile"): held(t)},
+        lambda t: 0.05 * (t - held(t)) + held(t),
+    )
     whole = run_stacks(w, T0, T0 + 12)
     assert whole is not None and whole.main_shares["compile"] >= 0.25
     stacks = run_stacks(w, T0, T0 + 12, exclude_s=[(T0 + 5.0, T0 + 8.0)])
@@ -327,32 +322,12 @@ def test_without_gpm_a_lightly_used_gpu_s_power_cannot_say_its_kernels_are_large
 def test_a_short_steady_span_starts_at_the_counts_nearest_its_start():
     # counts with lines come every 1.2 s; imports until 5.8 s, then the loop waits on its queue, judged from 5.9 to
     # 9 s (a batch-1 encoder on an H200 whose profiler took the rest: the imports had read 25% of its steady time)
-    w = Windower([0])
-    for i in range(51):
-        t = i * 0.2
-        warm, steady = min(t, 5.8), max(0.0, t - 5.8)
-        lines = [
-            StackLine("/w/s.py", 3, "<module>", "host_compute", 100 * warm, 100 * warm),
-            StackLine("/w/s.py", 30, "main", "input_wait", 100 * steady, 100 * steady),
-        ]
-        w.add(
-            Sample(
-                t_s=T0 + t,
-                gpus=[GpuSample(index=0, util_pct=9.0, sm_active_pct=8.0, sm_occupancy_pct=3.0)],
-                workload=WorkloadSample(
-                    cpu_pct=20.0,
-                    stacks=StackCounts(
-                        ticks=100 * t,
-                        main={"host_compute": 100 * warm, "input_wait": 100 * steady},
-                        all={"host_compute": 100 * warm, "input_wait": 100 * steady},
-                        main_cpu_s=warm,
-                        wall_s=t,
-                        lines=lines if i % 6 == 0 else None,
-                    ),
-                ),
-            )
-        )
-    w.close()
+    w = phased_run(
+        lambda t: {(3, "<module>", "host_compute"): min(t, 5.8), (30, "main", "input_wait"): max(0.0, t - 5.8)},
+        lambda t: min(t, 5.8),
+        seconds=10.0,
+        lines_every=6,
+    )
     stacks = run_stacks(w, T0 + 5.9, T0 + 9.0)
     assert stacks is not None and [x.line for x in stacks.lines if not x.inferred] == [30]
 
