@@ -90,10 +90,10 @@ def run_stacks(run: WindowedRun, t0: float, t1: float, exclude_s: Sequence[Seque
     end = _at(snapshots, t1) or snapshots[-1][1]
     after = next(((when, c) for when, c in snapshots if when >= t0 and c.ticks < end.ticks), None)
     before = next(((when, c) for when, c in reversed(snapshots) if when <= t0), None)
-    if after is not None and before is not None and t1 - t0 < SPARE_START_S:  # the nearer of the two
-        start: StackCounts | None = after[1] if after[0] - t0 < t0 - before[0] else before[1]
-    else:
-        start = (after[1] if after is not None and t1 - t0 >= SPARE_START_S else None) or _at(snapshots, t0)
+    nearer = before is not None and after is not None and after[0] - t0 < t0 - before[0]
+    start = before[1] if before is not None else None
+    if after is not None and (t1 - t0 >= SPARE_START_S or nearer):
+        start = after[1]
     if start is end or (start is not None and end.ticks - start.ticks <= 0):
         start = None
     span = _minus(end, start)
@@ -103,12 +103,11 @@ def run_stacks(run: WindowedRun, t0: float, t1: float, exclude_s: Sequence[Seque
             lo = start
         if hi is not None and hi.ticks <= end.ticks and (lo is None or hi.ticks > lo.ticks):
             span = _minus(span, _minus(hi, lo))
-    ticks, main, every = span.ticks, span.main, span.all
-    shares = main_shares(main, ticks, span.main_cpu_s, span.wall_s)
+    ticks, main, every, cpu, wall = span.ticks, span.main, span.all, span.main_cpu_s, span.wall_s
+    shares = main_shares(main, ticks, cpu, wall)
     if not shares or ticks <= 0:
         return None
     seen = sum(max(0.0, main.get(c, 0.0)) for c in DOING)
-    cpu, wall = span.main_cpu_s, span.wall_s
     return HostStacks(
         span_s=round(wall, 1),
         samples=round(ticks),
