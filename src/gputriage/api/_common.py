@@ -103,12 +103,19 @@ def _config_table(name: str) -> tuple[Path, dict[str, Any]]:
     return path, table
 
 
+def _number(x: object, least: float, strict: bool) -> bool:
+    """A finite number (not a bool) above `least` (`strict`) or at least `least`."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return False
+    return x > least if strict else x >= least
+
+
 def configured_price() -> tuple[float | None, str]:
     """The price per GPU-hour and its currency under `[cost]` in the config file (None: no price set; none is
     assumed). A file that cannot be read or holds a wrong price is a GputriageError."""
     path, cost = _config_table("cost")
     price, currency = cost.get("price_per_gpu_hour"), cost.get("currency", "USD")
-    if price is not None and (isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0):
+    if price is not None and not _number(price, 0.0, strict=False):
         raise GputriageError(f"{path}: [cost] price_per_gpu_hour must be a number >= 0, not {price!r}")
     if not isinstance(currency, str):
         raise GputriageError(f"{path}: [cost] currency must be text, not {currency!r}")
@@ -119,14 +126,14 @@ def configured_idle_held_min_s(given_s: float | None = None) -> float | None:
     """How long a process must hold GPU memory idle to be named, in seconds: `given_s` where given (`--idle-after`),
     else `[idle_held] after_minutes` in the config file, else None (the threshold's, 10 min)."""
     if given_s is not None:
-        if isinstance(given_s, bool) or not isinstance(given_s, (int, float)) or not 0 < given_s < math.inf:
+        if not _number(given_s, 0.0, strict=True):
             raise UsageError(f"idle_held_min_s must be a number of seconds > 0, not {given_s!r}")
         return float(given_s)
     path, table = _config_table("idle_held")
     after = table.get("after_minutes")
     if after is None:
         return None
-    if isinstance(after, bool) or not isinstance(after, (int, float)) or not 0 < after < math.inf:
+    if not _number(after, 0.0, strict=True):
         raise GputriageError(f"{path}: [idle_held] after_minutes must be a number > 0, not {after!r}")
     return float(after) * 60.0
 
