@@ -164,8 +164,13 @@ def waits_for_input(shares: Mapping[str, float]) -> bool:
 def stacks_say(shares: Mapping[str, float], b: B, util: float | None = None) -> bool:
     """The main thread's dominant category names `b`, as `from_stacks` names it (`util`: GPU-Util, %)."""
     top = max(shares, key=lambda c: shares[c])
-    no_kernel = top == "launch" and util is not None and util <= 0.0
-    return _BY_CATEGORY[top] == b or (b == B.host_bound and (top in ("host_compute", "gpu_wait") or no_kernel))
+    in_ops_on_host = top == "launch" and ran_no_kernel(util)
+    return _BY_CATEGORY[top] == b or (b == B.host_bound and (top in ("host_compute", "gpu_wait") or in_ops_on_host))
+
+
+def ran_no_kernel(util: float | None) -> bool:
+    """GPU-Util 0: inside torch's ops, the main thread works on the host (CPU tensors, torch's own Python)."""
+    return util is not None and util <= 0.0
 
 
 def waits_on_loader(
@@ -189,7 +194,7 @@ def from_stacks(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, l
     top = max(shares, key=lambda c: shares[c])
     if (m.host_others_busy or 0.0) >= OTHERS_BUSY.value and top in ("input_wait", "host_compute", "launch"):
         return None
-    no_kernel = util <= 0.0
+    no_kernel = ran_no_kernel(util)
     if top == "launch" and small is False and not no_kernel:
         return None
     host_work_seen = reads_back_or_saves(m.pcie_tx_mib_per_s, m.pcie_rx_mib_per_s, m.write_mb_per_s)
