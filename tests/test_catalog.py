@@ -109,7 +109,7 @@ def test_rules_filters_by_command_and_looks_up_an_id():
 
 
 def test_check_and_the_classifier_read_the_same_thresholds():
-    from gputriage.diagnosis.check import util_underfilled, vram_nearly_full
+    from gputriage.diagnosis.check.rules import util_underfilled, vram_nearly_full
     from gputriage.diagnosis.run import classify
     from gputriage.diagnosis.thresholds import UNDERFILLED_SM, UNDERFILLED_UTIL, VRAM_PRESSURE
 

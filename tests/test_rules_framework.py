@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gputriage.diagnosis.check import evaluate
-from gputriage.diagnosis.check.torch_arch_missing import supported
+from gputriage.diagnosis.check.rules.torch_arch_missing import supported
 from gputriage.model.fact import Fact
 from gputriage.model.finding import Severity
 from gputriage.model.snapshot import Snapshot

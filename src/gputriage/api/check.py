@@ -11,7 +11,7 @@ from gputriage.collect import DEFAULT_LOAD_MS, collect_snapshot
 from gputriage.diagnosis.budget import check_snapshot
 from gputriage.diagnosis.catalog import for_command
 from gputriage.diagnosis.check import evaluate
-from gputriage.diagnosis.check.gpu_idle_held import ID as IDLE_HELD
+from gputriage.diagnosis.check.rules.gpu_idle_held import ID as IDLE_HELD
 from gputriage.diagnosis.idle_held import priced
 from gputriage.diagnosis.verify import Context, with_verify
 from gputriage.model.catalog import Catalog

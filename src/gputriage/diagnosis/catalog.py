@@ -1,13 +1,15 @@
 """The catalog: every finding id any command can report, registered once, with its triage step,
 default severity, symptom, cause, decision, thresholds and what it needs to be seen.
 
-Each judgement declares its entries next to the code that emits them (a check rule's module,
-`run_findings`, `trace_findings`, `bench`, `budget`, `baseline`); this module gathers them. A finding is only
-ever made from an entry (`FindingSpec.finding`), so an id seen in any report can be looked up here
-(`gputriage rules`)."""
+Each judged subject's rules are found in its `rules` package (`diagnosis.rule`: one module per finding, registered
+by being there); the entries of the judgements without one (`run`'s verdicts until they move, `bench`, `budget`,
+`baseline`) are gathered here. A finding is only ever made from an entry (`FindingSpec.finding`), so an id seen in
+any report can be looked up here (`gputriage rules`). The catalog shows each entry `rendered()`: its thresholds'
+values written where its prose names them, and none written by hand."""
 
 from __future__ import annotations
 
+import importlib.util
 from functools import lru_cache
 
 from gputriage.model.finding import FindingSpec
@@ -17,8 +19,15 @@ COMMANDS = ("check", "run", "watch", "monitor", "trace", "bench", "load")
 
 @lru_cache(maxsize=1)
 def entries() -> dict[str, FindingSpec]:
+    """Every entry by id, as the catalog shows it (`FindingSpec.rendered`)."""
+    return {k: v.rendered() for k, v in raw_entries().items()}
+
+
+@lru_cache(maxsize=1)
+def raw_entries() -> dict[str, FindingSpec]:
+    """Every entry by id, as declared: its prose with the fields that name its thresholds."""
     from gputriage.diagnosis import bench, budget
-    from gputriage.diagnosis.check import default_rules
+    from gputriage.diagnosis.rule import SUBJECTS, rules_of
     from gputriage.diagnosis.run import baseline, idle_held, regimes, vram_growth
     from gputriage.diagnosis.run import compile as run_compile
     from gputriage.diagnosis.run import findings as run_findings
@@ -26,7 +35,9 @@ def entries() -> dict[str, FindingSpec]:
     from gputriage.diagnosis.trace import judge as trace_judge
     from gputriage.diagnosis.trace import specs as trace_findings
 
-    specs: list[FindingSpec] = [s for rule in default_rules() for s in rule.specs]
+    specs: list[FindingSpec] = [
+        s for subject in SUBJECTS if has_rules(subject) for r in rules_of(subject) for s in r.specs
+    ]
     specs += [
         *run_findings.SPECS,
         *trace_findings.ALL_SPECS,
@@ -46,6 +57,14 @@ def entries() -> dict[str, FindingSpec]:
             raise ValueError(f"finding id {s.id} is declared twice, differently")
         out[s.id] = s
     return dict(sorted(out.items()))
+
+
+def has_rules(subject: str) -> bool:
+    """Whether a subject has its `rules` package yet."""
+    try:
+        return importlib.util.find_spec(f"gputriage.diagnosis.{subject}.rules") is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def lookup(finding_id: str) -> FindingSpec | None:

@@ -1,10 +1,9 @@
-"""What a check rule is, and the read-only view of evidence rules evaluate."""
+"""The read-only view of a snapshot's evidence that `check`'s rules evaluate."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
 from gputriage.model.reading import Reading, Unavailable
 from gputriage.model.snapshot import Snapshot
 
@@ -41,67 +40,6 @@ class Evidence:
     def gpu_label(self, index: int) -> str:
         name = self.gpu(index, "name")
         return f"GPU {index}" + (f" ({name})" if name else "")
-
-
-class Rule:
-    """One check rule: its catalog entry (and any other entry it may report) and its evaluation."""
-
-    def __init__(
-        self,
-        *,
-        id: str,
-        step: int,
-        severity: Severity,
-        symptom: str,
-        cause: str,
-        decision: str,
-        condition: str,
-        evaluate: Callable[[Evidence], list[Finding]],
-        thresholds: tuple[Threshold, ...] = (),
-        needs: tuple[str, ...] = (),
-        also: tuple[FindingSpec, ...] = (),
-    ) -> None:
-        self.spec = FindingSpec(
-            id=id,
-            step=step,
-            severity=severity,
-            symptom=symptom,
-            cause=cause,
-            decision=decision,
-            commands=CHECK,
-            condition=condition,
-            thresholds=thresholds,
-            needs=needs,
-        )
-        self.also = also
-        self.evaluate = evaluate
-
-    @property
-    def id(self) -> str:
-        return self.spec.id
-
-    @property
-    def step(self) -> int:
-        return self.spec.step
-
-    @property
-    def specs(self) -> tuple[FindingSpec, ...]:
-        return (self.spec, *self.also)
-
-    def finding(
-        self,
-        severity: Severity,
-        evidence: dict[str, Any],
-        *,
-        subject: str = "",
-        symptom: str | None = None,
-        cause: str | None = None,
-        decision: str | None = None,
-        spec: FindingSpec | None = None,
-    ) -> Finding:
-        return (spec or self.spec).finding(
-            evidence, subject=subject, severity=severity, symptom=symptom, cause=cause, decision=decision
-        )
 
 
 def pct(part: float, whole: float) -> float:

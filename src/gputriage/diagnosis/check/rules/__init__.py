@@ -1,0 +1,1 @@
+"""`check`'s rules, one module per finding, each registered by being here (`gputriage.diagnosis.rule`)."""

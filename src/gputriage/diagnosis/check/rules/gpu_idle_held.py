@@ -1,0 +1,115 @@
+"""A process holds GPU memory and computes nothing (triage step 3): named with its user and container, and the
+GPU-hours it has kept from use.
+
+One snapshot cannot watch minutes go by. What it rests on: NVML's per-process utilization over the last seconds
+the driver keeps (no kernel of the process in them), and the process's age (it has held its context since it
+started, at most that long). So it says "up to" that many GPU-hours, and how to confirm over minutes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gputriage.diagnosis.check.base import CHECK, Evidence, gib
+from gputriage.diagnosis.idle_held import (
+    DECISION,
+    THRESHOLDS,
+    container_label,
+    gpu_hours,
+    gpu_share,
+    held_evidence,
+    held_min_s,
+    holder_label,
+    is_idle_held,
+)
+from gputriage.diagnosis.rule import Rule
+from gputriage.diagnosis.thresholds import IDLE_HELD_BYTES, IDLE_HELD_MIN_S, IDLE_HELD_SM
+from gputriage.model.finding import Finding, FindingSpec, Severity
+
+ID = "gpu.idle_held"
+
+
+def evaluate(ev: Evidence) -> list[Finding]:
+    least_s = held_min_s(ev.settings.get("idle_held_min_s"))  # how old an idle holder must be to be named
+    out = []
+    for i in ev.gpus:
+        procs = [p for p in ev.gpu(i, "processes") or [] if isinstance(p, dict)]
+        computing = [p for p in procs if (p.get("sm_util_pct") or 0.0) >= IDLE_HELD_SM.value]
+        total = ev.gpu(i, "memory.total_bytes")
+        held = [
+            p
+            for p in procs
+            if is_idle_held(p.get("used_bytes"), p.get("sm_util_pct")) and (p.get("age_s") or 0.0) >= least_s
+        ]
+        if not held:
+            continue
+        holders = [_holder(p, total, bool(computing)) for p in held]
+        hours = round(sum(h["gpu_hours"] for h in holders), 4)
+        window = max(p.get("sm_util_window_s") or 0.0 for p in held)
+        named = "; ".join(
+            f"{holder_label(p['pid'], p.get('name'), p.get('user'), p.get('container'))} holds "
+            f"{gib(p['used_bytes'])}, started {_duration(p['age_s'])} ago"
+            for p in held
+        )
+        out.append(
+            RULE.spec.finding(
+                {
+                    "holders": holders,
+                    "gpu_hours": hours,
+                    "sm_util_window_s": window,
+                    "others_computing": [p["pid"] for p in computing],
+                    **held_evidence(least_s),
+                },
+                severity=Severity.info,
+                subject=f"gpu.{i}",
+                symptom=f"GPU {i}: {named}; {'it' if len(held) == 1 else 'none of them'} ran "
+                f"{'no' if len(held) == 1 else 'a'} kernel in the last {window:g} s — up to {hours:.2f} "
+                f"GPU-hours held idle since {'it' if len(held) == 1 else 'they'} started",
+            )
+        )
+    return out
+
+
+def _holder(p: dict[str, Any], total: Any, others_compute: bool) -> dict[str, Any]:
+    share = gpu_share(p["used_bytes"], total if isinstance(total, int) else None, others_compute)
+    return {
+        "pid": p["pid"],
+        "name": p.get("name"),
+        "user": p.get("user"),
+        "container": container_label(p.get("container")) or None,
+        "used_bytes": p["used_bytes"],
+        "sm_util_pct": p.get("sm_util_pct"),
+        "age_s": p["age_s"],
+        "gpu_share": share,
+        "gpu_hours": gpu_hours(p["age_s"], share),
+    }
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.0f} min"
+
+
+RULE = Rule(
+    FindingSpec(
+        id=ID,
+        step=3,
+        severity=Severity.info,
+        symptom="A process holds GPU memory and computes nothing",
+        cause="A process keeps its memory on the GPU but runs no kernel: a notebook left open, a job hung after its "
+        "work "
+        "or waiting on something else, a server with no traffic. The GPU is paid for (and, where nothing else "
+        "computes there, kept from every other job) all the same. One snapshot sees only the last seconds NVML "
+        "keeps: the process may compute again; `gputriage watch` confirms over minutes (run.idle_held)",
+        decision=DECISION,
+        commands=CHECK,
+        condition=f"a process holds >= {IDLE_HELD_BYTES.value / 2**30:g} GiB, ran no kernel (< {IDLE_HELD_SM.value:g}% "
+        f"NVML per-process utilization) over the seconds the driver keeps, and started >= "
+        f"{IDLE_HELD_MIN_S.value / 60:g} min ago (or the minutes set: `--idle-after`, `[idle_held] after_minutes`); "
+        "GPU-hours = its age x the GPU's share it holds (all of it "
+        "where nothing else computes there, else its share of the memory)",
+        thresholds=THRESHOLDS,
+        needs=("gpu",),
+    ),
+    evaluate,
+)
