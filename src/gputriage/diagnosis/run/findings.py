@@ -4,9 +4,9 @@ processes (several on one GPU, an idle context, an out-of-memory error)."""
 
 from __future__ import annotations
 
-from gputriage.diagnosis.bottlenecks import MEANINGS, severity_of
-from gputriage.diagnosis.run.classify import LABEL_NEEDS, LABEL_THRESHOLDS
+from gputriage.diagnosis.bottlenecks import severity_of
 from gputriage.diagnosis.run.host_side import INPUT_READ, LOADER_WAITS, OTHERS_BUSY, RATE_WAITS
+from gputriage.diagnosis.run.labels import VERDICT_SPECS
 from gputriage.diagnosis.thresholds import IOWAIT, SWAP_IN
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
@@ -34,24 +34,6 @@ IDLE_EDGES_SHARE = Threshold(
     "judgement",
 )
 
-SAMPLER_LABELS = list(B)  # comm_bound from NVLink traffic; in a trace, from the collectives themselves
-VERDICT_SPECS: dict[B, FindingSpec] = {
-    b: FindingSpec(
-        id=f"run.{b.value}",
-        step=MEANINGS[b].step,
-        severity=severity_of(b),
-        symptom=MEANINGS[b].symptom,
-        cause=MEANINGS[b].cause,
-        decision=MEANINGS[b].decision,
-        commands=RUN,
-        condition="the label of most of the steady state's 1 s windows (see `diagnosis.run.classify`); "
-        "stated once, as the GPU's verdict (`verdict.per_gpu[N].finding`), not among the "
-        "findings",
-        thresholds=LABEL_THRESHOLDS[b],
-        needs=LABEL_NEEDS[b],
-    )
-    for b in SAMPLER_LABELS
-}
 IDLE_EDGES = FindingSpec(
     id="run.idle_edges",
     step=2,
