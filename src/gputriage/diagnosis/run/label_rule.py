@@ -17,10 +17,6 @@ def _always(f: Figures) -> bool:
     return True
 
 
-def _never(f: Figures) -> bool:
-    return False
-
-
 def _nothing(f: Figures) -> list[B]:
     return []
 
@@ -42,11 +38,13 @@ class LabelRule:
     then: tuple[LabelRule, ...] = ()
     read: Callable[[Figures], Decision | None] | None = None
     names: tuple[B, ...] = ()
-    leaves_open: Callable[[Figures], bool] = _never  # it may hold: its label stays possible beside a later rule's
+    leaves_open: Callable[[Figures], bool] | None = None  # it may hold: its label stays possible beside a later rule's
 
     def apply(self, f: Figures) -> Decision | None:
         """The label this rule names for `f`, or None where it does not apply."""
-        if (self.gpm is not None and self.gpm != f.gpm) or not self.when(f):
+        if self.gpm is not None and self.gpm != f.gpm:
+            return None
+        if not self.when(f):
             return None
         if self.then:
             return first(self.then, f)
@@ -78,6 +76,6 @@ def first(rules: Sequence[LabelRule], f: Figures) -> Decision | None:
         found = rule.apply(f)
         if found is not None:
             return found[0], [*found[1], *left_open]
-        if rule.label is not None and rule.leaves_open(f):
+        if rule.leaves_open is not None and rule.label is not None and rule.leaves_open(f):
             left_open.append(rule.label)
     return None

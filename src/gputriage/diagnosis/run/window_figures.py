@@ -32,7 +32,7 @@ from gputriage.model.window import WindowMetrics
 MIB_PER_MB = 2**20 / 1e6  # a MiB in MB: a unit conversion
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Figures:
     """One window as the label rules read it (`figures_of`)."""
 
@@ -40,6 +40,7 @@ class Figures:
     gpu: GpuStatic
     util: float  # GPU-Util, % (0 where not read)
     sm: float | None  # SM activity, % (None: no GPM)
+    gpm: bool  # the GPU's GPM metrics were read (SM activity, tensor pipes, DRAM)
     sm_or_util: float  # SM activity, or GPU-Util where GPM is not read
     rx: float  # PCIe RX, MiB/s (0 where not read)
     pressure: bool | None  # the GPU waits on the allocator (None: it may, `allocator_pressure`)
@@ -48,11 +49,6 @@ class Figures:
     power: float | None  # power drawn as a share of the enforced limit
     copying: float | None  # the least share of the time host-to-device copies run (None: link unknown)
     small: bool | None  # the kernels that run are small (None: cannot tell)
-
-    @property
-    def gpm(self) -> bool:
-        """The GPU's GPM metrics were read (SM activity, tensor pipes, DRAM)."""
-        return self.sm is not None
 
     @property
     def links_busy(self) -> bool:
@@ -72,6 +68,7 @@ def figures_of(m: WindowMetrics, gpu: GpuStatic) -> Figures:
         gpu=gpu,
         util=util,
         sm=sm,
+        gpm=sm is not None,
         sm_or_util=sm if sm is not None else util,
         rx=rx,
         pressure=allocator_pressure(m, gpu, util),
