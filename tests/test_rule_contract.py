@@ -88,7 +88,6 @@ PROSE_TO_CONVERT = {
     "fs.slow_reads",
     "gpu.idle_held",
     "kernel.nvrm_errors",
-    "load.gpu_underfilled",
     "mem.low_available",
     "mem.pressure",
     "mem.swapping",
@@ -265,9 +264,6 @@ NUMBERS_TO_DECLARE = {
     "run/throughput.py",
     "run/verdict.py",
     "run/vram_growth.py",
-    "serving/collapse.py",
-    "serving/findings.py",
-    "serving/stats.py",
     "trace/findings.py",
     "trace/verdict.py",
 }
