@@ -247,7 +247,6 @@ NUMBERS_TO_DECLARE = {
     "check/rules/numa_mismatch.py",
     "check/rules/torch_arch_missing.py",
     "check/rules/vram_shared.py",
-    "fleet/compare.py",
     "run/baseline.py",
     "run/classify.py",
     "run/cost.py",

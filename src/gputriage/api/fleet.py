@@ -1,7 +1,7 @@
 """`fleet check --ray ADDRESS`: the check (and `bench --quick`) on every GPU node of a Ray cluster, one task
 pinned to each node (`gputriage.fleet`); each node sends back its findings and figures (a few kB), the head
-sets them against each other (`diagnosis.fleet.compare`). A node that fails or does not answer within the
-timeout is reported as such."""
+sets them against each other (`diagnosis.fleet.judge`: the fleet's own findings, `fleet.*`). A node that fails or
+does not answer within the timeout is reported as such."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ import msgspec
 from gputriage.api._common import GputriageError, UsageError, configured_idle_held_min_s, keep_report
 from gputriage.api.bench import bench as run_bench
 from gputriage.api.check import check, snapshot
-from gputriage.diagnosis.fleet import compare
+from gputriage.diagnosis.fleet.figures import figures
+from gputriage.diagnosis.fleet.judge import judge
 from gputriage.fleet import FleetError, run_on_nodes
 from gputriage.model.fleet import FleetReport, NodeResult
 from gputriage.model.owner import GpuHolder
@@ -44,7 +45,7 @@ def on_node(bench: bool, idle_held_min_s: float | None = None) -> bytes:
             results = json.loads(Path(replay_bench).read_text())["results"]
         else:
             results = [msgspec.to_builtins(r) for r in run_bench(quick=True, disk=False, store=False).results]
-    figs = compare.figures(report, results)
+    figs = figures(report, results)
     figs.hostname = figs.hostname or socket.gethostname()
     return msgspec.json.encode(
         NodeResult(
@@ -93,7 +94,7 @@ def fleet_check(
         )
     except FleetError as exc:
         raise GputriageError(str(exc)) from None
-    compare.judge(report, price_per_gpu_hour, currency)
+    judge(report, price_per_gpu_hour, currency)
     report.ended_s = time.time()
     keep_report(report, "fleet", [address], store)
     return report
