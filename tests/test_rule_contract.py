@@ -164,7 +164,6 @@ WORDING_TO_CONVERT = {
         "compute_mode",
         "cpu_single_core",
         "driver_missing",
-        "env_costly",
         "env_hides_gpus",
         "gpu_idle_held",
         "mem_swapping",
