@@ -17,9 +17,17 @@ def evaluate(ev: FleetEvidence) -> list[Finding]:
         for node, v in ev.readings(key):
             values.setdefault(f"{v:g}" if isinstance(v, float) else str(v), []).append(node)
         if len(values) > 1:
-            spread = "; ".join(f"{v} on {', '.join(nodes)}" for v, nodes in values.items())
-            out.append(RULE.finding({"key": key, "values": values}, subject="fleet", say=key, fill={"spread": spread}))
+            out.append(RULE.finding({"key": key, "values": values}, subject="fleet", say=key, fill={"spread": spread(values)}))
     return out
+
+
+def spread(values: dict[str, list[str]]) -> str:
+    """Which nodes read what, the most common value last and only counted (one odd node of a thousand is one
+    name, not a thousand)."""
+    common, *others = sorted(values, key=lambda v: -len(values[v]))
+    named = [f"{v} on {', '.join(values[v])}" for v in others]
+    rest = len(values[common])
+    return "; ".join([*named, f"{common} on the {'other node' if rest == 1 else f'{rest} others'}"])
 
 
 _ONE_VERSION = "; one image for every node keeps them so"

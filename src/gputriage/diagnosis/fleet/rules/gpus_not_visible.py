@@ -35,8 +35,8 @@ RULE = Rule(
         condition="an answering node lists fewer GPUs through its driver (NVML) than Ray's GPU resource counts on it",
         says={
             "missing": Wording(
-                symptom="{node}: Ray counts {ray_gpus:g} GPUs, its driver lists {driver_gpus} ({not_visible} not "
-                "visible)"
+                symptom="{node}: {not_visible} of the GPUs Ray counts there not visible to its driver (Ray counts "
+                "{ray_gpus:g}, the driver lists {driver_gpus})"
             )
         },
     ),
