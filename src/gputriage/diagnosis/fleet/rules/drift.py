@@ -17,7 +17,8 @@ def evaluate(ev: FleetEvidence) -> list[Finding]:
         for node, v in ev.readings(key):
             values.setdefault(f"{v:g}" if isinstance(v, float) else str(v), []).append(node)
         if len(values) > 1:
-            out.append(RULE.finding({"key": key, "values": values}, subject="fleet", say=key, fill={"spread": spread(values)}))
+            fill = {"spread": spread(values)}
+            out.append(RULE.finding({"key": key, "values": values}, subject="fleet", say=key, fill=fill))
     return out
 
 
