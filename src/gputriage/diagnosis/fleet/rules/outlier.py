@@ -31,7 +31,7 @@ MIN_NODES = Threshold(
 MAD_SCALE = Threshold(
     "mad_scale",
     1.4826,
-    "",
+    "x the MAD",
     "the median absolute deviation of a normal distribution, as its standard deviation",
     "statistics: 1 / the normal distribution's 75th percentile (the MAD's consistency constant)",
 )
