@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from gputriage.model.finding import FindingSpec
 
-COMMANDS = ("check", "run", "watch", "monitor", "trace", "bench", "load")
+COMMANDS = ("check", "run", "watch", "monitor", "trace", "bench", "load", "fleet")
 
 
 @lru_cache(maxsize=1)
@@ -31,7 +31,6 @@ def raw_entries() -> dict[str, FindingSpec]:
     from gputriage.diagnosis.run import baseline, idle_held, regimes, vram_growth
     from gputriage.diagnosis.run import compile as run_compile
     from gputriage.diagnosis.run import findings as run_findings
-    from gputriage.diagnosis.serving import specs as load_findings
     from gputriage.diagnosis.trace import judge as trace_judge
     from gputriage.diagnosis.trace import specs as trace_findings
 
@@ -45,7 +44,6 @@ def raw_entries() -> dict[str, FindingSpec]:
         *bench.SPECS,
         *budget.SPECS.values(),
         *baseline.SPECS,
-        *load_findings.SPECS,
         vram_growth.VRAM_GROWING,
         *run_compile.SPECS,
         *regimes.SPECS,
