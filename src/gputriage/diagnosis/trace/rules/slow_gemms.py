@@ -82,28 +82,25 @@ def evaluate(ev: RankEvidence) -> list[Finding]:
         pct = slow(k, spec)
         if pct is None:
             continue
-        peak, unit, older = (
-            spec.tflops(peak_dtype(k.kind, k.dtype or "")),
-            rate_unit(k.dtype or ""),
-            older_arch(k.name, spec),
-        )
-        figures = {
+        unit, older = rate_unit(k.dtype or ""), older_arch(k.name, spec)
+        peak = spec.tflops(peak_dtype(k.kind, k.dtype or ""))
+        evidence = {
             "kernel": k.name[:80],
             "achieved_tflops": k.achieved_tflops,
             "datasheet_tflops": peak,
             "median_us": k.median_us,
             "pct_of_kernel_time": k.pct_of_kernel_time,
+        } | ({"built_for": older} if older else {})
+        fill = {
+            "achieved": k.achieved_tflops,
+            "unit": unit,
+            "pct_of_datasheet": pct,
+            "gpu": spec.name,
+            "datasheet": peak,
+            "built_for": older,
         }
         say = ("older_arch" if older else "default") + ("_int8" if unit == "TOPS" else "")
-        fill = {"achieved": k.achieved_tflops, "unit": unit, "pct_of_datasheet": pct, "gpu": spec.name}
-        return [
-            RULE.finding(
-                figures | ({"built_for": older} if older else {}),
-                subject=ev.subject,
-                say=say,
-                fill=fill | {"datasheet": peak, "built_for": older},
-            )
-        ]
+        return [RULE.finding(evidence, subject=ev.subject, say=say, fill=fill)]
     return []
 
 
