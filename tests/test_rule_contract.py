@@ -103,19 +103,7 @@ PROSE_TO_CONVERT = {
     "run.vram_growing",
     "thermal.near_slowdown",
     "thermal.violation_time",
-    "trace.comm_bound",
-    "trace.fp64_gemms",
-    "trace.h2d_copy_bound",
-    "trace.host_bound",
-    "trace.input_starved",
-    "trace.launch_bound",
-    "trace.memory_bound",
-    "trace.slow_gemms",
-    "trace.stragglers",
-    "trace.sync_bound",
-    "trace.tensor_cores_idle",
-    "trace.underfilled",
-    "trace.vram_pressure",
+    "trace.vram_pressure",  # its decision, shared with run.vram_pressure, advises "5-10% VRAM headroom"
     "util.busy_but_sms_idle",
     "util.gpu_idle_with_processes",
     "vram.nearly_full",
@@ -208,7 +196,7 @@ def long_functions() -> dict[str, int]:
     return out
 
 
-LONG_TO_SPLIT = {"run/judge.py:judge", "run/merge.py:merge", "trace/findings.py:findings"}
+LONG_TO_SPLIT = {"run/judge.py:judge", "run/merge.py:merge"}
 
 
 def test_no_function_in_diagnosis_is_over_80_lines() -> None:
@@ -256,8 +244,6 @@ NUMBERS_TO_DECLARE = {
     "run/regimes.py",
     "run/throughput.py",
     "run/vram_growth.py",
-    "trace/findings.py",
-    "trace/verdict.py",
 }
 
 
@@ -271,7 +257,7 @@ def test_no_number_decides_a_verdict_without_a_threshold() -> None:
     assert not found, f"declare these as Thresholds (meaning, source): {found}"
 
 
-REPORT_JUDGES = {"trace_terminal.py"}  # renderers that still ask a judge's question (shrinks to nothing)
+REPORT_JUDGES: set[str] = set()  # renderers that still ask a judge's question (shrinks to nothing)
 
 
 def test_renderers_draw_models_and_import_no_judge() -> None:

@@ -8,7 +8,7 @@ import msgspec
 from gputriage.api import analyze_trace
 from gputriage.diagnosis.bottlenecks import D2H_COPY_DECISION
 from gputriage.diagnosis.run.classify import COPY_TIME_SHARE, copy_time_share
-from gputriage.diagnosis.trace.findings import findings
+from gputriage.diagnosis.trace.judge import judge_rank
 from gputriage.diagnosis.trace.verdict import decide
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.trace import RankAnalysis
@@ -23,7 +23,7 @@ def test_copies_read_back_from_the_gpu_get_the_advice_for_reading_back_not_for_i
     rank = msgspec.convert(UNSEEN3["d2h_features_nogpm"]["profile"]["trace"]["ranks"][0], RankAnalysis)
     v = decide(rank.anatomy[0])
     assert v.bottleneck == B.h2d_copy_bound and v.decision == D2H_COPY_DECISION
-    copies = [f for f in findings(rank, v) if f.id == "trace.h2d_copy_bound"]
+    copies = [f for f in judge_rank(rank) if f.id == "trace.h2d_copy_bound"]
     assert copies and copies[0].decision == D2H_COPY_DECISION and copies[0].evidence["d2h_pct"] >= 90
     h2d = analyze_trace([FIXTURES / "traces" / "run_profile_pageable_copy.json.gz"])  # input sent to the GPU
     assert h2d.verdict.bottleneck == B.h2d_copy_bound and h2d.verdict.decision != D2H_COPY_DECISION

@@ -6,10 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from gputriage.api._common import GputriageError
-from gputriage.diagnosis.impact import with_impact
 from gputriage.diagnosis.trace.judge import judge
-from gputriage.diagnosis.verify import Context, with_verify
-from gputriage.model.finding import triage_order
 from gputriage.model.trace import TraceReport
 from gputriage.trace.analyze import analyze_file
 from gputriage.trace.load import TraceError
@@ -27,8 +24,4 @@ def analyze_trace(paths: Sequence[str | Path] | str | Path) -> TraceReport:
             problems.append(str(exc))
     if not ranks:
         raise GputriageError("; ".join(problems) or "no trace given")
-    report = judge([str(p) for p in files], ranks, problems)
-    report.findings = triage_order(
-        with_verify(with_impact(report.findings), Context("trace", trace_files=[str(p) for p in files]))
-    )
-    return report
+    return judge([str(p) for p in files], ranks, problems)

@@ -31,16 +31,12 @@ def raw_entries() -> dict[str, FindingSpec]:
     from gputriage.diagnosis.run import baseline, idle_held, regimes, vram_growth
     from gputriage.diagnosis.run import compile as run_compile
     from gputriage.diagnosis.run import findings as run_findings
-    from gputriage.diagnosis.trace import judge as trace_judge
-    from gputriage.diagnosis.trace import specs as trace_findings
 
     specs: list[FindingSpec] = [
         s for subject in SUBJECTS if has_rules(subject) for r in rules_of(subject) for s in r.specs
     ]
     specs += [
         *run_findings.SPECS,
-        *trace_findings.ALL_SPECS,
-        *trace_judge.SPECS,
         *bench.SPECS,
         *budget.SPECS.values(),
         *baseline.SPECS,

@@ -3,7 +3,6 @@ the workload's throughput) now lost to it. Reports rank findings by it (`model.f
 
 - a run's verdict on the host side (the GPU waits: input, launches, syncs, host work, copies, the allocator) or an
   underfilled GPU: the steady time it held x the share of that time the SMs were idle;
-- a trace's idle or copy cause: its share of the profiled window;
 - a change of regime that slowed the workload: the share of the run after it x the rate it lost;
 - a GPU held idle around the work: the start-up and shut-down share of the run.
 Compute-bound, memory-bound and platform findings get none: what a fix gains there depends on the fix."""
@@ -28,14 +27,6 @@ WAITING = {
     B.underfilled,
     B.idle,
 }
-TRACE_SHARES = {  # a trace finding's evidence key that holds its share of the window, in percent
-    "trace.launch_bound": "launch_idle_pct",
-    "trace.sync_bound": "sync_idle_pct",
-    "trace.input_starved": "host_outside_ops_pct",
-    "trace.h2d_copy_bound": "copies_pct",
-    "trace.vram_pressure": "allocator_idle_pct",
-    "trace.comm_bound": "exposed_comm_pct",
-}
 
 
 def _idle_share(v: GpuVerdict) -> float | None:
@@ -53,11 +44,6 @@ def estimate(f: Finding, verdicts: Mapping[int, GpuVerdict] | None = None) -> fl
             if v.bottleneck in WAITING and stated and f.subject == f"gpu.{v.gpu}":
                 idle = _idle_share(v)
                 return None if idle is None else v.share * idle
-    if f.id == "trace.host_bound":
-        return (float(ev.get("host_in_ops_pct") or 0) + float(ev.get("host_after_read_pct") or 0)) / 100.0
-    key = TRACE_SHARES.get(f.id)
-    if key is not None and isinstance(ev.get(key), (int, float)):
-        return float(ev[key]) / 100.0
     if f.id == "run.regime_changed" and ev.get("rate_before") and ev.get("rate_after") is not None:
         lost = 1.0 - float(ev["rate_after"]) / float(ev["rate_before"])
         run_s = float(ev.get("before_s", 0)) + float(ev.get("after_s", 0))

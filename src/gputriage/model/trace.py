@@ -122,6 +122,7 @@ class TraceVerdict(msgspec.Struct, kw_only=True):
     ranks_agreeing: Optional[int] = None
     ranks: Optional[int] = None
     tentative: bool = False  # confidence under diagnosis.thresholds.TENTATIVE_TRACE: a best guess, worded as one
+    too_little: bool = False  # the window holds too few kernels (unless long) to be sure of a bottleneck
     basis: str = ""  # a job of several ranks: "the ranks' averaged shares"
 
 

@@ -3,7 +3,7 @@ went, busy and idle), its steps as bars, the kernel table, the ranks side by sid
 
 from __future__ import annotations
 
-from gputriage.model.trace import Anatomy, KernelRow, RankAnalysis, TraceReport
+from gputriage.model.trace import Anatomy, KernelRow, RankAnalysis, TraceReport, rate_unit
 from gputriage.report.html_page import Page, Raw, bar, esc, findings_html, kv, stack, table
 from gputriage.report.kernel_names import SHORT_KIND, short_name
 from gputriage.report.style import plural
@@ -101,7 +101,7 @@ def anatomy_html(page: Page, a: Anatomy, sync: str) -> str:
 
 def _rate(k: KernelRow) -> str:
     if k.achieved_tflops and k.kind.startswith("gemm"):
-        return f"{k.achieved_tflops:.0f} TFLOP/s"
+        return f"{k.achieved_tflops:.0f} {rate_unit(k.dtype or '')}"
     if k.achieved_gbs:
         return f"{k.achieved_gbs:,.0f} GB/s"
     return f"{k.achieved_tflops:.1f} TFLOP/s" if k.achieved_tflops else ""

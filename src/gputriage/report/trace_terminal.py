@@ -8,7 +8,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gputriage.diagnosis.trace.verdict import too_little
 from gputriage.model.run import ProfilerEffect, ProfileReport
 from gputriage.model.safe_text import KERNEL_CHARS, NAME_CHARS, safe_text
 from gputriage.model.trace import Anatomy, CompiledShare, KernelRow, RankAnalysis, TraceReport, rate_unit
@@ -28,8 +27,10 @@ def render_verdict(trace: Optional[TraceReport], error: Optional[str], console: 
     v = trace.verdict if trace else None
     if trace is None or v is None or v.bottleneck is None:
         return
-    a = trace.ranks[0].main() if trace.ranks and not v.basis else None
-    if v.tentative and a is not None and too_little(a):
+    # a verdict with no basis is the one judged rank's: its window was too thin to judge, say how thin
+    judged = next((r for r in trace.ranks if r.verdict is not None), None)
+    a = judged.main() if judged is not None and v.too_little and not v.basis else None
+    if v.tentative and a is not None:
         line = Text(
             f"\ntoo little GPU work to judge: {a.kernels} kernel{'s' if a.kernels != 1 else ''}, "
             f"{a.busy_us / 1000:.1f} ms busy in a {a.window_us / 1000:.1f} ms window; a guess: ",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gputriage.diagnosis.trace.judge import judge
+from gputriage.diagnosis.verify import Context
 from gputriage.model.run import ProfileReport, ProfileWindow
 from gputriage.model.trace import TraceReport
 from gputriage.runner.gate_keeper import GateKeeper
@@ -32,7 +33,8 @@ def _analysed(traces: list[Path]) -> tuple[TraceReport | None, str | None]:
             problems.append(str(exc))
     if not ranks:
         return None, "; ".join(problems) or None
-    return judge([str(p) for p in traces], ranks, problems), None
+    # the run's judge writes the verifying commands: it knows the workload's command line
+    return judge([str(p) for p in traces], ranks, problems, Context("run")), None
 
 
 def _read(folder: Path, keep: Path | None, ended_s: float | None) -> Written:

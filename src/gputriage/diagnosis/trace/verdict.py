@@ -91,6 +91,17 @@ def too_little(a: Anatomy) -> bool:
 MIN_GAPS = Threshold(
     "min_gaps", 30, "idle gaps", "idle gaps a window needs for the share of their causes to be sure", "judgement"
 )
+SURE_KERNELS = Threshold(
+    "sure_kernels", 100, "kernels", "kernels a window needs (unless long) for a verdict about them to be sure", J
+)
+CUT_FILE_CONFIDENCE = Threshold(
+    "cut_file_confidence",
+    0.5,
+    "x confidence",
+    "what the confidence of a verdict is multiplied by where the file was cut (truncated): the span judged may not "
+    "be the steady state",
+    J,
+)
 
 
 def sufficiency(a: Anatomy, idle_verdict: bool) -> float:
@@ -98,7 +109,7 @@ def sufficiency(a: Anatomy, idle_verdict: bool) -> float:
     enough): GPU work for a verdict about the kernels, idle gaps for one about why the GPU waits."""
     if idle_verdict:
         return min(1.0, a.gaps / MIN_GAPS.value)
-    return min(1.0, max(a.kernels / (10 * MIN_KERNELS.value), a.busy_us / MIN_BUSY.value))
+    return min(1.0, max(a.kernels / SURE_KERNELS.value, a.busy_us / MIN_BUSY.value))
 
 
 def under_memory_roof(kernels: list[KernelRow]) -> dict[str, float]:
@@ -143,13 +154,14 @@ def decide(a: Anatomy, complete: bool = True, memory_roof_us: dict[str, float] |
         verdict = max(busy_shares, key=lambda k: busy_shares[k])
         share = busy_shares[verdict]
     everything = {**busy_shares, **shares}
-    confidence = sufficiency(a, idle_verdict) * (1.0 if complete else 0.5)
+    confidence = round(sufficiency(a, idle_verdict) * (1.0 if complete else CUT_FILE_CONFIDENCE.value), 2)
     return TraceVerdict(
         bottleneck=verdict,
         share_pct=round(share, 1),
         gpu_idle_pct=round(idle_pct, 1),
-        confidence=round(confidence, 2),
-        tentative=round(confidence, 2) < TENTATIVE_TRACE.value,
+        confidence=confidence,
+        tentative=confidence < TENTATIVE_TRACE.value,
+        too_little=too_little(a),
         decision=D2H_COPY_DECISION if verdict == B.h2d_copy_bound and mostly_d2h(a) else DECISION[verdict],
         device=a.device,
         shares_pct={k.value: round(v, 1) for k, v in sorted(everything.items(), key=lambda kv: -kv[1]) if v > 0},
