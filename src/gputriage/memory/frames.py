@@ -7,7 +7,9 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from gputriage.model.memory import NO_PYTHON, NO_STACK, Frame
+from gputriage.model.memory import NO_PYTHON, NO_STACK, Frame, short_label
+
+label = short_label  # a short 'file:line'
 
 FRAMES_READ = 128  # frames of one stack looked at, innermost first (a stack deeper than this is cut)
 _STDLIB = re.compile(r"/lib(?:64)?/python3[.\d]*/(?!.*-packages/)")
@@ -103,10 +105,3 @@ def phase(stack: Iterable[Frame]) -> str:
     if any(p.endswith("torch/nn/modules/module.py") for p, _ in files):
         return "forward"
     return "other"
-
-
-def label(file: str, line: int) -> str:
-    """A short 'file:line' for a table: the file's last two path parts."""
-    parts = file.replace("\\", "/").rsplit("/", 2)
-    short = "/".join(parts[-2:]) if len(parts) > 2 else file
-    return short if line <= 0 else f"{short}:{line}"

@@ -19,6 +19,25 @@ NO_PYTHON = "(no Python frames)"  # frames recorded, none of them Python's (auto
 PHASES = ("forward", "backward", "optimizer_first_step", "optimizer", "other")
 
 
+def size_text(n_bytes: float | None) -> str:
+    """Bytes as people read them: 1.5 GiB, 312 MiB, 4.0 KiB."""
+    if n_bytes is None:
+        return "?"
+    n = float(n_bytes)
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if abs(n) >= 1 << shift:
+            value = n / (1 << shift)
+            return f"{value:,.1f} {unit}" if abs(value) < 100 else f"{value:,.0f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def short_label(file: str, line: int) -> str:
+    """A short 'file:line' for a table: the file's last two path parts."""
+    parts = file.replace("\\", "/").rsplit("/", 2)
+    short = "/".join(parts[-2:]) if len(parts) > 2 else file
+    return short if line <= 0 else f"{short}:{line}"
+
+
 class Frame(msgspec.Struct, array_like=True, frozen=True):
     """One Python frame of an allocation's stack."""
 
@@ -108,7 +127,7 @@ class ProcessMemory(msgspec.Struct, kw_only=True, omit_defaults=True):
     owner: Optional[str] = None  # its container or Kubernetes pod, where known
 
 
-class MemoryState(msgspec.Struct, kw_only=True, omit_defaults=True):
+class MemoryState(msgspec.Struct, kw_only=True):
     """The allocator of one device, as the snapshot shows it."""
 
     device: int = 0

@@ -97,10 +97,11 @@ def _number(mark: dict[str, Any], key: str) -> Any:
 
 
 def dump_of(marker: Path) -> MemoryDump | None:
-    """The dump a marker describes (its pickle beside it), or None for a marker half-written or without one."""
+    """The dump a marker describes (its pickle beside it), or None for a marker half-written or without one. Its
+    kind is in its name's prefix; a marker renamed with its snapshot is an error's where it says what failed."""
     prefix = next((p for p in KINDS if marker.name.startswith(p)), None)
     pickle_path = marker.with_name(marker.name[: -len(mh.MARK)] + mh.PICKLE)
-    if prefix is None or not pickle_path.exists():
+    if not marker.name.endswith(mh.MARK) or not pickle_path.exists():
         return None
     try:
         mark = json.loads(marker.read_text())
@@ -111,7 +112,7 @@ def dump_of(marker: Path) -> MemoryDump | None:
     device = _number(mark, "device")
     processes = marker.with_name(marker.name[: -len(mh.MARK)] + mh.PROCESSES)
     return MemoryDump(
-        kind=KINDS[prefix],
+        kind=KINDS[prefix] if prefix is not None else "oom" if "requested_bytes" in mark else "growth",
         pid=mark["pid"],
         snapshot=str(pickle_path),
         t_s=_number(mark, "t_s"),

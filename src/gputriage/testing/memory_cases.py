@@ -8,7 +8,10 @@ Each case's planted tensor is allocated at a known line of a workload file named
 
 from __future__ import annotations
 
+import json
+import pickle
 import random
+from pathlib import Path
 from typing import Any, Callable
 
 from gputriage.testing.fake_allocator import FakeAllocator, OutOfMemory
@@ -168,3 +171,23 @@ CASES: dict[str, tuple[Callable[[], tuple[dict[str, Any], dict[str, Any]]], str,
     "other_process": (other_process, "memory.other_process", "other_process.py:29"),
     "peak": (peak, "memory.peak_near_capacity", "peak.py:33"),
 }
+
+
+def write(case: str, folder: Path) -> Path:
+    """The case's snapshot (`CASE.pickle`, as `_dump_snapshot` pickles it), its marker (`CASE.json`) and the
+    processes the sampler read (`CASE.processes.json`), as `run` keeps them; the pickle's path."""
+    build = CASES[case][0]
+    snap, mark = build()
+    folder.mkdir(parents=True, exist_ok=True)
+    processes = mark.pop("processes")
+    (folder / f"{case}.pickle").write_bytes(pickle.dumps(snap, protocol=4))
+    (folder / f"{case}.json").write_text(json.dumps(mark, indent=1) + "\n")
+    (folder / f"{case}.processes.json").write_text(json.dumps({"t_s": mark["t_s"], "processes": processes}) + "\n")
+    return folder / f"{case}.pickle"
+
+
+if __name__ == "__main__":  # python -m gputriage.testing.memory_cases FOLDER: the built fixtures written again
+    import sys
+
+    for name in CASES:
+        print(write(name, Path(sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/memory/built")))

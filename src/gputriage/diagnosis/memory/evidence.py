@@ -11,22 +11,12 @@ from gputriage.diagnosis.memory.thresholds import (
     PEAK_SHARE,
     REQUEST_SHARE,
 )
-from gputriage.memory.frames import label
-from gputriage.model.memory import MemoryLine, MemoryState
+from gputriage.model.memory import MemoryLine, MemoryState, short_label, size_text
+
+size = size_text
+label = short_label
 
 MEMORY = ("memory", "run")
-
-
-def size(n_bytes: float | None) -> str:
-    """Bytes as people read them: 1.5 GiB, 312 MiB, 4 KiB."""
-    if n_bytes is None:
-        return "?"
-    n = float(n_bytes)
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if abs(n) >= 1 << shift:
-            value = n / (1 << shift)
-            return f"{value:,.1f} {unit}" if value < 100 else f"{value:,.0f} {unit}"
-    return f"{n:,.0f} B"
 
 
 def lines_text(lines: list[MemoryLine], n: int = 3, growth: bool = False) -> str:
