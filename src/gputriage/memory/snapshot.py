@@ -43,8 +43,9 @@ class Snapshot:
 
 
 def number(value: Any, default: int = 0) -> int:
-    """An int field, or `default` where it is absent or not an int."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
+    """An int field (sizes, addresses, devices, times: none negative), or `default` where it is absent, not an int,
+    or negative."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
 
 def parse(obj: Any, what: str = "the file") -> Snapshot:

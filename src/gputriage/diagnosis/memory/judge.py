@@ -28,9 +28,14 @@ def _summary(state: MemoryState, cause: str | None) -> str:
         return f"no out-of-memory error in this snapshot; GPU {state.device}: {held}"
     asked = f"an allocation of {size(state.oom.requested_bytes)} failed on GPU {state.device} ({held})"
     if cause is None:
+        pending = (
+            f"{size(state.pending_free_bytes)} freed but awaiting another stream's work (record_stream), or "
+            if state.pending_free_bytes
+            else ""
+        )
         return (
-            f"{asked}; no cause named: the snapshot does not account for the memory that was missing (held outside "
-            "PyTorch's caching allocator: NCCL, cuBLAS workspaces, another library's allocator)"
+            f"{asked}; no cause named: the snapshot does not account for the memory that was missing ({pending}held "
+            "outside PyTorch's caching allocator: NCCL, cuBLAS workspaces, another library's allocator)"
         )
     return f"{asked}: {cause.split('.', 1)[1].replace('_', ' ')}"
 
