@@ -176,7 +176,9 @@ def test_the_table_counts_each_expected_cause_and_what_the_wrong_ones_got():
     assert launch.split()[1:4] == ["3", "1", "2"] and launch.endswith("input_starved ×2")
     assert table.index("launch_bound") < table.index("idle")  # the vocabulary's order
     assert "b: expected launch_bound, got input_starved" in table
-    assert table.rstrip().endswith("Of 4 recorded cases, 2 right (runs 0/0, traces 2/4, loads 0/0, memory snapshots 0/0).")
+    assert table.rstrip().endswith(
+        "Of 4 recorded cases, 2 right (runs 0/0, traces 2/4, loads 0/0, memory snapshots 0/0)."
+    )
 
 
 def test_a_run_right_in_its_cause_but_missing_a_finding_is_wrong_by_the_finding():

@@ -44,6 +44,7 @@ FAKE_TORCH = textwrap.dedent("""
                 "device_traces": [[]], "recorded": len(calls)}
     cuda = types.SimpleNamespace(
         is_initialized=lambda: True, device_count=lambda: 1,
+        mem_get_info=lambda i: ((80 << 30) - stats["reserved_bytes"]["all"]["current"], 80 << 30),
         get_device_properties=lambda i: types.SimpleNamespace(total_memory=80 << 30),
         memory=types.SimpleNamespace(memory_stats_as_nested_dict=lambda i: stats,
                                      _record_memory_history=_record, _snapshot=_snapshot))
@@ -97,7 +98,11 @@ def test_at_an_out_of_memory_error_the_snapshot_and_its_marker_are_saved_and_the
     assert mark["requested_bytes"] == 96 * GIB and mark["capacity_bytes"] == 80 * GIB
     assert mark["device_free_bytes"] == GIB and mark["pid"] > 0
     # the stack that asked: torch's `empty`, then the workload's line, gputriage's own frames left out
-    assert [(Path(f[0]).name, f[1], f[2]) for f in mark["stack"][:2]] == [("__init__.py", 23, "empty"), ("train.py", 11, "forward")]
+    asks = next(i for i, text in enumerate(FAKE_TORCH.splitlines(), 1) if "obs(0, n," in text)
+    assert [(Path(f[0]).name, f[1], f[2]) for f in mark["stack"][:2]] == [
+        ("__init__.py", asks, "empty"),
+        ("train.py", 11, "forward"),
+    ]
     dump = dump_of(folder / marker)
     assert dump is not None and dump.kind == "oom" and Path(dump.snapshot).exists()
     # the history was armed once the allocator held 75% of the device, with Python stacks and a bounded ring
@@ -109,8 +114,8 @@ def test_at_an_out_of_memory_error_the_snapshot_and_its_marker_are_saved_and_the
         "stacks": "python",
         "max_entries": mh.MAX_ENTRIES,
     }
-    assert armed[0]["t"] >= mh.ARM_RESERVED_SHARE * 80 * GIB
-    assert mark["history"].startswith("the allocator held")
+    assert armed[0]["t"] >= mh.ARM_USED_SHARE * 80 * GIB
+    assert mark["history"].startswith("GPU 0 was") and mark["history"].endswith("full")
 
 
 def test_history_off_records_no_stacks_and_still_saves_the_snapshot(workload):
@@ -124,13 +129,17 @@ def test_history_off_records_no_stacks_and_still_saves_the_snapshot(workload):
 
 
 class _Torch:
-    """What `Watch` asks of torch, in this process."""
+    """What `Watch` asks of torch, in this process: a device of 100 GiB, `used` of it in use."""
 
     def __init__(self) -> None:
         self.recorded: list[dict] = []
         self.snapshots = 0
         self.cuda = self
         self.memory = self
+        self.used = 0
+
+    def mem_get_info(self, i: int) -> tuple[int, int]:
+        return 100 * GIB - self.used, 100 * GIB
 
     def get_device_properties(self, i: int):  # type: ignore[no-untyped-def]
         return type("P", (), {"total_memory": 100 * GIB})()
@@ -145,7 +154,7 @@ class _Torch:
 
 def test_live_bytes_rising_between_steps_arm_the_stacks_and_save_growth_snapshots(tmp_path):
     torch = _Torch()
-    watch = mh.Watch(str(tmp_path), torch)
+    watch = mh.Watch(str(tmp_path), torch, clock=_Clock())
     live = 10 * GIB
     reads = 0
     while not torch.recorded:  # each slice's trough 2 GiB above the last: 3 slices in a row arm it
@@ -166,10 +175,51 @@ def test_live_bytes_rising_between_steps_arm_the_stacks_and_save_growth_snapshot
 
 def test_steps_that_free_what_they_allocate_never_arm_the_stacks(tmp_path):
     torch = _Torch()
-    watch = mh.Watch(str(tmp_path), torch)
+    watch = mh.Watch(str(tmp_path), torch, clock=_Clock())
     for k in range(50 * mh.SLICE_READS):
         watch.observe(0, 40 * GIB, 30 * GIB + (k % 3) * 3 * GIB)
     assert not torch.recorded and not watch.armed
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        self.t += 0.5  # a read every half second
+        return self.t
+
+
+def test_a_device_full_of_another_process_s_memory_arms_the_stacks(tmp_path):
+    torch = _Torch()
+    torch.used = 80 * GIB  # this allocator holds 10 GiB; other processes the rest
+    watch = mh.Watch(str(tmp_path), torch, clock=_Clock())
+    watch.observe(0, 10 * GIB, 8 * GIB, 100)
+    assert not watch.armed  # the allocation rate not known yet
+    watch.observe(0, 10 * GIB, 8 * GIB, 200)
+    assert watch.armed == "GPU 0 was 80% full"
+
+
+def test_a_loop_allocating_too_fast_to_record_within_the_budget_is_not_armed_or_is_disarmed(tmp_path):
+    torch = _Torch()
+    torch.used = 90 * GIB
+    per_read = 0.5 * mh.COST_SHARE / mh.ALLOC_COST_S  # allocations in half a second at the budget's rate
+    watch = mh.Watch(str(tmp_path), torch, clock=_Clock())
+    served = 0.0
+    for _ in range(5):
+        served += 2 * per_read  # twice the rate the budget affords
+        watch.observe(0, 90 * GIB, 80 * GIB, served)
+    assert not watch.armed and not torch.recorded
+    served += per_read * 0.5  # slower: armed
+    watch.observe(0, 90 * GIB, 80 * GIB, served)
+    assert watch.armed
+    for _ in range(mh.SLICE_READS):  # faster again for a whole slice: disarmed, and not armed again
+        served += 3 * per_read
+        watch.observe(0, 90 * GIB, 80 * GIB, served)
+    assert not watch.armed and torch.recorded[-1] == {"enabled": None} and watch.mode == "too many allocations"
+    served += 1
+    watch.observe(0, 90 * GIB, 80 * GIB, served)
+    assert not watch.armed
 
 
 def test_an_observer_that_fails_never_replaces_the_workload_s_error(tmp_path):
@@ -183,7 +233,9 @@ def test_an_observer_that_fails_never_replaces_the_workload_s_error(tmp_path):
 
 def test_a_monitor_block_that_ends_leaves_the_recording_as_it_found_it(tmp_path):
     torch = _Torch()
-    watch = mh.Watch(str(tmp_path), torch)
+    torch.used = 90 * GIB
+    watch = mh.Watch(str(tmp_path), torch, clock=_Clock())
+    watch.observe(0, 90 * GIB, 80 * GIB)
     watch.observe(0, 90 * GIB, 80 * GIB)
     assert torch.recorded[-1]["enabled"] == "all"
     watch.disarm()

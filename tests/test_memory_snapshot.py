@@ -98,7 +98,10 @@ def test_blocks_without_frames_or_without_python_frames_are_named_so():
 @pytest.mark.parametrize(
     ("stack", "expected"),
     [
-        ([(f"{TORCH}/optim/adam.py", "_init_group"), (f"{TORCH}/optim/optimizer.py", "wrapper"), (USER, "s")], "optimizer_first_step"),
+        (
+            [(f"{TORCH}/optim/adam.py", "_init_group"), (f"{TORCH}/optim/optimizer.py", "wrapper"), (USER, "s")],
+            "optimizer_first_step",
+        ),
         ([(f"{TORCH}/optim/adam.py", "_multi_tensor_adam"), (USER, "s")], "optimizer"),
         ([(f"{TORCH}/autograd/graph.py", "_engine_run_backward"), (f"{TORCH}/_tensor.py", "backward")], "backward"),
         ([(f"{TORCH}/nn/modules/linear.py", "forward"), (f"{TORCH}/nn/modules/module.py", "_call_impl")], "forward"),

@@ -44,9 +44,9 @@ class Stateful:
 
 plain = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    | st.tuples(inner, inner),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4) | st.tuples(inner, inner)
+    ),
     max_leaves=20,
 )
 
@@ -102,7 +102,7 @@ def _crafted() -> dict[str, bytes]:
         "PERSID": b"Pos.system\n.",
         "BINPERSID": b"\x80\x02X\x02\x00\x00\x00idQ.",
         "EXT1": b"\x80\x02\x82\xf0.",
-        "builtins.eval": b"cbuiltins\neval\n(S'__import__(\"os\").system(\"touch " + str(CANARY).encode() + b"\")'\ntR.",
+        "builtins.eval": b'cbuiltins\neval\n(S\'__import__("os").system("touch ' + str(CANARY).encode() + b"\")'\ntR.",
         "memo index of 2**31": b"\x80\x02Nr" + struct.pack("<I", 0x7FFFFFF0) + b".",
     }
 

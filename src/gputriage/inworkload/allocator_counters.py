@@ -102,7 +102,8 @@ class Counters:
             totals[4] += reserved
             totals[5] += allocated
             if self.memory is not None:
-                self.memory.observe(i, reserved, allocated)
+                served = ((s.get("allocation") or {}).get("all") or {}).get("allocated", 0)
+                self.memory.observe(i, reserved, allocated, served)
         v = self.view
         v[0], v[1], v[2], v[3], v[4], v[8] = totals
         v[7] = time.time()

@@ -11,12 +11,15 @@ per-process memory, sees the marker within a sample and records the processes on
 
 Allocation stacks cost the workload time at each allocation (`benchmarks/memory_history_cost.py` measures it), so
 their recording (`_record_memory_history`: Python stacks of allocations, a bounded ring of events) is armed only
-when the memory may run out: once the allocator holds `ARM_RESERVED_SHARE` of a device, or its live bytes between
-steps keep rising (`RISING_SLICES` slices in a row, each higher by `RISE_SHARE` of the device). From then on, the
-snapshot at an error holds the stacks of what filled the device; while armed, a snapshot is also saved each time
-the live bytes pass a new high by `GROWTH_SNAPSHOT_SHARE` of the device, which names the lines of a growth that
-has not failed yet. `GPUTRIAGE_MEMORY_HISTORY=on` records from the start, `off` never (the snapshot at an error
-then has no stacks; the marker still has the stack that asked).
+when the memory may run out: once a device is `ARM_USED_SHARE` full (all its processes together, as CUDA reports
+it), or this process's live bytes between steps keep rising (`RISING_SLICES` slices in a row, each higher by
+`RISE_SHARE` of the device) — and only while the workload allocates slowly enough for the recording to cost under
+`COST_SHARE` of its time (`ALLOC_COST_S` an allocation): a loop of tiny tensors that allocates faster is never
+armed, and is disarmed if it speeds up. From then on, the snapshot at an error holds the stacks of what filled the
+device; while armed, a snapshot is also saved each time the live bytes pass a new high by `GROWTH_SNAPSHOT_SHARE`
+of the device, which names the lines of a growth that has not failed yet. `GPUTRIAGE_MEMORY_HISTORY=on` records
+from the start, `off` never (the snapshot at an error then has no stacks; the marker still has the stack that
+asked).
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ MARK = ".json"
 PROCESSES = ".processes.json"  # written beside the marker by the sampler
 
 MAX_ENTRIES = 20_000  # the ring of alloc/free events the allocator keeps once armed
-ARM_RESERVED_SHARE = 0.75  # of a device's memory held by the allocator
+ARM_USED_SHARE = 0.75  # of a device's memory in use (every process's), from which the stacks are recorded
+ALLOC_COST_S = 2e-6  # what recording one allocation's stack costs the workload (PyTorch's figure; the benchmark's)
+COST_SHARE = 0.01  # of the workload's time the recording may cost: at most COST_SHARE / ALLOC_COST_S allocations/s
 SLICE_READS = 10  # reads per slice of the live-bytes watch (5 s at two reads a second)
 RISING_SLICES = 3  # slices whose trough rose in a row
 RISE_SHARE = 0.01  # of the device: the least rise of a slice's trough that counts
@@ -82,8 +87,8 @@ def _write_atomic(path: str, data: bytes) -> None:
 class Watch:
     """One process's watch: arms the allocation stacks when memory may run out, saves the snapshots."""
 
-    def __init__(self, folder: str, torch: Any, mode: Optional[str] = None) -> None:
-        self.folder, self.torch = folder, torch
+    def __init__(self, folder: str, torch: Any, mode: Optional[str] = None, clock: Any = time.monotonic) -> None:
+        self.folder, self.torch, self.clock = folder, torch, clock
         self.mode = (mode or os.environ.get(HISTORY_ENV) or "auto").strip().lower()
         self.armed = ""  # why the stacks are recorded ("" while they are not)
         self.closed = False
@@ -91,6 +96,8 @@ class Watch:
         self._slice: dict[int, list[float]] = {}  # device -> [reads in the slice, its lowest live bytes]
         self._troughs: dict[int, list[float]] = {}
         self._high: dict[int, float] = {}  # live bytes at the last growth snapshot (or at arming)
+        self._counted: dict[int, tuple[float, float]] = {}  # device -> (monotonic s, allocations so far)
+        self._too_fast = 0  # reads in a row, while armed, at an allocation rate over the budget
         self._ooms = 0
         self._last_oom_s = 0.0
         self._lock = threading.Lock()
@@ -116,9 +123,10 @@ class Watch:
         self.armed = why
         return True
 
-    def disarm(self) -> None:
-        """Stop recording (a `monitor()` block ended): the process is left as it was found."""
-        self.closed = True
+    def disarm(self, closing: bool = True) -> None:
+        """Stop recording (a `monitor()` block ended, `closing`: the process is left as it was found; or the
+        workload allocates too fast for the recording's budget)."""
+        self.closed = self.closed or closing
         if self.armed and self.mode != "on":
             try:
                 self.torch.cuda.memory._record_memory_history(enabled=None)
@@ -126,23 +134,51 @@ class Watch:
                 pass
             self.armed = ""
 
-    def observe(self, device: int, reserved: float, allocated: float) -> None:
-        """One read of a device's allocator (twice a second, from the counters' thread); never raises."""
+    def observe(self, device: int, reserved: float, allocated: float, allocations: float = 0.0) -> None:
+        """One read of a device's allocator (twice a second, from the counters' thread): its reserved and live
+        bytes, and the allocations it served so far; never raises."""
         try:
-            self._observe(device, reserved, allocated)
+            self._observe(device, reserved, allocated, allocations)
         except Exception:
             pass
 
-    def _observe(self, device: int, reserved: float, allocated: float) -> None:
+    def used_share(self, device: int, reserved: float, capacity: int) -> float:
+        """How full the device is, every process's memory counted (CUDA's free bytes); else this allocator's."""
+        try:
+            free, total = self.torch.cuda.mem_get_info(device)
+            return 1.0 - free / total if total else reserved / capacity
+        except Exception:
+            return reserved / capacity
+
+    def affordable(self, device: int, allocations: float) -> bool:
+        """Whether the allocations a second since the last read can be recorded within the budget (not known at
+        the first read)."""
+        now = self.clock()
+        last = self._counted.get(device)
+        self._counted[device] = (now, allocations)
+        if last is None or now <= last[0]:
+            return False
+        return (allocations - last[1]) / (now - last[0]) * ALLOC_COST_S <= COST_SHARE
+
+    def _observe(self, device: int, reserved: float, allocated: float, allocations: float) -> None:
         if self.closed:
             return
         capacity = self.capacity(device)
         if not capacity:
             return
+        cheap = self.affordable(device, allocations)
+        if self.mode == "auto" and self.armed:  # a loop that speeds up: disarmed after a slice over the budget
+            self._too_fast = 0 if cheap else self._too_fast + 1
+            if self._too_fast >= SLICE_READS:
+                self.disarm(closing=False)
+                self.mode = "too many allocations"
+                return
         if not self.armed and self.mode == "auto":
-            if reserved >= ARM_RESERVED_SHARE * capacity:
-                self.arm(f"the allocator held {reserved / capacity:.0%} of GPU {device}")
-            elif self._rising(device, allocated, capacity):
+            used = self.used_share(device, reserved, capacity)
+            rising = self._rising(device, allocated, capacity)
+            if cheap and used >= ARM_USED_SHARE:
+                self.arm(f"GPU {device} was {used:.0%} full")
+            elif cheap and rising:
                 self.arm(f"live memory on GPU {device} rose {RISING_SLICES} slices in a row")
             if self.armed:
                 self._high = {device: allocated}
@@ -201,7 +237,7 @@ class Watch:
             mark = {
                 "t_s": now if now is not None else time.time(),
                 "pid": os.getpid(),
-                "history": self.armed or ("off" if self.mode == "off" else "not armed"),
+                "history": self.armed or ("not armed" if self.mode == "auto" else self.mode),
                 "torch": str(getattr(self.torch, "__version__", "")),
                 **mark,
             }

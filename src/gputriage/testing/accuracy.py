@@ -49,7 +49,7 @@ class Case:
     absent: tuple[str, ...] = ()  # a load's finding ids that must not be raised
     findings: tuple[str, ...] = ()  # a run's findings that must be raised too
     docstring_said: str | None = None  # the cause committed to before the first run, where measurement differed
-    line: str | None = None  # a memory snapshot's planted line ("file.py:42"): among its top three, or the one that asked
+    line: str | None = None  # a memory snapshot's planted line ("f.py:42"): among its top three, or the one that asked
 
     @property
     def label(self) -> str:
