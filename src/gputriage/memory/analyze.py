@@ -6,6 +6,7 @@ from __future__ import annotations
 from gputriage.memory.blocks import fragmentation, read_blocks, request_pool, segment_map, top_lines
 from gputriage.memory.frames import Key, Lines, attribute, phase
 from gputriage.memory.history import Replay, replay, troughs
+from gputriage.memory.safe_pickle import no_gc
 from gputriage.memory.snapshot import Snapshot, number
 from gputriage.model.memory import Frame, MemoryDump, MemoryLine, MemoryState, OomEvent, ProcessMemory
 
@@ -71,6 +72,17 @@ def analyze(
     capacity, the stack, the processes the sampler read); `samples`: (unix s, live bytes) the run's sampler read,
     a longer view of the growth than the recorded history; `processes`: on the GPU at the error, with their
     names and pods (they replace the dump's)."""
+    with no_gc():
+        return _analyze(snap, device, dump, samples, processes)
+
+
+def _analyze(
+    snap: Snapshot,
+    device: int | None,
+    dump: MemoryDump | None,
+    samples: list[tuple[float, float]] | None,
+    processes: list[ProcessMemory] | None,
+) -> MemoryState:
     dev = device_of(snap, dump, device)
     lines = Lines()
     b = read_blocks(snap, dev, lines)

@@ -17,6 +17,7 @@ _TORCH = ("/torch/", "torchinductor_", "/torch_")
 _OURS = "/gputriage/"
 
 Key = tuple[str, int, str]  # file, line, function
+_SKIP = object()  # a frame that holds no line of its own (torch, the standard library, gputriage)
 
 
 def kind(path: str) -> str:
@@ -77,21 +78,70 @@ def attribute(frames: list[Frame]) -> tuple[Key, bool, str | None]:
 
 
 class Lines:
-    """Line attribution cached by the frames list itself: the allocator gives one list to every block allocated
-    from the same stack (and a crafted snapshot that shares one list a million times costs one look)."""
+    """Line attribution of the snapshot's raw frames lists, cached by the list itself (the allocator gives one list to
+    every block allocated from the same stack, and a crafted snapshot that shares one list a million times costs one
+    look) and each file's kind by its name: a stack is read from its innermost frame only as far as its line."""
 
     def __init__(self) -> None:
-        self._cache: dict[int, tuple[Key, bool, str | None]] = {}
+        self.cache: dict[int, tuple[Key, bool, str | None]] = {}  # id of a frames list -> its line
         self._keep: list[Any] = []  # the lists cached, kept alive so that their ids stay theirs
+        self._kinds: dict[str, str] = {}
+        self._frames: dict[int, Any] = {}  # id of a frame dict -> its judgement (`_judge`)
 
     def of(self, raw_frames: Any) -> tuple[Key, bool, str | None]:
         ident = id(raw_frames)
-        got = self._cache.get(ident)
+        got = self.cache.get(ident)
         if got is None:
-            got = attribute(frames_of(raw_frames))
-            self._cache[ident] = got
+            got = self._attribute(raw_frames)
+            self.cache[ident] = got
             self._keep.append(raw_frames)
         return got
+
+    def _kind(self, file: str) -> str:
+        k = self._kinds.get(file)
+        if k is None:
+            k = self._kinds[file] = kind(file)
+        return k
+
+    def _attribute(self, raw: Any) -> tuple[Key, bool, str | None]:
+        """`attribute` over the raw frame dicts, reading no further than needed (each frame dict judged once: torch
+        symbolizes each distinct frame into one dict that every stack holding it shares)."""
+        if not isinstance(raw, list) or not raw:
+            return (NO_STACK, 0, ""), True, None
+        judged = self._frames
+        for i in range(min(len(raw), FRAMES_READ)):
+            f = raw[i]
+            got = judged.get(id(f))
+            if got is None:
+                got = judged[id(f)] = self._judge(f)
+                self._keep.append(f)
+            if got is _SKIP:
+                continue
+            if got[1]:
+                return got
+            return got[0], False, self._caller(raw, i + 1)
+        return (NO_PYTHON, 0, ""), True, None
+
+    def _judge(self, f: Any) -> Any:
+        """A frame's line and whether it is the workload's own, or _SKIP (torch, the standard library, gputriage)."""
+        file = f.get("filename") if type(f) is dict else None
+        if type(file) is not str:
+            return _SKIP
+        k = self._kind(file)
+        frame = frame_of(f) if k in ("own", "library") else None
+        if frame is None:
+            return _SKIP
+        return (frame.file, frame.line, frame.function), k == "own", None
+
+    def _caller(self, raw: list[Any], start: int) -> str | None:
+        for j in range(start, min(len(raw), FRAMES_READ)):
+            f = raw[j]
+            file = f.get("filename") if type(f) is dict else None
+            if type(file) is str and self._kind(file) == "own":
+                line = f.get("line")
+                if type(line) is int:
+                    return f"{file}:{line}"
+        return None
 
 
 def phase(stack: Iterable[Frame]) -> str:

@@ -17,7 +17,6 @@ from gputriage.model.memory import Frame, Growth, LiveSeries
 
 SLICES = 8  # slices of the time seen, each giving its trough
 POINTS = 600  # points of the drawn series (the highest live bytes of each bin)
-GROWTH_DRAWN = 3  # lines that grew most, drawn beside the largest
 
 
 @dataclass
@@ -94,125 +93,151 @@ def _oom(e: dict[str, Any], t: float | None) -> OomSeen:
     )
 
 
-def replay(
-    trace: list[dict[str, Any]], lines: Lines, end_live: int, end_by_line: dict[Key, int], drawn: list[Key]
-) -> Replay:
-    """Replay a device's events. `end_live`, `end_by_line`: the live bytes the snapshot shows at the end, in all and
-    by line, which the replay's curves are offset to meet; `drawn`: the lines whose curves are drawn (with those
-    that grew most)."""
-    out = Replay()
-    events = [e for e in trace if e.get("action") in ("alloc", "free_completed", "oom")]
-    out.events = sum(1 for e in events if e["action"] != "oom")
-    if not events:
-        return out
-    out.timed = all(isinstance(e.get("time_us"), int) for e in events)
-    t0 = _time(events[0], 0, out.timed)
-    t1 = _time(events[-1], len(events) - 1, out.timed)
-    out.first_s, out.span_s = t0, max(0.0, t1 - t0)
-    live, by_key, seen, freed = _first_pass(events, lines, out)
-    offset = end_live - live
-    out.growth = troughs(((_time(e, i, out.timed), v + offset) for i, (e, v) in enumerate(seen)), "history")
-    if out.growth is not None:
-        out.growth.freed_bytes = freed
-    out.end_by_key = dict(by_key)
-    if out.growth is not None:
-        at = out.growth.t_s[0] + t0
-        start = _by_key_at(events, lines, lambda i, e: _time(e, i, out.timed) > at)
-        out.growth_by_key = {k: v - start.get(k, 0) for k, v in by_key.items() if v - start.get(k, 0) > 0}
-    grew = sorted(out.growth_by_key, key=lambda k: -out.growth_by_key[k])[:GROWTH_DRAWN]
-    keys = drawn + [k for k in grew if k not in drawn]
-    out.series = _series(events, lines, out, offset, {k: end_by_line.get(k, 0) for k in keys})
-    return out
+def _size(e: dict[str, Any]) -> int:
+    n = e.get("size")
+    return n if type(n) is int and n > 0 else 0
 
 
-def _first_pass(
-    events: list[dict[str, Any]], lines: Lines, out: Replay
-) -> tuple[int, dict[Key, int], list[tuple[dict[str, Any], int]], int]:
-    """Live bytes after each event, by line at the end, and the bytes freed."""
-    live = freed = 0
+def _addr(e: dict[str, Any]) -> int:
+    a = e.get("addr")
+    return a if type(a) is int else -1
+
+
+class _Pass:
+    """The one pass over a device's events: live bytes (in all, by line, by drawn line), the lowest point of each
+    slice of time, the highest of each drawn bin, the bytes freed."""
+
+    def __init__(self, lines: Lines, drawn: list[Key], t0: float, span: float, timed: bool) -> None:
+        self.lines, self.t0, self.span, self.timed = lines, t0, span or 1.0, timed
+        self.index = {k: i for i, k in enumerate(drawn)}
+        self.live = self.freed = 0
+        self.by_key: dict[Key, int] = {}
+        self.per = [0] * len(drawn)
+        self.blocks: dict[int, tuple[int, Key, int]] = {}
+        self.lows: list[tuple[float, int, int] | None] = [None] * SLICES  # (seconds, live, event index)
+        self.bins: dict[int, tuple[float, int, list[int]]] = {}
+        self.oom: OomSeen | None = None
+
+    def run(self, events: list[dict[str, Any]]) -> None:
+        """The events in order: the slice and the bin of each found by walking their edges forward (one comparison
+        an event), the line of each allocation from the cache of its frames list."""
+        lines, by_key, blocks, per, index = self.lines, self.by_key, self.blocks, self.per, self.index
+        cached = lines.cache
+        t0, timed, lows, bins = self.t0, self.timed, self.lows, self.bins
+        slice_s, bin_s = self.span / SLICES, self.span / POINTS
+        k = b = 0
+        slice_end, bin_end = slice_s, bin_s
+        low_live, top_live = None, None
+        live = freed = 0
+        for i, e in enumerate(events):
+            action = e["action"]
+            t = e["time_us"] / 1e6 - t0 if timed else float(i) - t0
+            if action == "oom":
+                self.oom = _oom(e, t + t0 if timed else None)
+                continue
+            size = e.get("size")
+            if type(size) is not int or size < 0:
+                size = 0
+            addr = e.get("addr")
+            if type(addr) is not int:
+                addr = -1
+            if action == "alloc":
+                frames = e.get("frames")
+                got = cached.get(id(frames))
+                key = (got if got is not None else lines.of(frames))[0]
+                j = index.get(key, -1)
+                blocks[addr] = (size, key, j)
+                live += size
+                by_key[key] = by_key.get(key, 0) + size
+                if j >= 0:
+                    per[j] += size
+            else:
+                known = blocks.pop(addr, None)
+                if known is None:
+                    live -= size
+                    freed += size
+                else:
+                    live -= known[0]
+                    freed += known[0]
+                    by_key[known[1]] -= known[0]
+                    if known[2] >= 0:
+                        per[known[2]] -= known[0]
+            if t >= slice_end and k < SLICES - 1:
+                while t >= slice_end and k < SLICES - 1:
+                    k += 1
+                    slice_end += slice_s
+                low_live = None
+            if low_live is None or live < low_live:
+                low_live = live
+                lows[k] = (t, live, i)
+            if t >= bin_end and b < POINTS - 1:
+                while t >= bin_end and b < POINTS - 1:
+                    b += 1
+                    bin_end += bin_s
+                top_live = None
+            if top_live is None or live > top_live:
+                top_live = live
+                bins[b] = (t, live, per[:])
+        self.live, self.freed = live, freed
+
+
+def _by_key_until(events: list[dict[str, Any]], lines: Lines, last: int) -> dict[Key, int]:
+    """Live bytes by line (seen ones only) after the events up to index `last`."""
     by_key: dict[Key, int] = {}
     blocks: dict[int, tuple[int, Key]] = {}
-    seen = []
-    for i, e in enumerate(events):
-        action = e["action"]
-        if action == "oom":
-            out.oom = _oom(e, _time(e, i, True) if out.timed else None)
-            continue
-        addr, size = number(e.get("addr"), -1), number(e.get("size"))
-        if action == "alloc":
-            key = lines.of(e.get("frames"))[0]
-            blocks[addr] = (size, key)
-            live += size
-            by_key[key] = by_key.get(key, 0) + size
-        else:
-            known = blocks.pop(addr, None)
-            live -= known[0] if known is not None else size
-            freed += known[0] if known is not None else size
-            if known is not None:
-                by_key[known[1]] -= known[0]
-        seen.append((e, live))
-    return live, by_key, seen, freed
-
-
-def _by_key_at(events: list[dict[str, Any]], lines: Lines, stop: Any) -> dict[Key, int]:
-    """Live bytes by line (seen ones only) just before the first event for which `stop(i, e)` holds."""
-    by_key: dict[Key, int] = {}
-    blocks: dict[int, tuple[int, Key]] = {}
-    for i, e in enumerate(events):
-        if stop(i, e):
-            break
+    for e in events[: last + 1]:
         action = e["action"]
         if action == "alloc":
             key = lines.of(e.get("frames"))[0]
-            size = number(e.get("size"))
-            blocks[number(e.get("addr"), -1)] = (size, key)
+            size = _size(e)
+            blocks[_addr(e)] = (size, key)
             by_key[key] = by_key.get(key, 0) + size
         elif action == "free_completed":
-            known = blocks.pop(number(e.get("addr"), -1), None)
+            known = blocks.pop(_addr(e), None)
             if known is not None:
                 by_key[known[1]] -= known[0]
     return by_key
 
 
-def _series(
-    events: list[dict[str, Any]], lines: Lines, out: Replay, offset: int, end_by_line: dict[Key, int]
-) -> LiveSeries:
-    """The drawn series: the highest live bytes of each of `POINTS` bins, with each drawn line's bytes then."""
-    drawn = list(end_by_line)
-    index = {k: i for i, k in enumerate(drawn)}
-    line_offset = [end_by_line[k] - out.end_by_key.get(k, 0) for k in drawn]
-    span = out.span_s or 1.0
-    t0 = out.first_s
-    live = 0
-    per = [0] * len(drawn)
-    blocks: dict[int, tuple[int, int]] = {}
-    bins: dict[int, tuple[float, int, list[int]]] = {}
-    for i, e in enumerate(events):
-        action = e["action"]
-        if action == "oom":
-            continue
-        addr, size = number(e.get("addr"), -1), number(e.get("size"))
-        if action == "alloc":
-            j = index.get(lines.of(e.get("frames"))[0], -1)
-            blocks[addr] = (size, j)
-            live += size
-            if j >= 0:
-                per[j] += size
-        else:
-            known = blocks.pop(addr, None)
-            live -= known[0] if known is not None else size
-            if known is not None and known[1] >= 0:
-                per[known[1]] -= known[0]
-        t = _time(e, i, out.timed) - t0
-        b = min(POINTS - 1, int(t / span * POINTS))
-        if b not in bins or live > bins[b][1]:
-            bins[b] = (t, live, list(per))
-    order = sorted(bins)
-    return LiveSeries(
-        t_s=[round(bins[b][0], 4) for b in order],
-        total_bytes=[bins[b][1] + offset for b in order],
+def replay(
+    trace: list[dict[str, Any]], lines: Lines, end_live: int, end_by_line: dict[Key, int], drawn: list[Key]
+) -> Replay:
+    """Replay a device's events. `end_live`, `end_by_line`: the live bytes the snapshot shows at the end, in all and
+    by line, which the replay's curves are offset to meet; `drawn`: the lines whose curves are drawn."""
+    out = Replay()
+    kept = ("alloc", "free_completed", "oom")
+    events = [e for e in trace if e.get("action") in kept]
+    out.events = len(events) - sum(1 for e in events if e["action"] == "oom")
+    if not events:
+        return out
+    out.timed = all(type(t) is int and t >= 0 for t in (e.get("time_us") for e in events))
+    t0 = _time(events[0], 0, out.timed)
+    out.first_s, out.span_s = t0, max(0.0, _time(events[-1], len(events) - 1, out.timed) - t0)
+    p = _Pass(lines, drawn, t0, out.span_s, out.timed)
+    p.run(events)
+    offset = end_live - p.live
+    out.oom, out.end_by_key = p.oom, dict(p.by_key)
+    lows = [low for low in p.lows if low is not None]
+    if len(lows) >= 3 and out.span_s > 0:  # (enough slices for a trough line)
+        rise = _fit([(t, float(v)) for t, v, _ in lows]) * (lows[-1][0] - lows[0][0])
+        out.growth = Growth(
+            source="history",
+            t_s=[round(t, 3) for t, _, _ in lows],
+            trough_bytes=[v + offset for _, v, _ in lows],
+            grown_bytes=int(rise),
+            span_s=round(out.span_s, 3),
+            freed_bytes=p.freed,
+        )
+        start = _by_key_until(events, lines, lows[0][2])
+        out.growth_by_key = {k: v - start.get(k, 0) for k, v in p.by_key.items() if v - start.get(k, 0) > 0}
+    line_offset = [end_by_line.get(k, 0) - p.by_key.get(k, 0) for k in drawn]
+    order = sorted(p.bins)
+    out.series = LiveSeries(
+        t_s=[round(p.bins[b][0], 4) for b in order],
+        total_bytes=[p.bins[b][1] + offset for b in order],
         lines=[f"{k[0]}:{k[1]}" if k[1] > 0 else k[0] for k in drawn],
-        by_line=[[bins[b][2][j] + line_offset[j] for b in order] for j in range(len(drawn))],
+        by_line=[[p.bins[b][2][j] + line_offset[j] for b in order] for j in range(len(drawn))],
         events=out.events,
         span_s=round(out.span_s, 3),
     )
+    return out

@@ -13,6 +13,7 @@ around the read, so such a file fails with MemoryError (refused) instead of taki
 from __future__ import annotations
 
 import contextlib
+import gc
 import gzip
 import io
 import os
@@ -58,7 +59,8 @@ def loads_plain(data: bytes, what: str = "the file") -> Any:
     for bytes that are no pickle."""
     why = "a snapshot is plain data, and this pickle could run code"
     try:
-        return _PlainUnpickler(io.BytesIO(data)).load()
+        with no_gc():  # millions of containers: the collector would scan them again and again as they are made
+            return _PlainUnpickler(io.BytesIO(data)).load()
     except _Named as exc:
         raise RefusedPickle(f"{what}: refused: {exc}; {why}") from None
     except (TypeError, AttributeError):  # REDUCE, NEWOBJ or BUILD finding a plain value where they need an object
@@ -67,6 +69,19 @@ def loads_plain(data: bytes, what: str = "the file") -> Any:
         raise RefusedPickle(f"{what}: refused: reading it would take more memory than a snapshot of its size") from None
     except Exception as exc:  # UnpicklingError, EOFError, a bad memo index, undecodable text, ...
         raise SnapshotError(f"{what}: not a pickle of a snapshot ({type(exc).__name__}: {str(exc)[:120]})") from None
+
+
+@contextlib.contextmanager
+def no_gc() -> Iterator[None]:
+    """The cyclic garbage collector paused for the block (as it was after): a snapshot's millions of dicts and lists
+    hold no cycles, and collecting while they are made or read costs most of the time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def read_bytes(path: str | Path) -> bytes:
