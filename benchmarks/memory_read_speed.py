@@ -12,6 +12,7 @@ import argparse
 import os
 import pickle
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -125,8 +126,9 @@ def main() -> int:
         path.write_bytes(data)
         env = dict(os.environ)
         env["PYTHONPATH"] = str(ROOT / "src") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        took = []
+        took, cpu = [], []
         for _ in range(args.runs):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t = time.perf_counter()
             done = subprocess.run(
                 [sys.executable, "-m", "gputriage", "memory", "--json", str(path)],
@@ -136,13 +138,17 @@ def main() -> int:
                 timeout=600,
             )
             took.append(time.perf_counter() - t)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
             if done.returncode != 0:
                 print(f"gputriage memory failed (exit {done.returncode}): {done.stderr[-500:]}", file=sys.stderr)
                 return 2
     median = statistics.median(took)
     print(
         f"snapshot {len(data) / 1e6:,.1f} MB (built in {built_s:.1f} s); `gputriage memory --json` end to end: "
-        f"median {median:.2f} s of {args.runs} ({min(took):.2f}-{max(took):.2f}); limit {args.limit:g} s"
+        f"median {median:.2f} s of {args.runs} ({min(took):.2f}-{max(took):.2f}), its CPU time median "
+        f"{statistics.median(cpu):.2f} s; limit {args.limit:g} s; load average {os.getloadavg()[0]:.1f} on "
+        f"{os.cpu_count()} CPUs"
     )
     return 0 if median <= args.limit else 1
 
