@@ -311,3 +311,20 @@ def test_the_dumps_are_kept_when_the_run_s_folder_goes(tmp_path):
     assert not list(folder.iterdir())
     assert kept.processes is not None and kept.processes[0].pid == 9
     assert keep(tmp_path / "empty", dest / "none") == [] and not (dest / "none").exists()
+
+
+def test_under_run_the_snapshot_at_the_error_is_kept_beside_the_run_store(workload, tmp_path):
+    """The whole way on this machine: `run` injects the hooks, the workload's observer saves the snapshot, the files
+    outlive the run's progress folder (the sampler finds no GPU here, so no processes are read)."""
+    from gputriage import api
+
+    script, _, env, _ = workload
+    env = {k: v for k, v in env.items() if k not in (progress.DIR_ENV, "PYTHONPATH")}
+    env["PYTHONPATH"] = str(tmp_path / "site") + os.pathsep + os.environ.get("PYTHONPATH", "")
+    store = tmp_path / "store" / "runs.sqlite"
+    report = api.run([sys.executable, str(script)], store=store, env=env, profile=False)
+    assert report.exit_code == 1
+    (kept,) = sorted((store.parent / "memory").glob(f"run-*/{mh.OOM_PREFIX}*{mh.PICKLE}"))
+    dump = dump_of(kept.with_name(kept.name.replace(mh.PICKLE, mh.MARK)))
+    assert dump is not None and dump.requested_bytes == 96 * GIB
+    assert dump.stack[1].file == str(script) and dump.stack[1].line == 11

@@ -9,9 +9,10 @@ import pickle
 import shutil
 from pathlib import Path
 
-from gputriage.diagnosis.memory.judge import memory_findings
+from gputriage.diagnosis.memory.judge import memory_findings, named
 from gputriage.inworkload import memory_history as mh
 from gputriage.model.memory import MemoryDump, ProcessMemory
+from gputriage.model.owner import Container, ProcessOwner
 from gputriage.sampling.oom_marks import keep
 from gputriage.testing.fake_allocator import FakeAllocator
 from gputriage.testing.memory_cases import CAPACITY, CONTEXT, LINEAR, MIB, Stacks
@@ -85,3 +86,11 @@ def test_the_marker_s_moment_is_what_the_report_says(tmp_path):
     assert report.state.oom.requested_bytes == mark["requested_bytes"]
     assert report.state.oom.capacity_bytes == mark["capacity_bytes"] == report.state.capacity_bytes
     assert report.state.oom.line is not None and report.state.oom.line.endswith("too_large.py:31")
+
+
+def test_the_processes_are_named_from_the_run_s_owners():
+    found = [ProcessMemory(pid=4242, used_bytes=GIB), ProcessMemory(pid=7, used_bytes=GIB, own=True)]
+    owners = {4242: ProcessOwner(pid=4242, name="vllm", container=Container(pod="llama-0", namespace="serving"))}
+    got = named(found, owners)
+    assert got is not None and (got[0].name, got[0].owner) == ("vllm", "serving/llama-0") and got[1] == found[1]
+    assert named(None, owners) is None

@@ -3,6 +3,10 @@ error (the one cause named) and its summary; and the seam `run`'s judge calls wi
 
 from __future__ import annotations
 
+from typing import Mapping
+
+import msgspec
+
 from gputriage.diagnosis.finish import finish
 from gputriage.diagnosis.memory.evidence import Evidence, size
 from gputriage.diagnosis.rule import evaluate_all, rules_of
@@ -12,6 +16,7 @@ from gputriage.memory.safe_pickle import SnapshotError
 from gputriage.memory.snapshot import Snapshot, read
 from gputriage.model.finding import Severity
 from gputriage.model.memory import MemoryDump, MemoryReport, MemoryState, ProcessMemory
+from gputriage.model.owner import ProcessOwner
 
 CAUSES = (  # the findings that name the kind of an out-of-memory error
     "memory.request_too_large",
@@ -71,6 +76,22 @@ def judge_snapshot(
     context: Context | None = None,
 ) -> MemoryReport:
     return judge(analyze(snap, device, dump, samples, processes), source, context)
+
+
+def named(processes: list[ProcessMemory] | None, owners: Mapping[int, ProcessOwner]) -> list[ProcessMemory] | None:
+    """The processes a dump recorded, with their names and containers or pods where the run looked them up
+    (`Recording.owners`)."""
+    if processes is None:
+        return None
+    out = []
+    for p in processes:
+        o = owners.get(p.pid)
+        if o is None:
+            out.append(p)
+            continue
+        pod = o.container.label if o.container is not None and o.container.label != "-" else None
+        out.append(msgspec.structs.replace(p, name=p.name or o.name, owner=p.owner or pod))
+    return out
 
 
 def memory_findings(
