@@ -62,7 +62,7 @@ def run_for(s):
             torch.cuda.synchronize()
     torch.cuda.synchronize()
     return n, time.perf_counter() - t0
-run_for(1.5)  # warm-up: the allocator's cache, cuBLAS, the optimizer's state; the stacks armed if they will be
+run_for(1.0)  # warm-up: the allocator's cache, cuBLAS, the optimizer's state; the stacks armed if they will be
 count = lambda: torch.cuda.memory_stats().get("allocation.all.allocated", 0)
 a0 = count()
 steps, took = run_for(seconds)
@@ -120,10 +120,14 @@ def main() -> None:
                 if loop == "alloc" and setting == "stacks":  # what one allocation's stack costs
                     per_alloc.append((1 / w["rate"] - 1 / b["rate"]) / max(b["allocs_per_step"], 1))
             cost = statistics.median(ratios)
+            # what recording every allocation's stack would cost this loop, at the alloc loop's figure
+            each = statistics.median(per_alloc) if per_alloc else None
+            would = None if each is None else statistics.median(allocs) * each * statistics.median(bare)
             print(
                 f"{loop:<11} {setting:<7} {statistics.median(bare):>12,.1f} {statistics.median(with_):>10,.1f} "
                 f"{cost:>7.2%} {min(ratios):>+7.2%}..{max(ratios):<+7.2%} {statistics.median(allocs):>11,.0f} "
-                f"{'/'.join(str(a) for a in sorted(armed, key=str)):>6}",
+                f"{'/'.join(str(a) for a in sorted(armed, key=str)):>6} "
+                f"{'-' if would is None else f'{would:.2%}':>8}",
                 flush=True,
             )
     if per_alloc:

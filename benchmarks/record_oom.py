@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="where the files go ($OUT on the device)")
     ap.add_argument("--cases", default=",".join(CASES), help="which, comma-separated (default: all five)")
     ap.add_argument("--skip-cost", action="store_true", help="no cost benchmark")
-    ap.add_argument("--cost-seconds", type=float, default=4.0)
+    ap.add_argument("--cost-seconds", type=float, default=3.0)
     ap.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
     args = ap.parse_args(argv)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
