@@ -93,6 +93,11 @@ def test_a_snapshot_renamed_with_its_marker_keeps_what_run_saw(tmp_path):
         shutil.copy(BUILT / f"other_process{suffix}", tmp_path / f"oom{suffix}")
     data = json.loads(run("memory", "--json", str(tmp_path / "oom.pickle")).stdout)
     assert data["state"]["other_processes_bytes"] == 40 << 30
+    packed = tmp_path / "oom.pickle.gz"  # gzipped to keep: its marker still found
+    packed.write_bytes(gzip.compress((tmp_path / "oom.pickle").read_bytes()))
+    (tmp_path / "oom.pickle").unlink()
+    data = json.loads(run("memory", "--json", str(packed)).stdout)
+    assert data["cause"] == "memory.other_process" and data["state"]["other_processes_bytes"] == 40 << 30
     (tmp_path / "oom.processes.json").unlink()  # the processes not read: the other job is not seen
-    data = json.loads(run("memory", "--json", str(tmp_path / "oom.pickle")).stdout)
+    data = json.loads(run("memory", "--json", str(packed)).stdout)
     assert data["state"]["other_processes_bytes"] is None and data["cause"] != "memory.other_process"

@@ -21,8 +21,8 @@ class RefusedSnapshot(GputriageError):
 
 def marker_of(path: Path) -> MemoryDump | None:
     """What `run` wrote beside a snapshot it saved (the size that failed, the capacity, the stack, the processes)."""
-    name = path.name
-    marker = path.with_name((name[: -len(PICKLE)] if name.endswith(PICKLE) else name) + MARK)
+    name = path.name.removesuffix(".gz")  # a snapshot gzipped to keep (its marker beside it is not)
+    marker = path.with_name(name.removesuffix(PICKLE) + MARK)
     return dump_of(marker) if marker.exists() else None
 
 
