@@ -55,6 +55,8 @@ def test_the_manifest_lists_every_recorded_run_trace_and_load_test():
         recorded |= {(str(path.relative_to(FIXTURES)), key) for key in load_runs(path)}
     for path in sorted(FIXTURES.glob("h200/traces/*.json.gz")) + sorted(FIXTURES.glob("*/load_*.json")):
         recorded.add((str(path.relative_to(FIXTURES)), None))
+    for path in sorted(FIXTURES.glob("memory/*/*.pickle")) + sorted(FIXTURES.glob("memory/*/*.pickle.gz")):
+        recorded.add((str(path.relative_to(FIXTURES)), None))
     assert recorded - listed == set(), "recorded but not in tests/fixtures/cases.toml"
     assert listed - recorded == set(), "in tests/fixtures/cases.toml but not recorded"
     assert len(listed) >= 250
@@ -174,7 +176,9 @@ def test_the_table_counts_each_expected_cause_and_what_the_wrong_ones_got():
     assert launch.split()[1:4] == ["3", "1", "2"] and launch.endswith("input_starved ×2")
     assert table.index("launch_bound") < table.index("idle")  # the vocabulary's order
     assert "b: expected launch_bound, got input_starved" in table
-    assert table.rstrip().endswith("Of 4 recorded cases, 2 right (runs 0/0, traces 2/4, loads 0/0).")
+    assert table.rstrip().endswith(
+        "Of 4 recorded cases, 2 right (runs 0/0, traces 2/4, loads 0/0, memory snapshots 0/0)."
+    )
 
 
 def test_a_run_right_in_its_cause_but_missing_a_finding_is_wrong_by_the_finding():

@@ -11,6 +11,7 @@ from gputriage.inworkload.progress import step as step
 from gputriage.model.version import __version__ as __version__
 
 __all__ = [
+    "analyze_memory",
     "analyze_trace",
     "bench",
     "catalog",

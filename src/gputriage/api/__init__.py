@@ -4,6 +4,7 @@ reports (msgspec Structs: `msgspec.json.encode(report)` is what `--json` prints)
     import gputriage
     report = gputriage.check()                        # CheckReport: findings in triage order
     report = gputriage.analyze_trace(["trace.json"])  # TraceReport
+    report = gputriage.analyze_memory("oom.pickle")   # MemoryReport: what filled the GPU, the kind of OOM
     report = gputriage.run(["python", "train.py"])    # RunReport: the workload's verdict
     with gputriage.monitor() as m:                    # your own code, sampled
         train()
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from gputriage.api.bench import bench
     from gputriage.api.check import catalog, check, snapshot
     from gputriage.api.checklist import checklist
+    from gputriage.api.memory import analyze_memory
     from gputriage.api.monitor import Monitor, monitor
     from gputriage.api.report import write_html
     from gputriage.api.run import PROFILE_MODES, run, runs, show
@@ -51,6 +53,7 @@ WHERE = {
     "runs": "run",
     "show": "run",
     "analyze_trace": "trace",
+    "analyze_memory": "memory",
 }
 
 __all__ = [
@@ -59,6 +62,7 @@ __all__ = [
     "Monitor",
     "UsageError",
     "WorkloadError",
+    "analyze_memory",
     "analyze_trace",
     "bench",
     "catalog",

@@ -29,6 +29,7 @@ from gputriage.model.run import RunReport
 from gputriage.model.sample import Sample
 from gputriage.sampling.compile_report import read_compile_stats
 from gputriage.sampling.live import LastSecond
+from gputriage.sampling.oom_marks import keep, kept_folder
 from gputriage.sampling.progress import ProgressReader
 from gputriage.sampling.session import Session
 from gputriage.sampling.store import Store, StoreError
@@ -206,6 +207,9 @@ class Monitor:
         recording = self.session.finish()
         if self._allocator_dir is not None:  # what torch.compile did in the block, as `run` reads it
             recording.compile = read_compile_stats(self._allocator_dir)
+            # the allocator's snapshots (an out-of-memory error in the block), kept: the folder goes with the block
+            store_path = self._db.path if self._db is not None else None
+            recording.memory = keep(self._allocator_dir, kept_folder(store_path, recording.run_id))
         self.report = judge(recording, None, budget=self._budget)
         self.session.save(self.report)
         if self._db is not None:

@@ -13,6 +13,7 @@ import msgspec
 from gputriage.api._common import GputriageError, UsageError, stored_report
 from gputriage.api.check import check
 from gputriage.api.load import show_load, stored_kind
+from gputriage.api.memory import analyze_memory
 from gputriage.api.run import show
 from gputriage.api.trace import analyze_trace
 from gputriage.model.baseline import Diff
@@ -22,6 +23,7 @@ from gputriage.model.checklist import ChecklistReport
 from gputriage.model.fact_types import typed
 from gputriage.model.fleet import FleetReport
 from gputriage.model.load import LoadReport
+from gputriage.model.memory import MemoryReport
 from gputriage.model.run import RunReport
 from gputriage.model.safe_text import KERNEL_CHARS, safe_tree
 from gputriage.model.trace import TraceReport
@@ -47,11 +49,12 @@ def _decode(path: Path, kind: str) -> Reportable:
         "diff": Diff,
         "load": LoadReport,
         "fleet": FleetReport,
+        "memory": MemoryReport,
     }
     if kind not in types:
         raise GputriageError(
             f"{path}: a gputriage {kind} file has no HTML report (run, trace, bench, check, "
-            "checklist, diff, load, fleet and snapshot files do)"
+            "checklist, diff, load, fleet, memory and snapshot files do)"
         )
     try:
         data, problem = read_salvaged(path)
@@ -103,7 +106,15 @@ def load_report(targets: Sequence[str], store: str | Path | None = None) -> Repo
             raise UsageError("one gputriage report file at a time (several files are read as one trace per rank)")
         kind = m.group(1).decode()
         return check(paths[0]) if kind == "snapshot" else _decode(paths[0], kind)
+    if len(paths) == 1 and _is_pickle(paths[0]):  # an allocator snapshot (torch.cuda.memory._dump_snapshot)
+        return analyze_memory(paths[0], bounded=True)
     return analyze_trace(paths)
+
+
+def _is_pickle(path: Path) -> bool:
+    """A pickle of protocol 2 or later (what `_dump_snapshot` writes), plain or gzipped."""
+    head = _head(path, 2)
+    return head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")
 
 
 def write_html(report: Reportable, output: str | Path) -> Path:

@@ -19,6 +19,7 @@ from gputriage.cli.common import natural_help
 from gputriage.cli.exporter import exporter
 from gputriage.cli.fleet import fleet_app
 from gputriage.cli.load import load
+from gputriage.cli.memory import memory
 from gputriage.cli.profile import profile
 from gputriage.cli.report import report
 from gputriage.cli.rules import rules
@@ -63,6 +64,7 @@ for _command in (
     rules,
     watch,
     trace,
+    memory,
     runs,
     show,
     diff,

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from gputriage.model.finding import FindingSpec
 
-COMMANDS = ("check", "run", "watch", "monitor", "trace", "bench", "load", "fleet")
+COMMANDS = ("check", "run", "watch", "monitor", "trace", "bench", "load", "fleet", "memory")
 
 
 @lru_cache(maxsize=1)

@@ -7,14 +7,17 @@ daemon thread waits until the workload has initialized CUDA, then twice a second
 allocator's cumulative counters — cudaMalloc and cudaFree calls, allocations retried after freeing
 the cache, out-of-memory errors, bytes reserved and bytes held by tensors — into a small file of its
 own in the folder `run` gave it (beside `gputriage.step()`'s, mapped in memory); an out-of-memory
-observer also records the size that failed and what was free. The sampler reads them with the step counters
-(`sampling.progress`); `gputriage.monitor()` starts the same thread around its block. Standard library only,
-and torch as the workload imported it.
+observer also records the size that failed and what was free, and the allocator's snapshot at that moment is saved
+beside them (`memory_history`, which each read also tells how full the devices are, to arm the allocation stacks
+when memory may run out). The sampler reads them with the step counters (`sampling.progress`);
+`gputriage.monitor()` starts the same thread around its block. Standard library only, and torch as the workload
+imported it.
 """
 
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import mmap
 import os
 import sys
@@ -43,6 +46,27 @@ def _stats(torch: Any, device: int) -> dict[str, Any]:
     return torch.cuda.memory.memory_stats_as_nested_dict(device)
 
 
+def _memory_history() -> Any:
+    """The sibling module that saves the allocator's snapshots: through the package, or, where this module was
+    loaded by its path into the workload (the injected sitecustomize: the workload's interpreter may have no
+    gputriage), by its path likewise."""
+    if __package__ == "gputriage.inworkload":
+        from gputriage.inworkload import memory_history
+
+        return memory_history
+    name = "gputriage_memory_history"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, os.path.join(os.path.dirname(__file__), "memory_history.py")
+        )
+        if spec is None or spec.loader is None:
+            raise ImportError(name)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 class Counters:
     """This process's counters, written into its mapped file."""
 
@@ -55,6 +79,7 @@ class Counters:
         finally:
             os.close(fd)
         self.view = memoryview(self._map).cast("d")
+        self.memory: Any = None  # the snapshots' watch (`memory_history.Watch`), where one was started
 
     def read(self, torch: Any) -> None:
         """Sum the counters over the GPUs this process holds a context on (none is created)."""
@@ -68,19 +93,27 @@ class Counters:
                 continue
             if "num_device_free" not in s:  # a torch before 2.1 counts no cudaFree: report nothing, not zero
                 return
+            reserved = ((s.get("reserved_bytes") or {}).get("all") or {}).get("current", 0)
+            allocated = ((s.get("allocated_bytes") or {}).get("all") or {}).get("current", 0)
             totals[0] += s.get("num_alloc_retries", 0)
             totals[1] += s.get("num_device_alloc", 0)
             totals[2] += s.get("num_device_free", 0)
             totals[3] += s.get("num_ooms", 0)
-            totals[4] += ((s.get("reserved_bytes") or {}).get("all") or {}).get("current", 0)
-            totals[5] += ((s.get("allocated_bytes") or {}).get("all") or {}).get("current", 0)
+            totals[4] += reserved
+            totals[5] += allocated
+            if self.memory is not None:
+                served = ((s.get("allocation") or {}).get("all") or {}).get("allocated", 0)
+                self.memory.observe(i, reserved, allocated, served)
         v = self.view
         v[0], v[1], v[2], v[3], v[4], v[8] = totals
         v[7] = time.time()
 
-    def on_oom(self, device: int, requested: int, device_allocated: int, device_free: int) -> None:
-        """PyTorch's out-of-memory observer: called before the error is raised."""
+    def on_oom(self, device: int, requested: int, capacity: int, device_free: int) -> None:
+        """PyTorch's out-of-memory observer: called before the error is raised (`capacity`: the device's memory, or
+        the share this process is allowed), in the thread that asked."""
         self.view[5], self.view[6] = float(requested), float(device_free)
+        if self.memory is not None:
+            self.memory.on_oom(device, requested, capacity, device_free)
 
 
 def cuda_ready() -> Any:
@@ -108,9 +141,16 @@ def watch(folder: str, period_s: float = PERIOD_S, stop: Optional[threading.Even
         attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
         if attach is not None:
             attach(counters.on_oom)
-        counters.read(torch)
     except Exception:
         return  # an allocator this torch does not have, a folder gone: report nothing
+    try:
+        counters.memory = _memory_history().Watch(folder, torch)
+    except Exception:
+        counters.memory = None  # no snapshots; the counters all the same
+    try:
+        counters.read(torch)
+    except Exception:
+        return
     if stop is None:
         atexit.register(_last_read, counters, torch)
     while not until.wait(period_s):
@@ -119,6 +159,8 @@ def watch(folder: str, period_s: float = PERIOD_S, stop: Optional[threading.Even
         except Exception:
             return
     _last_read(counters, torch)
+    if counters.memory is not None:  # the block of a `monitor()` ended: its stacks no longer recorded
+        counters.memory.disarm()
 
 
 def _last_read(counters: Counters, torch: Any) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Protocol
 
 from gputriage.model.compile import CompileStats
+from gputriage.model.memory import MemoryDump
 from gputriage.model.owner import ProcessOwner
 from gputriage.model.run import GpuStatic, ProcessSummary, RunMeta
 from gputriage.model.sample import Sample, StackCounts
@@ -50,6 +51,7 @@ class Recording:
     store_error: str | None = None
     compile: CompileStats | None = None  # what torch.compile did in the workload, as it reported it
     owners: dict[int, ProcessOwner] = field(default_factory=dict)  # who the processes on the GPUs are, by pid
+    memory: list[MemoryDump] = field(default_factory=list)  # the allocator snapshots the workload saved (OOM first)
 
     @property
     def static(self) -> dict[int, GpuStatic]:

@@ -13,6 +13,7 @@ from gputriage.model.check import CheckReport
 from gputriage.model.checklist import ChecklistReport
 from gputriage.model.fleet import FleetReport
 from gputriage.model.load import LoadReport
+from gputriage.model.memory import MemoryReport
 from gputriage.model.run import RunReport
 from gputriage.model.trace import TraceReport
 
@@ -27,6 +28,7 @@ REPORTS: dict[str, type] = {
     "checklist": ChecklistReport,
     "load": LoadReport,
     "fleet": FleetReport,
+    "memory": MemoryReport,
 }
 
 

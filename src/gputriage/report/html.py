@@ -10,14 +10,26 @@ from gputriage.model.check import CheckReport
 from gputriage.model.checklist import ChecklistReport
 from gputriage.model.fleet import FleetReport
 from gputriage.model.load import LoadReport
+from gputriage.model.memory import MemoryReport
 from gputriage.model.run import RunReport
 from gputriage.model.trace import TraceReport
 
-Reportable = Union[RunReport, TraceReport, BenchReport, CheckReport, ChecklistReport, Diff, LoadReport, FleetReport]
+Reportable = Union[
+    RunReport, TraceReport, BenchReport, CheckReport, ChecklistReport, Diff, LoadReport, FleetReport, MemoryReport
+]
 
 
 def render_html(report: Reportable) -> str:
-    from gputriage.report import html_bench, html_check, html_diff, html_fleet, html_load, html_run, html_trace
+    from gputriage.report import (
+        html_bench,
+        html_check,
+        html_diff,
+        html_fleet,
+        html_load,
+        html_memory,
+        html_run,
+        html_trace,
+    )
 
     pages = {
         RunReport: html_run.run_page,
@@ -28,6 +40,7 @@ def render_html(report: Reportable) -> str:
         Diff: html_diff.diff_page,
         LoadReport: html_load.load_page,
         FleetReport: html_fleet.fleet_page,
+        MemoryReport: html_memory.memory_page,
     }
     page = pages.get(type(report))
     if page is None:

@@ -34,6 +34,7 @@ from gputriage.model.run import RunReport
 from gputriage.runner.gate_keeper import GateKeeper
 from gputriage.runner.profiled import read_profile
 from gputriage.sampling.compile_report import read_compile_stats
+from gputriage.sampling.oom_marks import keep, kept_folder
 from gputriage.sampling.progress import ProgressReader
 from gputriage.sampling.session import Session
 from gputriage.sampling.store import Store
@@ -126,6 +127,8 @@ def run_workload(plan: RunPlan, store: Store | None) -> RunReport:
         profiled = read_profile(folder, plan.keep_trace, plan.profile, keeper=gate) if folder is not None else None
         recording = session.finish()
         recording.compile = read_compile_stats(progress)  # what torch.compile did, as the workload reported it
+        # the allocator's snapshots (out of memory, growth), kept: the progress folder goes with the run
+        recording.memory = keep(progress, kept_folder(store.path if store is not None else None, recording.run_id))
         report = judge(
             recording,
             code,

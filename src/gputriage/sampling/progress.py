@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from gputriage.inworkload import allocator_counters, progress, stack_sampler
 from gputriage.model.sample import StackCounts, StackLine
+from gputriage.sampling.oom_marks import OomMarks
 
 SUMMED = ("retries", "cuda_mallocs", "cuda_frees", "ooms", "reserved_bytes", "allocated_bytes")  # over processes
 # a sample carries the top lines at most every max(1 s, 5% of the time read so far), at least every 10 s: enough
@@ -157,6 +158,8 @@ class ProgressReader:
         self._steps = _Mapped(self.folder, progress.PREFIX, progress.FILE_BYTES)
         self._allocator = _Mapped(self.folder, allocator_counters.PREFIX, allocator_counters.FILE_BYTES)
         self._stacks = _Reports(self.folder)
+        self.ooms = OomMarks(self.folder)  # the out-of-memory markers the workload writes (`inworkload.memory_history`)
+        self._names: list[str] = []  # the folder's last listing
         self._clock = clock
         self._first_s: float | None = None
         self._lines_s: float | None = None  # when a sample last carried the top lines
@@ -172,11 +175,16 @@ class ProgressReader:
             names = os.listdir(self.folder)
         except OSError:
             names = []
+        self._names = names
         return (
             self._totals(self._steps.refresh(names)),
             self._counters(self._allocator.refresh(names)),
             self._read_stacks(names),
         )
+
+    def fresh_ooms(self) -> list[str]:
+        """Out-of-memory markers written since the last call, from the last listing (`read_all`)."""
+        return self.ooms.fresh(self._names)
 
     def stacks(self) -> StackCounts | None:
         """The stack sampler's counts summed over the workload's launching processes (the top lines now and then);

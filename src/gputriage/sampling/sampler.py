@@ -316,7 +316,12 @@ class Sampler:
         while not self._stop.is_set():
             c0 = time.thread_time()
             s = self.sample_once()
-            if self.tree is not None and tick % neighbours_every == 0:
+            fresh = self.progress.fresh_ooms() if self.progress is not None and self.tree is not None else []
+            if fresh and self.progress is not None and self.tree is not None:  # out of memory: who holds the GPU now
+                self.neighbours, self.job_processes = self.tree.gpu_processes()
+                for mark in fresh:
+                    self.progress.ooms.record_processes(mark, time.time(), self.neighbours, self.job_processes)
+            elif self.tree is not None and tick % neighbours_every == 0:
                 c1 = time.thread_time()
                 self.neighbours, self.job_processes = self.tree.gpu_processes()
                 self.cost_s["neighbours"] += time.thread_time() - c1

@@ -12,6 +12,8 @@ from typing import Any
 import msgspec
 
 from gputriage.api import analyze_trace
+from gputriage.api.memory import analyze_memory
+from gputriage.diagnosis.memory.judge import CAUSES as MEMORY_CAUSES
 from gputriage.diagnosis.serving.judge import findings as load_findings
 from gputriage.model.bottleneck import Bottleneck
 from gputriage.model.load import LoadReport
@@ -23,7 +25,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - the tomli backport, a dependency of the package before 3.11
     import tomli as tomllib
 
-KINDS = ("run", "trace", "load")
+KINDS = ("run", "trace", "load", "memory")
 NO_VERDICT = "none"  # a run expected to get no verdict (a command that failed before its steady state)
 ORDER = [b.value for b in Bottleneck] + [NO_VERDICT]
 
@@ -37,19 +39,23 @@ class Case:
     """One recorded case and the cause it should get."""
 
     id: str
-    kind: str  # run | trace | load
+    kind: str  # run | trace | load | memory
     fixture: str  # relative to the fixtures folder
-    expected: tuple[str, ...]  # a run's or a trace's bottleneck (one); a load's finding ids (any number)
+    # a run's or a trace's bottleneck (one); a load's finding ids (any number); a memory snapshot's cause (one)
+    expected: tuple[str, ...]
     why: str
     key: str | None = None  # a run's name in its fixture
     format: str = "store"  # a run's layout: store, untyped or stream
     absent: tuple[str, ...] = ()  # a load's finding ids that must not be raised
     findings: tuple[str, ...] = ()  # a run's findings that must be raised too
     docstring_said: str | None = None  # the cause committed to before the first run, where measurement differed
+    line: str | None = None  # a memory snapshot's planted line ("f.py:42"): among its top three, or the one that asked
 
     @property
     def label(self) -> str:
         """What the case expects, as one row of the table."""
+        if self.kind == "memory" and self.expected[0] == NO_VERDICT:
+            return "memory: none"
         if self.kind != "load":
             return self.expected[0]
         return "load: " + (" + ".join(self.expected) if self.expected else "no finding")
@@ -90,7 +96,10 @@ def _case(raw: dict[str, Any]) -> Case:
         raise ValueError(f"kind {kind!r} is none of {', '.join(KINDS)}")
     expected = raw["expected"]
     expected = tuple(expected) if isinstance(expected, list) else (expected,)
-    if kind != "load":
+    if kind == "memory":
+        if len(expected) != 1 or expected[0] not in (*MEMORY_CAUSES, NO_VERDICT):
+            raise ValueError(f"expected {raw['expected']!r} is no cause of an out-of-memory error (nor {NO_VERDICT!r})")
+    elif kind != "load":
         if len(expected) != 1 or expected[0] not in ORDER:
             raise ValueError(f"expected {raw['expected']!r} is no bottleneck (nor {NO_VERDICT!r})")
         if kind == "run" and not raw.get("key"):
@@ -108,6 +117,7 @@ def _case(raw: dict[str, Any]) -> Case:
         "findings",
         "docstring_said",
         "why",
+        "line",
     }
     if unknown:
         raise ValueError(f"unknown fields {', '.join(sorted(unknown))}")
@@ -122,6 +132,7 @@ def _case(raw: dict[str, Any]) -> Case:
         absent=tuple(raw.get("absent", ())),
         findings=tuple(raw.get("findings", ())),
         docstring_said=raw.get("docstring_said"),
+        line=raw.get("line"),
     )
 
 
@@ -140,6 +151,8 @@ def replay(cases: list[Case], fixtures: Path) -> list[Outcome]:
             if case.key not in runs:
                 raise ManifestError(f"{case.id}: {case.fixture} holds no run {case.key!r}")
             out.append(_run_outcome(case, JUDGES[case.format](runs[case.key])))
+        elif case.kind == "memory":
+            out.append(_memory_outcome(case, path))
         elif case.kind == "trace":
             verdict = analyze_trace([path]).verdict
             got = verdict.bottleneck.value if verdict is not None and verdict.bottleneck is not None else NO_VERDICT
@@ -160,6 +173,21 @@ def _run_outcome(case: Case, report: RunReport) -> Outcome:
     ):
         notes.append(f"{case.expected[0]} left open")
     return Outcome(case, got, got == case.expected[0] and not any(n.endswith("not raised") for n in notes), notes)
+
+
+def _memory_outcome(case: Case, path: Path) -> Outcome:
+    """The cause named, and the planted line among the top three lines (or the line that asked)."""
+    report = analyze_memory(path)
+    got = report.cause or NO_VERDICT
+    notes = []
+    if case.line is not None:
+        s = report.state
+        named = [f"{ln.file.rsplit('/', 1)[-1]}:{ln.line}" for ln in s.top_lines[:3]]
+        if s.oom is not None and s.oom.line:
+            named.append(s.oom.line.rsplit("/", 1)[-1])
+        if case.line not in named:
+            notes.append(f"{case.line} not among the top three lines")
+    return Outcome(case, got, got == case.expected[0] and not notes, notes)
 
 
 def _load_outcome(case: Case, raised: set[str]) -> Outcome:
@@ -184,7 +212,7 @@ def rows(outcomes: list[Outcome]) -> list[dict[str, Any]]:
         got: dict[str, int] = {}
         for o in group:
             if not o.right:
-                right_cause = o.case.kind == "load" or o.got == o.case.expected[0]  # wrong by a finding
+                right_cause = o.case.kind == "load" or o.got == o.case.expected[0]  # wrong by a finding, or a line
                 said = "; ".join(o.notes) if right_cause else o.got
                 got[said] = got.get(said, 0) + 1
         table.append(
