@@ -69,6 +69,10 @@ def test_a_run_without_a_gpu_finishes_its_sentences(tmp_path, monkeypatch):
     assert "only the host and the workload were sampled" in shown
     assert "no cost at 2.5 EUR/GPU-hour: no GPU was sampled" in shown
     assert "median of 1 line matching" in shown and "1 lines" not in shown and "steady 0 s" not in shown
+    # what it could judge, from what it holds, and what it could not
+    assert "no GPU verdict: judged the workload's throughput" in " ".join(shown.split())
+    assert "not judged: whether a GPU is used" in " ".join(shown.split()) and "`gputriage check`" in shown
+    assert "the sampler decided on its own" not in shown and "steady state" not in shown.split("python:")[0]
     assert "None" not in shown
     again = api.show(report.id, store, price_per_gpu_hour=4.0)  # `show --price`: the same reason, at that price
     assert again.cost is None and any(n.startswith("no cost at 4 USD/GPU-hour") for n in again.notes)
