@@ -178,12 +178,12 @@ def exporter():
     from gputriage.diagnosis.run.live import live_labels
     from gputriage.diagnosis.run.live_regimes import LiveRegimes
     from gputriage.exporter import Exporter
-    from gputriage.report.prometheus import StateCollector
+    from gputriage.report.prometheus import families
     from gputriage.sampling.live import LAST_S
 
     ex = Exporter(
         label=live_labels,
-        collector=StateCollector,
+        render=families,
         check=lambda: check(RECORDED),
         port=0,
         period_s=0.1,
