@@ -5,7 +5,8 @@ py-spy can read them.
 
 dcgm-exporter's units: utilization in % (DEV_*_UTIL), profiling activity as a ratio 0–1 (PROF_*), memory in
 MiB, power in W, clocks in MHz, temperature in °C, PCIe throughput in bytes/s. Labels: gpu, UUID, device
-(nvidiaN), modelName, Hostname, pci_bus_id."""
+(nvidiaN), modelName, Hostname, pci_bus_id, and the driver's version as DCGM_FI_DRIVER_VERSION (a label field of
+dcgm-exporter's default counters)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from gputriage.model.exporter import ExporterState
 from gputriage.model.sample import GpuSample
 from gputriage.report.prometheus_holders import holder_families
 
-LABELS = ["gpu", "UUID", "device", "modelName", "Hostname", "pci_bus_id"]
+LABELS = ["gpu", "UUID", "device", "modelName", "Hostname", "pci_bus_id", "DCGM_FI_DRIVER_VERSION"]
 MIB = 1 << 20
 
 
@@ -96,6 +97,7 @@ def _labels(state: ExporterState, i: int) -> list[str]:
         (static.name if static else None) or "",
         state.hostname,
         state.pci_bus_ids.get(i, ""),
+        state.driver or "",
     ]
 
 
