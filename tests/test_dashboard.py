@@ -1,50 +1,33 @@
-"""The Grafana dashboard for the exporter (dashboards/gputriage.json): every metric its PromQL queries is one the
-exporter serves, every expression parses (promtool), and a real Prometheus scraping the exporter returns data for
-each metric and evaluates each expression."""
+"""The Grafana dashboard for the exporter (dashboards/gputriage.json), used as Grafana uses it: every metric its PromQL
+queries is one the exporter serves, every series a query selects carries the labels the query filters, groups and
+names its legend by, every expression parses (promtool); and a real Prometheus scraping the exporter (its own code,
+replayed on recorded facts) fills every panel with one host and one GPU selected, the variables resolved from
+Prometheus as Grafana resolves them, and empties every panel for a host it does not know."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import pytest
 
-from gputriage.testing.fake_host import FakeHost
-from gputriage.testing.fake_nvml import FakeNvml
-from gputriage.testing.stream_nvml import StreamNvml
-
-pytest.importorskip("prometheus_client")
+from exporter_replay import PRICE_PER_GPU_HOUR, replayed_exporter, served
+from serving import free_port
 
 ROOT = Path(__file__).parent.parent
 DASHBOARD = ROOT / "dashboards" / "gputriage.json"
-FIXTURES = Path(__file__).parent / "fixtures"
-# the bf16 GEMM loop recorded on an H200 with every pipe GPM gives (tensor, fp16, fp32, fp64, DRAM)
-PIPES = json.loads(gzip.decompress((FIXTURES / "h200" / "runs_pipes.json.gz").read_bytes()))["healthy"]["samples"]
-GPM_IDS = {
-    "sm_active_pct": 2,
-    "sm_occupancy_pct": 3,
-    "tensor_active_pct": 5,
-    "dram_active_pct": 10,
-    "fp64_active_pct": 11,
-    "fp32_active_pct": 12,
-    "fp16_active_pct": 13,
-    "pcie_tx_mib_per_s": 20,
-    "pcie_rx_mib_per_s": 21,
-}
-HOLDERS = FIXTURES / "gpu_holders"
-RECORDED = HOLDERS / "snapshot_two_processes.json"
 # Grafana's variables, as a query with every host and GPU selected sends them
 VARIABLES = {"$host": ".*", "$gpu": ".*", "$__rate_interval": "1m", "$__interval": "30s", "$__range": "1h"}
+REGEX_SPECIAL = set("\\^$*+?.()|[]{}")
 KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset"}
 
 
@@ -85,14 +68,62 @@ def metric_names(expr: str) -> set[str]:
     return names
 
 
-def with_variables(expr: str) -> str:
+def with_variables(expr: str, chosen: Mapping[str, str] | None = None) -> str:
+    """The expression as Grafana sends it: `chosen` variables (name -> one value) regex-escaped as Grafana escapes a
+    single value for Prometheus, the others as their "All" value."""
+    for name, value in (chosen or {}).items():
+        expr = expr.replace(f"${name}", "".join("\\\\" + c if c in REGEX_SPECIAL else c for c in value))
     for k, v in VARIABLES.items():
         expr = expr.replace(k, v)
     return expr
 
 
+def targets(dashboard: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
+    """(panel title, PromQL, legend format) of every query of every panel."""
+
+    def panels(items: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for p in items:
+            yield p
+            yield from panels(p.get("panels") or [])
+
+    for p in panels(dashboard["panels"]):
+        for t in p.get("targets") or []:
+            if t.get("expr"):
+                yield f"{p['title']} {t.get('refId')}", t["expr"], t.get("legendFormat") or ""
+
+
+def selectors(expr: str) -> Iterator[tuple[str, set[str]]]:
+    """(metric, the labels its matchers filter by) of each selector of an expression."""
+    e = re.sub(r'"(?:\\.|[^"\\])*"', '""', expr)
+    for m in re.finditer(r"(?<![\w:.])([A-Za-z_:][\w:]*)\s*\{([^}]*)\}", e):
+        yield m.group(1), set(re.findall(r"([A-Za-z_]\w*)\s*(?:=~|!~|!=|=)", m.group(2)))
+
+
+def without_scalars(expr: str) -> str:
+    """The expression with each scalar(...) taken out: scalar() drops every label, so what groups or names the result
+    says nothing of the series inside it."""
+    while (start := expr.find("scalar(")) >= 0:
+        depth, end = 0, start + len("scalar")
+        for end in range(start + len("scalar"), len(expr)):
+            depth += {"(": 1, ")": -1}.get(expr[end], 0)
+            if depth == 0:
+                break
+        expr = expr[:start] + "1" + expr[end + 1 :]
+    return expr
+
+
+def label_names(expr: str, legend: str = "") -> set[str]:
+    """The labels an expression groups or matches by (by, without, on, ignoring, group_left, group_right) and names
+    in its legend: labels every series it selects outside a scalar() must carry."""
+    names = set()
+    for grouped in re.findall(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)", expr):
+        names |= {n.strip() for n in grouped.split(",") if n.strip()}
+    return names | set(re.findall(r"\{\{\s*(\w+)\s*\}\}", legend))
+
+
 DASH = json.loads(DASHBOARD.read_text())
 QUERIES = list(expressions(DASH))
+TARGETS = list(targets(DASH))
 METRICS = sorted(set().union(*(metric_names(q) for _, q in QUERIES)))
 
 
@@ -132,74 +163,10 @@ def test_the_dashboard_shows_what_the_issue_asks():
     assert len(ids) == len(set(ids))
 
 
-def _stream_rows() -> list[dict[str, Any]]:
-    """The recorded loop's steady samples as the rows a stream replays (GPM keyed by NVML's metric ids)."""
-    rows = []
-    for s in PIPES:
-        g = s["gpus"][0] if s["gpus"] else {}
-        if g.get("util_pct", 0) >= 90:
-            rows.append(
-                {
-                    "util": g["util_pct"],
-                    "memutil": g["mem_util_pct"],
-                    "used": g["used_bytes"],
-                    "power": g["power_mw"],
-                    "sm_clk": g["sm_clock_mhz"],
-                    "reasons": g["clock_event_reasons"],
-                    "temp": g["temperature_c"],
-                    "gpm": {str(i): g[k] for k, i in GPM_IDS.items() if k in g},
-                }
-            )
-    return rows
-
-
-class Holding(StreamNvml):
-    """A recorded bf16 GEMM loop of an H200, every pipe read, in a loop for the GPU's counters; the processes as
-    the H200 answered with one computing and one holding 20 GiB idle."""
-
-    def __init__(self) -> None:
-        super().__init__(_stream_rows())
-        self.recorded = FakeNvml(json.loads(RECORDED.read_text())["raw"]["nvml"])
-
-    def call(self, fn: str, index: int | None = None, *args: Any) -> Any:
-        if fn in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetProcessUtilization"):
-            return self.recorded.call(fn, index)
-        if fn == "nvmlDeviceGetUtilizationRates" and self.i >= len(self.rows) - 1:
-            self.i = -1
-        return super().call(fn, index, *args)
-
-
 @pytest.fixture(scope="module")
 def exporter():
-    """The exporter as `gputriage exporter` wires it (its label, regimes and idle-held judge), its check the recorded
-    H200's, with a price."""
-    from gputriage.api.check import check
-    from gputriage.diagnosis.idle_held import judge_live
-    from gputriage.diagnosis.run.live import live_labels
-    from gputriage.diagnosis.run.live_regimes import LiveRegimes
-    from gputriage.exporter import Exporter
-    from gputriage.report.prometheus import StateCollector
-    from gputriage.sampling.live import LAST_S
-
-    ex = Exporter(
-        label=live_labels,
-        collector=StateCollector,
-        check=lambda: check(RECORDED),
-        port=0,
-        period_s=0.1,
-        window_s=5,
-        check_every_s=30,
-        nvml=Holding(),
-        host=FakeHost(HOLDERS / "k8s_node"),
-        held=judge_live,
-        regimes=lambda: LiveRegimes(window_s=LAST_S),
-        price_per_gpu_hour=3.5,
-    ).start()
-    deadline = time.monotonic() + 60  # a judged second, a listing of the processes and a check, however loaded
-    while time.monotonic() < deadline and not (
-        ex.shares(time.time()).get(0) and ex.state().holders and ex.state().checked_s
-    ):
-        time.sleep(0.1)
+    """The exporter's own code replayed on recorded facts (no thread, no GPU), serving what it judged."""
+    ex = replayed_exporter().serve()
     yield ex
     ex.stop()
 
@@ -209,19 +176,46 @@ def _scrape(url: str) -> str:
         return r.read().decode()
 
 
-def test_every_metric_the_dashboard_queries_is_served_by_the_exporter(exporter):
-    from prometheus_client.parser import text_string_to_metric_families
+def test_the_labels_a_query_uses_are_read_out_of_it():
+    expr = (
+        'sum by (Hostname, gpu) (increase(x_total{Hostname=~"$host", gpu!="a{b}"}[1m])) and on (pid) y'
+        ' * scalar(z{c="d"})'
+    )
+    assert list(selectors(expr)) == [("x_total", {"Hostname", "gpu"}), ("z", {"c"})]
+    assert without_scalars(expr).endswith("y * 1") and metric_names(without_scalars(expr)) == {"x_total", "y"}
+    assert label_names(expr, "{{Hostname}} gpu {{ gpu }} {{pod}}") == {"Hostname", "gpu", "pid", "pod"}
 
-    text = _scrape(exporter.url)
-    families = {f.name: f for f in text_string_to_metric_families(text)}
-    # a counter's family is named without the `_total` its series (what a query selects) carry
-    families |= {f"{f.name}_total": f for f in list(families.values()) if f.type == "counter"}
-    missing = [m for m in METRICS if m not in families]
+
+def test_every_metric_the_dashboard_queries_is_served_with_series(exporter):
+    types, series = served(_scrape(exporter.url))
+    missing = [m for m in METRICS if m not in types]
     assert not missing, f"the dashboard queries metrics the exporter does not serve: {missing}"
-    empty = [m for m in METRICS if not families[m].samples]
+    empty = [m for m in METRICS if not series.get(m)]
     assert not empty, f"served with no series on a GPU with processes, a check and a price: {empty}"
-    pods = {s.labels["pod"] for s in families["gputriage_gpu_process_idle_held"].samples}
+    pods = {s["pod"] for s in series["gputriage_gpu_process_idle_held"]}
     assert pods == {"llm-pretrain-0", "jupyter-alice-0"}
+
+
+def test_every_series_a_query_selects_carries_the_labels_it_filters_groups_and_names_by(exporter):
+    """A label a series lacks empties the panel once a host is picked (`{Hostname=~"vm"}` matches no series without
+    Hostname) or blanks its legend: every label a query uses must be on every series of every metric it selects."""
+    _, series = served(_scrape(exporter.url))
+    lacking = []
+    for where, expr, legend in TARGETS:
+        wanted = {m: label_names(expr, legend) for m in metric_names(without_scalars(expr))}
+        for metric, filtered in selectors(expr):
+            wanted[metric] = wanted.get(metric, set()) | filtered
+        for metric, labels in wanted.items():
+            for s in series.get(metric, []):
+                if not labels <= set(s):
+                    lacking.append((where, metric, sorted(labels - set(s))))
+    assert not lacking, lacking
+    for v in DASH["templating"]["list"]:  # each variable's values: label_values(selector, label)
+        if v["type"] == "query":
+            m = re.fullmatch(r"\s*label_values\((.*),\s*(\w+)\s*\)\s*", v["query"]["query"])
+            assert m is not None, v
+            for metric, filtered in selectors(m.group(1) if "{" in m.group(1) else m.group(1) + "{}"):
+                assert all(filtered | {m.group(2)} <= set(s) for s in series[metric]), (v["name"], metric)
 
 
 def _promtool() -> str | None:
@@ -251,56 +245,88 @@ def test_every_expression_parses(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_a_real_prometheus_returns_data_for_every_metric_the_dashboard_queries(exporter, tmp_path):
-    prometheus = shutil.which("prometheus")
-    if prometheus is None:
-        assert os.environ.get("GPUTRIAGE_REQUIRE_PROMETHEUS") != "1", "Debian's prometheus is not installed"
-        pytest.skip("prometheus is not installed (CI installs Debian's)")
-    sys.path.insert(0, str(Path(__file__).parent))
-    from serving import free_port
+class Prometheus:
+    """Debian's Prometheus scraping `target` every second, asked through its HTTP API."""
 
-    port = free_port()
-    target = exporter.url.split("//")[1].split("/")[0]
-    (tmp_path / "prometheus.yml").write_text(
-        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        f"scrape_configs:\n  - job_name: gputriage\n    static_configs:\n      - targets: ['{target}']\n"
-    )
-    p = subprocess.Popen(
-        [
-            prometheus,
-            f"--config.file={tmp_path / 'prometheus.yml'}",
-            f"--storage.tsdb.path={tmp_path / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=open(tmp_path / "prometheus.log", "w"),
-    )
+    def __init__(self, binary: str, target: str, folder: Path) -> None:
+        self.port, self.log = free_port(), folder / "prometheus.log"
+        (folder / "prometheus.yml").write_text(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            f"scrape_configs:\n  - job_name: gputriage\n    static_configs:\n      - targets: ['{target}']\n"
+        )
+        self.process = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={folder / 'prometheus.yml'}",
+                f"--storage.tsdb.path={folder / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=self.log.open("w"),
+        )
 
-    def query(q: str) -> dict[str, Any]:
-        url = f"http://127.0.0.1:{port}/api/v1/query?query={urllib.parse.quote(q)}"
+    def get(self, path: str, **params: str) -> Any:
+        url = f"http://127.0.0.1:{self.port}/api/v1/{path}?{urllib.parse.urlencode(params)}"
         try:
             with urllib.request.urlopen(url, timeout=5) as r:
                 return json.loads(r.read())
         except urllib.error.HTTPError as exc:  # a query Prometheus refuses: its error, for the assertion
             return json.loads(exc.read())
 
+    def query(self, q: str) -> list[dict[str, Any]]:
+        answer = self.get("query", query=q)
+        assert answer["status"] == "success", (q, answer)
+        return answer["data"]["result"]
+
+    def label_values(self, query: str, chosen: Mapping[str, str]) -> list[str]:
+        """A variable's values as Grafana asks them: `label_values(selector, label)`, earlier variables put in."""
+        m = re.fullmatch(r"\s*label_values\((.*),\s*(\w+)\s*\)\s*", query)
+        assert m is not None, query
+        answer = self.get(f"label/{m.group(2)}/values", **{"match[]": with_variables(m.group(1), chosen)})
+        return sorted(answer["data"])
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=20)
+
+
+def test_a_real_prometheus_fills_every_panel_with_a_host_selected(exporter, tmp_path):
+    prometheus = shutil.which("prometheus")
+    if prometheus is None:
+        assert os.environ.get("GPUTRIAGE_REQUIRE_PROMETHEUS") != "1", "Debian's prometheus is not installed"
+        pytest.skip("prometheus is not installed (CI installs Debian's)")
+    p = Prometheus(prometheus, exporter.url.split("//")[1].split("/")[0], tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        missing = METRICS
-        while missing and time.monotonic() < deadline:
-            try:
-                missing = [m for m in METRICS if not query(m)["data"]["result"]]
-            except OSError:
-                pass
+        chosen: dict[str, str] = {}
+        deadline = time.monotonic() + 90  # Prometheus's start and two scrapes (increase() needs two), however loaded
+        empty = [where for where, _, _ in TARGETS]
+        while empty and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert not missing, (missing, (tmp_path / "prometheus.log").read_text()[-2000:])
-        for where, q in QUERIES:
-            answer = query(with_variables(q))
-            assert answer["status"] == "success", (where, q, answer)
+            try:
+                for v in DASH["templating"]["list"]:  # Host, then GPU among that host's: the first of each
+                    if v["type"] == "query":
+                        values = p.label_values(v["query"]["query"], chosen)
+                        if values:
+                            chosen[v["name"]] = values[0]
+                if len(chosen) < 2:
+                    continue
+                empty = [where for where, q, _ in TARGETS if not p.query(with_variables(q, chosen))]
+            except OSError:  # not listening yet
+                pass
+        assert chosen.keys() == {"host", "gpu"} and chosen["host"] and chosen["gpu"] == "0", chosen
+        assert not empty, (f"panels with no data for host {chosen['host']!r}: {empty}", p.log.read_text()[-2000:])
+        for where, q, legend in TARGETS:  # each legend's labels are in what the panel gets
+            wanted = set(re.findall(r"\{\{\s*(\w+)\s*\}\}", legend))
+            for r in p.query(with_variables(q, chosen)):
+                assert wanted <= set(r["metric"]), (where, legend, r["metric"])
+        other = {**chosen, "host": "a.host-not-scraped"}
+        assert not [where for where, q, _ in TARGETS if p.query(with_variables(q, other))]  # every panel filters
         # what the panels show, from the scraped series: the idle holder is 20 GiB in the notebooks namespace
-        held = query('gputriage_gpu_process_memory_bytes{namespace="notebooks"}')["data"]["result"]
+        held = p.query('gputriage_gpu_process_memory_bytes{namespace="notebooks"}')
         assert [(r["metric"]["pod"], float(r["value"][1])) for r in held] == [("jupyter-alice-0", 22114467840.0)]
-        assert float(query("max(gputriage_price_per_gpu_hour)")["data"]["result"][0]["value"][1]) == 3.5
+        assert float(p.query("max(gputriage_price_per_gpu_hour)")[0]["value"][1]) == PRICE_PER_GPU_HOUR
+        (replays,) = p.query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER")  # dcgm-exporter's name, as its dashboards select it
+        assert replays["metric"]["Hostname"] == chosen["host"]
+        assert not p.query('{__name__="DCGM_FI_DEV_PCIE_REPLAY_COUNTER_total"}')
     finally:
-        p.terminate()
-        p.wait(timeout=20)
+        p.stop()

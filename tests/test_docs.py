@@ -93,3 +93,13 @@ def test_the_site_builds_strict(tmp_path):
     )
     assert r.returncode == 0, r.stderr[-4000:]
     assert (tmp_path / "site" / "rules" / "index.html").exists()
+
+
+def test_readme_first_screen_installs_from_a_clone_runs_a_first_job_and_tests_as_ci_does():
+    head = "\n".join(README.read_text(encoding="utf-8").splitlines()[:30])
+    install = next(line for line in head.splitlines() if "pip install ." in line)
+    assert "gputriage run -- python3 examples/first_run.py" in install  # one command: install, then the first job
+    assert (ROOT / "examples" / "first_run.py").is_file()
+    assert "\n.ci/run\n" in head and os.access(ROOT / ".ci" / "run", os.X_OK)  # one command for the tests
+    assert "CONTRIBUTING.md" in head and (ROOT / "CONTRIBUTING.md").is_file()
+    assert "--index-url" not in README.read_text(encoding="utf-8")  # nothing beyond the package index

@@ -67,7 +67,15 @@ def test_dcgm_exporters_names_units_and_labels_and_its_own_verdicts(exporter):
     assert exporter.listen == "127.0.0.1" and exporter.url.startswith("http://127.0.0.1:")
     fams = {f.name: f for f in text_string_to_metric_families(_scrape(exporter.url))}
     util = fams["DCGM_FI_DEV_GPU_UTIL"].samples[0]
-    assert set(util.labels) == {"gpu", "UUID", "device", "modelName", "Hostname", "pci_bus_id"}
+    assert set(util.labels) == {
+        "gpu",
+        "UUID",
+        "device",
+        "modelName",
+        "Hostname",
+        "pci_bus_id",
+        "DCGM_FI_DRIVER_VERSION",
+    }
     assert util.labels["gpu"] == "0" and util.labels["device"] == "nvidia0"
     assert util.labels["modelName"] == "NVIDIA H200"
     assert 0 <= util.value <= 100  # %

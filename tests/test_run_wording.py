@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import sys
+from pathlib import Path
 
 from rich.console import Console
 
@@ -69,6 +70,27 @@ def test_a_run_without_a_gpu_finishes_its_sentences(tmp_path, monkeypatch):
     assert "only the host and the workload were sampled" in shown
     assert "no cost at 2.5 EUR/GPU-hour: no GPU was sampled" in shown
     assert "median of 1 line matching" in shown and "1 lines" not in shown and "steady 0 s" not in shown
+    # what it could judge, from what it holds, and what it could not
+    assert "no GPU verdict: judged the workload's throughput" in " ".join(shown.split())
+    assert "not judged: whether a GPU is used" in " ".join(shown.split()) and "`gputriage check`" in shown
+    assert "the sampler decided on its own" not in shown and "steady state" not in shown.split("python:")[0]
     assert "None" not in shown
     again = api.show(report.id, store, price_per_gpu_hour=4.0)  # `show --price`: the same reason, at that price
     assert again.cost is None and any(n.startswith("no cost at 4 USD/GPU-hour") for n in again.notes)
+
+
+def test_the_first_job_of_the_readme_runs_here_and_says_what_it_judged(tmp_path, monkeypatch):
+    """`gputriage run -- python3 examples/first_run.py`, the README's first command, on this machine: it ends, reports
+    its samples through gputriage.step(), and either gives its GPU's verdict or says what it judged without one."""
+    monkeypatch.setenv("GPUTRIAGE_CONFIG", str(tmp_path / "none.toml"))
+    example = Path(__file__).parent.parent / "examples" / "first_run.py"
+    report = api.run(
+        [sys.executable, str(example), "--seconds", "3"], store=tmp_path / "runs.sqlite", stdout_to_stderr=True
+    )
+    assert report.exit_code == 0 and report.throughput is not None and report.throughput.samples > 0
+    shown = " ".join(text_of(lambda c: render(report, c)).split())
+    if report.verdict.per_gpu:  # a GPU here: its verdict
+        assert any(v.bottleneck is not None for v in report.verdict.per_gpu.values())
+    else:
+        assert "no GPU verdict: judged the workload's throughput" in shown and "not judged: whether a GPU" in shown
+        assert "not profiled: no GPU to profile" in shown

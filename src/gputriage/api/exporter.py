@@ -14,6 +14,7 @@ from gputriage.diagnosis.run.live import live_labels
 from gputriage.diagnosis.run.live_regimes import LiveRegimes
 from gputriage.exporter import DEFAULT_PORT, Exporter, ExporterError
 from gputriage.model.check import CheckReport
+from gputriage.report.prometheus import families
 from gputriage.sampling.live import LAST_S
 
 __all__ = ["DEFAULT_PORT", "Exporter", "exporter", "start_exporter"]
@@ -49,15 +50,9 @@ def exporter(
     min)."""
     price, unit = (price_per_gpu_hour, currency) if price_per_gpu_hour is not None else configured_price()
     idle_s = configured_idle_held_min_s(idle_held_min_s)
-    try:
-        from gputriage.report.prometheus import StateCollector
-    except ImportError:
-        raise GputriageError(
-            "`gputriage exporter` needs prometheus-client: pip install 'gputriage[exporter]'"
-        ) from None
     return Exporter(
         label=live_labels,
-        collector=StateCollector,
+        render=families,
         check=functools.partial(_check, idle_s),
         listen=listen,
         port=port,

@@ -1,18 +1,21 @@
-"""The exporter's HTTP server, prometheus-client's own (one thread per request): JSON at the exporter's own paths
-(`/stacks`, `/regimes`), the metrics (prometheus-client's application) at every other path, as it serves them
-alone."""
+"""The exporter's HTTP server (the standard library's, one thread per request): JSON at the exporter's own paths
+(`/stacks`, `/regimes`), the metrics at every other path, as dcgm-exporter serves them."""
 
 from __future__ import annotations
 
 import socket
 import threading
+from socketserver import ThreadingMixIn
 from typing import Any, Callable, Iterable, Mapping
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client.exposition import ThreadingWSGIServer
+from gputriage.exporter.exposition import Application
 
-Application = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 Route = Callable[[], bytes]  # a JSON body, made when asked
+
+
+class _Threading(ThreadingMixIn, WSGIServer):
+    daemon_threads = True  # a scrape in flight never holds the process at exit
 
 
 class _Quiet(WSGIRequestHandler):
@@ -41,7 +44,7 @@ def serve(listen: str, port: int, application: Application) -> WSGIServer:
     """`application` served at `listen`:`port` (an IPv6 address too) on a thread of its own, from now; OSError
     when the address cannot be had."""
     family, _, _, _, address = socket.getaddrinfo(listen, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-    bound = type("_Bound", (ThreadingWSGIServer,), {"address_family": family})
+    bound = type("_Bound", (_Threading,), {"address_family": family})
     server: WSGIServer = make_server(str(address[0]), port, application, bound, handler_class=_Quiet)
     threading.Thread(target=server.serve_forever, name="gputriage-exporter-http", daemon=True).start()
     return server

@@ -1,9 +1,10 @@
 """The exporter's server. A scrape never calls NVML: the sampler's thread reads the GPUs, a judge thread
 labels each GPU's last second (`sampling.live.LastSecond`, named by the `label` it is given: the function
 `watch` uses), follows each GPU's regime (with the tracker it is given) and lists the processes on them, a check
-thread runs the playbook it is given; the scrape renders what they left (`state()`), through the collector it is
-given. `/stacks` dumps the Python stacks of the processes on the GPUs with py-spy when asked, never on a scrape (one
-dump for the requests that arrive while it runs); `/regimes` serves each GPU's regime and the last changes."""
+thread runs the playbook it is given; the scrape renders what they left (`state()`), with the renderer it is given,
+in dcgm-exporter's text format (`exposition`). `/stacks` dumps the Python stacks of the processes on the GPUs with
+py-spy when asked, never on a scrape (one dump for the requests that arrive while it runs); `/regimes` serves each
+GPU's regime and the last changes."""
 
 from __future__ import annotations
 
@@ -12,14 +13,16 @@ import os
 import socket
 import threading
 import time
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 import msgspec
 
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import NvmlBackend, PynvmlBackend
 from gputriage.exporter.checked import Checked, checked
+from gputriage.exporter.exposition import Family, application
 from gputriage.exporter.holders import HolderTracker, Judge
+from gputriage.exporter.http import routed, serve
 from gputriage.exporter.stacks import SharedRound, availability, dump_stacks
 from gputriage.model.check import CheckReport
 from gputriage.model.exporter import ExporterState
@@ -38,8 +41,8 @@ CHANGES_KEPT = 10  # the changes of regime the state keeps (gputriage_regime_cha
 
 # each GPU's last second -> each GPU's bottleneck (diagnosis.run.live.live_labels)
 Label = Callable[[Mapping[int, WindowMetrics], Mapping[int, GpuStatic]], Mapping[int, str]]
-# the exporter's state getter -> a prometheus-client collector (report.prometheus.StateCollector)
-Collector = Callable[[Callable[[], ExporterState]], Any]
+# the exporter's state -> its metric families, as a scrape serves them (report.prometheus.families)
+Render = Callable[[ExporterState], Iterable[Family]]
 # the playbook on this machine (None: it could not run this time)
 Check = Callable[[], "CheckReport | None"]
 
@@ -53,7 +56,7 @@ class Regimes(Protocol):
 
 
 class ExporterError(Exception):
-    """The exporter cannot serve: prometheus-client missing, the address taken or not ours."""
+    """The exporter cannot serve: the address taken or not ours."""
 
 
 class Exporter:
@@ -63,7 +66,7 @@ class Exporter:
         self,
         *,
         label: Label,
-        collector: Collector,
+        render: Render,
         check: Check | None = None,
         listen: str = "127.0.0.1",
         port: int = DEFAULT_PORT,
@@ -82,7 +85,7 @@ class Exporter:
         gputriage_price_per_gpu_hour, for the dashboards' cost panels."""
         self.listen, self.port, self.period_s = listen, port, period_s
         self.window_s, self.check_every_s = window_s, check_every_s
-        self._label, self._collector, self._run_check = label, collector, check
+        self._label, self._render, self._run_check = label, render, check
         self._nvml, self._host = nvml, host
         self._held, self.price_per_gpu_hour, self.currency = held, price_per_gpu_hour, currency
         self.tracker: HolderTracker | None = None
@@ -133,23 +136,14 @@ class Exporter:
     def serve(self) -> Exporter:
         """Serve at `url` (and `/stacks`) what the exporter holds, without sampling (`start` samples too; alone, a
         replay: what `judge_once` left). Whether py-spy can read the processes on the GPUs is checked first, once."""
-        try:
-            from prometheus_client import CollectorRegistry, make_wsgi_app
-
-            from gputriage.exporter.http import routed, serve
-        except ImportError:
-            raise ExporterError(
-                "`gputriage exporter` needs prometheus-client: pip install 'gputriage[exporter]'"
-            ) from None
         if self.sampler is None:
             self.open()
         if not self._pyspy_checked:
             self.pyspy, self._pyspy_checked = availability(), True
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(self._collector(self.state))
+        metrics = application(lambda: self._render(self.state()))
         try:
             routes = {"/stacks": self.stacks_json, "/regimes": self.regimes_json}
-            self._server = serve(self.listen, self.port, routed(make_wsgi_app(registry), routes))
+            self._server = serve(self.listen, self.port, routed(metrics, routes))
         except OSError as exc:
             raise ExporterError(f"cannot listen on {self.listen}:{self.port}: {exc.strerror or exc}") from None
         self.port = self._server.server_address[1]  # port 0: the one the system chose
@@ -230,11 +224,16 @@ class Exporter:
     def _check(self) -> None:
         """The playbook every `check_every_s` (0: never): its findings, each GPU's last Xid and PCIe replays."""
         while self._run_check is not None and self.check_every_s > 0 and not self._stop.is_set():
-            report = self._run_check()
-            if report is not None:
-                self._checked = checked(report, self.gpus, time.time())
+            self.check_once()
             if self._stop.wait(self.check_every_s):
                 return
+
+    def check_once(self, now_s: float | None = None) -> None:
+        """The playbook once, kept for the scrapes (`now_s`: when it ran, default now); its last outcome stays where
+        it could not run this time."""
+        report = self._run_check() if self._run_check is not None else None
+        if report is not None:
+            self._checked = checked(report, self.gpus, time.time() if now_s is None else now_s)
 
     def shares(self, now_s: float) -> dict[int, dict[str, float]]:
         """Each GPU's bottlenecks over the last `window_s`: the share of the labelled seconds each took."""

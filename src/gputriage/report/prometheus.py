@@ -5,19 +5,19 @@ py-spy can read them.
 
 dcgm-exporter's units: utilization in % (DEV_*_UTIL), profiling activity as a ratio 0–1 (PROF_*), memory in
 MiB, power in W, clocks in MHz, temperature in °C, PCIe throughput in bytes/s. Labels: gpu, UUID, device
-(nvidiaN), modelName, Hostname, pci_bus_id."""
+(nvidiaN), modelName, Hostname, pci_bus_id, and the driver's version as DCGM_FI_DRIVER_VERSION (a label field of
+dcgm-exporter's default counters)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-
+from gputriage.exporter.exposition import Family
 from gputriage.model.exporter import ExporterState
 from gputriage.model.sample import GpuSample
 from gputriage.report.prometheus_holders import holder_families
 
-LABELS = ["gpu", "UUID", "device", "modelName", "Hostname", "pci_bus_id"]
+LABELS = ["gpu", "UUID", "device", "modelName", "Hostname", "pci_bus_id", "DCGM_FI_DRIVER_VERSION"]
 MIB = 1 << 20
 
 
@@ -97,122 +97,118 @@ def _labels(state: ExporterState, i: int) -> list[str]:
         (static.name if static else None) or "",
         state.hostname,
         state.pci_bus_ids.get(i, ""),
+        state.driver or "",
     ]
 
 
-def families(state: ExporterState) -> Iterator[Metric]:
+def families(state: ExporterState) -> Iterator[Family]:
     """Every metric family of one scrape, from the state alone."""
     gpus = sorted(state.gpus)
     sample = state.sample
     for name, help_text, pick in GAUGES:
-        fam = GaugeMetricFamily(name, help_text, labels=LABELS)
+        fam = Family(name=name, help=help_text, labels=LABELS)
         for i in gpus:
             g = sample.gpu(i) if sample else None
             value = pick(g) if g is not None else None
             if value is not None:
-                fam.add_metric(_labels(state, i), float(value))
+                fam.add(_labels(state, i), float(value))
         yield fam
-    free = GaugeMetricFamily("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", labels=LABELS)
+    free = Family(name="DCGM_FI_DEV_FB_FREE", help="Framebuffer memory free (in MiB).", labels=LABELS)
     for i in gpus:
         g = sample.gpu(i) if sample else None
         total = state.gpus[i].memory_total_bytes
         if g is not None and g.used_bytes is not None and total:
-            free.add_metric(_labels(state, i), float(round((total - g.used_bytes) / MIB)))
+            free.add(_labels(state, i), float(round((total - g.used_bytes) / MIB)))
     yield free
-    xid = GaugeMetricFamily("DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", labels=LABELS)
-    replay = CounterMetricFamily("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "Total number of PCIe retries.", labels=LABELS)
+    xid = Family(name="DCGM_FI_DEV_XID_ERRORS", help="Value of the last XID error encountered.", labels=LABELS)
+    replay = Family(  # dcgm-exporter's counter, served under its name: no `_total`
+        name="DCGM_FI_DEV_PCIE_REPLAY_COUNTER", help="Total number of PCIe retries.", type="counter", labels=LABELS
+    )
     for i in gpus:
         if state.checked_s is not None:
-            xid.add_metric(_labels(state, i), float(state.xid_last.get(i, 0)))
+            xid.add(_labels(state, i), float(state.xid_last.get(i, 0)))
         if i in state.pcie_replays:
-            replay.add_metric(_labels(state, i), float(state.pcie_replays[i]))
+            replay.add(_labels(state, i), float(state.pcie_replays[i]))
     yield xid
     yield replay
     yield from _own(state)
 
 
-def _own(state: ExporterState) -> Iterator[Metric]:
-    share = GaugeMetricFamily(
-        "gputriage_bottleneck_share",
-        f"Share of the last {state.window_s:g} s each GPU spent in each bottleneck, by gputriage's sampler verdict.",
+def _own(state: ExporterState) -> Iterator[Family]:
+    share = Family(
+        name="gputriage_bottleneck_share",
+        help=f"Share of the last {state.window_s:g} s each GPU spent in each bottleneck, by gputriage's sampler "
+        "verdict.",
         labels=["gpu", "bottleneck", "Hostname"],
     )
-    current = GaugeMetricFamily(
-        "gputriage_bottleneck",
-        "1 for each GPU's bottleneck over the last window (the one with the largest share).",
+    current = Family(
+        name="gputriage_bottleneck",
+        help="1 for each GPU's bottleneck over the last window (the one with the largest share).",
         labels=["gpu", "bottleneck", "Hostname"],
     )
     for i, shares in sorted(state.bottlenecks.items()):
         for b, v in sorted(shares.items()):
-            share.add_metric([str(i), b, state.hostname], v)
+            share.add([str(i), b, state.hostname], v)
         if shares:
             top = max(shares, key=lambda k: shares[k])
-            current.add_metric([str(i), top, state.hostname], 1.0)
+            current.add([str(i), top, state.hostname], 1.0)
     yield share
     yield current
     yield from _regimes(state)
-    finding = GaugeMetricFamily(
-        "gputriage_finding",
-        "1 for each finding of the last check (`gputriage rules ID` says what it means and what to do).",
+    finding = Family(
+        name="gputriage_finding",
+        help="1 for each finding of the last check (`gputriage rules ID` says what it means and what to do).",
         labels=["id", "severity", "subject", "Hostname"],
     )
     for f in state.findings:
-        finding.add_metric([f.id, f.severity.value, f.subject, state.hostname], 1.0)
+        finding.add([f.id, f.severity.value, f.subject, state.hostname], 1.0)
     yield finding
+    checked = Family(
+        name="gputriage_check_timestamp_seconds", help="When the last check ran (unix seconds).", labels=["Hostname"]
+    )
     if state.checked_s is not None:
-        yield GaugeMetricFamily(
-            "gputriage_check_timestamp_seconds", "When the last check ran (unix seconds).", value=state.checked_s
-        )
+        checked.add([state.hostname], state.checked_s)
+    yield checked
     yield from holder_families(state)
-    pyspy = GaugeMetricFamily(
-        "gputriage_pyspy_available",
-        "1 where py-spy can read the Python stacks of the processes on the GPUs (served at /stacks, on demand), else "
-        "0 with the reason (not_installed, no_permission, ...); checked once, at the start.",
+    pyspy = Family(
+        name="gputriage_pyspy_available",
+        help="1 where py-spy can read the Python stacks of the processes on the GPUs (served at /stacks, on demand), "
+        "else 0 with the reason (not_installed, no_permission, ...); checked once, at the start.",
         labels=["reason", "Hostname"],
     )
     if state.pyspy_available is not None:
-        pyspy.add_metric([state.pyspy_reason, state.hostname], 1.0 if state.pyspy_available else 0.0)
+        pyspy.add([state.pyspy_reason, state.hostname], 1.0 if state.pyspy_available else 0.0)
     yield pyspy
-    yield GaugeMetricFamily("gputriage_gpus", "GPUs this exporter samples.", value=float(len(state.gpus)))
+    gpus = Family(name="gputriage_gpus", help="GPUs this exporter samples.", labels=["Hostname"])
+    gpus.add([state.hostname], len(state.gpus))
+    yield gpus
 
 
-def _regimes(state: ExporterState) -> Iterator[Metric]:
+def _regimes(state: ExporterState) -> Iterator[Family]:
     """Each GPU's regime (a bottleneck its seconds have named long enough to count, as `run` counts a regime), since
     when, and how often it changed."""
-    changes = CounterMetricFamily(
-        "gputriage_regime_changes",
-        "Changes of regime of each GPU since the exporter started: a bottleneck named for a regime's length "
+    changes = Family(
+        name="gputriage_regime_changes_total",
+        type="counter",
+        help="Changes of regime of each GPU since the exporter started: a bottleneck named for a regime's length "
         "(`gputriage rules run.regime_changed`) after another one.",
         labels=["gpu", "Hostname"],
     )
     for i, n in sorted(state.regime_changes_total.items()):
-        changes.add_metric([str(i), state.hostname], float(n))
+        changes.add([str(i), state.hostname], float(n))
     yield changes
-    regime = GaugeMetricFamily(
-        "gputriage_regime",
-        "1 for each GPU's current regime: the bottleneck its seconds have named for a regime's length.",
+    regime = Family(
+        name="gputriage_regime",
+        help="1 for each GPU's current regime: the bottleneck its seconds have named for a regime's length.",
         labels=["gpu", "bottleneck", "Hostname"],
     )
-    since = GaugeMetricFamily(
-        "gputriage_regime_since_timestamp_seconds",
-        "When each GPU's current regime began (unix seconds).",
+    since = Family(
+        name="gputriage_regime_since_timestamp_seconds",
+        help="When each GPU's current regime began (unix seconds).",
         labels=["gpu", "Hostname"],
     )
     for i, r in sorted(state.regimes.items()):
-        regime.add_metric([str(i), r.bottleneck, state.hostname], 1.0)
-        since.add_metric([str(i), state.hostname], r.since_s)
+        regime.add([str(i), r.bottleneck, state.hostname], 1.0)
+        since.add([str(i), state.hostname], r.since_s)
     yield regime
     yield since
-
-
-class StateCollector:
-    """A prometheus-client collector that renders whatever state `get` returns at scrape time."""
-
-    def __init__(self, get: Callable[[], ExporterState]) -> None:
-        self.get = get
-
-    def collect(self) -> Iterator[Metric]:
-        return families(self.get())
-
-    def describe(self) -> list[Any]:
-        return []  # no registration-time collection: the state may not exist yet

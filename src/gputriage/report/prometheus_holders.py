@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator, Optional
 
-from prometheus_client.core import GaugeMetricFamily, Metric
-
+from gputriage.exporter.exposition import Family
 from gputriage.model.exporter import ExporterState, HeldProcess
 
 LABELS = ["gpu", "pid", "process", "user", "pod", "namespace", "container", "Hostname"]
@@ -61,23 +60,23 @@ def _labels(p: HeldProcess, hostname: str) -> list[str]:
     ]
 
 
-def holder_families(state: ExporterState) -> Iterator[Metric]:
+def holder_families(state: ExporterState) -> Iterator[Family]:
     """The per-process families (from the processes the sampler's listing gives where no holder was read yet)."""
     held = state.holders or [
         HeldProcess(gpu=p.gpu, pid=p.pid, used_bytes=p.used_bytes, sm_util_pct=p.sm_util_pct) for p in state.processes
     ]
     for name, help_text, pick in FAMILIES:
-        fam = GaugeMetricFamily(name, help_text, labels=LABELS)
+        fam = Family(name=name, help=help_text, labels=LABELS)
         for p in held:
             value = pick(p)
             if value is not None:
-                fam.add_metric(_labels(p, state.hostname), float(value))
+                fam.add(_labels(p, state.hostname), float(value))
         yield fam
-    price = GaugeMetricFamily(
-        "gputriage_price_per_gpu_hour",
-        "What a GPU-hour costs (--price, or the config file's [cost]); absent where no price is set.",
+    price = Family(
+        name="gputriage_price_per_gpu_hour",
+        help="What a GPU-hour costs (--price, or the config file's [cost]); absent where no price is set.",
         labels=["currency", "Hostname"],
     )
     if state.price_per_gpu_hour is not None:
-        price.add_metric([state.currency, state.hostname], state.price_per_gpu_hour)
+        price.add([state.currency, state.hostname], state.price_per_gpu_hour)
     yield price

@@ -228,7 +228,11 @@ def _throughput(r: RunReport, console: Console) -> None:
         )
     line = Text("throughput: ", style="bold")
     line.append(", ".join(rates) or "no steady rate", style="bold cyan")
-    line.append((f" over the steady {t.steady_s:.0f} s" if t.steady_s >= 1 else "") + f" ({t.source})", style="dim")
+    if not r.meta.gpus:  # no GPU timeline to tell start-up from the steady state
+        span = " from its first report to its exit"
+    else:
+        span = f" over the steady {t.steady_s:.0f} s" if t.steady_s >= 1 else ""
+    line.append(f"{span} ({t.source})", style="dim")
     console.print(line)
     if t.mfu_pct is not None:
         console.print(
@@ -310,6 +314,25 @@ def _blind_spots(r: RunReport, console: Console) -> None:
         console.print(Text(f"  {how}", style="dim"))
 
 
+def _without_gpu(r: RunReport, console: Console) -> None:
+    """What a run with no GPU sampled could judge, from what it holds, and what it could not."""
+    judged = [
+        what
+        for what, held in (
+            ("the workload's throughput", r.throughput is not None),
+            ("the host's CPU, disk and memory", r.host.max_core_pct is not None),
+            ("where its Python threads spent their time", r.stacks is not None),
+        )
+        if held
+    ]
+    line = Text("\nno GPU verdict: ", style="bold yellow")
+    said = ", ".join(judged[:-1]) + " and " + judged[-1] if len(judged) > 1 else "".join(judged)
+    line.append((f"judged {said}; " if said else "") + "not judged: whether a GPU is used, ")
+    line.append("starved, throttled or short of memory, nor what its time costs")
+    console.print(line)
+    console.print(Text("  `gputriage check` says why no GPU answers here (driver, devices, container)", style="dim"))
+
+
 def render(r: RunReport, console: Console) -> None:
     console.print(_header(r))
     for note in r.notes:
@@ -325,7 +348,10 @@ def render(r: RunReport, console: Console) -> None:
     profile = r.profile
     if profile is not None:
         render_verdict(profile.trace, profile.error, console)
-        render_profile_window(profile, r.verdict.profiler_effect, r.started_s, console)
+        if r.meta.gpus or profile.window_s or profile.asked:
+            render_profile_window(profile, r.verdict.profiler_effect, r.started_s, console)
+        else:
+            console.print(Text("not profiled: no GPU to profile", style="dim"))
         render_profile_extra(profile, r.started_s, console)
         m = r.verdict.merged
         if m is not None and m.bottleneck is not None:
@@ -341,3 +367,5 @@ def render(r: RunReport, console: Console) -> None:
     worst = max((f.severity for f in r.findings), default=Severity.ok)
     if worst == Severity.ok and r.meta.gpus:
         console.print(Text("\nno warning about this workload", style="green"))
+    if not r.meta.gpus:
+        _without_gpu(r, console)
