@@ -15,13 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,14 +35,15 @@ CASES = {
 }
 OTHER_SHARE = "0.45"  # what hold_memory.py holds for other_process.py
 CASE_TIMEOUT_S = 180
-PLANTED = re.compile(r"^\s*\S.*#\s*planted")
 
 
 def planted_line(case: str) -> int:
-    """The line of the example marked `# planted` (code, not the docstring)."""
-    for i, text in enumerate((EXAMPLES / f"{case}.py").read_text().splitlines(), 1):
-        if PLANTED.match(text) and not text.lstrip().startswith("#"):
-            return i
+    """The line of the example whose comment says `# planted` (a comment of code: the docstring may quote it)."""
+    path = EXAMPLES / f"{case}.py"
+    with path.open("rb") as fh:
+        for tok in tokenize.tokenize(fh.readline):
+            if tok.type == tokenize.COMMENT and tok.string.lstrip("# ").startswith("planted"):
+                return tok.start[0]
     raise ValueError(f"examples/oom/{case}.py has no line marked # planted")
 
 
