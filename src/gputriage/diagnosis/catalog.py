@@ -28,8 +28,7 @@ def raw_entries() -> dict[str, FindingSpec]:
     """Every entry by id, as declared: its prose with the fields that name its thresholds."""
     from gputriage.diagnosis import bench, budget
     from gputriage.diagnosis.rule import SUBJECTS, rules_of
-    from gputriage.diagnosis.run import baseline, idle_held, regimes, vram_growth
-    from gputriage.diagnosis.run import compile as run_compile
+    from gputriage.diagnosis.run import baseline
     from gputriage.diagnosis.run import findings as run_findings
     from gputriage.diagnosis.serving import specs as load_findings
     from gputriage.diagnosis.trace import judge as trace_judge
@@ -46,10 +45,6 @@ def raw_entries() -> dict[str, FindingSpec]:
         *budget.SPECS.values(),
         *baseline.SPECS,
         *load_findings.SPECS,
-        vram_growth.VRAM_GROWING,
-        *run_compile.SPECS,
-        *regimes.SPECS,
-        *idle_held.SPECS,
     ]
     out: dict[str, FindingSpec] = {}
     for s in specs:
