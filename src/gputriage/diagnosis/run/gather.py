@@ -29,7 +29,7 @@ FAILED_EARLY = Threshold(
     "how soon a command that failed (exit 1-127), having reported no step through `gputriage.step()`, failed "
     "within its start-up: its windows hold a start-up, no steady state, and get no verdict",
     "H200 recordings (tests/fixtures/h200/runs_unseen4.json.gz): fp8_crashed_gpm and scatter_crashed_nogpm failed "
-    "after 3-4 s (a wrong keyword to gputriage.step()) and read as idle or launch_bound; judgement for 10 s, a "
+    "after 3-4 s (a wrong keyword to gputriage.step()), read as idle and input_starved before; judgement for 10 s, a "
     "start-up's imports, CUDA context and model",
 )
 MIN_STEADY = Threshold(

@@ -19,7 +19,14 @@ RATE_CHANGE = Threshold(
     "reported with the change",
     "judgement: step rates of the recorded H200 loops vary by under 15% from run to run",
 )
-SAME_REGIME_S = 1.0  # how far the throughput's phase may lie from the regime's edges and still be its (a window)
+SAME_REGIME = Threshold(
+    "regime_rate_match_s",
+    1.0,
+    "s",
+    "how far the edges of a phase of the workload's throughput may lie from a regime's and still give its rate",
+    "the throughput's phases are cut at the timeline's regimes (`throughput.by_regime`): their edges lie a 1 s "
+    "window apart at most",
+)
 
 
 def evaluate(ev: RunEvidence) -> list[Finding]:
@@ -29,9 +36,17 @@ def evaluate(ev: RunEvidence) -> list[Finding]:
     lead = ev.lead
     if lead is None or not ev.steady:
         return []
-    regimes = lasting(lead.timeline, ev.series(lead.gpu).window_s)
+    return changes(lead.gpu, lead.timeline, ev.series(lead.gpu).window_s, ev.throughput, ev.watched)
+
+
+def changes(
+    gpu: int, timeline: list[Regime], window_s: float, throughput: Throughput | None = None, watched: bool = False
+) -> list[Finding]:
+    """A finding for each lasting regime of a GPU's timeline that follows a different one. `watched`: a `watch`,
+    which follows a GPU, not a run."""
+    regimes = lasting(timeline, window_s)
     return [
-        _changed(lead.gpu, before, after, ev.throughput, ev.watched)
+        _changed(gpu, before, after, throughput, watched)
         for before, after in zip(regimes, regimes[1:])
         if before.regime != after.regime
     ]
@@ -77,7 +92,7 @@ def _rate(throughput: Throughput | None, r: Regime) -> tuple[str, float] | None:
     if throughput is None:
         return None
     for p in throughput.by_regime:
-        if abs(p.start_s - r.start_s) < SAME_REGIME_S and abs(p.end_s - r.end_s) < SAME_REGIME_S:
+        if abs(p.start_s - r.start_s) < SAME_REGIME.value and abs(p.end_s - r.end_s) < SAME_REGIME.value:
             for unit, value in (
                 ("tokens/s", p.tokens_per_s),
                 ("samples/s", p.samples_per_s),
@@ -110,7 +125,7 @@ RULE = Rule(
         "regime when it lasts",
         condition="a regime of >= {regime_min_s:g} s (and {regime_min_windows:g} windows) after the start-up that "
         "names another bottleneck than the regime before it",
-        thresholds=(MIN_REGIME_S, MIN_REGIME_WINDOWS, RATE_CHANGE),
+        thresholds=(MIN_REGIME_S, MIN_REGIME_WINDOWS, RATE_CHANGE, SAME_REGIME),
         # the new regime's decision; a `watch` follows a GPU, not a run
         says={
             what + rate: Wording(symptom=CHANGED[what] + (RATE if rate else ""), decision="{decision}")
