@@ -39,3 +39,13 @@ def duration_text(seconds: float) -> str:
 
 
 SAME_INSTANT_S = 1e-6  # times this close are one instant (the float rounding of window edges)
+
+
+def at_least_half(part: float, whole: float) -> bool:
+    """`part` is half of `whole` or more."""
+    return part >= whole / 2
+
+
+def middle(a: float, b: float) -> float:
+    """The point half-way between `a` and `b`."""
+    return (a + b) / 2
