@@ -59,8 +59,9 @@ def gather(
         for i in workload_gpus(rec)
     }
     early = failed_early(rec, exit_code, verdicts)
-    for v in verdicts.values() if early is not None else ():  # what ran is a start-up: no cause to name
-        no_verdict(v, rec, exit_code, early)
+    if early is not None:  # what ran is a start-up: no cause to name
+        for v in verdicts.values():
+            no_verdict(v, rec, exit_code, early)
     stacks = run_stacks(rec.windows, *steady_span(verdicts, started, ended), exclude_s=held)  # not while profiled
     for v in verdicts.values():
         annotate(v, stacks)
