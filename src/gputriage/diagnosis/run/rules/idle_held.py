@@ -99,7 +99,8 @@ RULE = Rule(
         "left open, a job hung after its work or waiting on something else, a server with no traffic. The GPU is "
         "paid for all the same, and where nothing else computed there, no other job could use it",
         decision=DECISION,
-        condition="a process held >= 1 GiB and every NVML per-process utilization reading of it was "
+        condition=f"a process held >= {IDLE_HELD_BYTES.value / GIB:g} GiB and every NVML per-process utilization "
+        "reading of it was "
         "< {idle_held_max_sm_util_pct:g}% for >= {idle_held_min_s:g} s in a row (or the minutes set: `--idle-after`, "
         "`[idle_held] after_minutes`); GPU-hours = that stretch x the GPU's share it held (all of it where nothing "
         "else computed there in the run, else its share of the memory)",
