@@ -94,6 +94,15 @@ def test_fleet_bench_names_the_off_nodes_the_drift_and_the_failed_one(cluster, t
     assert out == {("node-c", "pcie_width"), ("node-d", "sm_clock_max_mhz"), ("node-d", "bf16_tflops")}
     drift = {d["key"]: d["values"] for d in rep["drift"]}
     assert set(drift) == {"driver"} and drift["driver"]["570.86.15"] == ["node-d"]
+    fleet = {(f["id"], f["subject"]) for f in rep["findings"]}  # the same facts, as the catalog's findings
+    assert fleet == {
+        ("fleet.outlier", "node-c"),
+        ("fleet.outlier", "node-d"),
+        ("fleet.drift", "fleet"),
+        ("fleet.node_failed", failed[0]["name"]),
+        ("fleet.gpus_not_visible", "node-e"),
+    }
+    assert all(f["verify"] == f"gputriage fleet bench --ray {cluster.address}" for f in rep["findings"])
     assert "node-c" in rep["findings_by_id"].get("pcie.link_width_degraded", [])
     assert set(shared) <= set(rep["findings_by_id"]["clocks.power_capped"])
     assert rep["findings_by_id"]["driver.missing"] == ["node-e"]
@@ -114,7 +123,8 @@ def test_fleet_bench_names_the_off_nodes_the_drift_and_the_failed_one(cluster, t
         timeout=60,
     )
     assert r.returncode == 0, r.stderr
-    assert "Below the fleet" in page.read_text()  # the kept fleet check, as a page
+    html = page.read_text()  # the kept fleet check, as a page: the findings and the table of the nodes below
+    assert "Below the fleet" in html and 'data-finding="fleet.outlier"' in html
 
 
 def test_fleet_check_in_the_terminal_and_a_bad_address(cluster):
@@ -126,8 +136,9 @@ def test_fleet_check_in_the_terminal_and_a_bad_address(cluster):
         env={**os.environ, "COLUMNS": "120"},
     )
     assert r.returncode == 1, r.stderr[-3000:]
-    assert "below the fleet" in r.stdout and "node-c: pcie_width 8" in r.stdout
-    assert "drift across nodes" in r.stdout and "failed" in r.stdout
+    assert "node-c: pcie_width 8 lanes against a fleet median of 16" in r.stdout and "fleet.outlier" in r.stdout
+    assert "The NVIDIA driver differs across nodes: " in r.stdout and "fleet.drift" in r.stdout
+    assert "did not report" in r.stdout and "failed" in r.stdout
     assert "1 GPU not visible to the driver" in r.stdout and "0 x ?" not in r.stdout
     assert "of 5 GPUs" in r.stdout
     bad = subprocess.run(

@@ -41,4 +41,6 @@ def test_the_recorded_fleet_renders_in_the_terminal_and_as_a_page():
     assert "NVIDIA H200" in text and "G5 x16" in text and "1 of 1 nodes answered" in text
     assert "770.6" in text or "771" in text
     html = fleet_page(r).render()
+    # the node's one finding as it was recorded: OMP_NUM_THREADS=1, set by Ray's worker itself (told apart and no
+    # longer said since: tests/test_fleet_env.py); a kept report renders what it holds
     assert "NVIDIA H200" in html and "env.costly_variable" in html

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 import gputriage.api.fleet
 from gputriage.api.fleet import REPLAY_ENV, on_node
 from gputriage.cli.main import app
-from gputriage.diagnosis.fleet import compare
+from gputriage.diagnosis.fleet.judge import judge
 from gputriage.model.fleet import FleetReport, NodeResult
 from gputriage.report.fleet_terminal import render
 from gputriage.report.html_fleet import fleet_page
@@ -49,7 +49,7 @@ def _no_driver_node(monkeypatch) -> NodeResult:
 
 def _judged(nodes: list[NodeResult], price: float | None = 3.0) -> FleetReport:
     r = FleetReport(address="192.0.2.2:6379", nodes=nodes)
-    compare.judge(r, price, "USD")
+    judge(r, price, "USD")
     return r
 
 

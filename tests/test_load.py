@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from gputriage.diagnosis.serving.specs import QUEUE_TTFT
+from gputriage.diagnosis.serving.rules.queueing import GAIN_OF_LOAD, QUEUE_TTFT, TTFT_OVER_TPOT, WAIT_OF_DECODE
 
 GT = [sys.executable, "-m", "gputriage"]
 REQUIRED = os.environ.get("GPUTRIAGE_REQUIRE_SERVE") == "1"  # CI: a missing server fails instead of skipping
@@ -298,9 +298,9 @@ def test_a_tiny_kv_cache_planted_in_a_live_server_is_named(model, tmp_path):
             d0, d1 = one["tpot"]["p50_ms"], eight["tpot"]["p50_ms"]
             unmet = (
                 t1 < QUEUE_TTFT.value * t0
-                or t1 / t0 < 2 * d1 / d0
-                or t1 - t0 < d1 * eight["output_tokens_mean"] / 2
-                or eight["output_tokens_per_s"] >= 4.5 * one["output_tokens_per_s"]
+                or t1 / t0 < TTFT_OVER_TPOT.value * d1 / d0
+                or t1 - t0 < d1 * eight["output_tokens_mean"] * WAIT_OF_DECODE.value
+                or eight["output_tokens_per_s"] >= (1 + GAIN_OF_LOAD.value * (8 - 1)) * one["output_tokens_per_s"]
             )
             assert unmet, (fs.keys(), figures)
 
@@ -311,7 +311,7 @@ def test_an_admission_cap_is_named_queueing_and_an_open_server_is_not():
     TPOT holds and throughput gains 14%: requests wait. The same server without the cap is not called so."""
     import msgspec
 
-    from gputriage.diagnosis.serving.findings import findings
+    from gputriage.diagnosis.serving.judge import findings
     from gputriage.model.load import LoadReport
 
     fixtures = __import__("pathlib").Path(__file__).parent / "fixtures" / "cpu"
@@ -330,8 +330,7 @@ def test_a_step_whose_streams_arrived_whole_is_said_and_not_judged_queueing():
     the end-to-end time) is not called queueing, and the report says why that step's figures do not count."""
     import msgspec
 
-    from gputriage.diagnosis.serving.findings import findings
-    from gputriage.diagnosis.serving.judge import whole_streams
+    from gputriage.diagnosis.serving.judge import findings, whole_streams
     from gputriage.model.load import LoadReport
 
     raw = (pathlib.Path(__file__).parent / "fixtures" / "cpu" / "load_transformers_serve.json").read_bytes()
@@ -419,7 +418,7 @@ def test_a_real_vllm_is_read_through_its_metrics_and_its_admission_cap_is_named(
     6 wait at concurrency 8, and gputriage names the cap from those counters."""
     import msgspec
 
-    from gputriage.diagnosis.serving.findings import findings
+    from gputriage.diagnosis.serving.judge import findings
     from gputriage.model.load import LoadReport
 
     fixtures = __import__("pathlib").Path(__file__).parent / "fixtures" / "cpu"
@@ -438,7 +437,7 @@ def test_long_prompts_stalling_decode_are_named_and_their_control_is_not():
     other requests' tokens come 2.26x slower while they are prefilled; the same requests at one length, 1.43x."""
     import msgspec
 
-    from gputriage.diagnosis.serving.findings import findings
+    from gputriage.diagnosis.serving.judge import findings
     from gputriage.model.load import LoadReport
 
     fixtures = __import__("pathlib").Path(__file__).parent / "fixtures" / "cpu"
@@ -457,7 +456,7 @@ def test_a_server_that_died_is_not_blamed_on_the_client():
     own limits) are."""
     import msgspec
 
-    from gputriage.diagnosis.serving.findings import findings
+    from gputriage.diagnosis.serving.judge import findings
     from gputriage.model.load import LoadReport
 
     fixtures = __import__("pathlib").Path(__file__).parent / "fixtures" / "cpu"
@@ -477,7 +476,7 @@ def test_a_kv_cache_that_fills_is_read_from_vllms_own_counters():
     from there 3 run while the rest wait (TTFT 213 → 938 ms, TPOT flat)."""
     import msgspec
 
-    from gputriage.diagnosis.serving.findings import findings
+    from gputriage.diagnosis.serving.judge import findings
     from gputriage.model.load import LoadReport
 
     fixtures = __import__("pathlib").Path(__file__).parent / "fixtures" / "cpu"

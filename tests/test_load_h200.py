@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from gputriage.diagnosis.serving.findings import findings
+from gputriage.diagnosis.serving.judge import findings
 from gputriage.diagnosis.serving.knee import knee
 from gputriage.model.load import LoadReport
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import msgspec
 
-from gputriage.diagnosis.serving.findings import findings
+from gputriage.diagnosis.serving.judge import findings
 from gputriage.diagnosis.serving.knee import knee
 from gputriage.model.finding import Severity
 from gputriage.model.load import LoadReport, LoadStep, Percentiles, ServerProcess

@@ -17,7 +17,7 @@ import pytest
 from rich.console import Console
 
 from gputriage.api._common import keep_report
-from gputriage.diagnosis.serving.findings import findings
+from gputriage.diagnosis.serving.judge import findings
 from gputriage.diagnosis.serving.knee import knee
 from gputriage.model.load import Knee, LoadReport
 from gputriage.report.html_load import load_page

@@ -88,7 +88,6 @@ PROSE_TO_CONVERT = {
     "fs.slow_reads",
     "gpu.idle_held",
     "kernel.nvrm_errors",
-    "load.gpu_underfilled",
     "mem.low_available",
     "mem.pressure",
     "mem.swapping",
@@ -96,7 +95,6 @@ PROSE_TO_CONVERT = {
     "pcie.replays",
     "power.limit_lowered",
     "run.idle_held",
-    "run.vram_pressure",
     "thermal.near_slowdown",
     "thermal.violation_time",
     "trace.comm_bound",
@@ -159,7 +157,6 @@ WORDING_TO_CONVERT = {
         "compute_mode",
         "cpu_single_core",
         "driver_missing",
-        "env_costly",
         "env_hides_gpus",
         "gpu_idle_held",
         "mem_swapping",
@@ -205,7 +202,7 @@ def long_functions() -> dict[str, int]:
     return out
 
 
-LONG_TO_SPLIT = {"run/verdict.py:describe", "trace/findings.py:findings"}
+LONG_TO_SPLIT = {"trace/findings.py:findings"}
 
 
 def test_no_function_in_diagnosis_is_over_80_lines() -> None:
@@ -241,15 +238,6 @@ NUMBERS_TO_DECLARE = {
     "check/rules/numa_mismatch.py",
     "check/rules/torch_arch_missing.py",
     "check/rules/vram_shared.py",
-    "fleet/compare.py",
-    "run/classify.py",
-    "run/host_side.py",
-    "run/label_thresholds.py",
-    "run/live_regimes.py",
-    "run/verdict.py",
-    "serving/collapse.py",
-    "serving/findings.py",
-    "serving/stats.py",
     "trace/findings.py",
     "trace/verdict.py",
 }

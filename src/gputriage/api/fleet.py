@@ -1,7 +1,7 @@
 """`fleet check --ray ADDRESS`: the check (and `bench --quick`) on every GPU node of a Ray cluster, one task
 pinned to each node (`gputriage.fleet`); each node sends back its findings and figures (a few kB), the head
-sets them against each other (`diagnosis.fleet.compare`). A node that fails or does not answer within the
-timeout is reported as such."""
+sets them against each other (`diagnosis.fleet.judge`: the fleet's own findings, `fleet.*`). A node that fails or
+does not answer within the timeout is reported as such."""
 
 from __future__ import annotations
 
@@ -16,11 +16,17 @@ import msgspec
 
 from gputriage.api._common import GputriageError, UsageError, configured_idle_held_min_s, keep_report
 from gputriage.api.bench import bench as run_bench
-from gputriage.api.check import check, snapshot
-from gputriage.diagnosis.fleet import compare
+from gputriage.api.check import check, snapshot, snapshot_with
+from gputriage.backends.host import Host
+from gputriage.diagnosis.fleet.figures import figures
+from gputriage.diagnosis.fleet.judge import judge
 from gputriage.fleet import FleetError, run_on_nodes
+from gputriage.fleet.worker_env import set_by_ray
+from gputriage.model.environment import COSTLY_VARS
+from gputriage.model.fact import Fact
 from gputriage.model.fleet import FleetReport, NodeResult
 from gputriage.model.owner import GpuHolder
+from gputriage.model.snapshot import Snapshot
 
 REPLAY_ENV = "GPUTRIAGE_FLEET_REPLAY"  # a node that has it reads this recorded snapshot instead of its machine
 REPLAY_BENCH_ENV = "GPUTRIAGE_FLEET_REPLAY_BENCH"  # and this recorded `bench --json` instead of benching
@@ -30,9 +36,8 @@ def on_node(bench: bool, idle_held_min_s: float | None = None) -> bytes:
     """What runs on each node: its check (and quick bench), reduced to findings and figures. `idle_held_min_s`: the
     head's minimum for an idle holder (None: the node's own config file, else the threshold's)."""
     t0 = time.monotonic()
-    replay = os.environ.get(REPLAY_ENV)
     try:
-        report = check(replay or snapshot(), idle_held_min_s=idle_held_min_s)
+        report = check(node_snapshot(), idle_held_min_s=idle_held_min_s)
     except GputriageError as exc:  # the node's own words, not a remote traceback
         return msgspec.json.encode(
             NodeResult(node_id="", ok=False, error=str(exc), seconds=round(time.monotonic() - t0, 2))
@@ -44,7 +49,7 @@ def on_node(bench: bool, idle_held_min_s: float | None = None) -> bytes:
             results = json.loads(Path(replay_bench).read_text())["results"]
         else:
             results = [msgspec.to_builtins(r) for r in run_bench(quick=True, disk=False, store=False).results]
-    figs = compare.figures(report, results)
+    figs = figures(report, results)
     figs.hostname = figs.hostname or socket.gethostname()
     return msgspec.json.encode(
         NodeResult(
@@ -55,6 +60,17 @@ def on_node(bench: bool, idle_held_min_s: float | None = None) -> bytes:
             seconds=round(time.monotonic() - t0, 2),
         )
     )
+
+
+def node_snapshot() -> Snapshot | str:
+    """This node's facts (or the recorded snapshot REPLAY_ENV names), with the variables Ray set in this worker
+    itself (`env.set_by_engine`): the environment's findings are the job's, not the engine's."""
+    replay = os.environ.get(REPLAY_ENV)
+    if replay:
+        return replay
+    snap = snapshot()
+    engine, source = set_by_ray(Host(), tuple(COSTLY_VARS))
+    return snapshot_with(snap, [Fact("env.set_by_engine", engine, source)]) if source else snap
 
 
 def holders(facts: dict[str, Any]) -> list[GpuHolder]:
@@ -93,7 +109,7 @@ def fleet_check(
         )
     except FleetError as exc:
         raise GputriageError(str(exc)) from None
-    compare.judge(report, price_per_gpu_hour, currency)
+    judge(report, price_per_gpu_hour, currency)
     report.ended_s = time.time()
     keep_report(report, "fleet", [address], store)
     return report

@@ -21,7 +21,6 @@ from gputriage.api._common import (
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import PynvmlBackend
 from gputriage.diagnosis.serving.judge import judge
-from gputriage.diagnosis.verify import Context, with_verify
 from gputriage.model.load import LoadReport, Slo
 from gputriage.model.sample import Sample
 from gputriage.model.specs import by_name
@@ -116,7 +115,6 @@ def load(
     except LoadInputError as exc:
         raise GputriageError(str(exc)) from None
     bandwidth = _bandwidth_gbs(store, measured.meta.gpu_names) if weight_bytes else None
-    report = judge(measured, bandwidth, weight_bytes)
     sweep = (
         ["--rate", ",".join(f"{r:g}" for r in rates)]
         if rates
@@ -124,7 +122,7 @@ def load(
         if concurrency
         else []
     )
-    report.findings = with_verify(report.findings, Context("load", load_args=[measured.meta.url, *sweep]))
+    report = judge(measured, bandwidth, weight_bytes, load_args=[measured.meta.url, *sweep])
     if report.steps:
         keep_report(report, "load", [measured.meta.url], store)
     return report

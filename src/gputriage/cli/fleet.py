@@ -76,7 +76,7 @@ def _run(
 
         render(report, out)
     failed = any(not n.ok for n in report.nodes) or bool(report.outliers)
-    findings = [f for n in report.nodes for f in n.findings]
+    findings = report.findings + [f for n in report.nodes for f in n.findings]
     raise typer.Exit(exits.FINDINGS if failed else exit_for(findings, threshold))
 
 
@@ -88,7 +88,9 @@ CURRENCY = typer.Option("USD", "--currency", metavar="CODE")
 STORE = typer.Option(None, "--store", metavar="FILE", help="Where the report is kept (SQLite).")
 NO_STORE = typer.Option(False, "--no-store", help="Do not keep it.")
 JSON = typer.Option(False, "--json", help="Print the report as JSON (schema gputriage.fleet/1).")
-FAIL_ON = typer.Option("critical", "--fail-on", metavar="LEVEL", help=FAIL_ON_HELP + " (any node's finding)")
+FAIL_ON = typer.Option(
+    "critical", "--fail-on", metavar="LEVEL", help=FAIL_ON_HELP + " (the fleet's or any node's finding)"
+)
 
 
 @fleet_app.command("check")
@@ -104,10 +106,11 @@ def check(
     fail_on: str = FAIL_ON,
     idle_held_min_s: Optional[float] = IDLE_AFTER,
 ) -> None:
-    """Run `check` on every node with GPUs, one task pinned to each: findings by node, nodes whose figures
-    fall below the fleet's (PCIe link, SM clock, power limit), drift in driver/CUDA/torch/ECC/power limit,
-    the idle share. Exit 1 when a node failed or is an outlier, or a node's finding is at or above --fail-on;
-    3 when no Ray cluster answers at the address."""
+    """Run `check` on every node with GPUs, one task pinned to each: findings by node; the fleet's findings
+    (`gputriage rules --command fleet`): nodes whose figures fall below the fleet's (PCIe link, SM clock, power
+    limit), drift in GPU model/driver/CUDA/torch/ECC/power limit, nodes that failed, GPUs Ray counts that a
+    driver does not see; the idle share. Exit 1 when a node failed or is an outlier, or a finding (the fleet's
+    or a node's) is at or above --fail-on; 3 when no Ray cluster answers at the address."""
     _run(address, False, timeout, all_nodes, price, currency, store_path, no_store, as_json, fail_on, idle_held_min_s)
 
 

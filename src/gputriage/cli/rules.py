@@ -24,7 +24,7 @@ def rules(
         "--command",
         "-c",
         metavar="COMMAND",
-        help="Only what this command can report: check, run, watch, monitor, trace or bench.",
+        help="Only what this command can report: check, run, watch, monitor, trace, bench, load or fleet.",
     ),
     finding_id: Optional[str] = typer.Argument(
         None, metavar="ID", help="Show one finding id (or the ids starting with it)."

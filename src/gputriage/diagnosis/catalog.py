@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from gputriage.model.finding import FindingSpec
 
-COMMANDS = ("check", "run", "watch", "monitor", "trace", "bench", "load")
+COMMANDS = ("check", "run", "watch", "monitor", "trace", "bench", "load", "fleet")
 
 
 @lru_cache(maxsize=1)
@@ -28,9 +28,7 @@ def raw_entries() -> dict[str, FindingSpec]:
     """Every entry by id, as declared: its prose with the fields that name its thresholds."""
     from gputriage.diagnosis import bench, budget
     from gputriage.diagnosis.rule import SUBJECTS, rules_of
-    from gputriage.diagnosis.run import baseline
-    from gputriage.diagnosis.run import findings as run_findings
-    from gputriage.diagnosis.serving import specs as load_findings
+    from gputriage.diagnosis.run import baseline, labels
     from gputriage.diagnosis.trace import judge as trace_judge
     from gputriage.diagnosis.trace import specs as trace_findings
 
@@ -38,13 +36,12 @@ def raw_entries() -> dict[str, FindingSpec]:
         s for subject in SUBJECTS if has_rules(subject) for r in rules_of(subject) for s in r.specs
     ]
     specs += [
-        *run_findings.SPECS,
+        *labels.VERDICT_SPECS.values(),
         *trace_findings.ALL_SPECS,
         *trace_judge.SPECS,
         *bench.SPECS,
         *budget.SPECS.values(),
         *baseline.SPECS,
-        *load_findings.SPECS,
     ]
     out: dict[str, FindingSpec] = {}
     for s in specs:

@@ -20,12 +20,13 @@ CHECK_FULL = ("fs.slow_reads",)  # read by `check --full` only
 class Context:
     """What the report knows to make a command of."""
 
-    command: str  # the gputriage command that found it: check, run, watch, monitor, trace, bench, load
+    command: str  # the gputriage command that found it: check, run, watch, monitor, trace, bench, load, fleet
     workload: list[str] = field(default_factory=list)  # `run`'s command line
     run_id: int | None = None  # the run in the store
     baseline: str | None = None  # `run --baseline NAME`
     trace_files: list[str] = field(default_factory=list)
     load_args: list[str] = field(default_factory=list)  # `load`'s arguments, the URL first
+    fleet_args: list[str] = field(default_factory=list)  # `fleet`'s: check or bench, then --ray ADDRESS
 
 
 def command_for(f: Finding, ctx: Context) -> str:
@@ -34,6 +35,8 @@ def command_for(f: Finding, ctx: Context) -> str:
     cmd = shlex.join(ctx.workload) if ctx.workload else ""
     if prefix == "load" and ctx.load_args:
         return "gputriage load " + shlex.join(ctx.load_args)
+    if prefix == "fleet" and ctx.fleet_args:
+        return "gputriage fleet " + shlex.join(ctx.fleet_args)
     if prefix == "bench":
         return "gputriage bench"
     if prefix == "trace":

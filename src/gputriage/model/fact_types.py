@@ -171,6 +171,7 @@ HOST: dict[str, Any] = {
     "env.NVIDIA_VISIBLE_DEVICES": str,
     "env.CUDA_VISIBLE_DEVICES": str,
     "env.costly": dict[str, str],
+    "env.set_by_engine": dict[str, str],  # of those, the ones the engine running the check set (a Ray worker's)
     "host.net.interfaces": dict[str, Interface],
     "host.numa.node_count": Small,
     "host.process.cpu_affinity": list[Count],

@@ -1,5 +1,7 @@
 """`fleet check`: the check (and a quick bench) on every GPU node of a cluster — each node's findings and
-figures, the nodes whose figures fall below the fleet's, what drifted across nodes, what the idle share costs."""
+figures; the fleet's own findings (`fleet.*`: the nodes whose figures fall below the fleet's, what drifted across
+nodes, the nodes that failed, the GPUs Ray counts that a driver does not see) and their tables; what the idle share
+costs."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from gputriage.model.owner import GpuHolder
 
 FLEET_SCHEMA = "gputriage.fleet"
 FLEET_VERSION = 1
+SHORT_ID = 8  # hex digits of Ray's node id shown beside a host that several nodes share
 
 
 class NodeFigures(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -47,6 +50,11 @@ class NodeResult(msgspec.Struct, kw_only=True):
     figures: Optional[NodeFigures] = None
     findings: list[Finding] = []
     processes: list[GpuHolder] = []  # who holds each of its GPUs, as its check listed them
+
+    @property
+    def short_id(self) -> str:
+        """The first hex digits of Ray's node id: enough to tell apart nodes that share a host."""
+        return self.node_id[:SHORT_ID]
 
 
 class Outlier(msgspec.Struct, kw_only=True):
@@ -86,6 +94,7 @@ class FleetReport(msgspec.Struct, kw_only=True):
     nodes: list[NodeResult] = []
     outliers: list[Outlier] = []
     drift: list[Drift] = []
-    findings_by_id: dict[str, list[str]] = {}  # finding id -> nodes that reported it
+    findings: list[Finding] = []  # the fleet's own (`fleet.*`): its nodes set against each other
+    findings_by_id: dict[str, list[str]] = {}  # a node's finding id -> the nodes that reported it
     waste: Optional[Waste] = None
     notes: list[str] = []

@@ -1,5 +1,5 @@
-"""`fleet check` in the terminal: a row per node, the outliers, the drift, the findings by node, the idle
-share and its cost."""
+"""`fleet check` in the terminal: a row per node; the fleet's findings (the nodes below the fleet, the drift, the
+nodes that failed, GPUs their driver does not see); the nodes' own findings by id; the idle share and its cost."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rich.text import Text
 
 from gputriage.model.fleet import FleetReport, NodeResult
 from gputriage.model.safe_text import NAME_CHARS, safe_text
-from gputriage.report.style import plural
+from gputriage.report.style import finding_text, plural
 
 
 def _g(v: float | None, fmt: str = "{:g}") -> str:
@@ -17,7 +17,7 @@ def _g(v: float | None, fmt: str = "{:g}") -> str:
 
 
 def _name(n: NodeResult) -> str:
-    name = n.name or (n.figures.hostname if n.figures else "") or n.hostname or n.address or n.node_id[:8]
+    name = n.name or (n.figures.hostname if n.figures else "") or n.hostname or n.address or n.short_id
     return safe_text(name, NAME_CHARS)  # what a node says of itself is printed bounded, without control characters
 
 
@@ -78,31 +78,12 @@ def render(r: FleetReport, console: Console) -> None:
     for n in r.nodes:
         t.add_row(*_row(n), style="red" if not n.ok or n.gpus_not_visible else "")
     console.print(t)
-    if r.outliers:
-        console.print(Text("\nbelow the fleet (more than a robust spread under its median):", style="bold yellow"))
-        for o in r.outliers:
-            console.print(
-                Text(
-                    f"  {safe_text(o.node, NAME_CHARS)}: {o.figure} {o.value:g} {o.unit} against a median "
-                    f"of {o.fleet_median:g} "
-                    f"(threshold {o.threshold:g})",
-                    style="yellow",
-                )
-            )
-    if r.drift:
-        console.print(Text("\ndrift across nodes:", style="bold yellow"))
-        for d in r.drift:
-            console.print(
-                Text(
-                    f"  {d.key}: "
-                    + "; ".join(
-                        f"{safe_text(v, NAME_CHARS)} on {safe_text(', '.join(ns))}" for v, ns in d.values.items()
-                    ),
-                    style="yellow",
-                )
-            )
+    if r.findings:
+        console.print(Text("\nthe fleet, its nodes set against each other:", style="bold"))
+        for f in r.findings:
+            console.print(finding_text(f))
     if r.findings_by_id:
-        console.print(Text("\nfindings (`gputriage rules ID`):", style="bold"))
+        console.print(Text("\nthe nodes' own findings (`gputriage rules ID`):", style="bold"))
         for fid, nodes in r.findings_by_id.items():
             console.print(Text(f"  {fid}: {safe_text(', '.join(nodes))}"))
     w = r.waste

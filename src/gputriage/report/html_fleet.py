@@ -1,11 +1,12 @@
 """A fleet check in the HTML report: the nodes in a table with their figures against the fleet's median
-(bars), the outliers, the drift, the findings by node, the idle share and its cost."""
+(bars), the fleet's findings, the tables of the outliers and the drift, the nodes' findings by id, the idle share
+and its cost."""
 
 from __future__ import annotations
 
 from gputriage.model.fleet import FleetReport, NodeResult
 from gputriage.report.fleet_terminal import gpus_cell
-from gputriage.report.html_page import Page, Raw, bar, esc, kv, table, when
+from gputriage.report.html_page import Page, Raw, bar, esc, findings_html, kv, table, when
 
 FIGURES = (
     ("bf16_tflops", "bf16 TFLOP/s"),
@@ -22,7 +23,7 @@ def _who(n: NodeResult) -> str:
         or (n.figures.hostname if n.figures and n.figures.hostname else "")
         or n.hostname
         or n.address
-        or n.node_id[:8]
+        or n.short_id
     )
 
 
@@ -43,7 +44,7 @@ def fleet_page(r: FleetReport) -> Page:
             rows.append(
                 (
                     _who(n),
-                    n.node_id[:8],
+                    n.short_id,
                     Raw('<b class="worse">failed</b>'),
                     n.error or "",
                     *([""] * (len(FIGURES) + 1)),
@@ -51,7 +52,7 @@ def fleet_page(r: FleetReport) -> Page:
             )
             continue
         gpus: object = Raw(f'<b class="worse">{esc(gpus_cell(n))}</b>') if n.gpus_not_visible else gpus_cell(n)
-        cells: list[object] = [_who(n), n.node_id[:8], gpus, f.driver or "-"]
+        cells: list[object] = [_who(n), n.short_id, gpus, f.driver or "-"]
         for key, _label in FIGURES:
             v = getattr(f, key)
             color = "#c0392b" if (_who(n), key) in off else "#3b7dd8"
@@ -64,6 +65,8 @@ def fleet_page(r: FleetReport) -> Page:
         cells.append(len(n.findings))
         rows.append(tuple(cells))
     page.section("Nodes", table(["node", "id", "GPUs", "driver", *(label for _, label in FIGURES), "findings"], rows))
+    if r.findings:
+        page.section("The fleet's findings", findings_html(r.findings), "verdict")
     if r.outliers:
         page.section(
             "Below the fleet",
@@ -75,8 +78,8 @@ def fleet_page(r: FleetReport) -> Page:
                 ),
                 numeric=(2, 3, 4),
             )
-            + '<p class="muted">More than a robust spread (3 x 1.4826 x '
-            "the median absolute deviation, at least 5% of the median) under the fleet's median.</p>",
+            + '<p class="muted">More than a robust spread under the fleet\'s median (<code>gputriage rules '
+            "fleet.outlier</code> says how it is measured).</p>",
             "verdict",
         )
     if r.drift:

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from gputriage.api import analyze_trace
-from gputriage.diagnosis.serving.findings import findings as load_findings
+from gputriage.diagnosis.serving.judge import findings as load_findings
 from gputriage.model.bottleneck import Bottleneck
 from gputriage.model.load import LoadReport
 from gputriage.model.run import RunReport

@@ -1,15 +1,14 @@
-"""Which host-side cause keeps the GPU waiting, in a window whose GPU idles a quarter of the time or more
-(the rules in `classify`'s docstring, "The GPU idles a quarter of the time or more"): from where the main thread
-of a Python workload spends its time (the stack sampler's shares, `from_stacks`), and else — a workload that is
-not Python, or not run by `run` — from the workload's CPU (its processes holding a GPU context apart from their
-helpers, their busiest and main threads), what it reads from files and writes to storage, and what it reads back
-from the GPU."""
+"""What tells the host-side causes apart, in a window whose GPU idles a quarter of the time or more: the thresholds
+and the figures the host-side label rules (`diagnosis.run.host_rules`) read — where the main thread of a Python
+workload spent its time (the stack sampler's shares, `from_stacks`); else the workload's CPU (its processes holding
+a GPU context apart from their helpers, their busiest and main threads), what it reads from files and writes to
+storage, and what it reads back from the GPU."""
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from gputriage.diagnosis.thresholds import H200_RECORDINGS, IOWAIT
+from gputriage.diagnosis.thresholds import H200_RECORDINGS
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
 from gputriage.model.window import SHARE_FIELDS, WindowMetrics
@@ -133,7 +132,20 @@ RATE_WAITS = Threshold(
     "that says the input rate sets the pace",
     "judgement: most of its time",
 )
-CLOSE_SHARE = 0.6  # a second category this close to the first (and >= 0.2 of the time) stays possible
+CLOSE_SHARE = Threshold(
+    "stack_close_share",
+    0.6,
+    "of the first category's share",
+    "a second category of the main thread's time this close to the first stays possible",
+    "judgement: within the binomial spread of STACK_SAMPLES samples",
+)
+CLOSE_MIN_SHARE = Threshold(
+    "stack_close_min_share",
+    0.2,
+    "of the samples",
+    "the least share of the main thread's time for a second category to stay possible",
+    "judgement: a fifth of the window",
+)
 _BY_CATEGORY = {
     "gpu_wait": B.sync_bound,
     "input_wait": B.input_starved,
@@ -183,7 +195,7 @@ def waits_on_loader(
 
 
 def from_stacks(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, list[B]] | None:
-    """The host-side cause from where the main thread spent the window (see `classify`'s doc); None where its
+    """The host-side cause from where the main thread spent the window; None where its
     stacks were not sampled, or leave it to the CPU's figures: a Python thread at work beside it (the interpreter
     lock, a server's launching thread), kernels that fill the GPU while it launches. In torch's ops while the GPU
     ran no kernel, the host works in them (on CPU tensors, in torch's own Python: a compiled function's guards and
@@ -209,7 +221,8 @@ def from_stacks(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, l
         b = B.host_bound  # reads results back to work on them on the host; works in torch's ops
     else:
         b = _BY_CATEGORY[top]
-    close = {_BY_CATEGORY[c] for c, v in shares.items() if c != top and v >= max(0.2, CLOSE_SHARE * shares[top])}
+    near = max(CLOSE_MIN_SHARE.value, CLOSE_SHARE.value * shares[top])
+    close = {_BY_CATEGORY[c] for c, v in shares.items() if c != top and v >= near}
     if top == "host_compute" and b == B.input_starved:
         close.add(B.host_bound)  # the batches it makes, or work on results: frames cannot tell which
     close.discard(b)
@@ -278,45 +291,3 @@ def reads_back(pcie_tx_mib_per_s: float | None, pcie_rx_mib_per_s: float | None)
 def saves_to_storage(write_mb_per_s: float | None) -> bool:
     """The workload writes enough to storage that saving (checkpoints, dumps) is what the GPU waits on."""
     return (write_mb_per_s or 0.0) >= HOST_WRITES.value
-
-
-def host_side(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, list[B]]:
-    """The GPU idles a quarter of the time or more: which host-side cause (see `classify`'s doc).
-    `small`: the kernels that run cover under half the SMs (None: cannot tell)."""
-    if (m.iowait_pct or 0.0) >= IOWAIT.value:
-        return B.input_starved, []
-    stacked = from_stacks(m, util, small)
-    if stacked is not None:
-        return stacked
-    hot = (m.top_thread_pct or 0.0) >= HOT_THREAD.value
-    launch = [B.launch_bound] if hot and small is None else []
-    reads = m.read_mb_per_s
-    if reads is None or reads < INPUT_READ.value:
-        on_gpu = m.gpu_process_cpu_pct if m.gpu_process_cpu_pct is not None else m.workload_cpu_pct
-        if reads_back_or_saves(m.pcie_tx_mib_per_s, m.pcie_rx_mib_per_s, m.write_mb_per_s):
-            return B.host_bound, [B.sync_bound, *launch]
-        if computes_in_threads(on_gpu, m.job_gpu_processes):
-            return B.host_bound, [B.input_starved, *launch]
-    main_waits = m.gpu_main_thread_pct is not None and m.gpu_main_thread_pct < MAIN_THREAD_WAITS.value
-    if main_waits and helpers_busy(m.workload_cpu_pct, m.gpu_process_cpu_pct):
-        return B.input_starved, []  # the main thread waits on busy input workers, whatever thread runs beside it
-    # a training loop launches its backward from autograd's own thread: one core's launching split between two
-    launching = hot or (m.gpu_process_cpu_pct or 0.0) / max(1.0, m.job_gpu_processes or 1.0) >= HOT_THREAD.value
-    if launching and small:
-        return B.launch_bound, [B.input_starved, B.sync_bound]
-    if helpers_busy(m.workload_cpu_pct, m.gpu_process_cpu_pct):  # a process spinning in a sync is at 100%
-        spinning = (m.gpu_process_cpu_pct or 0.0) >= HOT_THREAD.value
-        return B.input_starved, [B.sync_bound] if spinning else []
-    if reads is not None and reads >= INPUT_READ.value:
-        return B.input_starved, [B.sync_bound, *launch]
-    # a thread beside the main one busy while the main one waits (one that launches small kernels is launch_bound)
-    if beside_main_thread(m.gpu_process_cpu_pct, m.gpu_main_thread_pct, m.job_gpu_processes) is not None:
-        return B.host_bound, []
-    if reads is None and util < GPU_MOSTLY_IDLE_UTIL.value:  # no process data: the GPU mostly idle
-        return B.input_starved, [*launch, B.sync_bound]
-    if hot and util < GPU_MOSTLY_IDLE_UTIL.value:
-        # a thread at full speed while the GPU has next to nothing to run is not waiting on it (a sync waits only
-        # as long as the GPU works): it makes the next batch itself (decoding, augmenting on the training thread)
-        return B.input_starved, [B.host_bound, B.sync_bound, *launch]
-    # nothing read: a thread waiting in synchronizations (or spinning in one) before host work
-    return B.sync_bound, [B.input_starved, *launch]

@@ -1,5 +1,5 @@
-"""The thresholds the sampler's window labels rest on (`diagnosis.run.classify`), each declared once with its
-meaning and the recordings or documents it comes from."""
+"""The thresholds the sampler's window labels rest on (the rules of `diagnosis.run.labels`), each declared once
+with its meaning and the recordings or documents it comes from."""
 
 from __future__ import annotations
 
@@ -17,6 +17,35 @@ IDLE_WORKLOAD_CPU = Threshold(
     "% of a core",
     "the workload's CPU under which it is not working on the host either",
     J,
+)
+
+
+IDLE_UTIL_UNSAMPLED = Threshold(
+    "idle_util_unsampled_pct",
+    1.0,
+    "%",
+    "GPU-Util under which a GPU is idle when the workload's CPU was not sampled (nothing tells that the host works "
+    "while the GPU rests: only a GPU that ran no kernel at all)",
+    "judgement: NVML reports GPU-Util in whole percents, so under 1 is 0",
+)
+
+
+JOB_SHARING = Threshold(
+    "job_processes_computing",
+    2.0,
+    "processes",
+    "the workload's own processes running kernels on one GPU at once that say they share it (time-slicing)",
+    "definition: more than one; NVML per-process utilization",
+)
+
+
+MULTI_GPU_JOB = Threshold(
+    "job_gpus_several",
+    2.0,
+    "GPUs",
+    "GPUs on which a job holds contexts that make its collectives possible (and out of sight where its links are "
+    "not counted)",
+    "definition: more than one",
 )
 
 
@@ -58,7 +87,14 @@ COPY_TIME_SHARE = Threshold(
 )
 
 
-PINNED_LINK_SHARE = 0.85  # pinned copies reach 85-88% of the link's raw rate (bench on an H200)
+PINNED_LINK_SHARE = Threshold(
+    "pinned_link_share",
+    0.85,
+    "of the link's raw rate",
+    "the rate pinned host-to-device copies reach on a PCIe link, against which PCIe RX tells the share of the time "
+    "copies run",
+    "measurement: `gputriage bench` on an H200 (PCIe Gen5 x16), pinned copies at 85-88% of the link's raw rate",
+)
 
 
 HOST_BOUND_UTIL = Threshold(
@@ -67,15 +103,6 @@ HOST_BOUND_UTIL = Threshold(
     "%",
     "GPU-Util under which the GPU idles a quarter of the time: the host does not keep it fed",
     J,
-)
-
-
-SM_LOW = Threshold(
-    "sm_busy_pct",
-    50.0,
-    "%",
-    "SM activity at which the SMs, not the host, set the pace",
-    f"{H200_RECORDINGS}: healthy GEMMs 93%",
 )
 
 

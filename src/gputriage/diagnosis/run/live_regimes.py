@@ -68,7 +68,7 @@ class RegimeTracker:
         if runs and runs[-1].label == label:
             runs[-1].last_s = t_s
             return
-        if len(runs) >= 2 and t_s - runs[-1].first_s < BLIP_WINDOWS * self.window_s:
+        if len(runs) > 1 and t_s - runs[-1].first_s < BLIP_WINDOWS * self.window_s:
             blip = runs.pop()  # held one window: part of the run before it
             runs[-1].last_s = blip.last_s
         if runs and runs[-1].label == label:

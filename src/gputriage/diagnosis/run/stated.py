@@ -11,7 +11,7 @@ from typing import Iterable
 from gputriage.diagnosis.rule import Rule
 from gputriage.diagnosis.run.base import RunEvidence
 from gputriage.diagnosis.run.compile import EAGER_LOOKING, eager_fallback
-from gputriage.diagnosis.run.findings import VERDICT_SPECS
+from gputriage.diagnosis.run.labels import VERDICT_SPECS
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Finding, Severity, Threshold
 from gputriage.model.numbers import MIB

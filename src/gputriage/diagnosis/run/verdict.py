@@ -1,5 +1,6 @@
 """One GPU's verdict over a run: the label of each window (`diagnosis.run.classify`), the regimes they
-form, and the dominant bottleneck of the steady state with its share, confidence and evidence.
+form, and the dominant bottleneck of the steady state with its share, confidence and evidence (its words:
+`diagnosis.run.verdict_words`).
 
 The steady state lies between the start-up (until the window in which the GPU first computes;
 for a run that never computes, until its memory first grows; for a workload that reports its steps
@@ -12,46 +13,67 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from gputriage.diagnosis.bottlenecks import (
-    COMPUTE_OFF_TENSOR_CORES,
-    COMPUTE_TENSOR_UNCOUNTED,
-    COMPUTE_WITH_MEMORY,
-    DECISIONS,
-    HOST_WRITES_DECISION,
-    INPUT_WORKERS_DECISION,
-    MEMORY_LATENCY,
-    OTHER_THREAD_DECISION,
-)
-from gputriage.diagnosis.run.classify import TENSOR_BUSY, computes, label, takes_turns, waits_on_latency
+from gputriage.diagnosis.run.classify import computes, label
 from gputriage.diagnosis.run.evidence import window_evidence
-from gputriage.diagnosis.run.host_side import (
-    beside_main,
-    helpers_busy,
-    helpers_cpu,
-    host_work,
-    saves_to_storage,
-    stack_shares,
-    waits_for_input,
-)
+from gputriage.diagnosis.run.host_side import stack_shares, waits_for_input
 from gputriage.diagnosis.run.regimes import BLIP_WINDOWS, describe_regimes
+from gputriage.diagnosis.run.verdict_words import decision_of, describe
 from gputriage.model.bottleneck import Bottleneck as B
+from gputriage.model.finding import Threshold
 from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
 from gputriage.model.window import WindowMetrics, Windows
 
-WORKLOAD_VRAM_BYTES = 256 * 2**20  # memory growth that says a workload holds the GPU
-ALTERNATIVE_SHARE = 0.1  # of the dominant label's windows, in which another label stayed possible, to leave it open
+WORKLOAD_VRAM = Threshold(
+    "workload_vram_bytes",
+    256 * 2**20,
+    "bytes",
+    "memory growth over the first window's that says a workload holds the GPU (its start-up, before it computes)",
+    "judgement",
+)
+ALTERNATIVE_SHARE = Threshold(
+    "alternative_share",
+    0.1,
+    "of the dominant label's windows",
+    "windows of the dominant label in which another label stayed possible for the verdict to leave it open",
+    "judgement: a tenth, so that a window at a change of regime (half in the one before) does not",
+)
+UNDECIDED_CONFIDENCE = Threshold(
+    "undecided_confidence_factor",
+    0.6,
+    "ratio",
+    "what a verdict's confidence is multiplied by where it leaves another cause open",
+    "judgement: an undecided verdict is never read as a sure one",
+)
+STEPS_STOPPED = Threshold(
+    "steps_stopped_intervals",
+    3.0,
+    "mean step intervals",
+    "time without a reported step after which a loop that reports its steps has stopped (its shut-down begins)",
+    "judgement",
+)
+STEPS_FOR_INTERVAL = Threshold(
+    "steps_for_interval",
+    2.0,
+    "steps",
+    "steps reported after the first one for their mean interval to tell that the loop stopped",
+    "judgement: an interval needs two steps at least",
+)
+COMPILING_OVERLAP = Threshold(
+    "compiling_phase_overlap",
+    0.5,
+    "of the window",
+    "the share of a window in which the main thread mostly compiled that lies in a phase for the phase to be "
+    "compiling (not a warm-up)",
+    "judgement: most of it",
+)
 
 
 def holds_workload_memory(used_max_bytes: float | None, base_bytes: float | None) -> bool:
-    """The GPU holds WORKLOAD_VRAM_BYTES more than at `base_bytes` (the first window's): the workload's memory."""
-    return (used_max_bytes or 0.0) > (base_bytes or 0.0) + WORKLOAD_VRAM_BYTES
+    """The GPU holds WORKLOAD_VRAM more than at `base_bytes` (the first window's): the workload's memory."""
+    return (used_max_bytes or 0.0) > (base_bytes or 0.0) + WORKLOAD_VRAM.value
 
 
-SERIES_POINTS = 720  # at most this many points in a verdict's series
 EDGES = ("start-up", "shut-down")
-
-
-STEPS_STOPPED = 3.0  # a loop that reports no step for this many of its mean step intervals has stopped
 
 
 def last_step_s(steps_total: Sequence[float | None], t1_s: Sequence[float]) -> float | None:
@@ -98,8 +120,8 @@ def steady_bounds(ws: Sequence[WindowMetrics], last_step: float | None = None) -
     if (
         ended is not None
         and before_end is not None
-        and steps >= 2
-        and ws[last].t1_s - ended > STEPS_STOPPED * (ended - ws[stepped].t0_s) / steps
+        and steps >= STEPS_FOR_INTERVAL.value
+        and ws[last].t1_s - ended > STEPS_STOPPED.value * (ended - ws[stepped].t0_s) / steps
     ):
         last = min(last, before_end)
     return first, last
@@ -173,7 +195,7 @@ def _mark_warmup(timeline: list[Regime], dominant: str, compiling: Sequence[tupl
 def _overlap(phase: Regime, window: tuple[float, float]) -> bool:
     """Most of `window` (seconds since the run started) lies in `phase`."""
     w0, w1 = window
-    return min(phase.end_s, w1) - max(phase.start_s, w0) > 0.5 * (w1 - w0)
+    return min(phase.end_s, w1) - max(phase.start_s, w0) > COMPILING_OVERLAP.value * (w1 - w0)
 
 
 def compiling_spans(ws: Sequence[WindowMetrics], t0: float) -> list[tuple[float, float]]:
@@ -187,118 +209,12 @@ def compiling_spans(ws: Sequence[WindowMetrics], t0: float) -> list[tuple[float,
     return out
 
 
-def decision_of(b: B, m: dict[str, float]) -> str:
-    """What to do, by the figures: "tensor cores" only where counted busy; memory_bound under DRAM's peak is latency."""
-    if b == B.memory_bound and waits_on_latency(m.get("dram_active_pct"), m.get("cuda_math_active_pct")):
-        return MEMORY_LATENCY
-    if b == B.host_bound and saves_to_storage(m.get("write_mb_per_s")):
-        return HOST_WRITES_DECISION
-    if b == B.host_bound and beside_main(m) is not None and not host_work(m):
-        return OTHER_THREAD_DECISION
-    if b == B.input_starved and helpers_busy(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")):
-        return INPUT_WORKERS_DECISION
-    if b != B.compute_bound:
-        return DECISIONS[b]
-    tensor = m.get("tensor_active_pct")
-    if tensor is None:
-        return COMPUTE_TENSOR_UNCOUNTED
-    if tensor >= TENSOR_BUSY.value:
-        return DECISIONS[b]
-    mixed = takes_turns(tensor, m.get("dram_active_pct"), m.get("cuda_math_active_pct"))
-    return COMPUTE_WITH_MEMORY if mixed else COMPUTE_OFF_TENSOR_CORES
-
-
-def describe(b: B, m: dict[str, float]) -> str:
-    """The figures that make the case for a bottleneck, in a sentence."""
-
-    def f(key: str, unit: str = "%") -> str:
-        v = m.get(key)
-        return "n/a" if v is None else f"{v:.0f}{unit}"
-
-    if m.get("sm_active_pct") is None:  # without GPM: the power the GPU draws says how much of it works
-        power = f"{f('power_w', ' W')} ({f('power_pct_of_limit')} of its limit)"
-        without = {
-            B.underfilled: f"GPU-Util {f('util_pct')} but the GPU draws {power}: most SMs idle",
-            B.compute_bound: f"GPU-Util {f('util_pct')}, {power}, memory util {f('mem_util_pct')}",
-            B.memory_bound: f"memory util {f('mem_util_pct')}, GPU-Util {f('util_pct')}, {power}",
-            B.launch_bound: f"GPU-Util {f('util_pct')} at {power} (small kernels), one host thread at "
-            f"{f('top_thread_pct')}",
-            B.h2d_copy_bound: f"PCIe RX {f('pcie_rx_mib_per_s', ' MiB/s')} while the GPU draws {power}",
-        }
-        if b in without:
-            return without[b]
-    if b == B.input_starved and helpers_busy(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")):
-        helpers = helpers_cpu(m.get("workload_cpu_pct"), m.get("gpu_process_cpu_pct")) or 0.0
-        return (
-            f"GPU-Util {f('util_pct')} while the workload's processes without a GPU context (DataLoader workers) "
-            f"run on {helpers:.0f}% of a core and it reads {f('read_mb_per_s', ' MB/s')} from files"
-        )
-    beside = beside_main(m) if b == B.host_bound and not host_work(m) else None
-    if beside is not None:
-        return (
-            f"GPU-Util {f('util_pct')} while a thread beside the main one runs at {beside:.0f}% of a core and "
-            f"the main thread at {f('gpu_main_thread_pct')}: it holds the interpreter lock the launching thread "
-            f"needs, or makes its input in the same process (the workload reads {f('read_mb_per_s', ' MB/s')} "
-            "from files)"
-        )
-    if b == B.memory_bound and waits_on_latency(m.get("dram_active_pct"), m.get("cuda_math_active_pct")):
-        return (
-            f"SM activity {f('sm_active_pct')} with the math pipes idle (CUDA cores "
-            f"{f('cuda_math_active_pct')}, tensor {f('tensor_active_pct')}) and DRAM at {f('dram_active_pct')} "
-            "of peak: warps wait on memory latency"
-        )
-    parts = {
-        B.underfilled: f"GPU-Util {f('util_pct')} but SM activity {f('sm_active_pct')}, occupancy "
-        f"{f('sm_occupancy_pct')}",
-        B.compute_bound: f"SM activity {f('sm_active_pct')}, tensor pipes {f('tensor_active_pct')}, "
-        f"{f('power_w', ' W')}",
-        B.memory_bound: f"DRAM bandwidth {f('dram_active_pct')} of peak, SM activity {f('sm_active_pct')}, "
-        f"tensor pipes {f('tensor_active_pct')}",
-        B.tensor_cores_idle: f"SM activity {f('sm_active_pct')} but tensor pipes {f('tensor_active_pct')}, "
-        f"DRAM {f('dram_active_pct')}"
-        + (f", CUDA-core math {f('cuda_math_active_pct')}" if "cuda_math_active_pct" in m else ""),
-        B.input_starved: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')} while one workload thread "
-        f"runs at {f('top_thread_pct')}, the workload reads {f('read_mb_per_s', ' MB/s')} "
-        f"(iowait {f('iowait_pct')})",
-        B.launch_bound: f"GPU-Util {f('util_pct')} but SM activity {f('sm_active_pct')} (short kernels), one host "
-        f"thread at {f('top_thread_pct')}",
-        B.sync_bound: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')}, busiest host thread "
-        f"{f('top_thread_pct')}",
-        B.host_bound: f"GPU-Util {f('util_pct')} while the workload computes on the host at "
-        f"{f('workload_cpu_pct', '% of a core')} and reads {f('pcie_tx_mib_per_s', ' MiB/s')} back "
-        f"from the GPU (PCIe TX), {f('read_mb_per_s', ' MB/s')} from files"
-        + (
-            f", and writes {f('write_mb_per_s', ' MB/s')} to storage"
-            if saves_to_storage(m.get("write_mb_per_s"))
-            else ""
-        ),
-        B.h2d_copy_bound: f"PCIe RX {f('pcie_rx_mib_per_s', ' MiB/s')} while SM activity is {f('sm_active_pct')}",
-        B.throttled: f"slowdown reasons in {m.get('throttled_share') or 0:.0%} of samples, SM clock "
-        f"{f('sm_clock_mhz', ' MHz')}, {f('temperature_c', ' C')}",
-        B.vram_pressure: (
-            f"the allocator gives memory back {m['cuda_frees_per_s']:.0f} times a second (cudaFree), "
-            f"{m.get('alloc_retries_per_s') or 0:.1f} allocations retried a second, "
-            if m.get("cuda_frees_per_s") is not None
-            else ""
-        )
-        + f"{(m.get('used_bytes') or 0) / 2**30:.1f} GiB of VRAM used",
-        B.contended: (
-            f"{m.get('job_computing', 0):.0f} processes of this job run kernels on the GPU at once"
-            if m.get("job_computing", 0) >= 2
-            else f"{m.get('neighbours', 0):.0f} other process(es) on the GPU"
-        )
-        + f", GPU-Util {f('util_pct')}",
-        B.idle: f"GPU-Util {f('util_pct')}, SM activity {f('sm_active_pct')}, workload CPU {f('workload_cpu_pct')}",
-    }
-    return parts.get(b, "")
-
-
-def _series(ws: Sequence[WindowMetrics], t0: float, power_limit_mw: int | None = None) -> Series:
+def _series(ws: Sequence[WindowMetrics], t0: float, power_limit_mw: int | None = None, points: int = 720) -> Series:
     """Per-window GPU-Util, SM activity, tensor pipes, DRAM, power (% of the limit), SM clock and the
-    workload's CPU, squeezed to SERIES_POINTS by taking maxima (the clock: minima); a figure the GPU does
-    not give is left empty."""
+    workload's CPU, squeezed to at most `points` points by taking maxima (the clock: minima); a figure the GPU
+    does not give is left empty."""
     n = len(ws)
-    step = max(1, -(-n // SERIES_POINTS))
+    step = max(1, -(-n // points))
     limit_w = power_limit_mw / 1000 if power_limit_mw else None
     picks = {
         "util_pct": lambda w: w.util_pct,
@@ -364,14 +280,16 @@ def gpu_verdict(
     # what the counters could not rule out in a tenth of the dominant windows or more (not a window at a change of
     # regime, half in the one before)
     seen = [a for i in steady if labels[i] == dominant for a in set(labelled[i][1])]
-    alternatives = sorted({a for a in seen if seen.count(a) >= ALTERNATIVE_SHARE * len(chosen)}, key=lambda b: b.value)
+    alternatives = sorted(
+        {a for a in seen if seen.count(a) >= ALTERNATIVE_SHARE.value * len(chosen)}, key=lambda b: b.value
+    )
     share = counts[dominant] / total
     evidence = window_evidence(chosen)
     if "power_w" in evidence and gpu.power_limit_mw:
         evidence["power_pct_of_limit"] = round(100_000.0 * evidence["power_w"] / gpu.power_limit_mw, 1)
     verdict.bottleneck = dominant
     verdict.share = round(share, 2)
-    verdict.confidence = round(share * (0.6 if alternatives else 1.0), 2)
+    verdict.confidence = round(share * (UNDECIDED_CONFIDENCE.value if alternatives else 1.0), 2)
     verdict.summary = f"{describe(dominant, evidence)}: {dominant.value}"
     verdict.decision = decision_of(dominant, evidence)
     verdict.evidence = evidence

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
+from gputriage.diagnosis.serving.steps import ERROR_SHARE
+from gputriage.model.finding import Threshold
 from gputriage.model.load import (
     GpuDuring,
     LoadStep,
@@ -39,7 +41,14 @@ SERVER_METRICS = (
     ),
     ("tgi", (), ("tgi_batch_current_size",), ("tgi_queue_size",), ()),
 )
-MIN_ITL_SAMPLES = 20  # intervals on each side before comparing ITL during long prefills with the rest
+MIN_ITL_SAMPLES = Threshold(
+    "itl_samples_min",
+    20,
+    "intervals",
+    "inter-token intervals on each side (while a long prompt is prefilled, and the rest of the time) before their "
+    "means are compared: fewer, and one stall decides the ratio",
+    "judgement",
+)
 
 
 def quantile(xs: Sequence[float], q: float) -> float:
@@ -106,7 +115,7 @@ def _step_meets(step: LoadStep, slo: Slo) -> bool:
         value = getattr(pct, q)
         if bound is not None and (value is None or value > bound):
             return False
-    return step.requests > 0 and sum(step.errors.values()) <= 0.01 * step.requests
+    return step.requests > 0 and sum(step.errors.values()) <= ERROR_SHARE.value * step.requests
 
 
 def _long_prompt_ratio(ok: list[RequestRecord]) -> Optional[float]:
@@ -121,7 +130,7 @@ def _long_prompt_ratio(ok: list[RequestRecord]) -> Optional[float]:
     for r in ok:
         for a, b in zip(r.chunk_s, r.chunk_s[1:]):
             (inside if any(w0 < b and a < w1 for w0, w1 in windows) else outside).append(b - a)
-    if len(inside) < MIN_ITL_SAMPLES or len(outside) < MIN_ITL_SAMPLES or sum(outside) <= 0:
+    if len(inside) < MIN_ITL_SAMPLES.value or len(outside) < MIN_ITL_SAMPLES.value or sum(outside) <= 0:
         return None
     return round((sum(inside) / len(inside)) / (sum(outside) / len(outside)), 2)
 
@@ -180,7 +189,7 @@ def _process(
     samples: list[ServerSample], pid: Optional[int], t0: float, t1: float, names: dict[int, str]
 ) -> Optional[ServerProcess]:
     inside = [s for s in samples if t0 <= s.t_s <= t1 and s.process_cpu_s is not None]
-    if pid is None or len(inside) < 2:
+    if pid is None or not inside[1:]:  # a rate needs two readings
         return None
     a, b = inside[0], inside[-1]
     span = b.t_s - a.t_s
