@@ -13,16 +13,18 @@ import textwrap
 from pathlib import Path
 
 from gputriage.diagnosis.run.classify import ALLOC_CHURN, label
-from gputriage.diagnosis.run.findings import out_of_memory
+from gputriage.diagnosis.run.rules import out_of_memory as out_of_memory_rule
 from gputriage.inworkload import allocator_counters, progress
 from gputriage.model.bottleneck import Bottleneck as B
-from gputriage.model.finding import Severity
-from gputriage.model.run import GpuStatic
+from gputriage.model.finding import Finding, Severity
+from gputriage.model.recording import Recording
+from gputriage.model.run import GpuStatic, RunMeta
 from gputriage.model.sample import GpuSample, Sample, WorkloadSample
 from gputriage.model.window import WindowMetrics
 from gputriage.sampling.progress import ProgressReader
 from gputriage.sampling.windows import Windower
 from gputriage.testing.accuracy import load_manifest
+from gputriage.testing.recordings import evidence
 from gputriage.trace import inject
 from recordings import judged
 
@@ -214,12 +216,19 @@ def test_a_full_gpu_with_gaps_and_no_allocator_report_is_still_pressure():
     assert label(m, H200) == (B.vram_pressure, [])
 
 
+def out_of_memory(windows: Windower) -> Finding | None:
+    """The run's out-of-memory finding over a command run's windows, if any."""
+    rec = Recording(kind="run", command=["python", "train.py"], meta=RunMeta(), gpus=[0], windows=windows)
+    found = out_of_memory_rule.RULE.evaluate(evidence(rec, 1))
+    return found[0] if found else None
+
+
 def test_an_out_of_memory_error_is_a_finding_with_the_size_that_failed():
     w = Windower([0])
     for i in range(10):
         w.add(_sample(1000.0 + 0.2 * i, frees=0.0, ooms=1.0 if i >= 8 else 0.0))
     w.close()
-    f = out_of_memory(w.host)
+    f = out_of_memory(w)
     assert f is not None and f.id == "run.out_of_memory"
     assert f.evidence["ooms"] == 1 and f.evidence["requested_mib"] == 780
     assert "780 MiB" in f.symptom
@@ -227,7 +236,7 @@ def test_an_out_of_memory_error_is_a_finding_with_the_size_that_failed():
     for i in range(10):
         quiet.add(_sample(1000.0 + 0.2 * i, frees=0.0))
     quiet.close()
-    assert out_of_memory(quiet.host) is None
+    assert out_of_memory(quiet) is None
 
 
 # --- recorded on an H200 (2026-12-02): workloads written after the rules, the expected cause committed first ---

@@ -17,10 +17,16 @@ from typing import Any
 import msgspec
 import pytest
 
-from gputriage.diagnosis.run.compile import RECOMPILES_MIN, compile_findings
+from gputriage.diagnosis.run.rules import graph_breaks, recompiles
+from gputriage.diagnosis.run.rules.recompiles import RECOMPILES_MIN
 from gputriage.inworkload import dynamo_counters
 from gputriage.model.compile import BreakReason, BreakSite, CompiledFunction, CompileStats
+from gputriage.model.finding import Finding
+from gputriage.model.recording import Recording
+from gputriage.model.run import RunMeta
 from gputriage.sampling.compile_report import merge, read_compile_stats
+from gputriage.sampling.windows import Windower
+from gputriage.testing.recordings import evidence
 from gputriage.trace import inject
 
 HERE = str(Path(dynamo_counters.__file__).parent)
@@ -50,6 +56,14 @@ WORKLOAD = textwrap.dedent("""\
         g(torch.randn(b))
     torch.compile(h, backend="eager")(torch.randn(4))
 """)
+
+
+def compile_findings(stats: CompileStats | None) -> list[Finding]:
+    """The run's compile findings over a workload that reported `stats` (and nothing else)."""
+    rec = Recording(kind="run", command=["python", "train.py"], meta=RunMeta(), gpus=[], windows=Windower([]))
+    rec.compile = stats
+    ev = evidence(rec)
+    return [*graph_breaks.RULE.evaluate(ev), *recompiles.RULE.evaluate(ev)]
 
 
 def python(script: Path, env: dict[str, str] | None = None) -> str:

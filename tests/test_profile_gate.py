@@ -101,7 +101,7 @@ def test_a_profiled_window_unlike_the_run_is_profiled_again_once_more_at_most():
     gate.add(0, idle)
     reason = gate.again((idle.t0_s, idle.t1_s))
     assert reason is not None and "GPU-Util 0% against 100%" in reason and gate.asked == 2
-    assert MAX_WINDOWS == 2 and gate.again((idle.t0_s, idle.t1_s)) is None
+    assert MAX_WINDOWS.value == 2 and gate.again((idle.t0_s, idle.t1_s)) is None
 
 
 def test_no_gpu_sampled_on_profiles_at_once_and_auto_never():

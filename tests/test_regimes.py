@@ -11,7 +11,8 @@ from typing import Any
 import msgspec
 
 from gputriage.diagnosis.run.judge import judge
-from gputriage.diagnosis.run.regimes import MIN_REGIME_S, regime_changes
+from gputriage.diagnosis.run.regimes import MIN_REGIME_S
+from gputriage.diagnosis.run.rules.regime_changed import changes as regime_changes
 from gputriage.model.run import Regime, RunMeta
 from gputriage.model.sample import Sample
 from gputriage.sampling.session import replay

@@ -3,7 +3,8 @@ one that fails after a steady run keeps its verdict; on H200 recordings."""
 
 from __future__ import annotations
 
-from gputriage.diagnosis.run.judge import FAILED_EARLY_S, judge
+from gputriage.diagnosis.run.gather import FAILED_EARLY
+from gputriage.diagnosis.run.judge import judge
 from gputriage.model.bottleneck import Bottleneck as B
 from recordings import judged, recorded, runs
 
@@ -23,5 +24,5 @@ def test_a_command_that_fails_before_a_steady_state_gets_no_verdict():
         assert judge(recorded(rec), 0).verdict.bottleneck is not None  # the same samples, exit 0: judged
         assert judge(recorded(rec), 130).verdict.bottleneck is not None  # stopped by Ctrl-C: judged
     long = UNSEEN4["healthy_gpm"]  # a failure after a steady run (an OOM an hour in) keeps its verdict
-    assert recorded(long).ended_s - recorded(long).started_s >= FAILED_EARLY_S
+    assert recorded(long).ended_s - recorded(long).started_s >= FAILED_EARLY.value
     assert judge(recorded(long), 1).verdict.bottleneck == B.compute_bound

@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from gputriage.diagnosis.run.judge import judge
-from gputriage.diagnosis.run.vram_growth import CACHE_CAUSE, GROWTH_MIN, LEAK_CAUSE
+from gputriage.diagnosis.run.rules.vram_growing import CACHE_CAUSE, GROWTH_MIN, LEAK_CAUSE
 from gputriage.model.run import RunMeta, RunReport
 from gputriage.model.sample import Sample
 from gputriage.sampling.session import replay

@@ -17,15 +17,9 @@
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 from gputriage.diagnosis.run.verdict import steady_bounds
 from gputriage.model.files import unreadable
@@ -33,6 +27,7 @@ from gputriage.model.finding import Finding, FindingSpec, Severity
 from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic
 from gputriage.model.snapshot import Snapshot
+from gputriage.model.toml_text import TOMLDecodeError, loads
 from gputriage.model.window import Windows
 
 MAX_BUDGET_BYTES = 1 << 20
@@ -91,10 +86,10 @@ def load_budget(path: str | Path) -> Budget:
     try:
         if path.stat().st_size > MAX_BUDGET_BYTES:
             raise BudgetError(f"{path}: larger than {MAX_BUDGET_BYTES >> 10} KiB: not a budget file")
-        data = tomllib.loads(path.read_text())
+        data = loads(path.read_text())
     except (OSError, UnicodeDecodeError) as exc:
         raise BudgetError(unreadable(path, exc)) from None
-    except tomllib.TOMLDecodeError as exc:
+    except TOMLDecodeError as exc:
         raise BudgetError(f"{path}: not valid TOML: {exc}") from None
     table = data.get("budget", data)
     if not isinstance(table, dict):

@@ -28,22 +28,16 @@ def raw_entries() -> dict[str, FindingSpec]:
     """Every entry by id, as declared: its prose with the fields that name its thresholds."""
     from gputriage.diagnosis import bench, budget
     from gputriage.diagnosis.rule import SUBJECTS, rules_of
-    from gputriage.diagnosis.run import baseline, idle_held, regimes, vram_growth
-    from gputriage.diagnosis.run import compile as run_compile
-    from gputriage.diagnosis.run import findings as run_findings
+    from gputriage.diagnosis.run import baseline, labels
 
     specs: list[FindingSpec] = [
         s for subject in SUBJECTS if has_rules(subject) for r in rules_of(subject) for s in r.specs
     ]
     specs += [
-        *run_findings.SPECS,
+        *labels.VERDICT_SPECS.values(),
         *bench.SPECS,
         *budget.SPECS.values(),
         *baseline.SPECS,
-        vram_growth.VRAM_GROWING,
-        *run_compile.SPECS,
-        *regimes.SPECS,
-        *idle_held.SPECS,
     ]
     out: dict[str, FindingSpec] = {}
     for s in specs:

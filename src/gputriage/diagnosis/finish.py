@@ -3,16 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Mapping
-
 from gputriage.diagnosis.impact import with_impact
 from gputriage.diagnosis.verify import Context, with_verify
 from gputriage.model.finding import Finding, triage_order
-from gputriage.model.run import GpuVerdict
 
 
-def finish(
-    findings: list[Finding], context: Context, verdicts: Mapping[int, GpuVerdict] | None = None
-) -> list[Finding]:
-    """The findings with their impact and verifying command, in triage order."""
-    return triage_order(with_verify(with_impact(findings, verdicts), context))
+def finish(findings: list[Finding], context: Context) -> list[Finding]:
+    """The findings with their impact (where their rule did not say it) and verifying command, in triage order."""
+    return triage_order(with_verify(with_impact(findings), context))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import gc
+import importlib.util
 import json
 import linecache
 import os
@@ -32,15 +33,46 @@ from typing import Any, Optional
 
 DIR_ENV = "GPUTRIAGE_PROGRESS_DIR"
 PREFIX = "stacks."
-CATEGORIES = ("gpu_wait", "input_wait", "copy", "host_compute", "compile", "gc", "launch")
+
+
+def _vocabulary() -> Any:
+    """The categories' vocabulary (`stack_categories`, this folder's): imported where this module is gputriage's, else
+    loaded by its path, as this file is inside the workload (`trace.inject`), whose interpreter may hold another
+    gputriage, or none."""
+    if __name__ == "gputriage.inworkload.stack_sampler":
+        from gputriage.inworkload import stack_categories
+
+        return stack_categories
+    name = "gputriage_stack_categories"
+    if name not in sys.modules:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stack_categories.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+_V = _vocabulary()
+CATEGORIES: tuple[str, ...] = _V.CATEGORIES
+GPU_WAIT: str = _V.GPU_WAIT
+INPUT_WAIT: str = _V.INPUT_WAIT
+COPY: str = _V.COPY
+HOST_COMPUTE: str = _V.HOST_COMPUTE
+COMPILE: str = _V.COMPILE
+GC: str = _V.GC
+LAUNCH: str = _V.LAUNCH
 RATE_HZ = 50.0  # samples a second (benchmarks/stack_sampler_overhead.py measures what they cost)
 WRITE_S = 0.5  # the report's refresh: at least once in each 1 s window (a write: 0.5 ms of syscalls on a VM)
 TOP_LINES = 50  # lines written, by the main thread's samples and by all threads'
 MAX_LINES = 4096  # lines counted; beyond, new lines count under OTHER
 MAX_DEPTH = 200  # frames walked per stack
 OTHER = ("<other lines>", 0, "")
-GC_LINE = ("<garbage collection>", 0, "gc")
-_GPU_WAIT, _INPUT, _COPY, _HOST, _COMPILE, _GC, _LAUNCH = range(len(CATEGORIES))
+GC_LINE = ("<garbage collection>", 0, GC)
+_GPU_WAIT, _INPUT, _COPY, _HOST, _COMPILE, _GC, _LAUNCH = (
+    CATEGORIES.index(c) for c in (GPU_WAIT, INPUT_WAIT, COPY, HOST_COMPUTE, COMPILE, GC, LAUNCH)
+)
 
 # what a file is, from its path
 USER, STDLIB, LIBRARY, TORCH, COMPILER, LOADER, TORCH_SYNC, PINNING, MODULE = range(9)

@@ -17,5 +17,5 @@ class PySpyStacks(msgspec.Struct, kw_only=True, omit_defaults=True):
     dumps: int = 0  # dumps that gave stacks
     processes: list[int] = []  # the processes dumped
     failed: dict[str, str] = {}  # pid -> why its last dump failed
-    main_shares: dict[str, float] = {}  # the main threads' dumps per category (gpu_wait, input_wait, launch, ...)
+    main_shares: dict[str, float] = {}  # the main threads' dumps per category (`inworkload.stack_categories`)
     lines: list[HostLine] = []  # the top lines, most dumps first

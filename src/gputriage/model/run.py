@@ -79,7 +79,7 @@ class Series(msgspec.Struct, omit_defaults=True):
 
 class HostLine(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A line of the workload's Python code and the share of the steady time its threads spent there, doing what
-    (the stack sampler's category: gpu_wait, input_wait, copy, host_compute, compile, gc, launch)."""
+    (the stack sampler's category, `inworkload.stack_categories`)."""
 
     file: str
     line: int
@@ -321,8 +321,24 @@ class RunReport(msgspec.Struct, kw_only=True):
     stacks: Optional[HostStacks] = None  # where its Python threads spent the steady state (the stack sampler)
 
     def beside_verdict(self) -> list[Finding]:
-        """The findings besides the verdict (a report stored before the verdict was stated once also listed it
-        among its findings: `run.<bottleneck>`, `run.input_rate_bound`)."""
-        stated = {f"run.{v.bottleneck.value}" for v in self.verdict.per_gpu.values() if v.bottleneck}
-        stated |= {"run.input_rate_bound"} if "run.input_starved" in stated else set()
-        return [f for f in self.findings if f.id not in stated]
+        """The findings besides the verdict: a report stored before the verdict was stated once (`GpuVerdict.finding`)
+        also listed it among its findings, made from the verdict's own figures."""
+        return [f for f in self.findings if not any(_states(v, f) for v in self.verdict.per_gpu.values())]
+
+
+SIGNALLED = 128  # the shell's convention: a command ended by signal N exits with 128 + N
+
+
+def failed_by_itself(exit_code: int | None) -> bool:
+    """The command exited with an error of its own (1-127), not ended by a signal."""
+    return exit_code is not None and 0 < exit_code < SIGNALLED
+
+
+def _states(v: GpuVerdict, f: Finding) -> bool:
+    """`f` states the GPU's verdict: its finding, or (a report stored before it was named) the finding made from its
+    figures."""
+    if f.subject != f"gpu.{v.gpu}":
+        return False
+    if v.finding:
+        return f.id == v.finding
+    return bool(v.evidence) and all(f.evidence.get(k) == x for k, x in v.evidence.items())

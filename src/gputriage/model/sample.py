@@ -54,7 +54,7 @@ class StackLine(msgspec.Struct, array_like=True):
     file: str
     line: int
     function: str
-    category: str  # one of stack_sampler.CATEGORIES
+    category: str  # one of `inworkload.stack_categories.CATEGORIES`
     main: float  # samples of the main thread at this line, cumulative
     all: float  # samples of every thread
     own: Optional[bool] = None  # the workload's own code, as the sampler saw its file (None: a recording without it)

@@ -7,6 +7,9 @@ from typing import Iterator, Optional, Protocol, Sequence
 
 import msgspec
 
+from gputriage.inworkload.stack_categories import LOADER_FIELD
+from gputriage.inworkload.stack_categories import SHARE_FIELDS as SHARE_FIELDS  # the judges read it here
+
 # The per-GPU figures of a window: medians unless the name says max or share
 GPU_FIELDS = (
     "util_pct",
@@ -61,27 +64,11 @@ HOST_FIELDS = (
     "oom_requested_bytes",
     "allocator_reserved_bytes",
     "allocator_allocated_bytes",
-    "host_gpu_wait_share",
-    "host_input_wait_share",
-    "host_copy_share",
-    "host_compute_share",
-    "host_compile_share",
-    "host_gc_share",
-    "host_launch_share",
-    "host_input_loader_share",
+    *SHARE_FIELDS.values(),
+    LOADER_FIELD,
     "host_others_busy",
     "host_stack_samples",
 )
-# the main thread's share of the window in each of the stack sampler's categories (`inworkload.stack_sampler`)
-SHARE_FIELDS = {
-    "gpu_wait": "host_gpu_wait_share",
-    "input_wait": "host_input_wait_share",
-    "copy": "host_copy_share",
-    "host_compute": "host_compute_share",
-    "compile": "host_compile_share",
-    "gc": "host_gc_share",
-    "launch": "host_launch_share",
-}
 
 
 class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -138,7 +125,8 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
     oom_requested_bytes: Optional[float] = None  # the largest allocation that failed
     allocator_reserved_bytes: Optional[float] = None  # what the allocator holds from the driver
     allocator_allocated_bytes: Optional[float] = None  # what the workload's tensors hold of it
-    # where the main thread of its Python processes spent the window (`stack_sampler`; None where nothing reported)
+    # where the main thread of its Python processes spent the window, one field per category of the stack sampler
+    # (`inworkload.stack_categories`; None where nothing reported)
     host_gpu_wait_share: Optional[float] = None  # waiting on the GPU's results (.item(), synchronize)
     host_input_wait_share: Optional[float] = None  # blocked for input (queues, sockets, sleep, a DataLoader)
     host_copy_share: Optional[float] = None  # copying (.to, .cuda, copy_, pinning)

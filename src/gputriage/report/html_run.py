@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from gputriage.inworkload.stack_categories import doing
 from gputriage.model.run import GpuVerdict, RunReport
 from gputriage.report.html_diff import diff_html
 from gputriage.report.html_page import Page, esc, findings_html, kv, table, when
 from gputriage.report.html_trace import add_trace
 from gputriage.report.profile_terminal import cost_line, window_line
-from gputriage.report.stack_lines import DOING, about, line_text, main_thread, place, thread
+from gputriage.report.stack_lines import about, line_text, main_thread, place, thread
 
 ACTIVITY = (
     ("util_pct", "GPU-Util", "#7f8c8d"),
@@ -89,7 +90,7 @@ def _stacks(r: RunReport) -> str:
     assert s is not None
     return f'<p>The main thread {esc(main_thread(s))} <span class="muted">({esc(about(s))})</span></p>' + table(
         ("share of the steady time", "line", "doing", "thread"),
-        ((f"{x.share:.0%}", place(x, r.meta.cwd), DOING.get(x.category, x.category), thread(x)) for x in s.lines),
+        ((f"{x.share:.0%}", place(x, r.meta.cwd), doing(x.category), thread(x)) for x in s.lines),
         numeric=(0,),
     )
 

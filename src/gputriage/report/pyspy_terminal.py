@@ -6,9 +6,10 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
+from gputriage.inworkload.stack_categories import doing
 from gputriage.model.pyspy import PySpyStacks
 from gputriage.model.safe_text import safe_text
-from gputriage.report.stack_lines import DOING, line_text
+from gputriage.report.stack_lines import line_text
 
 
 def render_pyspy(s: PySpyStacks, console: Console, cwd: str = "") -> None:
@@ -16,7 +17,7 @@ def render_pyspy(s: PySpyStacks, console: Console, cwd: str = "") -> None:
         console.print(Text(f"python stacks (py-spy): none: {safe_text(s.why, 400)}", style="dim"))
         return
     shares = ", ".join(
-        f"{DOING.get(c, c)} {v:.0%}" for c, v in sorted(s.main_shares.items(), key=lambda kv: -kv[1]) if v >= 0.01
+        f"{doing(c)} {v:.0%}" for c, v in sorted(s.main_shares.items(), key=lambda kv: -kv[1]) if v >= 0.01
     )
     pids = ", ".join(str(p) for p in s.processes)
     plural = "es" if len(s.processes) != 1 else ""

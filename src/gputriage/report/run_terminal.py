@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.text import Text
 
 from gputriage.model.finding import Severity
-from gputriage.model.run import GpuVerdict, RunReport
+from gputriage.model.run import SIGNALLED, GpuVerdict, RunReport
 from gputriage.model.safe_text import safe_text
 from gputriage.report.profile_terminal import render_profile_extra
 from gputriage.report.stack_lines import about, line_text, main_thread
@@ -93,7 +93,7 @@ def _header(r: RunReport) -> Text:
     if r.started_s and r.ended_s:
         head.append(f"  {r.ended_s - r.started_s:.1f} s", style="dim")
     if r.exit_code is not None:
-        signal = f" (killed by signal {r.exit_code - 128})" if r.exit_code > 128 else ""
+        signal = f" (killed by signal {r.exit_code - SIGNALLED})" if r.exit_code > SIGNALLED else ""
         head.append(f"  exit {r.exit_code}{signal}", style="dim" if r.exit_code == 0 else "red")
     if not r.complete:
         head.append(

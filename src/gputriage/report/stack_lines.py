@@ -5,17 +5,8 @@ from __future__ import annotations
 
 import os
 
+from gputriage.inworkload.stack_categories import doing
 from gputriage.model.run import HostLine, HostStacks
-
-DOING = {
-    "gpu_wait": "waits on the GPU",
-    "input_wait": "waits for input",
-    "copy": "copies",
-    "host_compute": "computes on the host",
-    "compile": "compiles",
-    "gc": "collects garbage",
-    "launch": "runs torch ops",
-}
 
 
 def place(x: HostLine, cwd: str = "") -> str:
@@ -34,7 +25,7 @@ def thread(x: HostLine) -> str:
 
 def main_thread(s: HostStacks) -> str:
     """The main thread's time in a sentence: "waits for input 65%, computes on the host 34%"."""
-    parts = [f"{DOING.get(c, c)} {v:.0%}" for c, v in sorted(s.main_shares.items(), key=lambda kv: -kv[1]) if v >= 0.01]
+    parts = [f"{doing(c)} {v:.0%}" for c, v in sorted(s.main_shares.items(), key=lambda kv: -kv[1]) if v >= 0.01]
     return ", ".join(parts) or "no sample"
 
 
@@ -47,8 +38,4 @@ def about(s: HostStacks) -> str:
 
 def line_text(x: HostLine, cwd: str = "") -> str:
     """One line with its share: "65% queue_lists_loop.py:27 main (waits for input)"."""
-    return (
-        f"{x.share:.0%} {place(x, cwd)} ({DOING.get(x.category, x.category)}"
-        + ("" if x.main else ", another thread")
-        + ")"
-    )
+    return f"{x.share:.0%} {place(x, cwd)} ({doing(x.category)}" + ("" if x.main else ", another thread") + ")"

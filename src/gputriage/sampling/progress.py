@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from gputriage.inworkload import allocator_counters, progress, stack_sampler
+from gputriage.inworkload.stack_categories import BUSY, CATEGORIES, HOST_COMPUTE, INPUT_WAIT, LOADER
 from gputriage.model.sample import StackCounts, StackLine
 from gputriage.sampling.oom_marks import OomMarks
 
@@ -23,7 +24,6 @@ SUMMED = ("retries", "cuda_mallocs", "cuda_frees", "ooms", "reserved_bytes", "al
 # for a steady state's lines, a few kB a second in the store at first, less later
 LINES_EVERY_S, LINES_EVERY_SHARE, LINES_EVERY_MAX_S = 1.0, 0.05, 10.0
 LINES_KEPT = 50  # lines a sample carries
-BUSY = ("host_compute", "launch", "copy", "compile", "gc")  # a thread at work, not waiting
 
 
 class _Mapped:
@@ -83,10 +83,10 @@ def merged_stacks(reports: list[dict[str, Any]], lines: bool) -> StackCounts | N
     main: dict[str, float] = {}
     every: dict[str, float] = {}
     for r in chosen:
-        for c in stack_sampler.CATEGORIES:
+        for c in CATEGORIES:
             main[c] = main.get(c, 0.0) + float(r["main"].get(c, 0.0))
             every[c] = every.get(c, 0.0) + float((r.get("all") or {}).get(c, 0.0))
-        main["loader"] = main.get("loader", 0.0) + float(r.get("main_loader", 0.0))
+        main[LOADER] = main.get(LOADER, 0.0) + float(r.get("main_loader", 0.0))
     cpus = [r.get("main_cpu_s") for r in chosen]
     out = StackCounts(
         ticks=sum(float(r.get("ticks", 0.0)) for r in chosen),
@@ -122,26 +122,26 @@ def main_shares(main: Mapping[str, float], ticks: float, cpu_s: float | None, wa
     (to host_compute where none was seen)."""
     if ticks <= 0:
         return {}
-    counts = {c: max(0.0, float(main.get(c, 0.0))) for c in stack_sampler.CATEGORIES}
+    counts = {c: max(0.0, float(main.get(c, 0.0))) for c in CATEGORIES}
     total = sum(counts.values())
     if total <= 0:
         return {}
     shares = {c: v / total for c, v in counts.items()}
-    loader = min(counts["input_wait"], max(0.0, float(main.get("loader", 0.0)))) / total
+    loader = min(counts[INPUT_WAIT], max(0.0, float(main.get(LOADER, 0.0)))) / total
     if cpu_s is not None and wall_s:
         off = min(1.0, max(0.0, 1.0 - cpu_s / wall_s))
-        excess = shares["input_wait"] - off
+        excess = shares[INPUT_WAIT] - off
         if excess > 0:
-            loader *= off / shares["input_wait"]
-            shares["input_wait"] = off
+            loader *= off / shares[INPUT_WAIT]
+            shares[INPUT_WAIT] = off
             rest = 1.0 - off - excess
             if rest > 0:
                 for c in shares:
-                    if c != "input_wait":
+                    if c != INPUT_WAIT:
                         shares[c] *= (rest + excess) / rest
             else:
-                shares["host_compute"] += excess
-    shares["loader"] = loader
+                shares[HOST_COMPUTE] += excess
+    shares[LOADER] = loader
     return shares
 
 

@@ -18,7 +18,8 @@ from typing import Any, Callable, Optional, cast
 from gputriage.backends import pyspy
 from gputriage.backends.nvml import NvmlBackend
 from gputriage.backends.nvml_queries import compute_processes
-from gputriage.inworkload.stack_sampler import CATEGORIES, Classifier, Counts
+from gputriage.inworkload.stack_categories import CATEGORIES
+from gputriage.inworkload.stack_sampler import Classifier, Counts
 from gputriage.model.pyspy import PySpyStacks
 from gputriage.model.reading import Unavailable
 from gputriage.model.run import HostLine

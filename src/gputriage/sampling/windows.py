@@ -13,11 +13,12 @@ from __future__ import annotations
 import math
 from typing import Callable, Iterable
 
+from gputriage.inworkload.stack_categories import LOADER, LOADER_FIELD, SHARE_FIELDS
 from gputriage.model.clock_events import POWER_CAP_BIT, THERMAL_OR_HW_BITS
 from gputriage.model.numbers import median
 from gputriage.model.run import ProcessSummary
 from gputriage.model.sample import Sample, StackCounts
-from gputriage.model.window import GPU_FIELDS, HOST_FIELDS, SHARE_FIELDS, WindowMetrics
+from gputriage.model.window import GPU_FIELDS, HOST_FIELDS, WindowMetrics
 from gputriage.sampling.idle_streaks import IdleStreaks
 from gputriage.sampling.progress import main_shares, others_busy
 from gputriage.sampling.window_store import NAN, Store, WindowSeries
@@ -134,7 +135,7 @@ def _stack_shares(bucket: list[Sample], before: Sample | None) -> dict[str, floa
     if not shares:
         return {}
     out = {field: shares[c] for c, field in SHARE_FIELDS.items()}
-    out["host_input_loader_share"] = shares["loader"]
+    out[LOADER_FIELD] = shares[LOADER]
     out["host_stack_samples"] = ticks
     busy = others_busy(main, every, ticks)
     if busy is not None:

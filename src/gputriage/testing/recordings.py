@@ -11,6 +11,8 @@ from typing import Any
 
 import msgspec
 
+from gputriage.diagnosis.run.base import RunEvidence
+from gputriage.diagnosis.run.gather import gather
 from gputriage.diagnosis.run.judge import judge
 from gputriage.model.compile import CompileStats
 from gputriage.model.recording import Recording
@@ -69,6 +71,11 @@ def judged_untyped(rec: dict[str, Any]) -> RunReport:
 def judged_stream(rec: dict[str, Any]) -> RunReport:
     """A flat NVML stream of one GPU (no host side), judged again."""
     return judged_samples(from_flat_rows(rec["samples"]))
+
+
+def evidence(rec: Recording, exit_code: int | None = None, profile: ProfileReport | None = None) -> RunEvidence:
+    """A recording's evidence as the run's rules read it, its GPUs judged (`diagnosis.run.gather`)."""
+    return gather(rec, exit_code, profile)
 
 
 JUDGES = {"store": judged, "untyped": judged_untyped, "stream": judged_stream}

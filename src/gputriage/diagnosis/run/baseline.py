@@ -18,11 +18,17 @@ from __future__ import annotations
 from collections import Counter
 
 from gputriage.model.baseline import Baseline, Change, Diff, EnvChange, Figure
-from gputriage.model.finding import Finding, FindingSpec, Severity, triage_order
+from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold, Wording, triage_order
 from gputriage.model.numbers import median
 from gputriage.model.run import RunReport
 
-MIN_NOISE = 0.01  # of A's median: the smallest noise a change must exceed to be called
+MIN_NOISE = Threshold(
+    "baseline_min_noise_share",
+    0.01,
+    "of A's median",
+    "the smallest noise a change between two baselines must exceed to be called, whatever the runs' spread",
+    "judgement: three runs that agree to 0.01% do not make a 0.2% change real; a rerun of the same job moves by more",
+)
 
 HIGHER_IS_BETTER = {
     "steps_per_s",
@@ -127,7 +133,7 @@ def diff(a: Baseline, b: Baseline, a_label: str, b_label: str) -> Diff:
             c.change_pct = round(100 * (fb.median - fa.median) / abs(fa.median), 1)
             spreads = [f.high - f.low for f in (fa, fb) if f.runs > 1]
             if spreads:
-                noise = max(max(spreads) / 2, MIN_NOISE * abs(fa.median))
+                noise = max(max(spreads) / 2, MIN_NOISE.value * abs(fa.median))
                 c.noise_pct = round(100 * noise / abs(fa.median), 1)
                 c.called = abs(fb.median - fa.median) > noise
             if key in HIGHER_IS_BETTER:
@@ -141,6 +147,10 @@ def diff(a: Baseline, b: Baseline, a_label: str, b_label: str) -> Diff:
     return out
 
 
+CAUSE = (
+    "A figure with a direction (throughput, SM activity, tensor pipes, the useful share of GPU time) moved the wrong "
+    "way by more than the baseline's measured noise"
+)
 REGRESSION = FindingSpec(
     id="run.regression",
     step=1,
@@ -148,12 +158,20 @@ REGRESSION = FindingSpec(
     commands=("run",),
     needs=("baseline",),
     symptom="The run fell below its baseline",
-    cause="A figure with a direction (throughput, SM activity, tensor pipes, the useful share of GPU time) moved the "
-    "wrong way by more than the baseline's measured noise",
+    cause=CAUSE,
     decision="Look first at what changed in the environment (listed beside: driver, power limit, PCIe link, "
     "variables, command); then compare the verdicts: a new bottleneck names the cause",
-    condition="a figure's median outside the half-spread of the baseline's runs, the wrong way (with a baseline "
-    "of one run the noise is unknown: nothing is called)",
+    condition="a figure's median outside the half-spread of the baseline's runs (and {baseline_min_noise_share:.0%} "
+    "of its median at least), the wrong way (with a baseline of one run the noise is unknown: nothing is called)",
+    thresholds=(MIN_NOISE,),
+    says={
+        "changed": Wording(symptom="Below {baseline}: {figures}", cause=CAUSE + ". What changed: {changed}"),
+        "unchanged": Wording(
+            symptom="Below {baseline}: {figures}",
+            cause=CAUSE + ". Nothing recorded in the environment changed (GPUs, driver, CUDA, torch, clocks, ECC, "
+            "power limit, PCIe link, variables, command)",
+        ),
+    },
 )
 SPECS = (REGRESSION,)
 
@@ -171,14 +189,8 @@ def regression(d: Diff) -> Finding | None:
             "regressions": {k: moved[k].change_pct for k in d.regressions},
             "environment": {e.key: [e.a, e.b] for e in d.environment},
         },
-        symptom=f"Below {d.a}: " + ", ".join(parts),  # d.a says what it is: "baseline NAME" or "run ID"
-        cause=REGRESSION.cause
-        + (
-            f". What changed: {changed}"
-            if changed
-            else ". Nothing recorded in the environment changed (GPUs, driver, CUDA, torch, "
-            "clocks, ECC, power limit, PCIe link, variables, command)"
-        ),
+        say="changed" if changed else "unchanged",
+        fill={"baseline": d.a, "figures": ", ".join(parts), "changed": changed},  # d.a: "baseline NAME" or "run ID"
     )
 
 

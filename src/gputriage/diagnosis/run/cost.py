@@ -12,10 +12,24 @@ from __future__ import annotations
 
 import msgspec
 
+from gputriage.model.finding import Threshold
 from gputriage.model.run import Cost, GpuStatic
 from gputriage.model.window import Windows
 
-MIN_USEFUL_PCT = 1.0  # the useful share from which doubling it is said (% of the GPU-hours)
+MIN_USEFUL = Threshold(
+    "cost_min_useful_pct",
+    1.0,
+    "% of the GPU-hours",
+    "the useful share from which what doubling it would save is said (under it the GPU waited for all of it)",
+    "judgement (tests/test_cost.py: a GPU that did no useful work is not told what doubling it would save)",
+)
+MAX_DOUBLED = Threshold(
+    "cost_max_doubled_useful_pct",
+    50.0,
+    "% of the GPU-hours",
+    "the useful share up to which it can be doubled",
+    "arithmetic: twice a share over 50% is over 100%",
+)
 FORMULA = (
     "GPU-hours = wall time x GPUs used; useful = sum over 1 s windows of {measure} x window length; "
     "waste = GPU-hours - useful; cost = GPU-hours x price"
@@ -54,7 +68,7 @@ def cost(
     )
     if not gpm:
         out.note = "GPU-Util counts a kernel running however few SMs it uses: the useful share is an upper bound"
-    if MIN_USEFUL_PCT <= useful_pct <= 50:  # under 1% there is nothing to double: the GPU waited for all of it
+    if MIN_USEFUL.value <= useful_pct <= MAX_DOUBLED.value:
         out.gpu_hours_at_twice = round(useful_h / (2 * useful_pct / 100), 6)
     return at_price(out, price_per_gpu_hour, currency) if price_per_gpu_hour is not None else out
 

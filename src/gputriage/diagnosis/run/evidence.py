@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from gputriage.inworkload.stack_categories import LOADER_FIELD, SHARE_FIELDS
 from gputriage.model.numbers import median
-from gputriage.model.window import SHARE_FIELDS, WindowMetrics
+from gputriage.model.window import WindowMetrics
 
-SHARES = (*SHARE_FIELDS.values(), "host_input_loader_share")  # the main thread's time per category
+SHARES = (*SHARE_FIELDS.values(), LOADER_FIELD)  # the main thread's time per category
 
 
 def window_evidence(chosen: list[WindowMetrics]) -> dict[str, float]:

@@ -9,9 +9,19 @@ from __future__ import annotations
 from typing import Mapping
 
 from gputriage.diagnosis.thresholds import H200_RECORDINGS
+from gputriage.inworkload.stack_categories import (
+    COMPILE,
+    COPY,
+    GC,
+    GPU_WAIT,
+    HOST_COMPUTE,
+    INPUT_WAIT,
+    LAUNCH,
+    SHARE_FIELDS,
+)
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
-from gputriage.model.window import SHARE_FIELDS, WindowMetrics
+from gputriage.model.window import WindowMetrics
 
 GPU_MOSTLY_IDLE_UTIL = Threshold(
     "mostly_idle_util_pct",
@@ -147,13 +157,13 @@ CLOSE_MIN_SHARE = Threshold(
     "judgement: a fifth of the window",
 )
 _BY_CATEGORY = {
-    "gpu_wait": B.sync_bound,
-    "input_wait": B.input_starved,
-    "copy": B.h2d_copy_bound,
-    "host_compute": B.input_starved,
-    "compile": B.host_bound,
-    "gc": B.host_bound,
-    "launch": B.launch_bound,
+    GPU_WAIT: B.sync_bound,
+    INPUT_WAIT: B.input_starved,
+    COPY: B.h2d_copy_bound,
+    HOST_COMPUTE: B.input_starved,
+    COMPILE: B.host_bound,
+    GC: B.host_bound,
+    LAUNCH: B.launch_bound,
 }
 
 
@@ -170,14 +180,14 @@ def stack_shares(m: WindowMetrics | Mapping[str, float]) -> dict[str, float] | N
 
 def waits_for_input(shares: Mapping[str, float]) -> bool:
     """The main thread waited for input RATE_WAITS of its time or more, longer than it did anything else."""
-    return shares["input_wait"] >= RATE_WAITS.value and shares["input_wait"] == max(shares.values())
+    return shares[INPUT_WAIT] >= RATE_WAITS.value and shares[INPUT_WAIT] == max(shares.values())
 
 
 def stacks_say(shares: Mapping[str, float], b: B, util: float | None = None) -> bool:
     """The main thread's dominant category names `b`, as `from_stacks` names it (`util`: GPU-Util, %)."""
     top = max(shares, key=lambda c: shares[c])
-    in_ops_on_host = top == "launch" and ran_no_kernel(util)
-    return _BY_CATEGORY[top] == b or (b == B.host_bound and (top in ("host_compute", "gpu_wait") or in_ops_on_host))
+    in_ops_on_host = top == LAUNCH and ran_no_kernel(util)
+    return _BY_CATEGORY[top] == b or (b == B.host_bound and (top in (HOST_COMPUTE, GPU_WAIT) or in_ops_on_host))
 
 
 def ran_no_kernel(util: float | None) -> bool:
@@ -204,26 +214,26 @@ def from_stacks(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, l
     if shares is None:
         return None
     top = max(shares, key=lambda c: shares[c])
-    if (m.host_others_busy or 0.0) >= OTHERS_BUSY.value and top in ("input_wait", "host_compute", "launch"):
+    if (m.host_others_busy or 0.0) >= OTHERS_BUSY.value and top in (INPUT_WAIT, HOST_COMPUTE, LAUNCH):
         return None
     no_kernel = ran_no_kernel(util)
-    if top == "launch" and small is False and not no_kernel:
+    if top == LAUNCH and small is False and not no_kernel:
         return None
     host_work_seen = reads_back_or_saves(m.pcie_tx_mib_per_s, m.pcie_rx_mib_per_s, m.write_mb_per_s)
-    if top == "host_compute" and (
+    if top == HOST_COMPUTE and (
         host_work_seen
         or computes_in_threads(
             m.gpu_process_cpu_pct if m.gpu_process_cpu_pct is not None else m.workload_cpu_pct, m.job_gpu_processes
         )
     ):
         b = B.host_bound  # it computes on what it read back from the GPU, or on several cores: not the input
-    elif (top == "gpu_wait" and host_work_seen) or (top == "launch" and no_kernel):
+    elif (top == GPU_WAIT and host_work_seen) or (top == LAUNCH and no_kernel):
         b = B.host_bound  # reads results back to work on them on the host; works in torch's ops
     else:
         b = _BY_CATEGORY[top]
     near = max(CLOSE_MIN_SHARE.value, CLOSE_SHARE.value * shares[top])
     close = {_BY_CATEGORY[c] for c, v in shares.items() if c != top and v >= near}
-    if top == "host_compute" and b == B.input_starved:
+    if top == HOST_COMPUTE and b == B.input_starved:
         close.add(B.host_bound)  # the batches it makes, or work on results: frames cannot tell which
     close.discard(b)
     return b, sorted(close, key=lambda x: x.value)

@@ -1,8 +1,8 @@
 """Where a Python workload's threads spent a run's steady state, from the stack sampler in its processes
 (`inworkload.stack_sampler`, read by `sampling.progress`): the main thread's time per category and the lines the
 time went to (`run_stacks`); the lines each host-side verdict names, and its summary said from the main thread's
-time where the stacks decided it (`annotate`); a main thread waiting for input from outside the process, with
-nothing busy beside it: the input rate sets the pace (`run.input_rate_bound`)."""
+time where the stacks decided it (`annotate`; an input_starved GPU that waits at its input's pace is worded by
+the rule `run.input_rate_bound`)."""
 
 from __future__ import annotations
 
@@ -12,40 +12,56 @@ from typing import Mapping, Sequence
 import msgspec
 
 from gputriage.diagnosis.bottlenecks import INPUT_WORKERS_DECISION
-from gputriage.diagnosis.run.findings import INPUT_RATE_BOUND
 from gputriage.diagnosis.run.host_side import (
-    INPUT_READ,
-    OTHERS_BUSY,
     stack_shares,
     stacks_say,
-    waits_for_input,
     waits_on_loader,
 )
-from gputriage.diagnosis.thresholds import IOWAIT
+from gputriage.inworkload.stack_categories import CATEGORIES, COMPILE, DOING, GC, INPUT_WAIT, LOADER_FIELD, WAITS
 from gputriage.model.bottleneck import HOST_BOUND
 from gputriage.model.bottleneck import Bottleneck as B
-from gputriage.model.finding import Finding
+from gputriage.model.finding import Threshold
 from gputriage.model.recording import WindowedRun
 from gputriage.model.run import GpuVerdict, HostLine, HostStacks
 from gputriage.model.sample import StackCounts
 from gputriage.sampling.progress import main_shares, others_busy
 
-TOP_LINES = 10  # lines a run's report keeps
-SPARE_START_S = 5.0  # a steady span this long loses nothing by starting at the first counts inside it
-VERDICT_LINES = 5  # lines a host-side verdict names
-MIN_LINE_SHARE = 0.005  # lines under half a percent of the steady time are left out
-WAITS = ("input_wait", "gpu_wait")  # categories in which a thread sleeps
+STACKS = "the host-side recordings of an H200 (tests/fixtures/h200/runs_host_side_modes.json.gz)"
+TOP_LINES = Threshold(
+    "stack_lines_kept",
+    10.0,
+    "lines",
+    "the workload's Python lines a run's report keeps, most time first",
+    f"judgement: the recorded loops' steady time goes to 2-6 lines ({STACKS})",
+)
+VERDICT_LINES = Threshold(
+    "verdict_lines_named", 5.0, "lines", "lines a host-side verdict names", f"judgement, as {TOP_LINES.name}"
+)
+MIN_LINE_SHARE = Threshold(
+    "stack_line_min_share",
+    0.005,
+    "share of the steady time",
+    "a line's share of the steady time under which it is left out of the report",
+    "judgement: at the sampler's 50 samples a second, a line seen in a few samples of a 10 s steady state",
+)
+SAID_SHARE = Threshold(
+    "stack_said_min_share",
+    0.1,
+    "share of the main thread's time",
+    "a category's share of the main thread's time from which a host-side verdict's summary says it",
+    "judgement: the categories that make a tenth of the time or more",
+)
+SPARE_START = Threshold(
+    "stack_spare_start_s",
+    5.0,
+    "s",
+    "steady span long enough to start at the first stack counts inside it (the second of start-up before the first "
+    "step is not the loop's) rather than at the counts nearest its start",
+    "the list_batches recordings (tests/fixtures/h200/runs_host_side_modes.json.gz): the optimizer's construction "
+    "imported dynamo for seconds before the first step, read as compiling, in an 8-14 s steady state",
+)
 STDLIB_FILE = re.compile(r"/lib(?:64)?/python\d\.\d+/|/Lib/")  # the standard library: posix, Windows
 NAMES_LINES = HOST_BOUND | {B.h2d_copy_bound}  # verdicts that name the workload's lines
-DOING = {
-    "gpu_wait": "waits on the GPU",
-    "input_wait": "waits for input",
-    "copy": "copies",
-    "host_compute": "computes on the host",
-    "compile": "compiles",
-    "gc": "collects garbage",
-    "launch": "runs torch ops (launching)",
-}
 COMPILE_DECISION = (
     "torch.compile compiles while the GPU waits: find why it compiles again (TORCH_LOGS=recompiles,graph_breaks), "
     "mark changing sizes dynamic (torch._dynamo.mark_dynamic) or pad them to a few shapes, and keep the compiled "
@@ -80,7 +96,7 @@ def _at(snapshots: list[tuple[float, StackCounts]], t: float) -> StackCounts | N
 
 def run_stacks(run: WindowedRun, t0: float, t1: float, exclude_s: Sequence[Sequence[float]] = ()) -> HostStacks | None:
     """The main thread's time per category and the top lines from `t0` to `t1` (unix s): the counts carried
-    nearest before `t1` less those carried first at or after `t0` where the span has SPARE_START_S to spare (the
+    nearest before `t1` less those carried first at or after `t0` where the span has SPARE_START to spare (the
     second of start-up before the first step is not the loop's), else nearest `t0`; less, for each span of
     `exclude_s` inside (the profiler holding the workload), the counts carried over it: the profiler's, not the
     workload's."""
@@ -92,7 +108,7 @@ def run_stacks(run: WindowedRun, t0: float, t1: float, exclude_s: Sequence[Seque
     before = next(((when, c) for when, c in reversed(snapshots) if when <= t0), None)
     nearer = before is not None and after is not None and after[0] - t0 < t0 - before[0]
     start = before[1] if before is not None else None
-    if after is not None and (t1 - t0 >= SPARE_START_S or nearer):
+    if after is not None and (t1 - t0 >= SPARE_START.value or nearer):
         start = after[1]
     if start is end or (start is not None and end.ticks - start.ticks <= 0):
         start = None
@@ -107,11 +123,11 @@ def run_stacks(run: WindowedRun, t0: float, t1: float, exclude_s: Sequence[Seque
     shares = main_shares(main, ticks, cpu, wall)
     if not shares or ticks <= 0:
         return None
-    seen = sum(max(0.0, main.get(c, 0.0)) for c in DOING)
+    seen = sum(max(0.0, main.get(c, 0.0)) for c in CATEGORIES)
     return HostStacks(
         span_s=round(wall, 1),
         samples=round(ticks),
-        main_shares={c: round(shares[c], 3) for c in DOING},
+        main_shares={c: round(shares[c], 3) for c in CATEGORIES},
         main_cpu_pct=round(100.0 * cpu / wall, 1) if cpu is not None and wall > 0 else None,
         others_busy=_rounded(others_busy(main, every, ticks)),
         lines=_lines(span, shares, seen, ticks),
@@ -147,7 +163,7 @@ def _lines(span: StackCounts, shares: dict[str, float], seen: float, ticks: floa
     (its waits capped at its time off the CPU), and other threads' (a thread-second a second each), but not a
     library's own threads parked in a wait (a DataLoader's pin-memory thread, idle pools): they cost nothing, where
     a thread of the workload's own code that waits (a producer's sleep) sets its pace."""
-    observed = dict.fromkeys(DOING, 0.0)
+    observed = dict.fromkeys(CATEGORIES, 0.0)
     rows = []
     for x in span.lines or []:
         main, other = max(0.0, x.main), max(0.0, x.all - x.main)
@@ -161,7 +177,7 @@ def _lines(span: StackCounts, shares: dict[str, float], seen: float, ticks: floa
         share = seen_share * factor + other / ticks
         if main < other and x.category in WAITS and not (x.own if x.own is not None else own_code(x.file)):
             continue
-        if share >= MIN_LINE_SHARE:
+        if share >= MIN_LINE_SHARE.value:
             out.append(
                 HostLine(
                     file=x.file,
@@ -172,17 +188,17 @@ def _lines(span: StackCounts, shares: dict[str, float], seen: float, ticks: floa
                     main=main >= other,
                 )
             )
-    waits = [x for x in out if x.main and x.category == "input_wait"]
-    for c in DOING:  # CPU time between waits that no sample caught: the function that waited, its line unknown
+    waits = [x for x in out if x.main and x.category == INPUT_WAIT]
+    for c in CATEGORIES:  # CPU time between waits that no sample caught: the function that waited, its line unknown
         missing = shares.get(c, 0.0) - (observed.get(c, 0.0) / seen if seen > 0 else 0.0)
-        if c != "input_wait" and observed.get(c, 0.0) == 0 and missing >= MIN_LINE_SHARE and waits:
+        if c != INPUT_WAIT and observed.get(c, 0.0) == 0 and missing >= MIN_LINE_SHARE.value and waits:
             w = waits[0]
             out.append(
                 HostLine(
                     file=w.file, line=w.line, function=w.function, category=c, share=round(missing, 3), inferred=True
                 )
             )
-    return sorted(out, key=lambda x: -x.share)[:TOP_LINES]
+    return sorted(out, key=lambda x: -x.share)[: int(TOP_LINES.value)]
 
 
 def own_code(path: str) -> bool:
@@ -193,70 +209,37 @@ def own_code(path: str) -> bool:
     return not (p.startswith("<frozen") or "-packages/" in p or STDLIB_FILE.search(p))
 
 
-def rate_bound(evidence: Mapping[str, float]) -> bool:
-    """The main thread waited for input from outside the process most of the time (no DataLoader), nothing of the
-    workload busy beside it, little read, no iowait: the input rate sets the pace."""
-    shares = stack_shares(evidence)
-    if shares is None:
-        return False
-    return (
-        waits_for_input(shares)
-        and not waits_on_loader(
-            shares["input_wait"],
-            evidence.get("host_input_loader_share"),
-            evidence.get("workload_cpu_pct"),
-            evidence.get("gpu_process_cpu_pct"),
-        )
-        and (evidence.get("host_others_busy") or 0.0) < OTHERS_BUSY.value
-        and (evidence.get("read_mb_per_s") or 0.0) < INPUT_READ.value
-        and (evidence.get("iowait_pct") or 0.0) < IOWAIT.value
-    )
-
-
 def annotate(v: GpuVerdict, stacks: HostStacks | None) -> None:
     """A host-side verdict names the lines the steady time went to; where the main thread's time decided it, its
     summary says what that thread did, and its decision follows (the input rate, compiling, garbage collection)."""
     if stacks is None or v.bottleneck not in NAMES_LINES:
         return
-    v.lines = stacks.lines[:VERDICT_LINES]
+    v.lines = stacks.lines[: int(VERDICT_LINES.value)]
     shares = stack_shares(v.evidence)
     if shares is None or not stacks_say(shares, v.bottleneck, v.evidence.get("util_pct")):
         return  # the CPU's figures decided it (a busy thread beside the main one, no stack samples)
     util = v.evidence.get("util_pct")
-    doing = ", ".join(f"{DOING[c]} {s:.0%}" for c, s in sorted(shares.items(), key=lambda kv: -kv[1]) if s >= 0.1)
+    said = sorted(((c, s) for c, s in shares.items() if s >= SAID_SHARE.value), key=lambda kv: -kv[1])
+    doing = ", ".join(f"{DOING[c]} {s:.0%}" for c, s in said)
     at = main_line(v.lines)
     where = f" ({most_at(at)})" if at else ""
     gpu = f"GPU-Util {util:.0f}% while" if util is not None else "While"
     v.summary = f"{gpu} the main thread {doing or 'is seen'}{where}: {v.bottleneck.value}"
     top = max(shares, key=lambda c: shares[c])
-    if v.bottleneck == B.input_starved and rate_bound(v.evidence):
-        free = (
-            f"the GPU has {100 - util:.0f}% headroom (GPU-Util {util:.0f}%)"
-            if util is not None
-            else "the GPU has headroom"
-        )
-        v.summary = (
-            f"{gpu} the main thread waits for input from outside the process {shares['input_wait']:.0%} of "
-            f"the time{where}, nothing busy beside it: the input rate is the limit"
-        )
-        v.decision = (
-            f"The input rate is the limit: {free}: batch requests (answer several per step), share the "
-            "GPU (several models or jobs on it: MPS, MIG), or use a smaller one"
-        )
-    elif (
+    if (
         v.bottleneck == B.input_starved
-        and top == "input_wait"
+        and top == INPUT_WAIT
         and waits_on_loader(
-            shares["input_wait"],
-            v.evidence.get("host_input_loader_share"),
+            shares[INPUT_WAIT],
+            v.evidence.get(LOADER_FIELD),
             v.evidence.get("workload_cpu_pct"),
             v.evidence.get("gpu_process_cpu_pct"),
         )
     ):
         v.decision = INPUT_WORKERS_DECISION
-    elif top == "compile":
+    elif top == COMPILE:
         v.decision = COMPILE_DECISION
-    elif top == "gc":
+    elif top == GC:
         v.decision = GC_DECISION
 
 
@@ -267,7 +250,7 @@ def annotate_regimes(
     (a slow shard names the function that decodes it, while the run as a whole names its busy regimes' lines)."""
     body = [r for r in v.timeline if r.summary]
     named = {b.value for b in NAMES_LINES}
-    for r in body if len(body) >= 2 else ():
+    for r in body if len(body) > 1 else ():
         stacks = run_stacks(run, started_s + r.start_s, started_s + r.end_s, exclude_s) if r.regime in named else None
         at = main_line(stacks.lines) if stacks else None
         if stacks is not None and at is not None:
@@ -283,23 +266,3 @@ def main_line(lines: list[HostLine]) -> HostLine | None:
 def most_at(x: HostLine) -> str:
     """ "most at loop.py:18 in batch, 62%"."""
     return f"most at {x.file.rsplit('/', 1)[-1]}:{x.line} in {x.function}, {x.share:.0%}"
-
-
-def with_lines(f: Finding | None, v: GpuVerdict) -> Finding | None:
-    """A verdict's finding with the lines it names in its evidence; input_starved at the input rate is
-    `run.input_rate_bound`."""
-    if f is None:
-        return None
-    evidence = dict(f.evidence)
-    if v.lines:
-        evidence["top_lines"] = [msgspec.to_builtins(x) for x in v.lines]
-    if v.bottleneck == B.input_starved and rate_bound(v.evidence):
-        return INPUT_RATE_BOUND.finding(
-            evidence,
-            subject=f.subject,
-            severity=f.severity,
-            symptom=f"GPU {v.gpu}: the input rate is the limit ({v.share:.0%} of steady time)",
-            cause=f.cause,
-            decision=f.decision,
-        )
-    return msgspec.structs.replace(f, evidence=evidence) if v.lines else f

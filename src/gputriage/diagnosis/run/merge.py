@@ -29,6 +29,9 @@ leads it clearly in the window (KERNEL_LEAD): a near tie is a GPU whose time bot
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, Callable
+
 from gputriage.diagnosis.run.host_side import beside_main
 from gputriage.model.bottleneck import HOST_BOUND
 from gputriage.model.bottleneck import Bottleneck as B
@@ -74,6 +77,49 @@ SURE_TRACE = Threshold(
 )
 
 
+@dataclass(frozen=True)
+class _Views:
+    """The two verdicts to merge, and what the profiler did to the window the trace saw."""
+
+    sampler: GpuVerdict | None
+    trace: TraceVerdict
+    s: B | None  # the sampler's verdict
+    t: B  # the trace's
+    effect: ProfilerEffect | None
+    regime: str | None  # the sampler's regime the traced window fell in
+
+    @property
+    def undecided(self) -> list[B]:
+        return self.sampler.undecided_between if self.sampler else []
+
+    @property
+    def drop(self) -> float:
+        """GPU-Util points the profiled window lost against the rest of the steady run."""
+        return self.effect.outside_pct - self.effect.inside_pct if self.effect else 0.0
+
+    @property
+    def decided(self) -> bool:
+        return self.s is not None and not self.undecided
+
+    @property
+    def starved(self) -> bool:
+        """The profiler starved a decided, not host-bound workload of GPU-Util."""
+        return self.decided and self.s not in HOST_BOUND and self.drop >= PROFILER_DROP.value
+
+    @property
+    def note(self) -> str:
+        e = self.effect
+        if e is None:
+            return ""
+        return (
+            f"the profiler slowed the workload (GPU-Util {e.inside_pct:.0f}% while profiled, "
+            f"{e.outside_pct:.0f}% otherwise)"
+        )
+
+    def sampler_stands(self, why: str, **kw: Any) -> MergedVerdict:
+        return MergedVerdict(bottleneck=self.s, source="sampler", sampler=self.s, trace=self.t, why=why, **kw)
+
+
 def merge(
     sampler: GpuVerdict | None,
     trace: TraceVerdict | None,
@@ -83,144 +129,23 @@ def merge(
     """The run's verdict. `profiler_starved` is set when the profiled window lost GPU-Util the rest of
     a decided, not host-bound run kept: the trace's host-side findings then describe the profiler. `regime`: the
     sampler's regime the traced window fell in; a trace of another regime than the run's dominant one describes
-    that regime (its findings stand), not the run."""
+    that regime (its findings stand), not the run. Each case below, in order, may keep the sampler's verdict (or let
+    the trace's kernels settle it); where none does, the trace's stands."""
     s = sampler.bottleneck if sampler else None
     t = trace.bottleneck if trace else None
-    if t is None:
+    if t is None or trace is None:
         return MergedVerdict(bottleneck=s, source="sampler", sampler=s)
-    if s in SAMPLER_ONLY:
-        return MergedVerdict(
-            bottleneck=s,
-            source="sampler",
-            sampler=s,
-            trace=t,
-            why=f"{s.value} is visible only to the sampler; the trace's view of the kernels is {t.value}",
-        )
-    if s is not None and regime is not None and regime in B._value2member_map_ and regime != s.value:
-        return MergedVerdict(
-            bottleneck=s,
-            source="sampler",
-            sampler=s,
-            trace=t,
-            why=f"the profiled window fell in the run's {regime} regime, not in its dominant {s.value} one: its "
-            f"{t.value} describes that regime",
-        )
-    if effect is not None and effect.in_startup:
-        return MergedVerdict(
-            bottleneck=s,
-            source="sampler",
-            sampler=s,
-            trace=t,
-            why=f"the profiled window fell in the start-up, before the steady run (GPU-Util "
-            f"{effect.inside_pct:.0f}% while profiled, {effect.outside_pct:.0f}% in the steady "
-            f"run): its {t.value} does not describe the run",
-        )
-    undecided = sampler.undecided_between if sampler else []
-    drop = effect.outside_pct - effect.inside_pct if effect else 0.0
-    decided = s is not None and not undecided
-    starved = decided and s not in HOST_BOUND and drop >= PROFILER_DROP.value
-    note = (
-        (
-            f"the profiler slowed the workload (GPU-Util {effect.inside_pct:.0f}% while profiled, "
-            f"{effect.outside_pct:.0f}% otherwise)"
-        )
-        if effect
-        else ""
-    )
-    if starved and t in HOST_BOUND:
-        return MergedVerdict(
-            bottleneck=s,
-            source="sampler",
-            sampler=s,
-            trace=t,
-            profiler_starved=True,
-            profiler_note=note,
-            why=f"{note}: the trace's {t.value} is its own overhead",
-        )
-    # too short a run beside the profiler's hold for its effect: the steady run's GPU-Util, held windows left out
-    outside = effect.outside_pct if effect is not None else (sampler.evidence.get("util_pct") if sampler else None)
-    if (
-        outside is not None
-        and outside >= BUSY_OUTSIDE.value
-        and t in HOST_BOUND
-        and s is not None
-        and s not in HOST_BOUND
-        and t not in undecided
-    ):
-        idle = f", {trace.gpu_idle_pct:.0f}% idle" if trace is not None and trace.gpu_idle_pct else ""
-        inside = f", {effect.inside_pct:.0f}% while profiled" if effect is not None else " in the steady run"
-        note = f"the GPU was busy outside the profiled window (GPU-Util {outside:.0f}%{inside})"
-        kernels = kernels_settle(trace, undecided, s)
-        said = (
-            f"but its kernels, which that overhead does not lengthen, settle what the sampler left open: "
-            f"{kernels_said(trace)}"
-            if kernels and trace
-            else f"not the workload's; the sampler's {s.value} stands"
-        )
-        return MergedVerdict(
-            bottleneck=kernels or s,
-            source="trace" if kernels else "sampler",
-            sampler=s,
-            trace=t,
-            profiler_starved=True,
-            profiler_note=note,
-            why=f"{note}: the trace's {t.value}{idle} is the profiler's own overhead on every op, {said}",
-        )
-    if s is not None and effect is not None and abs(drop) >= PROFILER_DROP.value and t not in undecided:
-        kernels = kernels_settle(trace, undecided, s)  # kernel-side causes left open: its kernels still settle them
-        return MergedVerdict(
-            bottleneck=kernels or s,
-            source="trace" if kernels else "sampler",
-            sampler=s,
-            trace=t,
-            profiler_starved=starved,
-            profiler_note=note if starved else "",
-            why=f"the profiled window is unlike the rest of the run (GPU-Util {effect.inside_pct:.0f}% while profiled, "
-            f"{effect.outside_pct:.0f}% otherwise): its {t.value} does not override the sampler"
-            + (f"; its kernels settle what the sampler left open: {kernels_said(trace)}" if kernels and trace else ""),
-        )
-    if decided and trace is not None and trace.confidence < SURE_TRACE.value:
-        return MergedVerdict(
-            bottleneck=s,
-            source="sampler",
-            sampler=s,
-            trace=t,
-            why=f"the trace is unsure of its {t.value} (confidence {trace.confidence:.2f}: a short "
-            "or cut window): the sampler's verdict stands",
-        )
-    if s == B.host_bound and t == B.input_starved and sampler is not None and beside_main(sampler.evidence):
-        return MergedVerdict(
-            bottleneck=s,
-            source="sampler",
-            sampler=s,
-            trace=t,
-            why="the trace sees the launching thread wait outside framework ops; the sampler saw what "
-            "for: another thread of the process busy while the main thread waited",
-        )
-    if undecided and s is not None and trace is not None and trace.confidence < SURE_TRACE.value and t not in undecided:
-        return MergedVerdict(
-            bottleneck=s,
-            source="sampler",
-            sampler=s,
-            trace=t,
-            why=f"the trace is unsure of its {t.value} (confidence {trace.confidence:.2f}: a short "
-            f"or cut window), which is none of the causes the sampler left open: the sampler's "
-            f"{s.value} stands",
-        )
-    if s in KERNEL_MIX and t in KERNEL_MIX and t != s and trace is not None and not leads(trace, t, s):
-        return MergedVerdict(
-            bottleneck=s,
-            source="sampler",
-            sampler=s,
-            trace=t,
-            why=f"the trace's kernels split the window ({kernels_said(trace)}): its {t.value} does not lead the "
-            f"sampler's {s.value} clearly, which stands",
-        )
+    m = _Views(sampler, trace, s, t, effect, regime)
+    for case in CASES:
+        out = case(m)
+        if out is not None:
+            return out
     why = (
-        f"the sampler could not tell {' from '.join(b.value for b in undecided)} apart; the trace says {t.value}"
-        if undecided
+        f"the sampler could not tell {' from '.join(b.value for b in m.undecided)} apart; the trace says {t.value}"
+        if m.undecided
         else "the trace attributes each idle gap and each kernel"
     )
+    starved = m.starved
     return MergedVerdict(
         bottleneck=t,
         source="trace",
@@ -228,8 +153,153 @@ def merge(
         trace=t,
         why=why,
         profiler_starved=starved,
-        profiler_note=note if starved else "",
+        profiler_note=m.note if starved else "",
     )
+
+
+def _sampler_only(m: _Views) -> MergedVerdict | None:
+    if m.s not in SAMPLER_ONLY:
+        return None
+    assert m.s is not None
+    return m.sampler_stands(
+        f"{m.s.value} is visible only to the sampler; the trace's view of the kernels is {m.t.value}"
+    )
+
+
+def _other_regime(m: _Views) -> MergedVerdict | None:
+    r = m.regime
+    if m.s is None or r is None or r not in B._value2member_map_ or r == m.s.value:
+        return None
+    return m.sampler_stands(
+        f"the profiled window fell in the run's {r} regime, not in its dominant {m.s.value} one: its "
+        f"{m.t.value} describes that regime"
+    )
+
+
+def _in_startup(m: _Views) -> MergedVerdict | None:
+    e = m.effect
+    if e is None or not e.in_startup:
+        return None
+    return m.sampler_stands(
+        f"the profiled window fell in the start-up, before the steady run (GPU-Util {e.inside_pct:.0f}% while "
+        f"profiled, {e.outside_pct:.0f}% in the steady run): its {m.t.value} does not describe the run"
+    )
+
+
+def _profiler_starved(m: _Views) -> MergedVerdict | None:
+    if not (m.starved and m.t in HOST_BOUND):
+        return None
+    note = m.note
+    return m.sampler_stands(
+        f"{note}: the trace's {m.t.value} is its own overhead", profiler_starved=True, profiler_note=note
+    )
+
+
+def _busy_outside(m: _Views) -> MergedVerdict | None:
+    """The GPU busy outside the profiled window (too short a run beside the profiler's hold for its effect: the
+    steady run's GPU-Util, held windows left out), a host-side trace the sampler did not name or leave open: the
+    profiler's own overhead; the trace's kernels may still settle kernel-side causes the sampler left open."""
+    e, trace, s = m.effect, m.trace, m.s
+    outside = e.outside_pct if e is not None else (m.sampler.evidence.get("util_pct") if m.sampler else None)
+    if outside is None or outside < BUSY_OUTSIDE.value or m.t not in HOST_BOUND or s is None or s in HOST_BOUND:
+        return None
+    if m.t in m.undecided:
+        return None
+    idle = f", {trace.gpu_idle_pct:.0f}% idle" if trace.gpu_idle_pct else ""
+    inside = f", {e.inside_pct:.0f}% while profiled" if e is not None else " in the steady run"
+    note = f"the GPU was busy outside the profiled window (GPU-Util {outside:.0f}%{inside})"
+    kernels = kernels_settle(trace, m.undecided, s)
+    said = (
+        f"but its kernels, which that overhead does not lengthen, settle what the sampler left open: "
+        f"{kernels_said(trace)}"
+        if kernels
+        else f"not the workload's; the sampler's {s.value} stands"
+    )
+    return MergedVerdict(
+        bottleneck=kernels or s,
+        source="trace" if kernels else "sampler",
+        sampler=s,
+        trace=m.t,
+        profiler_starved=True,
+        profiler_note=note,
+        why=f"{note}: the trace's {m.t.value}{idle} is the profiler's own overhead on every op, {said}",
+    )
+
+
+def _window_unlike(m: _Views) -> MergedVerdict | None:
+    """A profiled window unlike the rest of the run does not override the sampler; its kernels still settle the
+    kernel-side causes it left open."""
+    e, s = m.effect, m.s
+    if s is None or e is None or abs(m.drop) < PROFILER_DROP.value or m.t in m.undecided:
+        return None
+    kernels = kernels_settle(m.trace, m.undecided, s)
+    starved = m.starved
+    return MergedVerdict(
+        bottleneck=kernels or s,
+        source="trace" if kernels else "sampler",
+        sampler=s,
+        trace=m.t,
+        profiler_starved=starved,
+        profiler_note=m.note if starved else "",
+        why=f"the profiled window is unlike the rest of the run (GPU-Util {e.inside_pct:.0f}% while profiled, "
+        f"{e.outside_pct:.0f}% otherwise): its {m.t.value} does not override the sampler"
+        + (f"; its kernels settle what the sampler left open: {kernels_said(m.trace)}" if kernels else ""),
+    )
+
+
+def _trace_unsure(m: _Views) -> MergedVerdict | None:
+    if not m.decided or m.trace.confidence >= SURE_TRACE.value:
+        return None
+    return m.sampler_stands(
+        f"the trace is unsure of its {m.t.value} (confidence {m.trace.confidence:.2f}: a short "
+        "or cut window): the sampler's verdict stands"
+    )
+
+
+def _beside_main(m: _Views) -> MergedVerdict | None:
+    if not (m.s == B.host_bound and m.t == B.input_starved and m.sampler is not None):
+        return None
+    if not beside_main(m.sampler.evidence):
+        return None
+    return m.sampler_stands(
+        "the trace sees the launching thread wait outside framework ops; the sampler saw what "
+        "for: another thread of the process busy while the main thread waited"
+    )
+
+
+def _unsure_not_open(m: _Views) -> MergedVerdict | None:
+    s = m.s
+    if not m.undecided or s is None or m.trace.confidence >= SURE_TRACE.value or m.t in m.undecided:
+        return None
+    return m.sampler_stands(
+        f"the trace is unsure of its {m.t.value} (confidence {m.trace.confidence:.2f}: a short "
+        f"or cut window), which is none of the causes the sampler left open: the sampler's "
+        f"{s.value} stands"
+    )
+
+
+def _kernels_split(m: _Views) -> MergedVerdict | None:
+    s, t = m.s, m.t
+    if s not in KERNEL_MIX or t not in KERNEL_MIX or t == s or s is None or leads(m.trace, t, s):
+        return None
+    return m.sampler_stands(
+        f"the trace's kernels split the window ({kernels_said(m.trace)}): its {t.value} does not lead the "
+        f"sampler's {s.value} clearly, which stands"
+    )
+
+
+CASES: tuple[Callable[[_Views], MergedVerdict | None], ...] = (
+    _sampler_only,
+    _other_regime,
+    _in_startup,
+    _profiler_starved,
+    _busy_outside,
+    _window_unlike,
+    _trace_unsure,
+    _beside_main,
+    _unsure_not_open,
+    _kernels_split,
+)
 
 
 def leads(trace: TraceVerdict, cause: B, other: B) -> bool:
@@ -240,7 +310,7 @@ def leads(trace: TraceVerdict, cause: B, other: B) -> bool:
 def kernels_settle(trace: TraceVerdict | None, undecided: list[B], sampler: B) -> B | None:
     """Where the sampler left kernel-side causes open (compute_bound or memory_bound, say): the one the trace's kernels
     take most of the window in, where it is the sampler's own or leads it clearly; None otherwise."""
-    if trace is None or sum(1 for b in undecided if b in KERNEL_MIX) < 2:
+    if trace is None or sum(1 for b in undecided if b in KERNEL_MIX) <= 1:
         return None
     kernels = {b: trace.shares_pct[b.value] for b in KERNEL_MIX if b.value in trace.shares_pct}
     if not kernels:

@@ -47,7 +47,7 @@ from gputriage.diagnosis.run.verdict import holds_workload_memory
 from gputriage.model.bottleneck import HOST_BOUND
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
-from gputriage.model.numbers import median
+from gputriage.model.numbers import at_least_half, median, more_than_half
 from gputriage.model.run import GpuStatic
 from gputriage.model.window import WindowMetrics
 
@@ -98,9 +98,35 @@ RATE_FALL_SHARE = Threshold(
     "least fall of the step rate that re-arms the profiler, whatever its noise",
     "judgement, as run.regime_changed's regime_rate_change_share",
 )
-MAX_WINDOWS = 2  # windows asked for the steady state in all (the first and one again)
-IN_USE_PCT = 1.0  # GPU-Util or SM activity from which the workload uses the GPU (a host-bound loop: 4-5%)
-HISTORY = 600  # windows kept per GPU for the comparison
+MAX_WINDOWS = Threshold(
+    "profile_steady_windows_max",
+    2.0,
+    "windows",
+    "windows asked for the steady state in all: the first, and one again where the first was unlike the run",
+    "judgement: a second window settles whether the first caught a pause or a warm-up; each holds the workload "
+    "for seconds (3.5 s at the median on an H200, `benchmarks/profiler_cost.py`)",
+)
+IN_USE = Threshold(
+    "profile_in_use_pct",
+    1.0,
+    "%",
+    "GPU-Util or SM activity from which the workload uses the GPU",
+    "H200 recordings: a host-bound loop reads 4-5%, an idle GPU 0%",
+)
+HISTORY = Threshold(
+    "profile_history_windows",
+    600.0,
+    "windows",
+    "windows kept per GPU (and step rates) to compare a profiled window with the run",
+    "judgement: ten minutes of 1 s windows, memory bounded whatever the run's length",
+)
+RATE_HISTORY = Threshold(
+    "profile_rate_history_factor",
+    2.0,
+    "x steady windows",
+    "rates before a fall, in steady windows, that give the rate of the regime before and its noise",
+    "judgement: twice the recent span a fall is measured over",
+)
 
 
 def _family(b: B) -> str:
@@ -153,7 +179,7 @@ class ProfileGate:
             self.first_step_s = w.t0_s
         if w.util_pct is not None:
             g.history.append((w.t0_s, w.t1_s, w.util_pct))
-            del g.history[:-HISTORY]
+            del g.history[: -int(HISTORY.value)]
         if g.first_used_bytes is None and w.used_bytes is not None:
             g.first_used_bytes = w.used_bytes
         if self._in_hold(w.t0_s, w.t1_s):  # the profiler's doing, not the workload's: no label, no rate
@@ -162,7 +188,7 @@ class ProfileGate:
         if w.steps_total is not None and gpu == min(self.gpus):
             if g.last_steps is not None and w.t1_s > g.last_steps[0]:
                 self.rates.append((w.t1_s, (w.steps_total - g.last_steps[1]) / (w.t1_s - g.last_steps[0])))
-                del self.rates[:-HISTORY]
+                del self.rates[: -int(HISTORY.value)]
             g.last_steps = (w.t1_s, w.steps_total)
         if g.computed_at is None and not self._in_use(g, w):
             return
@@ -180,7 +206,7 @@ class ProfileGate:
     def _in_use(self, g: _Gpu, w: WindowMetrics) -> bool:
         """The workload is at its work on this GPU: it computes there, or it holds memory there and has reported a
         step (a loop whose GPU waits on the host nearly all the time reads GPU-Util 0%)."""
-        if (w.util_pct or 0.0) >= IN_USE_PCT or (w.sm_active_pct or 0.0) >= IN_USE_PCT:
+        if (w.util_pct or 0.0) >= IN_USE.value or (w.sm_active_pct or 0.0) >= IN_USE.value:
             return True
         return holds_workload_memory(w.used_max_bytes, g.first_used_bytes) and self.first_step_s is not None
 
@@ -253,7 +279,7 @@ class ProfileGate:
     @staticmethod
     def _undecided(g: _Gpu) -> bool:
         """Most of its windows leave a cause open, or they name different causes (see `auto`)."""
-        return 2 * sum(1 for _, o in g.labels if o) > len(g.labels) or len({b for b, _ in g.labels}) > 1
+        return more_than_half(sum(1 for _, o in g.labels if o), len(g.labels)) or len({b for b, _ in g.labels}) > 1
 
     def again(self, window_s: tuple[float, float], window: int = 1) -> str | None:
         """After a profiled window [t0, t1] (unix s), number `window`: why to ask for another; None when it is like
@@ -261,12 +287,12 @@ class ProfileGate:
         self.profiled.append((window_s[0], window_s[1]))
         self.done.add(window)
         kind = self.kinds[window - 1] if 0 < window <= len(self.kinds) else "steady"
-        if kind != "steady" or not self.steady_asked() or self.steady_asked() >= MAX_WINDOWS:
+        if kind != "steady" or not self.steady_asked() or self.steady_asked() >= MAX_WINDOWS.value:
             return None
         t0, t1 = window_s
         for i, g in sorted(self.gpus.items()):
             # windows mostly inside the profiled one: those at its edges hold the profiler's start and export
-            inside = [u for a, b, u in g.history if min(b, t1) - max(a, t0) >= 0.5 * (b - a)]
+            inside = [u for a, b, u in g.history if at_least_half(min(b, t1) - max(a, t0), b - a)]
             if g.reference_util is None or not inside:
                 continue
             w, s = float(median(inside)), g.reference_util
@@ -283,7 +309,7 @@ class ProfileGate:
         """Why to ask for another window now that the workload reported its first step after every window
         profiled so far (they were its warm-up); None otherwise."""
         first = self.first_step_s
-        if first is None or not self.profiled or self.steady_asked() >= MAX_WINDOWS or self.pending():
+        if first is None or not self.profiled or self.steady_asked() >= MAX_WINDOWS.value or self.pending():
             return None
         if any(t1 > first for _, t1 in self.profiled):
             return None
@@ -339,12 +365,12 @@ class ProfileGate:
             return None
         recent = [r for t, r in self.rates if t > self.rates[-1][0] - REARM_AFTER_S.value]
         before = [r for t, r in self.rates if t <= self.rates[-1][0] - REARM_AFTER_S.value]
-        if len(recent) < STEADY_WINDOWS.value or len(before) < 2 * STEADY_WINDOWS.value:
+        if len(recent) < STEADY_WINDOWS.value or len(before) < RATE_HISTORY.value * STEADY_WINDOWS.value:
             return None
         ref, now = float(median(before)), float(median(recent))
         spread = 1.4826 * float(median([abs(r - ref) for r in before]))
         if ref <= 0 or ref - now < max(RATE_NOISE_K.value * spread, RATE_FALL_SHARE.value * ref):
             return None
-        if sum(1 for r in recent if r < ref - RATE_FALL_SHARE.value * ref) * 2 <= len(recent):
+        if not more_than_half(sum(1 for r in recent if r < ref - RATE_FALL_SHARE.value * ref), len(recent)):
             return None  # not sustained: a slow step or two
         return f"the workload's step rate fell from {ref:.3g} to {now:.3g} steps/s for {REARM_AFTER_S.value:g} s"

@@ -13,11 +13,18 @@ from typing import Sequence
 import msgspec
 
 from gputriage.diagnosis.run.regimes import lasting
-from gputriage.model.numbers import median
+from gputriage.model.finding import Threshold
+from gputriage.model.numbers import median, middle
 from gputriage.model.recording import Recording
 from gputriage.model.run import GpuVerdict, ProfilerEffect, ProfileReport, Regime
 
-MIN_EFFECT_POINTS = 3
+MIN_EFFECT_POINTS = Threshold(
+    "profiler_effect_min_points",
+    3.0,
+    "readings",
+    "GPU-Util readings a median needs on each side (while profiled, outside) to say what the profiler cost",
+    "judgement: three readings are the fewest a median is taken over (one window's, where only windows are left)",
+)
 
 
 def _own_regime(rec: Recording, v: GpuVerdict, t_s: float, steady_from: float, steady_to: float) -> tuple[float, float]:
@@ -26,7 +33,7 @@ def _own_regime(rec: Recording, v: GpuVerdict, t_s: float, steady_from: float, s
     assert rec.started_s is not None
     body = lasting(v.timeline, rec.windows.series[v.gpu].window_s)
     regime = regime_at(body, t_s - rec.started_s, inside=True)
-    if regime is None or len(body) < 2:
+    if regime is None or len(body) <= 1:
         return steady_from, steady_to
     return max(steady_from, rec.started_s + regime.start_s), min(steady_to, rec.started_s + regime.end_s)
 
@@ -69,7 +76,7 @@ def profiler_effect(
             inside.append(util)
         elif not any(h0 <= t <= h1 for h0, h1 in held):
             outside.append(util)
-    if len(inside) < (MIN_EFFECT_POINTS if from_samples else 1) or len(outside) < MIN_EFFECT_POINTS:
+    if len(inside) < (MIN_EFFECT_POINTS.value if from_samples else 1) or len(outside) < MIN_EFFECT_POINTS.value:
         return None
     return ProfilerEffect(inside_pct=float(median(inside)), outside_pct=float(median(outside)))
 
@@ -91,7 +98,7 @@ def hold_effect(rec: Recording, gpu: int, v: GpuVerdict, held_s: Sequence[Sequen
         outside = [
             u for t, u in points if u is not None and lo <= t <= hi and not any(h0 <= t <= h1 for h0, h1 in held_s)
         ]
-        if len(inside) < (MIN_EFFECT_POINTS if from_samples else 1) or len(outside) < MIN_EFFECT_POINTS:
+        if len(inside) < (MIN_EFFECT_POINTS.value if from_samples else 1) or len(outside) < MIN_EFFECT_POINTS.value:
             continue
         pct = float(median(inside))
         effect = ProfilerEffect(inside_pct=pct, outside_pct=float(median(outside)), held_pct=pct)
@@ -119,7 +126,7 @@ def with_hold(
             for t, u in points
             if u is not None
             and not t0 <= t <= t1
-            and any(h0 <= t <= h1 and lo <= (h0 + h1) / 2 <= hi for h0, h1 in held_s)
+            and any(h0 <= t <= h1 and lo <= middle(h0, h1) <= hi for h0, h1 in held_s)
         ]
         held_pct = float(median(around)) if around else held_pct
     return msgspec.structs.replace(

@@ -12,7 +12,7 @@ dense bf16 datasheet rate of the GPUs the workload used (`model.specs`).
 from __future__ import annotations
 
 from gputriage.diagnosis.run.verdict import EDGES
-from gputriage.model.numbers import median
+from gputriage.model.numbers import SAME_INSTANT_S, median
 from gputriage.model.run import GpuStatic, Regime, RegimeThroughput, Throughput
 from gputriage.model.specs import match
 from gputriage.model.window import Windows
@@ -22,8 +22,8 @@ COUNTERS = ("steps", "samples", "tokens")
 
 def _rates(points: list[tuple[float, dict[str, float]]], t0: float, t1: float) -> dict[str, float | None]:
     """Each counter's rate between the last point at or before t0 and the last point at or before t1."""
-    before = [p for p in points if p[0] <= t0 + 1e-6]
-    upto = [p for p in points if p[0] <= t1 + 1e-6]
+    before = [p for p in points if p[0] <= t0 + SAME_INSTANT_S]
+    upto = [p for p in points if p[0] <= t1 + SAME_INSTANT_S]
     if not upto:
         return dict.fromkeys(COUNTERS)
     a = before[-1] if before else points[0]

@@ -18,6 +18,7 @@ from gputriage.diagnosis.run.evidence import window_evidence
 from gputriage.diagnosis.run.host_side import stack_shares, waits_for_input
 from gputriage.diagnosis.run.regimes import BLIP_WINDOWS, describe_regimes
 from gputriage.diagnosis.run.verdict_words import decision_of, describe
+from gputriage.inworkload.stack_categories import COMPILE
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
 from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
@@ -204,7 +205,7 @@ def compiling_spans(ws: Sequence[WindowMetrics], t0: float) -> list[tuple[float,
     out = []
     for w in ws:
         shares = stack_shares(w)
-        if shares and max(shares, key=lambda c: shares[c]) == "compile":
+        if shares and max(shares, key=lambda c: shares[c]) == COMPILE:
             out.append((w.t0_s - t0, w.t1_s - t0))
     return out
 

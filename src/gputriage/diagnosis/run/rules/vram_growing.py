@@ -12,7 +12,12 @@ and a retry that stall the GPU).
 
 from __future__ import annotations
 
-from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
+from typing import Any
+
+from gputriage.diagnosis.rule import Rule
+from gputriage.diagnosis.run.base import RUN, RunEvidence
+from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold, Wording
+from gputriage.model.numbers import GIB, MIB, duration_text, half
 from gputriage.model.run import GpuStatic, GpuVerdict
 from gputriage.model.window import Windows
 
@@ -41,23 +46,15 @@ HELD_SHARE = Threshold(
     "rather than the allocator's cache",
     "recorded H200 runs: predictions kept 1.03, a block recompiled for each new length 0.03",
 )
-
-VRAM_GROWING = FindingSpec(
-    id="run.vram_growing",
-    step=3,
-    severity=Severity.warn,
-    commands=("run", "watch", "monitor"),
-    needs=("gpu",),
-    symptom="GPU memory grows through the steady state",
-    cause="Tensors kept on the GPU step after step (a leak), or a caching allocator whose cache grows with shapes "
-    "that keep changing",
-    decision="Run it under `gputriage run` (Python), which tells the two apart from the allocator's counters; "
-    "torch.cuda.memory._record_memory_history() and a snapshot show which allocations stay",
-    condition=f"GPU memory used grows >= {GROWTH_MIN.value:g} MiB over a steady state of >= {GROWTH_MIN_S.value:g} "
-    f"s, at a fitted rate that each half of it shows at least {HALF_SHARE.value:.0%} of",
-    thresholds=(GROWTH_MIN, GROWTH_MIN_S, HALF_SHARE, HELD_SHARE),
+MIN_WINDOWS = Threshold(
+    "vram_growth_min_windows",
+    4.0,
+    "windows",
+    "windows of the steady state (and, to tell a leak from the cache, of the allocator's report) a fitted rate "
+    "needs, the allocator's reported in half the windows at least",
+    "judgement, with run.vram_growing's first recordings (tests/fixtures/h200/runs_unseen6.json.gz: vram_leak, "
+    "8 s loops): four 1 s windows are the fewest over which a slope is more than two points' difference",
 )
-
 
 LEAK_CAUSE = (
     "Something keeps tensors on the GPU step after step: outputs, losses or predictions appended to a "
@@ -91,57 +88,87 @@ def _slope(points: list[tuple[float, float]]) -> float:
     return sum((t - mt) * (b - mb) for t, b in points) / var if var else 0.0
 
 
-def vram_growing(v: GpuVerdict, series: Windows, gpu: GpuStatic, started_s: float, ended_s: float) -> Finding | None:
+def evaluate(ev: RunEvidence) -> list[Finding]:
+    """Each GPU whose memory grew through a steady state long enough to tell (none for a command that failed
+    before one)."""
+    if not ev.steady:
+        return []
+    out = []
+    for v in ev.verdicts.values():
+        f = growing(v, ev.series(v.gpu), ev.static(v.gpu), ev.started_s, ev.ended_s)
+        out += [f] if f is not None else []
+    return out
+
+
+def growing(v: GpuVerdict, series: Windows, gpu: GpuStatic, started_s: float, ended_s: float) -> Finding | None:
     """The finding for one GPU, or None when its memory holds still (or the steady state is too short)."""
     steady_from, steady_to = started_s + v.startup_s, ended_s - v.shutdown_s
     steady = [w for w in series if steady_from <= w.t0_s and w.t1_s <= steady_to]
     points = [((w.t0_s + w.t1_s) / 2, w.used_max_bytes) for w in steady if w.used_max_bytes is not None]
-    if len(points) < 4 or points[-1][0] - points[0][0] < GROWTH_MIN_S.value:
+    if len(points) < MIN_WINDOWS.value or points[-1][0] - points[0][0] < GROWTH_MIN_S.value:
         return None
     rate = _slope(points)
     span_s = points[-1][0] - points[0][0]
-    if rate * span_s < GROWTH_MIN.value * 2**20:
+    if rate * span_s < GROWTH_MIN.value * MIB:
         return None
-    half = len(points) // 2
-    for part in (points[: half + 1], points[half:]):
+    middle = half(len(points))
+    for part in (points[: middle + 1], points[middle:]):
         grown = part[-1][1] - part[0][1]
         if grown < HALF_SHARE.value * rate * (part[-1][0] - part[0][0]):
             return None
     last = points[-1][1]
     evidence: dict[str, float] = {
-        "growth_mib_per_s": round(rate / 2**20, 1),
-        "grown_mib": round(rate * span_s / 2**20),
+        "growth_mib_per_s": round(rate / MIB, 1),
+        "grown_mib": round(rate * span_s / MIB),
         "steady_s": round(span_s, 1),
-        "used_gib": round(last / 2**30, 1),
+        "used_gib": round(last / GIB, 1),
     }
     held = [
         ((w.t0_s + w.t1_s) / 2, w.allocator_allocated_bytes) for w in steady if w.allocator_allocated_bytes is not None
     ]
-    cause = decision = None
-    if len(held) >= len(points) // 2 and len(held) >= 4:
+    kind = "grows"
+    if len(held) >= half(len(points)) and len(held) >= MIN_WINDOWS.value:
         held_rate = _slope(held)
-        evidence["held_growth_mib_per_s"] = round(held_rate / 2**20, 1)
-        leak = held_rate >= HELD_SHARE.value * rate
-        cause, decision = (LEAK_CAUSE, LEAK_DECISION) if leak else (CACHE_CAUSE, CACHE_DECISION)
-    full = ""
+        evidence["held_growth_mib_per_s"] = round(held_rate / MIB, 1)
+        kind = "leak" if held_rate >= HELD_SHARE.value * rate else "cache"
+    fill: dict[str, Any] = {"gpu": v.gpu, "rate_mib_per_s": rate / MIB, "grown_gib": rate * span_s / GIB}
+    fill |= {"span_s": span_s, "used_gib": last / GIB}
     if gpu.memory_total_bytes:
         to_full_s = max(0.0, gpu.memory_total_bytes - last) / rate
         evidence["full_in_s"] = round(to_full_s)
-        full = f"; at this rate the GPU is full in {_duration(to_full_s)}"
-    return VRAM_GROWING.finding(
-        evidence,
-        subject=f"gpu.{v.gpu}",
-        cause=cause,
-        decision=decision,
-        symptom=f"GPU {v.gpu}: memory used grows {rate / 2**20:,.0f} MiB/s through the steady "
-        f"state ({rate * span_s / 2**30:.1f} GiB in {span_s:.0f} s, "
-        f"{last / 2**30:.1f} GiB now){full}",
-    )
+        fill["full_in"] = duration_text(to_full_s)
+    say = kind if gpu.memory_total_bytes else f"{kind}_no_total"
+    return RULE.finding(evidence, subject=f"gpu.{v.gpu}", say=say, fill=fill)
 
 
-def _duration(s: float) -> str:
-    if s < 120:
-        return f"{s:.0f} s"
-    if s < 2 * 3600:
-        return f"{s / 60:.0f} min"
-    return f"{s / 3600:.1f} h"
+GROWS = (
+    "GPU {gpu}: memory used grows {rate_mib_per_s:,.0f} MiB/s through the steady state ({grown_gib:.1f} GiB in "
+    "{span_s:.0f} s, {used_gib:.1f} GiB now)"
+)
+FULL = "; at this rate the GPU is full in {full_in}"
+CAUSES = {"leak": (LEAK_CAUSE, LEAK_DECISION), "cache": (CACHE_CAUSE, CACHE_DECISION), "grows": ("", "")}
+RULE = Rule(
+    FindingSpec(
+        id="run.vram_growing",
+        step=3,
+        severity=Severity.warn,
+        commands=RUN,
+        needs=("gpu",),
+        symptom="GPU memory grows through the steady state",
+        cause="Tensors kept on the GPU step after step (a leak), or a caching allocator whose cache grows with "
+        "shapes that keep changing",
+        decision="Run it under `gputriage run` (Python), which tells the two apart from the allocator's counters; "
+        "torch.cuda.memory._record_memory_history() and a snapshot show which allocations stay",
+        condition="GPU memory used grows >= {vram_growth_min_mib:g} MiB over a steady state of "
+        ">= {vram_growth_min_steady_s:g} s (and {vram_growth_min_windows:g} windows), at a fitted rate that each "
+        "half of it shows at least {vram_growth_half_share:.0%} of",
+        thresholds=(GROWTH_MIN, GROWTH_MIN_S, HALF_SHARE, HELD_SHARE, MIN_WINDOWS),
+        # the allocator's report tells a leak from the cache; the GPU's size, when it will be full
+        says={
+            kind + total: Wording(symptom=GROWS + full, cause=cause, decision=decision)
+            for kind, (cause, decision) in CAUSES.items()
+            for total, full in (("", FULL), ("_no_total", ""))
+        },
+    ),
+    evaluate,
+)
