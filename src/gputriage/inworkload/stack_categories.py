@@ -27,6 +27,7 @@ HOST_COMPUTE = "host_compute"
 COMPILE = "compile"
 GC = "gc"
 LAUNCH = "launch"
+COLLECTIVE_WAIT = "collective_wait"
 
 ALL = (
     Category(GPU_WAIT, "host_gpu_wait_share", "waits on the GPU", waits=True),  # .item(), synchronize
@@ -36,6 +37,7 @@ ALL = (
     Category(COMPILE, "host_compile_share", "compiles", waits=False),  # torch.compile compiling
     Category(GC, "host_gc_share", "collects garbage", waits=False),  # Python's garbage collector
     Category(LAUNCH, "host_launch_share", "runs torch ops", waits=False),  # inside torch's ops, launching GPU work
+    Category(COLLECTIVE_WAIT, "host_collective_wait_share", "waits in a collective", waits=True),  # for its peers
 )
 CATEGORIES = tuple(c.name for c in ALL)  # in the sampler's order (its counts are lists in this order)
 DOING = {c.name: c.doing for c in ALL}

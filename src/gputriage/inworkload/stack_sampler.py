@@ -55,6 +55,26 @@ def _vocabulary() -> Any:
 
 
 _V = _vocabulary()
+
+
+def _sibling(name: str) -> Any:
+    """A module of this folder: imported where this module is gputriage's, else loaded by its path (as
+    `_vocabulary`)."""
+    if __name__ == "gputriage.inworkload.stack_sampler":
+        return importlib.import_module(f"gputriage.inworkload.{name}")
+    key = f"gputriage_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            key, os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
+
+
+_RANKS = _sibling("rank_clock")  # a rank of a distributed job: its steps, its main thread's waits, where it is now
 CATEGORIES: tuple[str, ...] = _V.CATEGORIES
 GPU_WAIT: str = _V.GPU_WAIT
 INPUT_WAIT: str = _V.INPUT_WAIT
@@ -76,6 +96,10 @@ _GPU_WAIT, _INPUT, _COPY, _HOST, _COMPILE, _GC, _LAUNCH = (
 
 # what a file is, from its path
 USER, STDLIB, LIBRARY, TORCH, COMPILER, LOADER, TORCH_SYNC, PINNING, MODULE = range(9)
+DISTRIBUTED = 9  # torch.distributed's collectives, barriers and rendezvous (not its launcher, `elastic`)
+_COLLECTIVE = CATEGORIES.index(_V.COLLECTIVE_WAIT)
+_WORK_WAIT = re.compile(r"\.wait\(\s*\)")  # a C wait on a line of the workload's: a collective's Work.wait()
+_LAUNCHERS = ("/torch/distributed/elastic/", "/torch/distributed/launcher/", "/torch/distributed/run.py")
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
 _GPUTRIAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _COMPILE_DIRS = "torch/_dynamo/convert_frame.py torch/_inductor/compile_fx.py torch/_inductor/async_compile.py "
@@ -131,6 +155,8 @@ def file_kind(path: str) -> int:
             return LOADER
         if any(p.endswith(s) for s in _SYNCS):
             return TORCH_SYNC
+        if "/torch/distributed/" in p and not any(x in p for x in _LAUNCHERS):
+            return DISTRIBUTED
         return MODULE if p.endswith("torch/nn/modules/module.py") else TORCH
     if "-packages/" in p or path.startswith(_GPUTRIAGE_DIR):
         return LIBRARY
@@ -154,6 +180,8 @@ class Classifier:
         self.kinds: dict[str, int] = {}
         self.texts: dict[tuple[str, int], int] = {}  # the innermost line's category from its text (-1: none)
         self.waits: dict[tuple[str, str], bool] = {}
+        self.distributed = False  # the process has a torch.distributed process group: a Work.wait() is a collective's
+        self.work_waits: dict[tuple[str, int], bool] = {}
 
     def kind(self, path: str) -> int:
         k = self.kinds.get(path)
@@ -177,6 +205,7 @@ class Classifier:
         line_frame: Optional[FrameType] = None
         first_library: Optional[FrameType] = None
         compiling = loader = moving = in_module = False
+        inner = -1  # the innermost frame's kind outside the standard library
         f: Optional[FrameType] = frame
         depth = 0
         while f is not None and depth < MAX_DEPTH:
@@ -191,16 +220,33 @@ class Classifier:
             elif k == MODULE:
                 in_module = True
                 moving = moving or code.co_name in ("to", "cuda", "_apply")
+            if inner < 0 and k != STDLIB:
+                inner = k
             if k != STDLIB and k != USER and first_library is None:
                 first_library = f
             f = f.f_back
             depth += 1
         named = line_frame or first_library or frame
         line = (named.f_code.co_filename, named.f_lineno, named.f_code.co_name)
-        cat = self._category(frame, leaf_kind, compiling, loader, moving, in_module and line_frame is frame)
+        if (inner == DISTRIBUTED and not compiling) or (
+            self.distributed and leaf_kind == USER and self._work_wait(leaf_code, frame)
+        ):
+            cat = _COLLECTIVE
+        else:
+            cat = self._category(frame, leaf_kind, compiling, loader, moving, in_module and line_frame is frame)
         if not cuda:
             cat = _HOST_ONLY.get(cat, cat)
         return cat, line, loader and cat == _INPUT
+
+    def _work_wait(self, code: Any, frame: FrameType) -> bool:
+        """The workload's line waits on a collective's handle (`work.wait()`, a C call: no frame of its own)."""
+        key = (code.co_filename, frame.f_lineno)
+        w = self.work_waits.get(key)
+        if w is None:
+            w = bool(_WORK_WAIT.search(linecache.getline(*key)))
+            if len(self.work_waits) < 65536:
+                self.work_waits[key] = w
+        return w
 
     def _category(
         self, frame: FrameType, kind: int, compiling: bool, loader: bool, moving: bool, in_forward: bool
@@ -330,12 +376,19 @@ class StackSampler:
             self.main_clock = None
         self.main_cpu_s: Optional[float] = None
         self.cpu0_s = 0.0
+        who = _RANKS.identity(os.environ)
+        native = threading.main_thread().native_id
+        self.rank = None if who is None else _RANKS.RankClock(who, self.gc.main_ident, native, self.classifier.kind)
+        if self.rank is not None:  # the categories a backward's blocked time is taken from, and given to
+            self.rank.split = ((_LAUNCH, _HOST), _COLLECTIVE)
 
     def _refresh_skipped(self) -> None:
         own = threading.get_ident()
         ours = [t for t in threading.enumerate() if t.ident == own or t.name.startswith("gputriage-")]
         self.skip = {t.ident for t in ours if t.ident is not None}
         self.cuda = self.cuda or _cuda_ready()
+        if self.rank is not None:
+            self.classifier.distributed = self.classifier.distributed or _RANKS.distributed_ready()
 
     def sample(self) -> None:
         """One round: every thread's stack, classified and counted."""
@@ -359,7 +412,10 @@ class StackSampler:
                 else:
                     got = self.classifier.classify(frame, cuda)
                 seen[ident] = (frame, frame.f_lasti, cuda, got)
-                c.add(got[0], got[1], ident == main, got[2])
+                if ident == main and self.rank is not None:
+                    self.rank.count(time.time(), frame, got, c, self.classifier.distributed)
+                else:
+                    c.add(got[0], got[1], ident == main, got[2])
             self.last = seen
             gc_main, gc_other = self.gc.take()
             if gc_main > 0:
@@ -384,6 +440,8 @@ class StackSampler:
         now = time.time()
         report.update(pid=os.getpid(), t_s=now, wall_s=now - self.started_s, rate_hz=self.rate_hz, cuda=self.cuda)
         report.update(main_cpu_s=None if cpu is None else cpu - self.cpu0_s, child=_spawned_child())
+        if self.rank is not None:
+            report.update(self.rank.report(now, sys._current_frames(), CATEGORIES))
         tmp = f"{self.path}.tmp"
         with contextlib.suppress(OSError):  # a folder gone: the run is over
             with open(tmp, "w") as fh:
@@ -407,6 +465,8 @@ class StackSampler:
             self.write()
         finally:
             self.last = {}  # no frame kept alive once stopped
+            if self.rank is not None:
+                self.rank.close()
             with contextlib.suppress(ValueError):
                 gc.callbacks.remove(self.gc)
 

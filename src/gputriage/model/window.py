@@ -134,6 +134,7 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
     host_compile_share: Optional[float] = None  # torch.compile compiling
     host_gc_share: Optional[float] = None  # in garbage collection
     host_launch_share: Optional[float] = None  # inside torch's ops (launching the GPU's work)
+    host_collective_wait_share: Optional[float] = None  # in a collective (torch.distributed), waiting for its peers
     host_input_loader_share: Optional[float] = None  # of its input waits, those on a DataLoader's workers
     host_others_busy: Optional[float] = None  # the other Python threads at work beside it (threads, on average)
     host_stack_samples: Optional[float] = None  # the main thread's samples behind these shares

@@ -1,7 +1,8 @@
 """The verdict stage of a monitored run, and the evidence its rules read (`base.RunEvidence`), gathered once: each GPU
 the workload used judged over its steady state (`verdict.gpu_verdict`), the profiler's holds left out; no verdict for
 a command that failed before a steady state; the Python lines each host-side verdict names; the trace's verdict
-merged where the run was profiled; the processes on its GPUs with their owners; its throughput."""
+merged where the run was profiled; the processes on its GPUs with their owners; its throughput; a distributed job's
+ranks side by side."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from gputriage.diagnosis.run.classify import computes
 from gputriage.diagnosis.run.host_stacks import annotate, annotate_regimes, run_stacks, steady_span
 from gputriage.diagnosis.run.merge import merge
 from gputriage.diagnosis.run.profiler_cost import place_windows, profiler_costs, regime_at
+from gputriage.diagnosis.run.rank_causes import RanksEvidence, rank_gpus
+from gputriage.diagnosis.run.rank_compare import compare
+from gputriage.diagnosis.run.rank_compare import steady_span as ranks_steady
 from gputriage.diagnosis.run.regimes import lasts
 from gputriage.diagnosis.run.rules.out_of_memory import ooms_raised
 from gputriage.diagnosis.run.throughput import throughput
@@ -85,7 +89,18 @@ def gather(
     )
     if profile is not None and ev.steady:
         ev.trace_findings = merged(ev, profile)
+    ev.ranks = ranks_of(rec)
     return ev
+
+
+def ranks_of(rec: Recording) -> RanksEvidence | None:
+    """A distributed job's ranks compared over their steady span, each with its GPU's figures; None for no ranks."""
+    if not rec.ranks:
+        return None
+    span = ranks_steady(rec.ranks)
+    gpus = rank_gpus({s.rank: s.gpu for s in rec.ranks}, rec.windows.series, rec.static, span[0] if span else 0.0)
+    report = compare(rec.ranks, gpus, rec.hangs)
+    return RanksEvidence(report) if report is not None else None
 
 
 def held_spans(profile: ProfileReport | None) -> list[tuple[float, float]]:
