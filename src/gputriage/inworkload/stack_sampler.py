@@ -13,6 +13,13 @@ rest, and all of it in a process without CUDA). A sample needs the interpreter l
 between waits is seen waiting: the report carries the main thread's CPU time, and the reader caps its waits at its
 time off the CPU (`sampling.progress`). Counts per category and per line (the innermost frame outside the standard
 library, site-packages and gputriage) are written every WRITE_S as `stacks.PID.json`, replaced atomically.
+
+collective_wait: the innermost frame outside the standard library is torch.distributed's (a collective, a barrier,
+the rendezvous; not its launcher, not an import), or, in a process with a process group, the workload's line waits on
+a handle (`work.wait()`). In a rank of a distributed job (`rank_clock`: RANK and its launchers' variables), the time
+its main thread blocked inside autograd's backward goes to collective_wait too (the gradients' all-reduce waits
+there for the other ranks); the report then carries who the rank is, its steps, its time waiting for a CPU, and where
+its main thread is now.
 """
 
 from __future__ import annotations
@@ -205,7 +212,7 @@ class Classifier:
         line_frame: Optional[FrameType] = None
         first_library: Optional[FrameType] = None
         compiling = loader = moving = in_module = False
-        inner = -1  # the innermost frame's kind outside the standard library
+        inner, inner_name = -1, ""  # the innermost frame outside the standard library: its kind, its function
         f: Optional[FrameType] = frame
         depth = 0
         while f is not None and depth < MAX_DEPTH:
@@ -221,14 +228,14 @@ class Classifier:
                 in_module = True
                 moving = moving or code.co_name in ("to", "cuda", "_apply")
             if inner < 0 and k != STDLIB:
-                inner = k
+                inner, inner_name = k, code.co_name
             if k != STDLIB and k != USER and first_library is None:
                 first_library = f
             f = f.f_back
             depth += 1
         named = line_frame or first_library or frame
         line = (named.f_code.co_filename, named.f_lineno, named.f_code.co_name)
-        if (inner == DISTRIBUTED and not compiling) or (
+        if (inner == DISTRIBUTED and inner_name != "<module>" and not compiling) or (
             self.distributed and leaf_kind == USER and self._work_wait(leaf_code, frame)
         ):
             cat = _COLLECTIVE

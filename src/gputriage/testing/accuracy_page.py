@@ -6,7 +6,7 @@ from __future__ import annotations
 from gputriage.testing.accuracy import Outcome, rows, totals
 
 COMMAND = "python benchmarks/accuracy.py --markdown docs/accuracy.md"
-PLURAL = {"memory": "memory snapshots"}
+PLURAL = {"memory": "memory snapshots", "ranks": "multi-rank runs"}
 
 
 def _got(counts: dict[str, int]) -> str:

@@ -22,6 +22,7 @@ def evaluate(ev: RunEvidence) -> list[Finding]:
             "waited_s": h.waited_s,
             "at": time.strftime("%H:%M:%S", time.localtime(h.t_s)),
             "plural": plural,
+            "wplural": "s" if len(h.waiting) > 1 else "",
             "where": "; ".join(f"rank {k}: {frames[0]}" for k, frames in h.stacks.items() if frames) or "no stack read",
         }
         evidence = {"waiting": h.waiting, "missing": h.missing, "waited_s": h.waited_s, "stacks": h.stacks}
@@ -49,8 +50,8 @@ RULE = Rule(
         thresholds=(HANG_AFTER,),
         says={
             "missing": Wording(
-                symptom="The job hung at {at}: rank{plural} {missing} did not arrive, ranks {waiting} waited "
-                "{waited_s:.0f} s in a collective ({where})",
+                symptom="The job hung at {at}: rank{plural} {missing} did not arrive, rank{wplural} {waiting} "
+                "waited {waited_s:.0f} s in a collective ({where})",
                 decision="Look at where rank{plural} {missing} stood ({where}): I/O, a checkpoint, a deadlock or an "
                 "exception caught without leaving the job; py-spy dump --pid PID shows it live",
             ),
