@@ -121,7 +121,7 @@ class Straggler(msgspec.Struct, kw_only=True):
     others_collective_wait_share: float  # the effect: the other ranks' time waiting in collectives
 
 
-class RanksReport(msgspec.Struct, kw_only=True, omit_defaults=True):
+class RanksReport(msgspec.Struct, kw_only=True):
     """The job's ranks side by side (`run` of a launcher; `gputriage join` over several nodes)."""
 
     job_id: Optional[str] = None

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from gputriage.inworkload.stack_categories import COMPILE, GC, HOST_COMPUTE, INPUT_WAIT
+from gputriage.inworkload.stack_categories import COMPILE, GC, HOST_COMPUTE, INPUT_WAIT, LAUNCH
 from gputriage.model.finding import Severity, Threshold
 from gputriage.model.numbers import median
 from gputriage.model.ranks import RankGpu, RankLine, RanksReport, RankSummary, Straggler
@@ -73,7 +73,7 @@ RUNQ, ON_CPU = "runq", "on_cpu"  # the main thread's time waiting for a CPU, and
 INPUT = share(INPUT_WAIT)
 WAITS_FOR_CPU = share(RUNQ)
 RUNS = share(ON_CPU)
-HOST = share(HOST_COMPUTE, GC, COMPILE)
+HOST = share(HOST_COMPUTE, GC, COMPILE, LAUNCH)  # its main thread at work on the host (torch ops included)
 
 
 def top_line(row: RankSummary, *categories: str) -> RankLine | None:
@@ -186,7 +186,7 @@ def pattern(s: Straggler) -> str:
 def occurrence(ev: RanksEvidence) -> tuple[dict[str, Any], dict[str, Any], Severity, float]:
     """What every straggler finding carries: its evidence (the straggler, its score, its peers' collective wait as
     the effect), the figures its words name, its severity (warn when chronic, info for one-off stalls) and what fixing
-    it recovers (the others' collective wait, over the rounds it held them back)."""
+    it recovers (the others' time waiting in collectives over the steady state)."""
     s, row = ev.report.straggler, ev.straggler
     assert s is not None and row is not None
     evidence = {
@@ -207,5 +207,4 @@ def occurrence(ev: RanksEvidence) -> tuple[dict[str, Any], dict[str, Any], Sever
         "others_wait": s.others_collective_wait_share,
         "best_rank": s.best_rank,
     }
-    recovered = s.others_collective_wait_share * (1.0 if s.chronic else s.slow_windows / max(1, s.windows))
-    return evidence, fill, Severity.warn if s.chronic else Severity.info, recovered
+    return evidence, fill, Severity.warn if s.chronic else Severity.info, s.others_collective_wait_share

@@ -66,6 +66,14 @@ STALL = Threshold(
 MIN_ROUNDS = Threshold(
     "straggler_min_rounds", 3.0, "rounds", "steady rounds a job needs to compare its ranks", "judgement"
 )
+SAME_STEPS = Threshold(
+    "straggler_steps_ratio",
+    1.5,
+    "x",
+    "how many more steps one rank makes than another over the steady state for the ranks not to run the same loop "
+    "(pipeline stages, a rank that evaluates): their time per step is then not compared, their shares are",
+    "judgement: the ranks of a data-parallel job make the same steps",
+)
 SERIES_KEPT = 240  # windows per rank a report keeps (neighbours merged): what `gputriage join` judges again
 LINES_KEPT = Threshold("rank_lines_kept", 8.0, "lines", "a rank's main-thread lines its row keeps", "judgement")
 
@@ -163,6 +171,14 @@ def summary(s: RankSeries, ws: list[RankWindow], gpu: RankGpu | None, t0: float)
     )
 
 
+def same_steps(rows: list[RankSummary]) -> bool | None:
+    """Whether the ranks made about the same steps (None: not every rank's are known)."""
+    steps = [r.steps for r in rows if r.steps]
+    if len(steps) != len(rows) or not steps:
+        return None
+    return max(steps) < SAME_STEPS.value * min(steps)
+
+
 def own_time(row: RankSummary, by_steps: bool) -> float:
     """A rank's time outside collective waits: per step (µs) where every rank's steps are known, else its share."""
     outside = 1.0 - row.shares.get(COLLECTIVE_WAIT, 0.0)
@@ -183,11 +199,12 @@ def _rounds(series: list[RankSeries], t0: float, t1: float) -> list[dict[int, _R
     return [r for r in out if len(r) == len(series) and all(x.samples > 0 for x in r.values())]
 
 
-def round_scores(rounds: list[dict[int, _Round]]) -> list[dict[int, float]]:
-    """Each round where the best rank waited `straggler_min_wait` or more: each rank's own time against the best's."""
+def round_scores(rounds: list[dict[int, _Round]], steps: bool) -> list[dict[int, float]]:
+    """Each round where the best rank waited `straggler_min_wait` or more: each rank's own time against the best's
+    (per step where `steps` and every rank's steps in the round are known)."""
     out = []
     for r in rounds:
-        by_steps = all(x.counted and x.steps > 0 for x in r.values())
+        by_steps = steps and all(x.counted and x.steps > 0 for x in r.values())
         own = {k: (1 - x.collective / x.samples) * (ROUND.value / x.steps if by_steps else 1.0) for k, x in r.items()}
         best = min(own, key=lambda k: own[k])
         if r[best].collective / r[best].samples < MIN_WAIT.value or own[best] <= 0:
@@ -197,7 +214,7 @@ def round_scores(rounds: list[dict[int, _Round]]) -> list[dict[int, float]]:
     return out
 
 
-def straggler(rows: list[RankSummary], rounds: list[dict[int, float]]) -> Straggler | None:
+def straggler(rows: list[RankSummary], rounds: list[dict[int, float]], by_steps: bool) -> Straggler | None:
     """The rank that held the others back in the most rounds: chronic, or one-off stalls; None where none did."""
     slow = {r.rank: sum(1 for x in rounds if x.get(r.rank, 0.0) >= STRAGGLER_SCORE.value) for r in rows}
     stalls = {r.rank: sum(1 for x in rounds if x.get(r.rank, 0.0) >= STALL.value) for r in rows}
@@ -205,7 +222,6 @@ def straggler(rows: list[RankSummary], rounds: list[dict[int, float]]) -> Stragg
         r.slow_windows = slow[r.rank]
     if len(rounds) < MIN_ROUNDS.value or not any(slow.values()):
         return None
-    by_steps = all(r.median_step_us for r in rows)
     own = {r.rank: own_time(r, by_steps) for r in rows}
     best = min(own, key=lambda k: own[k])
     top = max(rows, key=lambda r: (slow[r.rank], own[r.rank]))
@@ -252,7 +268,7 @@ def compare(series: list[RankSeries], gpus: dict[int, RankGpu], hangs: list[Hang
     if span is None:
         return out
     rows = out.per_rank
-    by_steps = all(r.median_step_us for r in rows)
+    by_steps = bool(same_steps(rows)) and all(r.median_step_us for r in rows)
     own = {r.rank: own_time(r, by_steps) for r in rows}
     best = min(own.values())
     for r in rows:
@@ -260,6 +276,6 @@ def compare(series: list[RankSeries], gpus: dict[int, RankGpu], hangs: list[Hang
         r.score = round(own[r.rank] / best, 2) if best > 0 else None
     out.compared_on = "own_step_us" if by_steps else "own_share"
     if len(series) > 1:
-        out.straggler = straggler(rows, round_scores(_rounds(series, *span)))
+        out.straggler = straggler(rows, round_scores(_rounds(series, *span), by_steps), by_steps)
         out.stragglers = [out.straggler.rank] if out.straggler else []
     return out

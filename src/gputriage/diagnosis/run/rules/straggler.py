@@ -5,17 +5,8 @@ from __future__ import annotations
 from gputriage.diagnosis.rule import Rule
 from gputriage.diagnosis.run.base import RUN, RunEvidence
 from gputriage.diagnosis.run.rank_causes import CAUSE_GAP, named_causes, occurrence
-from gputriage.diagnosis.run.rank_compare import MIN_WAIT, STRAGGLER_SCORE
-from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold, Wording
-
-SAME_STEPS = Threshold(
-    "straggler_steps_ratio",
-    1.5,
-    "x",
-    "how many more steps one rank makes than another over the steady state for the ranks not to run the same loop "
-    "(pipeline stages, a rank that evaluates): their times are then not comparable",
-    "judgement: the ranks of a data-parallel job make the same steps",
-)
+from gputriage.diagnosis.run.rank_compare import MIN_WAIT, SAME_STEPS, STRAGGLER_SCORE, same_steps
+from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 
 
 def evaluate(ev: RunEvidence) -> list[Finding]:
@@ -25,8 +16,7 @@ def evaluate(ev: RunEvidence) -> list[Finding]:
     if r is None or r.straggler is None or named_causes(r):
         return []
     evidence, fill, severity, impact = occurrence(r)
-    steps = [x.steps for x in r.report.per_rank if x.steps]
-    apart = len(steps) == len(r.report.per_rank) and max(steps) >= SAME_STEPS.value * min(steps)
+    apart = same_steps(r.report.per_rank) is False
     if apart:
         evidence["steps"] = {str(x.rank): x.steps for x in r.report.per_rank}
         fill["steps"] = ", ".join(f"rank {x.rank} {x.steps:.0f}" for x in r.report.per_rank)

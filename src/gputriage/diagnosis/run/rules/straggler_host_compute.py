@@ -6,7 +6,7 @@ from gputriage.diagnosis.rule import Rule
 from gputriage.diagnosis.run.base import RUN, RunEvidence
 from gputriage.diagnosis.run.rank_causes import CAUSE_GAP, HOST, at, computes_on_host, occurrence, top_line
 from gputriage.diagnosis.run.rank_compare import MIN_WAIT, STRAGGLER_SCORE
-from gputriage.inworkload.stack_categories import COMPILE, GC, HOST_COMPUTE
+from gputriage.inworkload.stack_categories import COMPILE, GC, HOST_COMPUTE, LAUNCH
 from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 from gputriage.model.numbers import median
 
@@ -18,7 +18,7 @@ def evaluate(ev: RunEvidence) -> list[Finding]:
     if r is None or r.straggler is None or not computes_on_host(r):
         return []
     evidence, fill, severity, impact = occurrence(r)
-    line = top_line(r.straggler, HOST_COMPUTE, GC, COMPILE)
+    line = top_line(r.straggler, HOST_COMPUTE, GC, COMPILE, LAUNCH)
     evidence["line"] = at(line)
     fill |= {"host": HOST(r.straggler), "peers_host": median(HOST(p) for p in r.peers)}
     fill["where"] = f" at {at(line)}" if line else ""
