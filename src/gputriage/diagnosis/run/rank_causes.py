@@ -197,8 +197,8 @@ def occurrence(ev: RanksEvidence) -> tuple[dict[str, Any], dict[str, Any], Sever
         "slow_rounds": s.slow_windows,
         "rounds": s.windows,
         "others_collective_wait_share": s.others_collective_wait_share,
-        "shares": row.shares,
-        "peers_shares": {k: round(median(p.shares.get(k, 0.0) for p in ev.peers), 4) for k in row.shares},
+        "shares": {k: v for k, v in row.shares.items() if v},
+        "peers_shares": {k: x for k in row.shares if (x := round(median(p.shares.get(k, 0.0) for p in ev.peers), 4))},
     }
     fill = {
         "rank": s.rank,
