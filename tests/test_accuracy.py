@@ -48,10 +48,14 @@ def test_the_accuracy_page_is_generated_from_todays_outcomes(outcomes):
 def test_the_manifest_lists_every_recorded_run_trace_and_load_test():
     listed = {(c.fixture, c.key) for c in load_manifest(MANIFEST)}
     recorded = set()
-    for path in sorted((FIXTURES / "h200").glob("runs_*.json.gz")) + sorted((FIXTURES / "ranks").glob("runs_*")) + [
-        FIXTURES / "h200" / "run_samples.json.gz",
-        FIXTURES / "h200" / "scenario_samples.json",
-    ]:
+    for path in (
+        sorted((FIXTURES / "h200").glob("runs_*.json.gz"))
+        + sorted((FIXTURES / "ranks").glob("runs_*"))
+        + [
+            FIXTURES / "h200" / "run_samples.json.gz",
+            FIXTURES / "h200" / "scenario_samples.json",
+        ]
+    ):
         recorded |= {(str(path.relative_to(FIXTURES)), key) for key in load_runs(path)}
     for path in sorted(FIXTURES.glob("h200/traces/*.json.gz")) + sorted(FIXTURES.glob("*/load_*.json")):
         recorded.add((str(path.relative_to(FIXTURES)), None))

@@ -125,7 +125,9 @@ def test_torch_distributeds_frames_are_a_collective_wait_not_its_launcher_nor_an
     assert CATEGORIES[classify(chain(user, wrapped, c10d), False)[0]] == COLLECTIVE_WAIT
     assert classify(chain(user, wrapped, c10d), False)[1] == user  # named at the workload's line
     agent = (f"{TORCH}/distributed/elastic/agent/server/api.py", 900, "_invoke_run")
-    assert CATEGORIES[classify(chain(user, agent, ("/usr/lib/python3.11/time.py", 1, "x")), False)[0]] != COLLECTIVE_WAIT
+    assert (
+        CATEGORIES[classify(chain(user, agent, ("/usr/lib/python3.11/time.py", 1, "x")), False)[0]] != COLLECTIVE_WAIT
+    )
     imported = (f"{TORCH}/distributed/__init__.py", 12, "<module>")
     assert CATEGORIES[classify(chain(user, imported), False)[0]] != COLLECTIVE_WAIT
     fsdp_forward = chain(user, (f"{TORCH}/distributed/fsdp/fully_sharded_data_parallel.py", 850, "forward"), user)

@@ -10,6 +10,7 @@ from typing import Optional
 
 import msgspec
 
+from gputriage.model.finding import Finding
 from gputriage.model.sample import HangEvent, StackCounts
 
 
@@ -133,4 +134,20 @@ class RanksReport(msgspec.Struct, kw_only=True):
     straggler: Optional[Straggler] = None
     hangs: list[HangEvent] = []
     series: list[RankSeries] = []  # each rank's windows: what `gputriage join` judges again
+    notes: list[str] = []
+
+
+JOIN_SCHEMA = "gputriage.join"
+JOIN_VERSION = 1
+
+
+class JoinReport(msgspec.Struct, kw_only=True):
+    """One job's ranks joined from the records of its nodes (`gputriage join`): each node's `run` kept its own."""
+
+    schema: str = JOIN_SCHEMA
+    version: int = JOIN_VERSION
+    job_id: Optional[str] = None
+    sources: list[str] = []  # the records joined: files, or stores and their run ids
+    ranks: RanksReport = msgspec.field(default_factory=RanksReport)
+    findings: list[Finding] = []
     notes: list[str] = []

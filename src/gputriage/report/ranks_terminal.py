@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gputriage.model.ranks import RankGpu, RanksReport, RankSummary
-from gputriage.report.style import local_time
+from gputriage.model.ranks import JoinReport, RankGpu, RanksReport, RankSummary
+from gputriage.report.style import finding_text, local_time
 
 # the main thread's shares shown, by column: (header, the stack sampler's categories summed)
 SHARES = (
@@ -113,3 +113,17 @@ def render_ranks(ranks: RanksReport | None, console: Console) -> None:
         )
         for k, frames in h.stacks.items():
             console.print(Text(f"  rank {k}: " + (" <- ".join(frames[:4]) or "no stack"), style="dim"))
+
+
+def render_join(report: JoinReport, console: Console) -> None:
+    """A job joined from its nodes' records: where from, its ranks, its findings."""
+    console.print(Text(f"job {report.job_id or '(no id)'}: {len(report.sources)} records joined", style="bold"))
+    for src in report.sources:
+        console.print(Text(f"  {src}", style="dim"))
+    for note in report.notes:
+        console.print(Text(note, style="yellow"))
+    render_ranks(report.ranks, console)
+    if report.findings:
+        console.print()
+    for f in report.findings:
+        console.print(finding_text(f, why=False))

@@ -259,6 +259,11 @@ def compare(series: list[RankSeries], gpus: dict[int, RankGpu], hangs: list[Hang
         nodes=sorted({s.node for s in series}),
         hangs=hangs,
     )
+    if out.world_size and len(series) < out.world_size:
+        out.notes.append(
+            f"{len(series)} of the job's {out.world_size} ranks ran here: `gputriage join` of every node's record "
+            "compares them all"
+        )
     if span is None:
         out.notes.append("no steady span in which every rank was in its loop: the ranks were not compared")
         out.per_rank = [summary(s, s.windows, gpus.get(s.rank), 0.0) for s in series]
