@@ -48,3 +48,18 @@ def parse_cpu_list(text: str) -> list[int]:
         elif part.strip():
             out.append(int(part))
     return out
+
+
+def environ(pid: int) -> dict[str, str] | None:
+    """A process's environment as it started (`/proc/PID/environ`: readable for one's own processes, or as root)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    out = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep:
+            out[key.decode(errors="replace")] = value.decode(errors="replace")
+    return out

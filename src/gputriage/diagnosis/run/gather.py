@@ -23,6 +23,7 @@ from gputriage.diagnosis.run.verdict import gpu_verdict, holds_workload_memory
 from gputriage.diagnosis.trace.findings import as_profiler_artefact
 from gputriage.model.bottleneck import HOST_BOUND
 from gputriage.model.finding import Finding, Threshold
+from gputriage.model.ranks import RanksReport
 from gputriage.model.recording import Recording
 from gputriage.model.run import GpuStatic, GpuVerdict, ProcessSummary, ProfileReport, RunVerdict, failed_by_itself
 
@@ -95,8 +96,8 @@ def gather(
 
 def ranks_of(rec: Recording) -> RanksEvidence | None:
     """A distributed job's ranks compared over their steady span, each with its GPU's figures; None for no ranks."""
-    if not rec.ranks:
-        return None
+    if not rec.ranks:  # a watch may have seen a hang of ranks it did not sample
+        return RanksEvidence(RanksReport(nodes=[rec.meta.hostname], hangs=rec.hangs)) if rec.hangs else None
     span = ranks_steady(rec.ranks)
     gpus = rank_gpus({s.rank: s.gpu for s in rec.ranks}, rec.windows.series, rec.static, span[0] if span else 0.0)
     report = compare(rec.ranks, gpus, rec.hangs)
