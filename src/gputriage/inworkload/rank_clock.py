@@ -109,9 +109,9 @@ class RankClock:
         """The main thread's round, counted in the sampler's `counts`: in a data-parallel backward, the time it
         blocked since the last round is its gradients' collectives waiting for its peers (the reducer waits there);
         its steps and where it is now."""
-        blocked = self.blocked(t)
         (computing, collective), (cat, line, loader) = self.split, got
-        if blocked and distributed and cat in computing and in_backward(frame):
+        blocked = self.blocked(t) if distributed else None  # the kernel's counters: read once a process group is up
+        if blocked and cat in computing and in_backward(frame):
             counts.add(collective, line, True, False, blocked)
             counts.add(cat, line, True, loader, 1.0 - blocked)
             cat = collective if blocked >= 0.5 else cat
