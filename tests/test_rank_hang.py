@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from gputriage.api._common import GputriageError, UsageError, configured_hang_after_s
 from gputriage.diagnosis.run.hang import HANG_AFTER, HangWatch, said
 from gputriage.inworkload.stack_categories import COLLECTIVE_WAIT, HOST_COMPUTE, INPUT_WAIT
 from gputriage.model.finding import Severity
@@ -76,3 +79,16 @@ def test_the_recorded_hang_is_a_critical_finding_naming_the_rank_and_its_line():
     assert f.severity == Severity.critical and f.subject == "rank.1"
     assert "rank 1 did not arrive, rank 0 waited" in f.symptom and "_ddp.py:138 main" in f.symptom
     assert f.evidence["stacks"]["1"][0].endswith("_ddp.py:138 main")
+
+
+def test_the_threshold_comes_from_the_option_else_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    config = tmp_path / "config.toml"
+    monkeypatch.setenv("GPUTRIAGE_CONFIG", str(config))
+    assert configured_hang_after_s() is None  # no file: the threshold's own
+    config.write_text("[hang]\nafter_seconds = 600\n")
+    assert configured_hang_after_s() == 600.0 and configured_hang_after_s(30) == 30.0
+    config.write_text("[hang]\nafter_seconds = -1\n")
+    with pytest.raises(GputriageError, match=r"\[hang\] after_seconds must be a number > 0"):
+        configured_hang_after_s()
+    with pytest.raises(UsageError):
+        configured_hang_after_s(0)
