@@ -16,7 +16,9 @@ from gputriage.diagnosis.run.rules import straggler, straggler_gpu_differs, stra
 from gputriage.inworkload.stack_categories import COLLECTIVE_WAIT, GPU_WAIT, HOST_COMPUTE, INPUT_WAIT
 from gputriage.model.finding import Severity
 from gputriage.model.ranks import RankGpu, RankLine, RankSeries, RankWindow
-from gputriage.model.run import RunVerdict
+from gputriage.model.recording import Recording
+from gputriage.model.run import RunMeta, RunVerdict
+from gputriage.sampling.windows import Windower
 from gputriage.testing.recordings import judged, load_runs
 
 RUNS = load_runs(Path(__file__).parent / "fixtures" / "ranks" / "runs_gloo.json.gz")
@@ -79,9 +81,8 @@ def series(rank: int, rounds: list[dict[str, float]], steps: float = 10.0, **kw:
 def evidence(ranks: list[RankSeries], gpus: dict[int, RankGpu] | None = None) -> RunEvidence:
     report = compare(ranks, gpus or {}, [])
     assert report is not None
-    ev = RunEvidence.__new__(RunEvidence)  # the rank rules read only the ranks
-    ev.ranks, ev.verdict = RanksEvidence(report), RunVerdict()
-    return ev
+    rec = Recording(kind="run", command=[], meta=RunMeta(), gpus=[], windows=Windower([]))
+    return RunEvidence(rec, 0, {}, RunVerdict(), ranks=RanksEvidence(report))
 
 
 WAITS = {COLLECTIVE_WAIT: 0.5, GPU_WAIT: 0.5}  # a rank that waits for another half its time
@@ -146,3 +147,22 @@ def test_the_lines_a_cause_names_are_the_stragglers_own():
 def test_a_job_with_no_steady_span_is_not_compared():
     report = compare([series(0, [])], {}, [])
     assert report is not None and report.straggler is None and report.notes
+
+
+def test_a_comm_bound_gpu_waiting_for_the_straggler_is_said_to_wait_for_it_in_its_verdict():
+    from gputriage.diagnosis.rule import rules_of
+    from gputriage.diagnosis.run.rules import waits_for_straggler
+    from gputriage.diagnosis.run.stated import verdict_findings
+    from gputriage.model.bottleneck import Bottleneck as B
+    from gputriage.model.run import GpuVerdict
+
+    ranks = [series(0, [WAITS] * 6, gpu=0), series(1, [SLOW] * 6, gpu=1)]
+    ev = evidence(ranks, {0: RankGpu(index=0), 1: RankGpu(index=1)})
+    ev.verdicts = {0: GpuVerdict(gpu=0, bottleneck=B.comm_bound, share=0.8), 1: GpuVerdict(gpu=1)}
+    (f,) = waits_for_straggler.evaluate(ev)
+    assert f.subject == "gpu.0" and f.symptom.startswith("GPU 0 (rank 0): its collectives wait for rank 1")
+    assert f.impact == pytest.approx(0.8 * 0.5)
+    stated = verdict_findings(ev, [f], rules_of("run"))
+    assert [x.id for x in stated] == ["run.waits_for_straggler"]  # in place of run.comm_bound, once
+    ev.verdicts[0].bottleneck = B.compute_bound
+    assert waits_for_straggler.evaluate(ev) == []
