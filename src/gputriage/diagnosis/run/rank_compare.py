@@ -74,7 +74,13 @@ SAME_STEPS = Threshold(
     "(pipeline stages, a rank that evaluates): their time per step is then not compared, their shares are",
     "judgement: the ranks of a data-parallel job make the same steps",
 )
-SERIES_KEPT = 240  # windows per rank a report keeps (neighbours merged): what `gputriage join` judges again
+SERIES_KEPT = Threshold(
+    "rank_series_kept",
+    240.0,
+    "windows",
+    "a rank's windows a report keeps (neighbours merged beyond): what `gputriage join` compares again",
+    "judgement: a few kB a rank in the report; 4 min of 1 s windows, an hour of 15 s ones",
+)
 LINES_KEPT = Threshold("rank_lines_kept", 8.0, "lines", "a rank's main-thread lines its row keeps", "judgement")
 
 
@@ -119,8 +125,12 @@ def steady_span(series: list[RankSeries]) -> tuple[float, float] | None:
     return (t0, t1) if t1 > t0 else None
 
 
+def _mid(w: RankWindow) -> float:
+    return (w.t0_s + w.t1_s) / 2
+
+
 def _steady(s: RankSeries, t0: float, t1: float) -> list[RankWindow]:
-    return [w for w in s.windows if t0 <= (w.t0_s + w.t1_s) / 2 <= t1]
+    return [w for w in s.windows if t0 <= _mid(w) <= t1]
 
 
 def steady_lines(s: RankSeries, t0: float) -> list[RankLine]:
@@ -191,7 +201,7 @@ def _rounds(series: list[RankSeries], t0: float, t1: float) -> list[dict[int, _R
     out: list[dict[int, _Round]] = [{} for _ in range(n)]
     for s in series:
         for w in _steady(s, t0, t1):
-            i = min(n - 1, int(((w.t0_s + w.t1_s) / 2 - t0) // ROUND.value))
+            i = min(n - 1, int((_mid(w) - t0) // ROUND.value))
             r = out[i].setdefault(s.rank, _Round(counted=bool(s.step_source)))
             r.samples += w.samples
             r.collective += w.shares.get(COLLECTIVE_WAIT, 0.0) * w.samples
@@ -240,7 +250,7 @@ def straggler(rows: list[RankSummary], rounds: list[dict[int, float]], by_steps:
     )
 
 
-def compact(s: RankSeries, kept: int = SERIES_KEPT) -> RankSeries:
+def compact(s: RankSeries, kept: int = int(SERIES_KEPT.value)) -> RankSeries:
     """A rank's series with at most `kept` windows (neighbours merged), for the report."""
     ws = s.windows
     while len(ws) > kept:
