@@ -84,7 +84,8 @@ class RankReader:
             lines = pid not in self._lines_s or now - self._lines_s[pid] >= every
             if lines:
                 self._lines_s[pid] = now
-            steps = r.get("steps") if isinstance(r.get("steps"), dict) else {}
+            got = r.get("steps")
+            steps: dict[str, Any] = got if isinstance(got, dict) else {}
             cores = rank_process.cores(pid)
             out.append(
                 RankSample(

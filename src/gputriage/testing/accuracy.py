@@ -161,8 +161,8 @@ def replay(cases: list[Case], fixtures: Path) -> list[Outcome]:
             runs = loaded[case.fixture]
             if case.key not in runs:
                 raise ManifestError(f"{case.id}: {case.fixture} holds no run {case.key!r}")
-            report = JUDGES[case.format](runs[case.key])
-            out.append(_run_outcome(case, report) if case.kind == "run" else _ranks_outcome(case, report))
+            judged = JUDGES[case.format](runs[case.key])
+            out.append(_run_outcome(case, judged) if case.kind == "run" else _ranks_outcome(case, judged))
         elif case.kind == "memory":
             out.append(_memory_outcome(case, path))
         elif case.kind == "trace":

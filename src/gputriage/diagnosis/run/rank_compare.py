@@ -212,7 +212,7 @@ def _rounds(series: list[RankSeries], t0: float, t1: float) -> list[dict[int, _R
 def round_scores(rounds: list[dict[int, _Round]], steps: bool) -> list[dict[int, float]]:
     """Each round where the best rank waited `straggler_min_wait` or more: each rank's own time against the best's
     (per step where `steps` and every rank's steps in the round are known)."""
-    out = []
+    out: list[dict[int, float]] = []
     for r in rounds:
         by_steps = steps and all(x.counted and x.steps > 0 for x in r.values())
         own = {k: (1 - x.collective / x.samples) * (ROUND.value / x.steps if by_steps else 1.0) for k, x in r.items()}
