@@ -120,7 +120,7 @@ def main(doc: str, plant: Plant, sizes: Optional[dict[str, tuple[int, int, int]]
     ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local] if args.device == "cuda" else None)
     opt = torch.optim.SGD(ddp.parameters(), lr=1e-4)
     sleep_s = args.plant_s if planted == "loader" else 0.0
-    loader = torch.utils.data.DataLoader(Batches(args.batch, args.dim, args.pace_s, sleep_s), batch_size=None, num_workers=0)
+    loader = torch.utils.data.DataLoader(Batches(args.batch, args.dim, args.pace_s, sleep_s), batch_size=None)
     stop = torch.zeros(1, device=device)
     step, t0 = 0, time.perf_counter()
     for x in loader:
@@ -143,4 +143,3 @@ def main(doc: str, plant: Plant, sizes: Optional[dict[str, tuple[int, int, int]]
     if rank == 0:
         print(f"throughput: {step * args.batch * dist.get_world_size() / (time.perf_counter() - t0):.1f} samples/s")
     dist.destroy_process_group()
-
