@@ -291,6 +291,12 @@ def compare(series: list[RankSeries], gpus: dict[int, RankGpu], hangs: list[Hang
         r.score = round(own[r.rank] / best, 2) if best > 0 else None
     out.compared_on = "own_step_us" if by_steps else "own_share"
     if len(series) > 1:
-        out.straggler = straggler(rows, round_scores(_rounds(series, *span), by_steps), by_steps)
+        rounds = _rounds(series, *span)
+        out.straggler = straggler(rows, round_scores(rounds, by_steps), by_steps)
         out.stragglers = [out.straggler.rank] if out.straggler else []
+        if len(rounds) < MIN_ROUNDS.value:
+            out.notes.append(
+                f"the ranks were in their loop together {span[1] - span[0]:.0f} s: too short to name a straggler "
+                f"({MIN_ROUNDS.value:.0f} rounds of {ROUND.value:g} s at least)"
+            )
     return out
