@@ -197,3 +197,13 @@ def test_a_process_that_is_no_rank_reports_as_before(tmp_path: Path):
     sampler.write()
     report: dict[str, Any] = json.loads(Path(sampler.path).read_text())
     assert ("rank" in report) == (sampler.rank is not None)
+
+
+def test_mpi_and_slurm_launchers_of_python_ranks_get_the_hooks_not_the_profiler():
+    from gputriage.trace.inject import is_python, launches_python
+
+    assert launches_python(["mpirun", "-np", "4", "python", "train.py"])
+    assert launches_python(["/usr/bin/srun", "--ntasks", "8", "python3", "-m", "train"])
+    assert launches_python(["mpiexec", "-n", "2", "train.py"])
+    assert not launches_python(["srun", "./a.out"]) and not launches_python(["python", "train.py"])
+    assert not is_python(["mpirun", "-np", "4", "python", "train.py"])  # so never profiled (`--profile`: refused)

@@ -3,7 +3,8 @@ rank over the steady state, and the rank the others wait for.
 
 In a synchronous job every rank's step lasts as long as the slowest rank's: the others wait for it in the next
 collective. What tells a rank apart is its time outside collective waits (`own`): its step time less the share its
-main thread waited in collectives (where steps are unknown, that share alone). The job's steady state is cut into
+main thread waited in collectives (where steps are unknown, or the ranks make steps `straggler_steps_ratio` apart,
+that share alone). The job's steady state is cut into
 rounds (`round_s`); in a round, a rank whose own time is `straggler_score` times the best rank's or more, while the
 best rank waited `straggler_min_wait` of its time or more, held the others back. Slow in `straggler_chronic_share` of
 the rounds or more: a chronic straggler; else, slow by `straggler_stall_score` in a round: one-off stalls. The score
