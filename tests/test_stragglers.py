@@ -166,3 +166,23 @@ def test_a_comm_bound_gpu_waiting_for_the_straggler_is_said_to_wait_for_it_in_it
     assert [x.id for x in stated] == ["run.waits_for_straggler"]  # in place of run.comm_bound, once
     ev.verdicts[0].bottleneck = B.compute_bound
     assert waits_for_straggler.evaluate(ev) == []
+
+
+def test_the_terminal_and_the_html_report_show_the_ranks_side_by_side():
+    from rich.console import Console
+
+    from gputriage.report.html_run import run_page
+    from gputriage.report.run_terminal import render
+
+    report = judged(RUNS["slow_loader"])
+    console = Console(record=True, width=150)
+    render(report, console)
+    shown = console.export_text()
+    assert "2 ranks of job" in shown and "straggler: rank 1 (" in shown and "coll wait" in shown
+    row = next(line for line in shown.splitlines() if line.strip().startswith("1 ") and "%" in line)
+    assert row.split()[-1] == f"{report.ranks.per_rank[1].score:.2f}"  # type: ignore[union-attr]
+    html = run_page(report).render()
+    assert "<h2>Ranks</h2>" in html and "Straggler: rank 1</b>" in html and "waiting for a CPU" in html
+    healthy = Console(record=True, width=150)
+    render(judged(RUNS["healthy"]), healthy)
+    assert "no straggler: no rank held the others back" in healthy.export_text()
