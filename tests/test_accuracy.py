@@ -181,7 +181,7 @@ def test_the_table_counts_each_expected_cause_and_what_the_wrong_ones_got():
     assert table.index("launch_bound") < table.index("idle")  # the vocabulary's order
     assert "b: expected launch_bound, got input_starved" in table
     assert table.rstrip().endswith(
-        "Of 4 recorded cases, 2 right (runs 0/0, traces 2/4, loads 0/0, memory snapshots 0/0)."
+        "Of 4 recorded cases, 2 right (runs 0/0, traces 2/4, loads 0/0, memory snapshots 0/0, multi-rank runs 0/0)."
     )
 
 

@@ -30,10 +30,19 @@ def run(example: str, *args: str, gputriage: tuple[str, ...] = ()) -> tuple[dict
     return json.loads(out.stdout), out.stderr
 
 
+def said(report: dict[str, Any]) -> str:
+    """What the run said about its ranks, for a failure's message."""
+    ranks = report.get("ranks") or {}
+    rows = [
+        (r["rank"], r.get("steps"), {k: round(v, 2) for k, v in r["shares"].items() if v}) for r in ranks["per_rank"]
+    ]
+    return f"{rows} {ranks.get('straggler')} {ranks.get('notes')} {[f['id'] for f in report['findings']]}"
+
+
 def test_the_rank_whose_loader_sleeps_is_named_with_its_loaders_line():
     report, _ = run("slow_loader.py", "--seconds", "10", "--pace-s", "0.02", "--plant-s", "0.1")
     ranks = report["ranks"]
-    assert ranks["stragglers"] == [1] and ranks["straggler"]["chronic"]
+    assert ranks["stragglers"] == [1] and ranks["straggler"]["chronic"], said(report)
     (f,) = [f for f in report["findings"] if f["id"].startswith("run.straggler")]
     assert (f["id"], f["subject"]) == ("run.straggler_input", "rank.1")
     assert f["evidence"]["line"].startswith(str(EXAMPLES / "_ddp.py") + ":76 ")  # the planted sleep
@@ -42,7 +51,7 @@ def test_the_rank_whose_loader_sleeps_is_named_with_its_loaders_line():
 
 def test_a_healthy_job_names_no_straggler():
     report, _ = run("healthy.py", "--seconds", "10", "--pace-s", "0.05")
-    assert report["ranks"]["stragglers"] == [] and len(report["ranks"]["per_rank"]) == 2
+    assert report["ranks"]["stragglers"] == [] and len(report["ranks"]["per_rank"]) == 2, said(report)
     assert not [f for f in report["findings"] if f["id"].startswith("run.straggler")]
 
 
