@@ -109,7 +109,7 @@ def run_workload(plan: RunPlan, store: Store | None) -> RunReport:
             stack.callback(inject.clean, folder)
             # the run row says where `gputriage profile RUN_ID` asks for a window, and whom SIGUSR1 reaches
             session.meta.profile_gate, session.meta.gputriage_pid = str(folder), os.getpid()
-        elif inject.is_python(argv) or inject.launches_python(argv):  # no profiler: the counters and stacks all the same
+        elif inject.is_python(argv) or inject.launches_python(argv):  # no profiler: the counters and stacks alike
             env, hooks = inject.prepare_hooks(env)
             stack.callback(inject.clean, hooks)
         session.sampler.sinks.insert(0, hang_sink(HangWatch(plan.hang_after_s, node=session.meta.hostname)))

@@ -93,6 +93,16 @@ class _Round:
     counted: bool = False  # the rank reports steps
 
 
+# the shares of a rank's time spent waiting for the other ranks: its host in a collective (the stack sampler's); a
+# GPU-side wait (its GPU in a collective's kernels while its host waits behind it) is one more key of a window's shares
+WAITS_FOR_PEERS = (COLLECTIVE_WAIT,)
+
+
+def waiting(shares: dict[str, float]) -> float:
+    """A rank's share of its time waiting for the other ranks."""
+    return min(1.0, sum(shares.get(k, 0.0) for k in WAITS_FOR_PEERS))
+
+
 def bin_s(i: int) -> float:
     """The duration a step histogram's bin stands for (its geometric middle)."""
     return 2 ** ((i + 0.5) / BINS_PER_OCTAVE) / 1000.0
@@ -192,7 +202,7 @@ def same_steps(rows: list[RankSummary]) -> bool | None:
 
 def own_time(row: RankSummary, by_steps: bool) -> float:
     """A rank's time outside collective waits: per step (µs) where every rank's steps are known, else its share."""
-    outside = 1.0 - row.shares.get(COLLECTIVE_WAIT, 0.0)
+    outside = 1.0 - waiting(row.shares)
     return outside * (row.median_step_us or 0.0) if by_steps else outside
 
 
@@ -205,7 +215,7 @@ def _rounds(series: list[RankSeries], t0: float, t1: float) -> list[dict[int, _R
             i = min(n - 1, int((_mid(w) - t0) // ROUND.value))
             r = out[i].setdefault(s.rank, _Round(counted=bool(s.step_source)))
             r.samples += w.samples
-            r.collective += w.shares.get(COLLECTIVE_WAIT, 0.0) * w.samples
+            r.collective += waiting(w.shares) * w.samples
             r.steps += w.steps or 0.0
     return [r for r in out if len(r) == len(series) and all(x.samples > 0 for x in r.values())]
 
@@ -239,7 +249,7 @@ def straggler(rows: list[RankSummary], rounds: list[dict[int, float]], by_steps:
     chronic = slow[top.rank] >= CHRONIC.value * len(rounds)
     if not chronic and not stalls[top.rank]:
         return None
-    others = [r.shares.get(COLLECTIVE_WAIT, 0.0) for r in rows if r.rank != top.rank]
+    others = [waiting(r.shares) for r in rows if r.rank != top.rank]
     return Straggler(
         rank=top.rank,
         score=round(own[top.rank] / own[best], 2) if own[best] > 0 else 0.0,
