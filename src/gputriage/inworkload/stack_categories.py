@@ -27,6 +27,8 @@ HOST_COMPUTE = "host_compute"
 COMPILE = "compile"
 GC = "gc"
 LAUNCH = "launch"
+LOOP = "loop"
+HOST_OPS = "host_ops"
 
 ALL = (
     Category(GPU_WAIT, "host_gpu_wait_share", "waits on the GPU", waits=True),  # .item(), synchronize
@@ -36,6 +38,10 @@ ALL = (
     Category(COMPILE, "host_compile_share", "compiles", waits=False),  # torch.compile compiling
     Category(GC, "host_gc_share", "collects garbage", waits=False),  # Python's garbage collector
     Category(LAUNCH, "host_launch_share", "runs torch ops", waits=False),  # inside torch's ops, launching GPU work
+    # a training framework's own code: Lightning's or the Trainer's loop, hooks, callbacks, logging, progress bar
+    Category(LOOP, "host_loop_share", "runs the training framework's loop", waits=False),
+    # a library's ops computed on the CPU: ONNX Runtime's CPU provider, JAX on its CPU backend, numba on the CPU
+    Category(HOST_OPS, "host_ops_share", "runs a library's ops on the CPU", waits=False),
 )
 CATEGORIES = tuple(c.name for c in ALL)  # in the sampler's order (its counts are lists in this order)
 DOING = {c.name: c.doing for c in ALL}

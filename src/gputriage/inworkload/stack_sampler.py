@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import gc
+import importlib
 import importlib.util
 import json
 import linecache
@@ -35,26 +36,25 @@ DIR_ENV = "GPUTRIAGE_PROGRESS_DIR"
 PREFIX = "stacks."
 
 
-def _vocabulary() -> Any:
-    """The categories' vocabulary (`stack_categories`, this folder's): imported where this module is gputriage's, else
-    loaded by its path, as this file is inside the workload (`trace.inject`), whose interpreter may hold another
-    gputriage, or none."""
+def _sibling(module: str) -> Any:
+    """A module of this folder (`stack_categories`, the vocabulary; `stack_libraries`): imported where this module is
+    gputriage's, else loaded by its path, as this file is inside the workload (`trace.inject`), whose interpreter may
+    hold another gputriage, or none."""
     if __name__ == "gputriage.inworkload.stack_sampler":
-        from gputriage.inworkload import stack_categories
-
-        return stack_categories
-    name = "gputriage_stack_categories"
+        return importlib.import_module(f"gputriage.inworkload.{module}")
+    name = f"gputriage_{module}"
     if name not in sys.modules:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stack_categories.py")
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{module}.py")
         spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
+        loaded = importlib.util.module_from_spec(spec)
+        sys.modules[name] = loaded
+        spec.loader.exec_module(loaded)
     return sys.modules[name]
 
 
-_V = _vocabulary()
+_V = _sibling("stack_categories")
+_L = _sibling("stack_libraries")  # the GPU libraries beside torch, the training frameworks
 CATEGORIES: tuple[str, ...] = _V.CATEGORIES
 GPU_WAIT: str = _V.GPU_WAIT
 INPUT_WAIT: str = _V.INPUT_WAIT
@@ -63,6 +63,8 @@ HOST_COMPUTE: str = _V.HOST_COMPUTE
 COMPILE: str = _V.COMPILE
 GC: str = _V.GC
 LAUNCH: str = _V.LAUNCH
+LOOP: str = _V.LOOP
+HOST_OPS: str = _V.HOST_OPS
 RATE_HZ = 50.0  # samples a second (benchmarks/stack_sampler_overhead.py measures what they cost)
 WRITE_S = 0.5  # the report's refresh: at least once in each 1 s window (a write: 0.5 ms of syscalls on a VM)
 TOP_LINES = 50  # lines written, by the main thread's samples and by all threads'
@@ -73,14 +75,16 @@ GC_LINE = ("<garbage collection>", 0, GC)
 _GPU_WAIT, _INPUT, _COPY, _HOST, _COMPILE, _GC, _LAUNCH = (
     CATEGORIES.index(c) for c in (GPU_WAIT, INPUT_WAIT, COPY, HOST_COMPUTE, COMPILE, GC, LAUNCH)
 )
+_LOOP = CATEGORIES.index(LOOP)
+_BY_NAME = {name: i for i, name in enumerate(CATEGORIES)}
 
 # what a file is, from its path
-USER, STDLIB, LIBRARY, TORCH, COMPILER, LOADER, TORCH_SYNC, PINNING, MODULE = range(9)
+USER, STDLIB, LIBRARY, TORCH, COMPILER, LOADER, TORCH_SYNC, PINNING, MODULE, GPU_LIB, FRAMEWORK = range(11)
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
 _GPUTRIAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _COMPILE_DIRS = "torch/_dynamo/convert_frame.py torch/_inductor/compile_fx.py torch/_inductor/async_compile.py "
 _COMPILERS = (*_COMPILE_DIRS.split(), "torch/_inductor/autotune_process.py", "torch/_inductor/select_algorithm.py")
-_COMPILERS += ("triton/compiler/",)
+_COMPILERS += ("triton/compiler/", *_L.COMPILERS)
 _GENERATED = re.compile(r"/(\w\w)/c\1\w{40,}\.py$")  # inductor's code in a cache dir of any name: xy/cxy<hash>.py
 _SYNCS = ("torch/cuda/__init__.py", "torch/cuda/streams.py", "torch/_tensor_str.py")
 # blocking stdlib functions: (file suffix, function names; empty: any)
@@ -132,6 +136,9 @@ def file_kind(path: str) -> int:
         if any(p.endswith(s) for s in _SYNCS):
             return TORCH_SYNC
         return MODULE if p.endswith("torch/nn/modules/module.py") else TORCH
+    lib = _L.library_of(p)
+    if lib is not None:  # another GPU library (CuPy, JAX, ...), or a training framework's loop (Lightning, ...)
+        return FRAMEWORK if lib == _L.FRAMEWORK else GPU_LIB
     if "-packages/" in p or path.startswith(_GPUTRIAGE_DIR):
         return LIBRARY
     return USER
@@ -148,16 +155,25 @@ def _waits(path: str, function: str) -> bool:
 
 
 class Classifier:
-    """A stack's category and line, with what it learned about files and lines kept for the next samples."""
+    """A stack's category and line, with what it learned about files and lines kept for the next samples. `on_gpu`:
+    which GPU libraries beside torch compute on the GPU (`stack_libraries.OnGpu`; the sampler refreshes it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_gpu: Any = None) -> None:
         self.kinds: dict[str, int] = {}
+        self.libraries: dict[str, Optional[str]] = {}
         self.texts: dict[tuple[str, int], int] = {}  # the innermost line's category from its text (-1: none)
+        self.resolved: dict[tuple[str, int], int] = {}  # a workload line's category from the names it calls (-1: none)
         self.waits: dict[tuple[str, str], bool] = {}
+        self.on_gpu = on_gpu if on_gpu is not None else _L.OnGpu()
 
     def kind(self, path: str) -> int:
         k = self.kinds.get(path)
         return self.kinds.setdefault(path, file_kind(path)) if k is None else k
+
+    def library(self, path: str) -> Optional[str]:
+        if path not in self.libraries:
+            self.libraries[path] = _L.library_of(path.replace(os.sep, "/"))
+        return self.libraries[path]
 
     def text_category(self, path: str, line: int, torch: bool = False) -> int:
         key = (path, -line if torch else line)
@@ -170,12 +186,36 @@ class Classifier:
                 self.texts[key] = c
         return c
 
+    def line_category(self, frame: FrameType) -> int:
+        """A line of the workload's code by the GPU library its names resolve to (`stack_libraries.line_category`:
+        a call into compiled code, CuPy's kernels, a `jax.jit` function, shows no frame of its own); -1: none.
+        Resolved once per line."""
+        key = (frame.f_code.co_filename, frame.f_lineno)
+        c = self.resolved.get(key)
+        if c is None:
+            name = _L.line_category(frame, linecache.getline(*key), self.on_gpu)
+            c = -1 if name is None else _BY_NAME[name]
+            if len(self.resolved) < 65536:
+                self.resolved[key] = c
+        return c
+
+    def stdlib_waits(self, code: Any) -> bool:
+        """A blocking function of the standard library (`_WAITS`)."""
+        key = (code.co_filename, code.co_name)
+        w = self.waits.get(key)
+        if w is None:
+            w = self.waits[key] = _waits(*key)
+        return w
+
     def classify(self, frame: FrameType, cuda: bool) -> tuple[int, tuple[str, int, str], bool]:
         """(category index, the line to name, an input wait under a DataLoader)."""
         leaf_code = frame.f_code
         leaf_kind = self.kind(leaf_code.co_filename)
         line_frame: Optional[FrameType] = None
         first_library: Optional[FrameType] = None
+        owner: Optional[FrameType] = None  # the innermost frame of code that is not the stdlib's or a plain library's
+        owner_kind, in_library = -1, False
+        library_frames: list[FrameType] = []  # a GPU library's or a framework's frames, from the owner outward
         compiling = loader = moving = in_module = False
         f: Optional[FrameType] = frame
         depth = 0
@@ -193,14 +233,37 @@ class Classifier:
                 moving = moving or code.co_name in ("to", "cuda", "_apply")
             if k != STDLIB and k != USER and first_library is None:
                 first_library = f
+            if owner is None and k != STDLIB and k != LIBRARY:
+                owner, owner_kind, in_library = f, k, k in (GPU_LIB, FRAMEWORK)
+            if in_library:
+                if k in (GPU_LIB, FRAMEWORK) and self.library(code.co_filename) == self.library(owner.f_code.co_filename):
+                    library_frames.append(f)
+                elif k not in (STDLIB, LIBRARY):
+                    in_library = False
             f = f.f_back
             depth += 1
         named = line_frame or first_library or frame
         line = (named.f_code.co_filename, named.f_lineno, named.f_code.co_name)
+        if library_frames and not compiling and not (leaf_kind == STDLIB and self.stdlib_waits(leaf_code)):
+            got = self._library(library_frames, cuda)
+            if got >= 0:
+                return got, line, False
         cat = self._category(frame, leaf_kind, compiling, loader, moving, in_module and line_frame is frame)
         if not cuda:
             cat = _HOST_ONLY.get(cat, cat)
         return cat, line, loader and cat == _INPUT
+
+    def _library(self, frames: list[FrameType], cuda: bool) -> int:
+        """What a thread does in a GPU library's code or a training framework's (`stack_libraries`); -1: nothing
+        it can tell. A framework's line that launches, copies or waits (`loss.backward()`, `batch.to(device)`) says
+        so by its text, as the workload's own would; the rest of its code is the loop's host work."""
+        owner = frames[0]
+        lib = self.library(owner.f_code.co_filename)
+        if lib == _L.FRAMEWORK:
+            c = self.text_category(owner.f_code.co_filename, owner.f_lineno)
+            return (_HOST_ONLY.get(c, c) if not cuda else c) if c >= 0 else _LOOP
+        name = _L.library_category(lib, frames, self.on_gpu) if lib is not None else None
+        return -1 if name is None else _BY_NAME[name]
 
     def _category(
         self, frame: FrameType, kind: int, compiling: bool, loader: bool, moving: bool, in_forward: bool
@@ -209,11 +272,7 @@ class Classifier:
         if compiling:
             return _COMPILE
         if kind == STDLIB:
-            key = (code.co_filename, code.co_name)
-            w = self.waits.get(key)
-            if w is None:
-                w = self.waits[key] = _waits(*key)
-            return _INPUT if w else _COPY if moving else _HOST
+            return _INPUT if self.stdlib_waits(code) else _COPY if moving else _HOST
         if kind == TORCH_SYNC:
             return _GPU_WAIT
         if kind == PINNING or moving:
@@ -226,6 +285,10 @@ class Classifier:
         c = self.text_category(code.co_filename, frame.f_lineno)
         if c >= 0:
             return c
+        if kind == USER:
+            c = self.line_category(frame)
+            if c >= 0:
+                return c
         return _LAUNCH if in_forward else _HOST
 
 
@@ -335,7 +398,9 @@ class StackSampler:
         own = threading.get_ident()
         ours = [t for t in threading.enumerate() if t.ident == own or t.name.startswith("gputriage-")]
         self.skip = {t.ident for t in ours if t.ident is not None}
-        self.cuda = self.cuda or _cuda_ready()
+        if self.classifier.on_gpu.refresh():  # a library took the GPU: lines resolved before are resolved again
+            self.classifier.resolved.clear()
+        self.cuda = self.cuda or _cuda_ready() or self.classifier.on_gpu.any()
 
     def sample(self) -> None:
         """One round: every thread's stack, classified and counted."""
