@@ -124,6 +124,8 @@ class TraceVerdict(msgspec.Struct, kw_only=True):
     tentative: bool = False  # confidence under diagnosis.thresholds.TENTATIVE_TRACE: a best guess, worded as one
     too_little: bool = False  # the window holds too few kernels (unless long) to be sure of a bottleneck
     basis: str = ""  # a job of several ranks: "the ranks' averaged shares"
+    # input_starved from host work outside framework ops that no loader event covers: what is left, not what was seen
+    by_elimination: bool = False
 
 
 class Overlap(msgspec.Struct):

@@ -19,8 +19,9 @@ host was doing:
 - host_after_read: a longer gap that began as a copy to the host ended, the launching thread
   spending it outside framework ops: the host computes on a result it read back (numpy statistics
   on an activation, Python on a tensor's values). Attributed to the op that read it.
-- host_outside_ops: the launching thread spent the gap outside any framework op — Python, data
-  loading, preprocessing, sleeping.
+- host_loading: in the DataLoader (its own events); host_loop: outside ops and the loader, which the window
+  shows elsewhere: the loop's own host work (`trace.loading`; a short such gap is launch);
+- host_outside_ops: outside any framework op, in a window with no loader event: input or not, unseen.
 host_in_ops gaps are attributed to the optimizer step they fall in (an optimizer on CPU tensors), else
 to the outermost framework op covering the gap's middle.
 - allocator: the host had been in cudaMalloc/cudaFree (which synchronize the device) as the gap
@@ -50,6 +51,7 @@ from gputriage.model.trace import Anatomy, HostWork, StepRow, Syncs, TimeShare
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.host_calls import ALLOC_CALLS, calls_in, step_rows, sync_summary
 from gputriage.trace.load import KERNEL, MEMCPY, Columns
+from gputriage.trace.loading import loader_spans, outside_ops_cause
 from gputriage.trace.thread_ops import ThreadOps, thread_ops
 from gputriage.trace.window import Intervals, Sweep, complete_until, profiler_own, profiler_warmup_end
 
@@ -71,7 +73,8 @@ SYNC_CALLS = {
 LAUNCH_COVERAGE = 0.5  # share of a gap the launching thread must spend in framework ops to call it launch-bound
 LAUNCH_GAP_MAX_US = 500.0  # longer gaps inside framework ops are host-side work, not launch overhead
 SYNC_TOLERANCE_US = 5.0
-IDLE_KINDS = ("launch", "sync", "allocator", "host_in_ops", "host_after_read", "host_outside_ops", "unattributed")
+IDLE_KINDS = ("launch", "sync", "allocator", "host_in_ops", "host_after_read", "host_loading", "host_loop")
+IDLE_KINDS += ("host_outside_ops", "unattributed")
 READ_BACK = frozenset({kk.D2H_PAGEABLE, kk.D2H_PINNED})
 
 
@@ -186,6 +189,7 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
     alloc_idx = [i for i in sync_idx if cols.names[cols.r_name[i]] in ALLOC_CALLS]
     allocating = Intervals.union((cols.r_ts[i], cols.r_ts[i] + cols.r_dur[i]) for i in alloc_idx)
     own = profiler_own(cols)
+    loading = loader_spans(cols)
     devices = sorted(set(cols.g_dev))
     host_start = min(min(cols.o_ts, default=float("inf")), min(cols.r_ts, default=float("inf")))
     host_start = 0.0 if host_start == float("inf") else host_start  # the first host event
@@ -269,6 +273,7 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
                             s_clip,
                             i,
                             prev >= 0 and kinds[prev] in READ_BACK,
+                            loading,
                         )
                     if cause == "host_after_read":
                         op = _launching_op(cols, ops, corr_to_rt, prev)
@@ -341,6 +346,7 @@ def _gap_cause(
     b: float,
     next_gpu: int,
     after_read: bool = False,
+    loading: dict[int, ThreadOps] | None = None,
 ) -> tuple[str, str | None]:
     """The idle gap [a, b]'s cause (module doc), and the op it is attributed to. `after_read`: the GPU's last
     activity before the gap was a copy to the host."""
@@ -371,7 +377,7 @@ def _gap_cause(
         return "host_in_ops", _computing_op(cols, t, (a + min(launch_start, b)) / 2)
     if after_read and b - a >= LAUNCH_GAP_MAX_US:
         return "host_after_read", None
-    return "host_outside_ops", None
+    return outside_ops_cause(loading, cols.r_tid[rt], a, b, LAUNCH_GAP_MAX_US), None
 
 
 def _computing_op(cols: Columns, t: ThreadOps | None, mid: float) -> str | None:

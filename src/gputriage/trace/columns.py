@@ -17,6 +17,7 @@ import msgspec
 
 from gputriage.trace.events import (
     COMPILED_ANNOTATIONS,
+    LOADER_ANNOTATIONS,
     GPU_CATS,
     RUNTIME_CATS,
     Args,
@@ -66,6 +67,8 @@ class Columns:
     overheads: list[tuple[str, float, float]] = field(default_factory=list)
     # annotations of torch.compile'd code on the host (## Call CompiledFxGraph ##): thread, start, duration
     compiled: list[tuple[int, float, float]] = field(default_factory=list)
+    # a DataLoader handing out batches on the host (enumerate(DataLoader)#...__next__): thread, start, duration
+    loading: list[tuple[int, float, float]] = field(default_factory=list)
     activities_whole: bool = False  # metadata Kineto writes after its last activity was read: none is missing
     header: Header = field(default_factory=Header)
     events: int = 0
@@ -268,6 +271,9 @@ def _rest(cols: Columns, rest: list[Any]) -> bool:
             counts[cat] -= 1
         elif e.name.startswith(COMPILED_ANNOTATIONS):
             cols.compiled.append((_tid(e.tid), e.ts, e.dur))
+            counts[cat] -= 1
+        elif e.name.startswith(LOADER_ANNOTATIONS):
+            cols.loading.append((_tid(e.tid), e.ts, e.dur))
             counts[cat] -= 1
     skipped = cols.skipped_kinds
     for key, n in counts.items():

@@ -18,6 +18,9 @@ RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "runtime", "driver"})
 # how Kineto marks torch.compile'd code on the host: the region dynamo entered (a cpu_op in recent versions), the
 # autograd function around the compiled graph, the call into the compiled graph itself
 COMPILED_ANNOTATIONS = ("Torch-Compiled Region", "CompiledFunction", "## Call CompiledFxGraph", "torch_compile")
+# how the profiler marks a DataLoader handing out a batch on the host (torch's `_BaseDataLoaderIter.__next__`):
+# the main thread fetching, collating, or waiting for its workers
+LOADER_ANNOTATIONS = ("enumerate(DataLoader)#",)
 
 
 # Events are not tracked by the cyclic garbage collector (gc=False: decoded from JSON, they cannot hold a cycle):

@@ -47,7 +47,9 @@ MIN_BUSY = Threshold("min_busy_us", 50_000.0, "µs", "busy time that makes a win
 IDLE_TO = {
     "launch": B.launch_bound,
     "sync": B.sync_bound,
-    "host_outside_ops": B.input_starved,
+    "host_outside_ops": B.input_starved,  # by elimination: no loader event in the window says what it was
+    "host_loading": B.input_starved,  # in the DataLoader: seen
+    "host_loop": B.host_bound,  # outside ops and the loader, which the window shows elsewhere: the loop's own work
     "host_in_ops": B.host_bound,
     "host_after_read": B.host_bound,
     "allocator": B.vram_pressure,
@@ -165,4 +167,11 @@ def decide(a: Anatomy, complete: bool = True, memory_roof_us: dict[str, float] |
         decision=D2H_COPY_DECISION if verdict == B.h2d_copy_bound and mostly_d2h(a) else DECISION[verdict],
         device=a.device,
         shares_pct={k.value: round(v, 1) for k, v in sorted(everything.items(), key=lambda kv: -kv[1]) if v > 0},
+        by_elimination=idle_verdict and verdict == B.input_starved and not loading_seen(a),
     )
+
+
+def loading_seen(a: Anatomy) -> bool:
+    """The GPU waited for input the trace saw: more of its input idle in the DataLoader's own events than in host
+    work no event names (`host_outside_ops`, a window without loader events)."""
+    return a.idle_of("host_loading") > a.idle_of("host_outside_ops")
