@@ -127,6 +127,7 @@ GPU_PROVIDERS = frozenset(
 GPU_PLATFORMS = frozenset(("cuda", "rocm", "gpu"))
 _NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*)((?:\s*\.\s*[A-Za-z_]\w*)*)")
 _STRING = re.compile(r"(?:[rbfuRBFU]{0,2})(?:'[^'\\]*(?:\\.[^'\\]*)*'|\"[^\"\\]*(?:\\.[^\"\\]*)*\")")
+_ATTRIBUTE = re.compile(r"\.\s*([A-Za-z_]\w*)")
 _IMPORT = re.compile(r"^\s*import\s+([\w.]+)(?:\s+as\s+(\w+))?|^\s*from\s+([\w.]+)\s+import\s+(.+)$", re.M)
 _KEYWORDS = frozenset(keyword.kwlist)
 _MISSING = object()
@@ -163,7 +164,7 @@ class OnGpu:
             TRITON: _loaded("triton"),
             TF: _tf_on_gpu(mods.get("tensorflow.python.eager.context")),
         }
-        return self.state != before
+        return any(v != before.get(k, False) for k, v in self.state.items())
 
     def on(self, lib: str) -> bool:
         return self.assume if self.assume is not None else self.state.get(lib, False)
@@ -242,12 +243,14 @@ def line_category(frame: Any, text: str, on_gpu: OnGpu) -> Optional[str]:
     """What a line of the workload's code does, where a name it uses belongs to a GPU library (resolved through the
     frame's variables, else through its file's imports): a wait, a copy or a launch, by the attributes it calls;
     None where no name does."""
+    names = names_in(text)
+    called = set(_ATTRIBUTE.findall(code_of(text)))  # every attribute the line calls: `f(x).block_until_ready()`
     found = []
-    for head, attrs in names_in(text):
+    for head, _ in names:
         module = _module_of(frame, head)
         lib = library_of_module(module) if module else None
         if lib is not None and lib != ORT:
-            found.append((lib, attrs))
+            found.append((lib, called))
     if not found:
         return None
     gpu = any(on_gpu.on(lib) for lib, _ in found)
@@ -261,13 +264,17 @@ def line_category(frame: Any, text: str, on_gpu: OnGpu) -> Optional[str]:
 def names_in(text: str) -> list[tuple[str, list[str]]]:
     """The dotted names of a line of code (strings and comments left out): each as its first name and the
     attributes after it."""
-    code = _STRING.sub("''", text).split("#", 1)[0]
     out = []
-    for m in _NAME.finditer(code):
+    for m in _NAME.finditer(code_of(text)):
         head = m.group(1)
         if head not in _KEYWORDS:
             out.append((head, [a.strip() for a in m.group(2).split(".") if a.strip()]))
     return out
+
+
+def code_of(text: str) -> str:
+    """A line of code without its strings and comment."""
+    return _STRING.sub("''", text).split("#", 1)[0]
 
 
 def _module_of(frame: Any, name: str) -> Optional[str]:
@@ -322,3 +329,36 @@ def imports_of(path: str) -> dict[str, str]:
     if len(_IMPORTS) < 4096:
         _IMPORTS[path] = out
     return out
+
+
+class Reader:
+    """What the stack sampler's classifier asks of this module, with what it learned kept: the library of a file,
+    the category of a workload line by the names it calls (resolved once per line, again after a library takes the
+    GPU: `refresh`), and of a library's frames."""
+
+    def __init__(self, on_gpu: Optional[OnGpu] = None) -> None:
+        self.on_gpu = on_gpu if on_gpu is not None else OnGpu()
+        self.paths: dict[str, Optional[str]] = {}
+        self.lines: dict[tuple[str, int], Optional[str]] = {}
+
+    def refresh(self) -> None:
+        if self.on_gpu.refresh():
+            self.lines.clear()
+
+    def library(self, path: str) -> Optional[str]:
+        if path not in self.paths:
+            self.paths[path] = library_of(path.replace("\\", "/"))
+        return self.paths[path]
+
+    def line(self, frame: Any, text: str) -> Optional[str]:
+        key = (frame.f_code.co_filename, frame.f_lineno)
+        if key not in self.lines:
+            got = line_category(frame, text, self.on_gpu)
+            if len(self.lines) >= 65536:
+                return got
+            self.lines[key] = got
+        return self.lines[key]
+
+    def frames(self, frames: list[Any]) -> Optional[str]:
+        lib = self.library(frames[0].f_code.co_filename)
+        return library_category(lib, frames, self.on_gpu) if lib is not None else None

@@ -160,20 +160,13 @@ class Classifier:
 
     def __init__(self, on_gpu: Any = None) -> None:
         self.kinds: dict[str, int] = {}
-        self.libraries: dict[str, Optional[str]] = {}
         self.texts: dict[tuple[str, int], int] = {}  # the innermost line's category from its text (-1: none)
-        self.resolved: dict[tuple[str, int], int] = {}  # a workload line's category from the names it calls (-1: none)
         self.waits: dict[tuple[str, str], bool] = {}
-        self.on_gpu = on_gpu if on_gpu is not None else _L.OnGpu()
+        self.libs = _L.Reader(on_gpu)  # the GPU libraries beside torch, the training frameworks
 
     def kind(self, path: str) -> int:
         k = self.kinds.get(path)
         return self.kinds.setdefault(path, file_kind(path)) if k is None else k
-
-    def library(self, path: str) -> Optional[str]:
-        if path not in self.libraries:
-            self.libraries[path] = _L.library_of(path.replace(os.sep, "/"))
-        return self.libraries[path]
 
     def text_category(self, path: str, line: int, torch: bool = False) -> int:
         key = (path, -line if torch else line)
@@ -184,19 +177,6 @@ class Classifier:
             c = next((cat for cat, pattern in rules if pattern.search(text)), -1)
             if len(self.texts) < 65536:
                 self.texts[key] = c
-        return c
-
-    def line_category(self, frame: FrameType) -> int:
-        """A line of the workload's code by the GPU library its names resolve to (`stack_libraries.line_category`:
-        a call into compiled code, CuPy's kernels, a `jax.jit` function, shows no frame of its own); -1: none.
-        Resolved once per line."""
-        key = (frame.f_code.co_filename, frame.f_lineno)
-        c = self.resolved.get(key)
-        if c is None:
-            name = _L.line_category(frame, linecache.getline(*key), self.on_gpu)
-            c = -1 if name is None else _BY_NAME[name]
-            if len(self.resolved) < 65536:
-                self.resolved[key] = c
         return c
 
     def stdlib_waits(self, code: Any) -> bool:
@@ -213,9 +193,9 @@ class Classifier:
         leaf_kind = self.kind(leaf_code.co_filename)
         line_frame: Optional[FrameType] = None
         first_library: Optional[FrameType] = None
-        owner: Optional[FrameType] = None  # the innermost frame of code that is not the stdlib's or a plain library's
-        owner_kind, in_library = -1, False
-        library_frames: list[FrameType] = []  # a GPU library's or a framework's frames, from the owner outward
+        owned = False  # past the innermost frame of code that is not the stdlib's or a plain library's
+        library: Optional[str] = None  # that frame's GPU library or training framework, while its frames go on
+        library_frames: list[FrameType] = []  # that library's frames, from that one outward
         compiling = loader = moving = in_module = False
         f: Optional[FrameType] = frame
         depth = 0
@@ -233,13 +213,14 @@ class Classifier:
                 moving = moving or code.co_name in ("to", "cuda", "_apply")
             if k != STDLIB and k != USER and first_library is None:
                 first_library = f
-            if owner is None and k != STDLIB and k != LIBRARY:
-                owner, owner_kind, in_library = f, k, k in (GPU_LIB, FRAMEWORK)
-            if in_library:
-                if k in (GPU_LIB, FRAMEWORK) and self.library(code.co_filename) == self.library(owner.f_code.co_filename):
+            if not owned and k != STDLIB and k != LIBRARY:
+                owned = True
+                library = self.libs.library(code.co_filename) if k in (GPU_LIB, FRAMEWORK) else None
+            if library is not None and k != STDLIB and k != LIBRARY:
+                if k in (GPU_LIB, FRAMEWORK) and self.libs.library(code.co_filename) == library:
                     library_frames.append(f)
-                elif k not in (STDLIB, LIBRARY):
-                    in_library = False
+                else:
+                    library = None
             f = f.f_back
             depth += 1
         named = line_frame or first_library or frame
@@ -258,11 +239,10 @@ class Classifier:
         it can tell. A framework's line that launches, copies or waits (`loss.backward()`, `batch.to(device)`) says
         so by its text, as the workload's own would; the rest of its code is the loop's host work."""
         owner = frames[0]
-        lib = self.library(owner.f_code.co_filename)
-        if lib == _L.FRAMEWORK:
+        if self.libs.library(owner.f_code.co_filename) == _L.FRAMEWORK:
             c = self.text_category(owner.f_code.co_filename, owner.f_lineno)
             return (_HOST_ONLY.get(c, c) if not cuda else c) if c >= 0 else _LOOP
-        name = _L.library_category(lib, frames, self.on_gpu) if lib is not None else None
+        name = self.libs.frames(frames)
         return -1 if name is None else _BY_NAME[name]
 
     def _category(
@@ -285,10 +265,10 @@ class Classifier:
         c = self.text_category(code.co_filename, frame.f_lineno)
         if c >= 0:
             return c
-        if kind == USER:
-            c = self.line_category(frame)
-            if c >= 0:
-                return c
+        if kind == USER:  # a call into compiled code (CuPy's kernels, a jax.jit function) shows no frame of its own
+            name = self.libs.line(frame, linecache.getline(code.co_filename, frame.f_lineno))
+            if name is not None:
+                return _BY_NAME[name]
         return _LAUNCH if in_forward else _HOST
 
 
@@ -398,9 +378,8 @@ class StackSampler:
         own = threading.get_ident()
         ours = [t for t in threading.enumerate() if t.ident == own or t.name.startswith("gputriage-")]
         self.skip = {t.ident for t in ours if t.ident is not None}
-        if self.classifier.on_gpu.refresh():  # a library took the GPU: lines resolved before are resolved again
-            self.classifier.resolved.clear()
-        self.cuda = self.cuda or _cuda_ready() or self.classifier.on_gpu.any()
+        self.classifier.libs.refresh()  # which libraries beside torch compute on the GPU
+        self.cuda = self.cuda or _cuda_ready() or self.classifier.libs.on_gpu.any()
 
     def sample(self) -> None:
         """One round: every thread's stack, classified and counted."""

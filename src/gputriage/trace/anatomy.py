@@ -73,8 +73,8 @@ SYNC_CALLS = {
 LAUNCH_COVERAGE = 0.5  # share of a gap the launching thread must spend in framework ops to call it launch-bound
 LAUNCH_GAP_MAX_US = 500.0  # longer gaps inside framework ops are host-side work, not launch overhead
 SYNC_TOLERANCE_US = 5.0
-IDLE_KINDS = ("launch", "sync", "allocator", "host_in_ops", "host_after_read", "host_loading", "host_loop")
-IDLE_KINDS += ("host_outside_ops", "unattributed")
+IDLE_KINDS: tuple[str, ...] = ("launch", "sync", "allocator", "host_in_ops", "host_after_read", "host_loading")
+IDLE_KINDS += ("host_loop", "host_outside_ops", "unattributed")
 READ_BACK = frozenset({kk.D2H_PAGEABLE, kk.D2H_PINNED})
 
 

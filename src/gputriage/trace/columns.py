@@ -17,8 +17,8 @@ import msgspec
 
 from gputriage.trace.events import (
     COMPILED_ANNOTATIONS,
-    LOADER_ANNOTATIONS,
     GPU_CATS,
+    LOADER_ANNOTATIONS,
     RUNTIME_CATS,
     Args,
     Header,
