@@ -133,6 +133,34 @@ _KEYWORDS = frozenset(keyword.kwlist)
 _MISSING = object()
 
 
+# the GPU libraries and training frameworks a report names the workload by: the module, the name said
+IMPORTED = (
+    ("torch", "torch"),
+    ("cupy", "cupy"),
+    ("jax", "jax"),
+    ("onnxruntime", "onnxruntime"),
+    ("tensorflow", "tensorflow"),
+    ("numba", "numba"),
+    ("triton", "triton"),
+    ("pytorch_lightning", "lightning"),
+    ("lightning", "lightning"),
+    ("transformers", "transformers"),
+    ("accelerate", "accelerate"),
+)
+
+
+def imported() -> dict[str, str]:
+    """The GPU libraries and training frameworks this process imported, with the version each says (its
+    `__version__`, read, nothing called)."""
+    out: dict[str, str] = {}
+    for module, name in IMPORTED:
+        m = sys.modules.get(module)
+        if m is not None and name not in out:
+            version = getattr(m, "__version__", "")
+            out[name] = version if isinstance(version, str) else str(version)
+    return out
+
+
 def library_of(path: str) -> Optional[str]:
     """The library (or training framework) a file belongs to, by its path ("/"-separated); None for any other."""
     return next((lib for fragment, lib in PATHS if fragment in path), None)

@@ -9,10 +9,15 @@ queue's `.get(`, torch's own threads reading a pipe or sleeping; under a DataLoa
 `main_loader`); copy (`.to(`, `.cuda(`, `copy_(`, `pin_memory(`, a module moved); compile (dynamo's frame
 conversion, inductor's compile and autotuning); gc (`gc.callbacks`); launch (torch's Python code, or a workload line
 inside a forward or calling `torch.`, `F.`, `@`, `.backward(`: a heuristic, an ATen op is C); host_compute (the
-rest, and all of it in a process without CUDA). A sample needs the interpreter lock, so a thread computing 2 ms
-between waits is seen waiting: the report carries the main thread's CPU time, and the reader caps its waits at its
-time off the CPU (`sampling.progress`). Counts per category and per line (the innermost frame outside the standard
-library, site-packages and gputriage) are written every WRITE_S as `stacks.PID.json`, replaced atomically.
+rest, and all of it in a process without CUDA). The GPU libraries beside torch (CuPy, JAX, numba, Triton,
+TensorFlow, ONNX Runtime) and the training frameworks (Lightning, the Trainer, Accelerate) are read by
+`stack_libraries`: their frames' functions, or a workload line's names resolved to their modules (a call into
+compiled code shows no frame), name their launches, waits, copies and compiling; a framework's own code is `loop`, a
+library computing on the CPU `host_ops`; a process whose library computes on the GPU counts as one using CUDA. A
+sample needs the interpreter lock, so a thread computing 2 ms between waits is seen waiting: the report carries the
+main thread's CPU time, and the reader caps its waits at its time off the CPU (`sampling.progress`). Counts per
+category and per line (the innermost frame outside the standard library, site-packages and gputriage), and the GPU
+libraries the process imported, are written every WRITE_S as `stacks.PID.json`, replaced atomically.
 """
 
 from __future__ import annotations
@@ -428,6 +433,7 @@ class StackSampler:
         now = time.time()
         report.update(pid=os.getpid(), t_s=now, wall_s=now - self.started_s, rate_hz=self.rate_hz, cuda=self.cuda)
         report.update(main_cpu_s=None if cpu is None else cpu - self.cpu0_s, child=_spawned_child())
+        report.update(libraries=_L.imported())  # the GPU libraries and frameworks it imported, with their versions
         tmp = f"{self.path}.tmp"
         with contextlib.suppress(OSError):  # a folder gone: the run is over
             with open(tmp, "w") as fh:

@@ -100,6 +100,7 @@ class HostStacks(msgspec.Struct, kw_only=True, omit_defaults=True):
     main_cpu_pct: Optional[float] = None  # its CPU, % of a core
     others_busy: Optional[float] = None  # the other Python threads at work beside it (threads, on average)
     lines: list[HostLine] = []  # the top lines, most time first
+    libraries: dict[str, str] = {}  # the GPU libraries and training frameworks the workload imported, by version
 
 
 class GpuVerdict(msgspec.Struct, kw_only=True):

@@ -69,6 +69,7 @@ class StackCounts(msgspec.Struct, kw_only=True, omit_defaults=True):
     main_cpu_s: Optional[float] = None  # the main thread's CPU time
     wall_s: float = 0.0  # the time sampled
     lines: Optional[list[StackLine]] = None  # the top lines: carried by a sample now and then, not by each
+    libraries: dict[str, str] = {}  # the GPU libraries and frameworks it imported, by version: with the lines
 
 
 class WorkloadSample(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -12,6 +12,7 @@ from gputriage.model.run import GpuVerdict, RunReport
 from gputriage.report.html_diff import diff_html
 from gputriage.report.html_page import Page, esc, findings_html, kv, table, when
 from gputriage.report.html_trace import add_trace
+from gputriage.report.libraries import used_said
 from gputriage.report.profile_terminal import cost_line, window_line
 from gputriage.report.stack_lines import about, line_text, main_thread, place, thread
 
@@ -88,10 +89,16 @@ def _stacks(r: RunReport) -> str:
     """Where the workload's Python threads spent the steady state (the stack sampler), line by line."""
     s = r.stacks
     assert s is not None
-    return f'<p>The main thread {esc(main_thread(s))} <span class="muted">({esc(about(s))})</span></p>' + table(
-        ("share of the steady time", "line", "doing", "thread"),
-        ((f"{x.share:.0%}", place(x, r.meta.cwd), doing(x.category), thread(x)) for x in s.lines),
-        numeric=(0,),
+    uses = used_said(s.libraries, r.meta.system.get("gpu_libraries") or {}) if s.libraries else ""
+    said = f'<p class="muted">Uses {esc(uses)}</p>' if uses else ""
+    return (
+        f'<p>The main thread {esc(main_thread(s))} <span class="muted">({esc(about(s))})</span></p>'
+        + said
+        + table(
+            ("share of the steady time", "line", "doing", "thread"),
+            ((f"{x.share:.0%}", place(x, r.meta.cwd), doing(x.category), thread(x)) for x in s.lines),
+            numeric=(0,),
+        )
     )
 
 

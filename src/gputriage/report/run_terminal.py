@@ -11,6 +11,7 @@ from rich.text import Text
 from gputriage.model.finding import Severity
 from gputriage.model.run import SIGNALLED, GpuVerdict, RunReport
 from gputriage.model.safe_text import safe_text
+from gputriage.report.libraries import used_said
 from gputriage.report.profile_terminal import render_profile_extra
 from gputriage.report.stack_lines import about, line_text, main_thread
 from gputriage.report.style import finding_text, local_time
@@ -182,6 +183,8 @@ def _stacks(r: RunReport, console: Console) -> None:
     if s is None:
         return
     console.print(Text(f"python: the main thread {main_thread(s)} ({about(s)})", style="dim"))
+    if s.libraries:  # the framework it runs on, and the CUDA that was built for
+        console.print(Text(f"uses: {used_said(s.libraries, r.meta.system.get('gpu_libraries') or {})}", style="dim"))
     for x in s.lines:
         console.print(Text("  " + line_text(x, r.meta.cwd), style="dim"))
 
