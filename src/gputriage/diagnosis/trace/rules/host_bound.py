@@ -43,7 +43,7 @@ def evaluate(ev: RankEvidence) -> list[Finding]:
             {"op": h.op, "where": h.where, "gaps": h.gaps, "gpu_idle_us": h.gpu_idle_us} for h in a.host_work[:3]
         ],
     }
-    say = "_and_".join(where) or ("in_loop" if in_loop else "default")
+    say = "in_loop" if in_loop >= in_ops + after_read else "_and_".join(where) or "default"
     return [RULE.finding(evidence, subject=ev.subject, say=say, fill=fill, impact=idle_pct / 100)]
 
 
