@@ -37,7 +37,7 @@ ALL = (
     Category(HOST_COMPUTE, "host_compute_share", "computes on the host", waits=False),  # Python, numpy, tokenizers
     Category(COMPILE, "host_compile_share", "compiles", waits=False),  # torch.compile compiling
     Category(GC, "host_gc_share", "collects garbage", waits=False),  # Python's garbage collector
-    Category(LAUNCH, "host_launch_share", "launches GPU ops", waits=False),  # torch's ops, CuPy's, JAX's: launching GPU work
+    Category(LAUNCH, "host_launch_share", "launches GPU ops", waits=False),  # in torch's, CuPy's, JAX's ops: launching
     # a training framework's own code: Lightning's or the Trainer's loop, hooks, callbacks, logging, progress bar
     Category(LOOP, "host_loop_share", "runs the training framework's loop", waits=False),
     # a library's ops computed on the CPU: ONNX Runtime's CPU provider, JAX on its CPU backend, numba on the CPU
