@@ -118,5 +118,7 @@ def test_a_traces_input_by_elimination_does_not_override_what_the_main_threads_s
     assert merged.bottleneck == B.launch_bound and merged.source == "sampler" and "elimination" in merged.why
     seen = TraceVerdict(bottleneck=B.input_starved, share_pct=40.0, confidence=1.0)
     assert merge(sampler, seen).bottleneck == B.input_starved
+    loop = TraceVerdict(bottleneck=B.host_bound, share_pct=40.0, confidence=1.0, by_elimination=True)
+    assert merge(sampler, loop).bottleneck == B.launch_bound  # the loop's work outside ops: the stacks saw what
     no_stacks = GpuVerdict(gpu=0, bottleneck=B.launch_bound, share=1.0, confidence=1.0, evidence={"util_pct": 20.0})
     assert merge(no_stacks, guessed).bottleneck == B.input_starved  # nothing seen on either side: the trace's

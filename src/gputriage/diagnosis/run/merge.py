@@ -11,7 +11,7 @@ verdict, whatever it says; a window that ended before the steady run began (a wa
 workload's first step) overrides no sampler verdict, decided or not. A host_bound verdict that rests
 on a thread beside the main one (busy while the main thread waits) stands against a trace's
 input_starved: the trace sees the launching thread wait, not what for; so does one the main thread's stacks named,
-against a trace's input_starved by elimination (no DataLoader event covers its gaps). Where the sampler was
+against a trace's cause by elimination (host work outside framework ops it does not see into). Where the sampler was
 undecided, a trace unsure of its verdict settles it only with one of the causes the sampler left open.
 
 A trace whose idle the profiler caused is discounted: where the GPU was busy outside the profiled window
@@ -269,16 +269,17 @@ def _beside_main(m: _Views) -> MergedVerdict | None:
 
 
 def _stacks_seen(m: _Views) -> MergedVerdict | None:
-    """A trace's input_starved by elimination (host work outside ops that no loader event covers) against a
-    host-side verdict the main thread's stacks named: the sampler saw what the host did, the trace did not."""
+    """A trace's host-side cause by elimination (host work outside framework ops, which it does not see into: no
+    loader event over the gaps, or the loop's own work) against a host-side verdict the main thread's stacks named:
+    the sampler saw what the host did, the trace did not."""
     if not m.trace.by_elimination or m.s not in HOST_BOUND or m.s is None or m.sampler is None:
         return None
     shares = stack_shares(m.sampler.evidence)
     if shares is None or not stacks_say(shares, m.s, m.sampler.evidence.get("util_pct")):
         return None
     return m.sampler_stands(
-        f"the trace names {m.t.value} by elimination (no DataLoader event covers its gaps); the main thread's stacks "
-        f"show what the host did: {m.s.value}"
+        f"the trace names {m.t.value} by elimination (the host outside framework ops, doing what it cannot see); the "
+        f"main thread's stacks show what the host did: {m.s.value}"
     )
 
 
