@@ -77,7 +77,7 @@ def _unseen(m: Mapping[str, float]) -> str:
     if m.get("workload_cpu_pct") is None:
         return "the workload's processes were not sampled: a job gputriage did not start"
     if not m.get("host_stack_samples"):
-        return "its main thread's stacks were not sampled: not Python, or not started by gputriage"
+        return "its main thread's stacks were not sampled (a workload that is not Python, or an older recording)"
     return "its main thread's stacks do not settle it"
 
 
