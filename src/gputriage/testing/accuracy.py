@@ -86,7 +86,7 @@ def source_of(case: Case, rec: dict[str, Any] | None = None) -> str:
     if any(isinstance(g, dict) and g.get("gpm") is False for g in gpus.values()):
         return "run: --no-gpm"
     profile = rec.get("profile")
-    if not profile:
+    if not isinstance(profile, dict):  # null, or recorded before runs were profiled
         return "run: --no-profile"
     return "run: --profile" if profile.get("mode", "on") == "on" else "run: default"
 
