@@ -185,7 +185,7 @@ class Profiler:
     # --- what the worker thread does -----------------------------------------------------------
     def ready(self) -> bool:
         """Whether the profiler can start: set up, or torch imported and CUDA initialized if profiled (`OUT.state`)."""
-        torch = sys.modules.get("torch")
+        torch: Any = sys.modules.get("torch")
         state = "ready" if self.make is not None else "no_torch" if torch is None else "importing"
         if state == "importing" and not getattr(getattr(torch, "__spec__", None), "_initializing", True):
             state = "ready" if not self.cuda or torch.cuda.is_initialized() else "no_cuda"
