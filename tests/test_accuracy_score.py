@@ -25,7 +25,7 @@ from gputriage.testing.accuracy_score import (
     scored,
     summary,
 )
-from gputriage.testing.accuracy_tables import blocks
+from gputriage.testing.accuracy_tables import block_tables, blocks
 
 ROOT = Path(__file__).parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -207,3 +207,21 @@ def test_an_answers_file_that_is_not_one_is_a_clear_error(tmp_path, capsys, answ
     assert _benchmark().main(["--answers", str(path)]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_a_kind_the_tables_do_not_know_is_scored_as_one_cause_in_a_section_of_its_own():
+    # a kind added to the manifest (its replay in testing.accuracy) needs nothing here
+    group = [
+        one("r", "idle", "idle", kind="run"),
+        one("t", "idle", "compute_bound", kind="trace"),
+        one("m1", "memory.fragmented", "memory.fragmented", kind="memory"),
+        one("m2", "memory.growing", "memory.fragmented", kind="memory"),
+    ]
+    sections = dict(blocks(group))
+    assert list(sections) == ["runs and traces", "run", "trace", "memory"]
+    assert [s.case.id for s in sections["memory"]] == ["m1", "m2"]
+    rows = {r.cause: r for r in cause_rows(sections["memory"])}
+    assert rows["memory.fragmented"].precision == 0.5 and rows["memory.growing"].recall == 0.0
+    page = "\n".join(block_tables(sections["memory"], md=True))
+    assert "| `memory.growing` | 1 |  |" in page  # the matrix: expected growing, named fragmented (first column)
+    assert [s.answer for s in always([s.case for s in group], {}, "compute_bound")][2:] == [None, None]

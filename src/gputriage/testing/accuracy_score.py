@@ -124,13 +124,13 @@ def scored(cases: list[Case], where: dict[str, str], answers: dict[str, Any]) ->
 
 
 def always(cases: list[Case], where: dict[str, str], cause: str) -> list[Scored]:
-    """What a tool that always names `cause` scores: every case whose kind has that cause answered by it, every
-    set case by no finding, the rest unanswered."""
+    """What a tool that always names `cause` scores: every case whose kind's vocabulary holds that cause answered
+    by it, every set case by no finding, the rest unanswered."""
     out = []
     for case in cases:
         answer: Optional[Answer] = Answer()
         if case.kind not in SET_KINDS:
-            answer = Answer(cause=cause) if cause in VOCABULARY.get(case.kind, [cause]) else None
+            answer = Answer(cause=cause) if cause in VOCABULARY.get(case.kind, []) else None
         out.append(Scored(case, where.get(case.id, case.kind), answer))
     return out
 

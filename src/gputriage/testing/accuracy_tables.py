@@ -84,7 +84,7 @@ def by_source(scored: list[Scored], md: bool) -> list[str]:
         s = summary(group)
         body.append(
             [
-                _code(name, md) if name in SOURCES or not md else f"**{name}**",
+                f"**{name}**" if md and (name == BOTH or name.startswith("all ")) else _code(name, md),
                 str(s.cases),
                 str(s.answered),
                 str(s.right),
