@@ -376,9 +376,9 @@ def _gap_cause(
 
 def _computing_op(cols: Columns, t: ThreadOps | None, mid: float) -> str | None:
     """The optimizer step a host computation falls in, else the outermost framework op covering it."""
-    for ts, dur, name in cols.optimizer_steps:
-        if ts <= mid <= ts + dur:
-            return name
+    step = cols.optimizer_spans().first_holding(mid)
+    if step is not None:
+        return step
     op = t.outermost(mid) if t else None
     return cols.names[op] if op is not None else None
 
