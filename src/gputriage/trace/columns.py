@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
+from dataclasses import dataclass, field
 from struct import error as StructError
 from struct import pack
-from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
 
 import msgspec
