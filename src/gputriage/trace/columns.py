@@ -41,10 +41,8 @@ class Columns:
     g_name: array = field(default_factory=lambda: array("i"))
     g_kind: array = field(default_factory=lambda: array("b"))
     g_dev: array = field(default_factory=lambda: array("i"))
-    g_stream: array = field(default_factory=lambda: array("q"))
     g_corr: array = field(default_factory=lambda: array("q"))
     g_ext: array = field(default_factory=lambda: array("q"))
-    g_bytes: array = field(default_factory=lambda: array("q"))
     g_bpsm: array = field(default_factory=lambda: array("f"))  # blocks per SM (-1 unknown): < 1 leaves SMs idle
     # CUDA runtime/driver calls
     r_ts: array = field(default_factory=lambda: array("d"))
@@ -248,14 +246,9 @@ def _gpu(cols: Columns, gpu: list[Any]) -> None:
     dev = [a.device for a in args]
     if -1 in dev or None in dev:  # no device in the arguments: the process id is the device's
         dev = [d if isinstance(d, int) and d >= 0 else _tid(e.pid) for d, e in zip(dev, gpu)]
-    stream = [a.stream for a in args]
-    if -1 in stream or None in stream:  # nor a stream: the thread id is the stream's
-        stream = [s if isinstance(s, int) and s >= 0 else _tid(e.tid) for s, e in zip(stream, gpu)]
     _extend(cols.g_dev, dev, lambda i: -1)
-    _extend(cols.g_stream, stream, lambda i: -1)
     _extend(cols.g_corr, [a.correlation for a in args], lambda i: -1)
     _extend(cols.g_ext, [a.external_id for a in args], lambda i: -1)
-    _extend(cols.g_bytes, [a.nbytes for a in args], lambda i: 0)
     _extend(cols.g_bpsm, [a.blocks_per_sm for a in args], lambda i: -1.0)
 
 
