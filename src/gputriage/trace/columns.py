@@ -27,6 +27,7 @@ from gputriage.trace.events import (
 )
 from gputriage.trace.op_cost import op_cost
 from gputriage.trace.spans import Spans
+from gputriage.trace.thread_ops import TopLevel
 
 
 @dataclass
@@ -76,6 +77,7 @@ class Columns:
     _cost_cache: dict[tuple[int, bytes, bytes], tuple[float, float, int]] = field(default_factory=dict)
     _op_of_ext: Optional[dict[int, int]] = None
     _optimizer_spans: Optional[Spans] = None
+    top_level: TopLevel = field(default_factory=TopLevel)  # each thread's top-level ops, found as the ops are read
     path: str = ""
     file_bytes: int = 0
     workers: int = 1  # processes that read it
@@ -168,16 +170,17 @@ def _fill(column: array, values: list[Any]) -> None:
         column.fromlist(values)
 
 
-def _extend(column: array, values: list[Any], mend: Callable[[int], Any]) -> None:
+def _extend(column: array, values: list[Any], mend: Callable[[int], Any]) -> list[Any]:
     """Append values to a column whole (`_fill`, nothing appended where one value will not go in); where one
-    will not (a null, a thread named rather than numbered), append each value as is or as `mend(i)` makes it."""
+    will not (a null, a thread named rather than numbered), append each value as is or as `mend(i)` makes it.
+    The values appended."""
     try:
         _fill(column, values)
     except TypeError:
         kind = int if column.typecode in INTEGERS else (int, float)
-        column.fromlist(
-            [v if isinstance(v, kind) and not isinstance(v, bool) else mend(i) for i, v in enumerate(values)]
-        )
+        values = [v if isinstance(v, kind) and not isinstance(v, bool) else mend(i) for i, v in enumerate(values)]
+        column.fromlist(values)
+    return values
 
 
 def _name_ids(cols: Columns, events: list[Any]) -> list[int]:
@@ -225,10 +228,11 @@ def append(cols: Columns, events: list[Any], kineto: bool = True) -> None:
     if ops:
         args = _arguments(ops)
         ids = _name_ids(cols, ops)
-        _extend(cols.o_ts, [e.ts for e in ops], lambda i: 0.0)
-        _extend(cols.o_dur, [e.dur for e in ops], lambda i: 0.0)
+        starts = _extend(cols.o_ts, [e.ts for e in ops], lambda i: 0.0)
+        durations = _extend(cols.o_dur, [e.dur for e in ops], lambda i: 0.0)
         _fill(cols.o_name, ids)
-        _extend(cols.o_tid, [e.tid for e in ops], lambda i: _tid(ops[i].tid))
+        tids = _extend(cols.o_tid, [e.tid for e in ops], lambda i: _tid(ops[i].tid))
+        cols.top_level.add(tids, starts, durations, ids)  # from the values as read: none is boxed again
         _extend(cols.o_ext, [a.external_id for a in args], lambda i: -1)
         costs = _costs(cols, ids, args)
         _fill(cols.o_flops, [c[0] for c in costs])
