@@ -44,6 +44,7 @@ blocks by design and are never underfilled.
 from __future__ import annotations
 
 import bisect
+from itertools import compress
 
 from gputriage.model.numbers import median
 from gputriage.model.trace import Anatomy, HostWork, StepRow, Syncs, TimeShare
@@ -179,19 +180,19 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
     for i, c in enumerate(cols.r_corr):
         if c >= 0:
             corr_to_rt[c] = i
-    blocking = SYNC_CALLS | ALLOC_CALLS
-    sync_idx = [i for i, n in enumerate(cols.r_name) if cols.names[n] in blocking]
+    blocking = {i for i, name in enumerate(cols.names) if name in SYNC_CALLS or name in ALLOC_CALLS}
+    sync_idx = list(compress(range(len(cols.r_name)), map(blocking.__contains__, cols.r_name)))
     sync_idx.sort(key=lambda i: cols.r_ts[i] + cols.r_dur[i])
     sync_ends = [cols.r_ts[i] + cols.r_dur[i] for i in sync_idx]
     alloc_idx = [i for i in sync_idx if cols.names[cols.r_name[i]] in ALLOC_CALLS]
     allocating = Intervals.union((cols.r_ts[i], cols.r_ts[i] + cols.r_dur[i]) for i in alloc_idx)
     own = profiler_own(cols)
     devices = sorted(set(cols.g_dev))
-    host_start = min(min(cols.o_ts, default=float("inf")), min(cols.r_ts, default=float("inf")))
+    host_start = min(cols.least("o_ts"), cols.least("r_ts"))
     host_start = 0.0 if host_start == float("inf") else host_start  # the first host event
     # without step markers the window starts at the first CUDA call: before it, the profiler was starting
     # (CUPTI attaches on the first CUDA call, 2-3 ms on recorded H200 windows), not the workload idling
-    first_call = min(cols.r_ts, default=host_start)
+    first_call = cols.least("r_ts") if cols.r_ts else host_start
     skipped = 0.0  # a first step left out as profiler warm-up
     step_lo: float | None = None
     step_hi: float | None = None
@@ -262,12 +263,12 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
                         cause, op = _gap_cause(
                             cols,
                             ops,
-                            corr_to_rt,
                             sync_idx,
                             sync_ends,
                             cursor,
                             s_clip,
-                            i,
+                            j,
+                            rt,
                             prev >= 0 and kinds[prev] in READ_BACK,
                         )
                     if cause == "host_after_read":
@@ -334,18 +335,18 @@ def _allocating(idle: dict[str, float], allocating: Sweep, a: float, b: float, g
 def _gap_cause(
     cols: Columns,
     ops: dict[int, ThreadOps],
-    corr_to_rt: dict[int, int],
     sync_idx: list[int],
     sync_ends: list[float],
     a: float,
     b: float,
-    next_gpu: int,
+    j: int,
+    rt: int | None,
     after_read: bool = False,
 ) -> tuple[str, str | None]:
-    """The idle gap [a, b]'s cause (module doc), and the op it is attributed to. `after_read`: the GPU's last
-    activity before the gap was a copy to the host."""
+    """The idle gap [a, b]'s cause (module doc), and the op it is attributed to. `j`: the first sync to end at or
+    after a - SYNC_TOLERANCE_US; `rt`: the launch call of the GPU activity after the gap; `after_read`: the GPU's
+    last activity before the gap was a copy to the host."""
     # a sync that returned as the gap began (the queue had drained while the host waited)
-    j = bisect.bisect_left(sync_ends, a - SYNC_TOLERANCE_US)
     while j < len(sync_ends) and sync_ends[j] <= b:
         r = sync_idx[j]
         if cols.r_ts[r] < a:
@@ -356,7 +357,6 @@ def _gap_cause(
             op = t.outermost(cols.r_ts[r]) if t else None
             return "sync", cols.names[op] if op is not None else call
         j += 1
-    rt = corr_to_rt.get(cols.g_corr[next_gpu])
     if rt is None:
         return "unattributed", None
     launch_start = cols.r_ts[rt]

@@ -78,6 +78,7 @@ class Columns:
     _op_of_ext: Optional[dict[int, int]] = None
     _optimizer_spans: Optional[Spans] = None
     top_level: TopLevel = field(default_factory=TopLevel)  # each thread's top-level ops, found as the ops are read
+    _least: dict[str, tuple[float, int]] = field(default_factory=dict)  # a column's least value read, of how many
     path: str = ""
     file_bytes: int = 0
     workers: int = 1  # processes that read it
@@ -95,6 +96,17 @@ class Columns:
         if self._optimizer_spans is None:
             self._optimizer_spans = Spans([(ts, dur, name) for ts, dur, name in self.optimizer_steps])
         return self._optimizer_spans
+
+    def least(self, column: str) -> float:
+        """The least value of a column (infinite when empty): as the values were read, where the column holds just
+        those (else from the column)."""
+        values: array = getattr(self, column)
+        least, count = self._least.get(column, (float("inf"), 0))
+        return least if count == len(values) else min(values, default=float("inf"))
+
+    def note_least(self, column: str, values: list[float]) -> None:
+        least, count = self._least.get(column, (float("inf"), 0))
+        self._least[column] = (min(least, min(values)), count + len(values))
 
     def intern(self, name: str) -> int:
         i = self._name_ids.get(name)
@@ -220,7 +232,7 @@ def append(cols: Columns, events: list[Any], kineto: bool = True) -> None:
     if gpu:
         _gpu(cols, gpu)
     if rt:
-        _extend(cols.r_ts, [e.ts for e in rt], lambda i: 0.0)
+        cols.note_least("r_ts", _extend(cols.r_ts, [e.ts for e in rt], lambda i: 0.0))
         _extend(cols.r_dur, [e.dur for e in rt], lambda i: 0.0)
         _fill(cols.r_name, _name_ids(cols, rt))
         _extend(cols.r_tid, [e.tid for e in rt], lambda i: _tid(rt[i].tid))
@@ -233,6 +245,7 @@ def append(cols: Columns, events: list[Any], kineto: bool = True) -> None:
         _fill(cols.o_name, ids)
         tids = _extend(cols.o_tid, [e.tid for e in ops], lambda i: _tid(ops[i].tid))
         cols.top_level.add(tids, starts, durations, ids)  # from the values as read: none is boxed again
+        cols.note_least("o_ts", starts)
         _extend(cols.o_ext, [a.external_id for a in args], lambda i: -1)
         costs = _costs(cols, ids, args)
         _fill(cols.o_flops, [c[0] for c in costs])
