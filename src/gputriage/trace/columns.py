@@ -76,8 +76,13 @@ class Columns:
     truncated: bool = False  # the file ends inside its events: what follows the last one read is unknown
     _cost_cache: dict[tuple[int, bytes, bytes], tuple[float, float, int]] = field(default_factory=dict)
     _op_of_ext: Optional[dict[int, int]] = None
+    _gpu_ops: Optional[list[Optional[int]]] = None
     _optimizer_spans: Optional[Spans] = None
-    top_level: TopLevel = field(default_factory=TopLevel)  # each thread's top-level ops, found as the ops are read
+    # found as the ops are read (`as_read`; a worker reading part of a file leaves them to the columns joined):
+    top_level: TopLevel = field(default_factory=TopLevel)  # each thread's top-level ops
+    _ext_index: dict[int, int] = field(default_factory=dict)  # each external id's op, the last read of it
+    _ext_read: tuple[int, int] = (0, 0)  # ops whose ids went into _ext_index, and how many of them had an id
+    as_read: bool = True
     _least: dict[str, tuple[float, int]] = field(default_factory=dict)  # a column's least value read, of how many
     path: str = ""
     file_bytes: int = 0
@@ -87,9 +92,26 @@ class Columns:
     def op_of_ext(self) -> dict[int, int]:
         """The framework op (its index) of each external id, the first where a trace repeats one; built once."""
         if self._op_of_ext is None:
-            self._op_of_ext = dict(zip(reversed(self.o_ext), range(len(self.o_ext) - 1, -1, -1)))
-            self._op_of_ext.pop(-1, None)
+            index, (ops, with_id) = self._ext_index, self._ext_read
+            index.pop(-1, None)
+            if ops != len(self.o_ext) or len(index) != with_id:  # not all read here, or an id read twice
+                index = dict(zip(reversed(self.o_ext), range(len(self.o_ext) - 1, -1, -1)))
+                index.pop(-1, None)
+            self._op_of_ext, self._ext_index = index, {}
         return self._op_of_ext
+
+    def gpu_ops(self) -> list[Optional[int]]:
+        """The framework op (its index) that launched each GPU activity, None where none did; built once."""
+        if self._gpu_ops is None:
+            self._gpu_ops = list(map(self.op_of_ext().get, self.g_ext))
+        return self._gpu_ops
+
+    def note_ext(self, ids: list[int]) -> None:
+        """Index the external ids of the ops just appended (each id's last op: its first where no id repeats)."""
+        end = len(self.o_ext)
+        self._ext_index.update(zip(ids, range(end - len(ids), end)))
+        ops, with_id = self._ext_read
+        self._ext_read = (ops + len(ids), with_id + len(ids) - ids.count(-1))
 
     def optimizer_spans(self) -> Spans:
         """The optimizer steps, for which one holds a moment; built once."""
@@ -244,9 +266,11 @@ def append(cols: Columns, events: list[Any], kineto: bool = True) -> None:
         durations = _extend(cols.o_dur, [e.dur for e in ops], lambda i: 0.0)
         _fill(cols.o_name, ids)
         tids = _extend(cols.o_tid, [e.tid for e in ops], lambda i: _tid(ops[i].tid))
-        cols.top_level.add(tids, starts, durations, ids)  # from the values as read: none is boxed again
+        exts = _extend(cols.o_ext, [a.external_id for a in args], lambda i: -1)
+        if cols.as_read:  # from the values as read: none is boxed again from the columns
+            cols.top_level.add(tids, starts, durations, ids)
+            cols.note_ext(exts)
         cols.note_least("o_ts", starts)
-        _extend(cols.o_ext, [a.external_id for a in args], lambda i: -1)
         costs = _costs(cols, ids, args)
         _fill(cols.o_flops, [c[0] for c in costs])
         _fill(cols.o_bytes, [c[1] for c in costs])
