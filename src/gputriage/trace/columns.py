@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from dataclasses import dataclass, field
 from struct import error as StructError
 from struct import pack
 from typing import Any, Callable, Optional, Sequence, Union
@@ -30,64 +29,65 @@ from gputriage.trace.spans import Spans
 from gputriage.trace.thread_ops import TopLevel
 
 
-@dataclass
 class Columns:
-    """The trace as columns. Times in microseconds (the trace's own unit)."""
+    """The trace as columns. Times in microseconds (the trace's own unit). A plain class: a dataclass of this
+    many fields costs its every start the compiling of its __init__."""
 
-    names: list[str] = field(default_factory=list)
-    _name_ids: dict[str, int] = field(default_factory=dict)
-    # GPU activities
-    g_ts: array = field(default_factory=lambda: array("d"))
-    g_dur: array = field(default_factory=lambda: array("d"))
-    g_name: array = field(default_factory=lambda: array("i"))
-    g_kind: array = field(default_factory=lambda: array("b"))
-    g_dev: array = field(default_factory=lambda: array("i"))
-    g_corr: array = field(default_factory=lambda: array("q"))
-    g_ext: array = field(default_factory=lambda: array("q"))
-    g_bpsm: array = field(default_factory=lambda: array("f"))  # blocks per SM (-1 unknown): < 1 leaves SMs idle
-    # CUDA runtime/driver calls
-    r_ts: array = field(default_factory=lambda: array("d"))
-    r_dur: array = field(default_factory=lambda: array("d"))
-    r_name: array = field(default_factory=lambda: array("i"))
-    r_tid: array = field(default_factory=lambda: array("q"))
-    r_corr: array = field(default_factory=lambda: array("q"))
-    # framework ops
-    o_ts: array = field(default_factory=lambda: array("d"))
-    o_dur: array = field(default_factory=lambda: array("d"))
-    o_name: array = field(default_factory=lambda: array("i"))
-    o_tid: array = field(default_factory=lambda: array("q"))
-    o_ext: array = field(default_factory=lambda: array("q"))
-    o_flops: array = field(default_factory=lambda: array("d"))
-    o_bytes: array = field(default_factory=lambda: array("d"))
-    o_dtype: array = field(default_factory=lambda: array("i"))
-    # ProfilerStep#N spans on the host
-    steps: list[tuple[str, float, float]] = field(default_factory=list)
-    # Optimizer.step#... spans on the host (step boundaries when there are no ProfilerStep markers)
-    optimizer_steps: list[tuple[float, float, str]] = field(default_factory=list)  # start, duration, name
-    # Kineto's overhead events (CUPTI's buffer requests, CUDA's lazy loading...): name, start, duration
-    overheads: list[tuple[str, float, float]] = field(default_factory=list)
-    # annotations of torch.compile'd code on the host (## Call CompiledFxGraph ##): thread, start, duration
-    compiled: list[tuple[int, float, float]] = field(default_factory=list)
-    activities_whole: bool = False  # metadata Kineto writes after its last activity was read: none is missing
-    header: Header = field(default_factory=Header)
-    events: int = 0
-    skipped_kinds: dict[str, int] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
-    truncated: bool = False  # the file ends inside its events: what follows the last one read is unknown
-    _cost_cache: dict[tuple[int, bytes, bytes], tuple[float, float, int]] = field(default_factory=dict)
-    _op_of_ext: Optional[dict[int, int]] = None
-    _gpu_ops: Optional[list[Optional[int]]] = None
-    _optimizer_spans: Optional[Spans] = None
-    # found as the ops are read (`as_read`; a worker reading part of a file leaves them to the columns joined):
-    top_level: TopLevel = field(default_factory=TopLevel)  # each thread's top-level ops
-    _ext_index: dict[int, int] = field(default_factory=dict)  # each external id's op, the last read of it
-    _ext_read: tuple[int, int] = (0, 0)  # ops whose ids went into _ext_index, and how many of them had an id
-    as_read: bool = True
-    _least: dict[str, tuple[float, int]] = field(default_factory=dict)  # a column's least value read, of how many
-    path: str = ""
-    file_bytes: int = 0
-    workers: int = 1  # processes that read it
-    workers_memory_bytes: int = 0  # their memory (PSS) at their end, summed: beside this process's own
+    def __init__(self, path: str = "", file_bytes: int = 0) -> None:
+        self.names: list[str] = []
+        self._name_ids: dict[str, int] = {}
+        # GPU activities
+        self.g_ts: array = array("d")
+        self.g_dur: array = array("d")
+        self.g_name: array = array("i")
+        self.g_kind: array = array("b")
+        self.g_dev: array = array("i")
+        self.g_corr: array = array("q")
+        self.g_ext: array = array("q")
+        self.g_bpsm: array = array("f")  # blocks per SM (-1 unknown): < 1 leaves SMs idle
+        # CUDA runtime/driver calls
+        self.r_ts: array = array("d")
+        self.r_dur: array = array("d")
+        self.r_name: array = array("i")
+        self.r_tid: array = array("q")
+        self.r_corr: array = array("q")
+        # framework ops
+        self.o_ts: array = array("d")
+        self.o_dur: array = array("d")
+        self.o_name: array = array("i")
+        self.o_tid: array = array("q")
+        self.o_ext: array = array("q")
+        self.o_flops: array = array("d")
+        self.o_bytes: array = array("d")
+        self.o_dtype: array = array("i")
+        # ProfilerStep#N spans on the host
+        self.steps: list[tuple[str, float, float]] = []
+        # Optimizer.step#... spans on the host (step boundaries when there are no ProfilerStep markers)
+        self.optimizer_steps: list[tuple[float, float, str]] = []  # start, duration, name
+        # Kineto's overhead events (CUPTI's buffer requests, CUDA's lazy loading...): name, start, duration
+        self.overheads: list[tuple[str, float, float]] = []
+        # annotations of torch.compile'd code on the host (## Call CompiledFxGraph ##): thread, start, duration
+        self.compiled: list[tuple[int, float, float]] = []
+        self.activities_whole: bool = False  # metadata Kineto writes after its last activity was read: none is missing
+        self.header: Header = Header()
+        self.events: int = 0
+        self.skipped_kinds: dict[str, int] = {}
+        self.problems: list[str] = []
+        self.truncated: bool = False  # the file ends inside its events: what follows the last one read is unknown
+        self._cost_cache: dict[tuple[int, bytes, bytes], tuple[float, float, int]] = {}
+        self._op_of_ext: Optional[dict[int, int]] = None
+        self._gpu_ops: Optional[list[Optional[int]]] = None
+        self._optimizer_spans: Optional[Spans] = None
+        # found as the ops are read (`as_read`; a worker reading part of a file leaves them to the columns joined):
+        self.top_level: TopLevel = TopLevel()  # each thread's top-level ops
+        self._ext_index: dict[int, int] = {}  # each external id's op, the last read of it
+        self._ext_read: tuple[int, int] = (0, 0)  # ops whose ids went into _ext_index, and how many of them had an id
+        self.as_read: bool = True
+        self._least: dict[str, tuple[float, int]] = {}  # a column's least value read, of how many
+        self.path: str = path
+        self.file_bytes: int = file_bytes
+        self.workers: int = 1  # processes that read it
+        self.workers_memory_bytes: int = 0  # their memory (PSS) at their end, summed: beside this process's own
 
     def op_of_ext(self) -> dict[int, int]:
         """The framework op (its index) of each external id, the first where a trace repeats one; built once."""
