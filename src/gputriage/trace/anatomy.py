@@ -43,7 +43,6 @@ blocks by design and are never underfilled.
 
 from __future__ import annotations
 
-import bisect
 from itertools import compress
 
 from gputriage.model.numbers import median
@@ -203,6 +202,7 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         if warm_end is not None:
             step_lo, skipped = warm_end, warm_end - host_start
     whole_until = complete_until(cols) if cols.truncated else float("inf")
+    launch_of = list(map(corr_to_rt.get, cols.g_corr))  # each GPU activity's launch call
     out = []
     g_ts, g_dur, g_kind, g_bpsm = cols.g_ts, cols.g_dur, cols.g_kind, cols.g_bpsm
     for dev in devices:
@@ -237,8 +237,7 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         profiler_us = 0.0
         cursor = lo
         theirs_in, allocs_in = Sweep(own), Sweep(allocating)
-        g_corr, r_ts = cols.g_corr, cols.r_ts
-        n_syncs = len(sync_ends)
+        r_ts, n_syncs, j = cols.r_ts, len(sync_ends), 0  # j: the first sync ending near or after the cursor
         starts = [g_ts[i] for i in idx]
         spans = [g_dur[i] for i in idx]
         small = [kinds[i] != kk.COMM and 0 <= g_bpsm[i] < UNDERFILLED_BLOCKS_PER_SM for i in idx]
@@ -254,8 +253,9 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
                     gaps.append(gap)
                     # the common case first: no sync returned near the gap's start, and the launch call of what came
                     # next had begun before the GPU ran dry (`_gap_cause` decides every other)
-                    j = bisect.bisect_left(sync_ends, cursor - SYNC_TOLERANCE_US)
-                    rt = corr_to_rt.get(g_corr[i])
+                    while j < n_syncs and sync_ends[j] < cursor - SYNC_TOLERANCE_US:  # the cursor only moves on
+                        j += 1
+                    rt = launch_of[i]
                     if (j >= n_syncs or sync_ends[j] > s_clip) and rt is not None and r_ts[rt] <= cursor:
                         cause, op = "launch", None
                     else:
