@@ -74,7 +74,7 @@ class Columns:
         self.skipped_kinds: dict[str, int] = {}
         self.problems: list[str] = []
         self.truncated: bool = False  # the file ends inside its events: what follows the last one read is unknown
-        self._cost_cache: dict[tuple[int, bytes, bytes], tuple[float, float, int]] = {}
+        self._cost_cache: dict[tuple[int, bytes], tuple[float, float, int]] = {}
         self._op_of_ext: Optional[dict[int, int]] = None
         self._gpu_ops: Optional[list[Optional[int]]] = None
         self._optimizer_spans: Optional[Spans] = None
@@ -346,13 +346,15 @@ def _costs(cols: Columns, names: list[int], args: Sequence[Args]) -> list[tuple[
     idle = (0.0, 0.0, blank)
     never = {cols._name_ids[n] for n in NEVER_LAUNCH if n in cols._name_ids}
     out: list[tuple[float, float, int]] = []
-    add = out.append
+    add, join = out.append, b"".join
     for n, a in zip(names, args):
         dims = a.dims
         if not dims or n in never:
             add((a.flops or 0.0, 0.0, blank) if not dims else idle)
             continue
-        key = (n, bytes(dims), bytes(a.types))
+        # one bytes of both: a list of dims closes where it ends (no two pairs join alike), and dims that are not a
+        # list cost nothing whatever the types
+        key = (n, join((dims, a.types)))
         hit = cache.get(key)
         if hit is None:
             try:
