@@ -26,7 +26,6 @@ from gputriage.trace.events import (
 )
 from gputriage.trace.op_cost import op_cost
 from gputriage.trace.spans import Spans
-from gputriage.trace.thread_ops import TopLevel
 
 
 class Columns:
@@ -78,11 +77,6 @@ class Columns:
         self._op_of_ext: Optional[dict[int, int]] = None
         self._gpu_ops: Optional[list[Optional[int]]] = None
         self._optimizer_spans: Optional[Spans] = None
-        # found as the ops are read (`as_read`; a worker reading part of a file leaves them to the columns joined):
-        self.top_level: TopLevel = TopLevel()  # each thread's top-level ops
-        self._ext_index: dict[int, int] = {}  # each external id's op, the last read of it
-        self._ext_read: tuple[int, int] = (0, 0)  # ops whose ids went into _ext_index, and how many of them had an id
-        self.as_read: bool = True
         self._least: dict[str, tuple[float, int]] = {}  # a column's least value read, of how many
         self.path: str = path
         self.file_bytes: int = file_bytes
@@ -92,12 +86,8 @@ class Columns:
     def op_of_ext(self) -> dict[int, int]:
         """The framework op (its index) of each external id, the first where a trace repeats one; built once."""
         if self._op_of_ext is None:
-            index, (ops, with_id) = self._ext_index, self._ext_read
-            index.pop(-1, None)
-            if ops != len(self.o_ext) or len(index) != with_id:  # not all read here, or an id read twice
-                index = dict(zip(reversed(self.o_ext), range(len(self.o_ext) - 1, -1, -1)))
-                index.pop(-1, None)
-            self._op_of_ext, self._ext_index = index, {}
+            self._op_of_ext = dict(zip(reversed(self.o_ext), range(len(self.o_ext) - 1, -1, -1)))
+            self._op_of_ext.pop(-1, None)
         return self._op_of_ext
 
     def gpu_ops(self) -> list[Optional[int]]:
@@ -105,13 +95,6 @@ class Columns:
         if self._gpu_ops is None:
             self._gpu_ops = list(map(self.op_of_ext().get, self.g_ext))
         return self._gpu_ops
-
-    def note_ext(self, ids: list[int]) -> None:
-        """Index the external ids of the ops just appended (each id's last op: its first where no id repeats)."""
-        end = len(self.o_ext)
-        self._ext_index.update(zip(ids, range(end - len(ids), end)))
-        ops, with_id = self._ext_read
-        self._ext_read = (ops + len(ids), with_id + len(ids) - ids.count(-1))
 
     def optimizer_spans(self) -> Spans:
         """The optimizer steps, for which one holds a moment; built once."""
@@ -263,13 +246,10 @@ def append(cols: Columns, events: list[Any], kineto: bool = True) -> None:
         args = _arguments(ops)
         ids = _name_ids(cols, ops)
         starts = _extend(cols.o_ts, [e.ts for e in ops], lambda i: 0.0)
-        durations = _extend(cols.o_dur, [e.dur for e in ops], lambda i: 0.0)
+        _extend(cols.o_dur, [e.dur for e in ops], lambda i: 0.0)
         _fill(cols.o_name, ids)
-        tids = _extend(cols.o_tid, [e.tid for e in ops], lambda i: _tid(ops[i].tid))
-        exts = _extend(cols.o_ext, [a.external_id for a in args], lambda i: -1)
-        if cols.as_read:  # from the values as read: none is boxed again from the columns
-            cols.top_level.add(tids, starts, durations, ids)
-            cols.note_ext(exts)
+        _extend(cols.o_tid, [e.tid for e in ops], lambda i: _tid(ops[i].tid))
+        _extend(cols.o_ext, [a.external_id for a in args], lambda i: -1)
         cols.note_least("o_ts", starts)
         costs = _costs(cols, ids, args)
         _fill(cols.o_flops, [c[0] for c in costs])

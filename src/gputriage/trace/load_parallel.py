@@ -74,7 +74,6 @@ def plan(path: Path, size: int, workers: int) -> tuple[bytes, list[tuple[int, in
 def _read_range(path: str, start: int, end: int) -> dict[str, Any]:
     """In a worker: decode the events in [start, end) into columns, as `load` does."""
     cols = L.Columns(path=path)
-    cols.as_read = False  # the parent finds the top-level ops, and indexes the ids, in the columns joined
     with open(path, "rb") as fh:
         fh.seek(start)
         rest, offset = L.pump(fh, cols, Path(path), b"", start, left=end - start)

@@ -4,10 +4,9 @@ thread in at a moment, and how much of an interval did ops cover."""
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
-if TYPE_CHECKING:  # the columns hold a TopLevel, built as they are read
-    from gputriage.trace.columns import Columns
+from gputriage.trace.load import Columns
 
 
 class ThreadOps:
@@ -45,11 +44,8 @@ class ThreadOps:
 
 def thread_ops(cols: Columns) -> dict[int, ThreadOps]:
     """Each host thread's top-level ops: an op starting inside the previous top-level one is nested in
-    it. Kineto writes each thread's ops by start, the longest first: one pass then, made as the ops were read
-    (`Columns.top_level`); a file in any other order is sorted first."""
-    read = cols.top_level
-    if read.ordered and read.ops == len(cols.o_ts):
-        return read.threads
+    it. Kineto writes each thread's ops by start, the longest first: one pass then; a file in any other
+    order is sorted first."""
     ops = _top_level(cols.o_tid, cols.o_ts, cols.o_dur, cols.o_name)
     if ops is None:
         order = sorted(range(len(cols.o_ts)), key=lambda i: (cols.o_tid[i], cols.o_ts[i], -cols.o_dur[i]))
@@ -63,43 +59,21 @@ def _top_level(
 ) -> dict[int, ThreadOps] | None:
     """Each thread's top-level ops, from ops listed by start (the longest first) within each thread; None
     where a thread's ops are not in that order."""
-    top = TopLevel()
-    top.add(tids, starts, durations, names)
-    return top.threads if top.ordered else None
-
-
-class TopLevel:
-    """Each thread's top-level ops, found as ops are added in the order listed (the longest first where two start
-    together); `ordered` turns False (and the threads are dropped) at the first op of a thread listed out of that
-    order."""
-
-    def __init__(self) -> None:
-        self.threads: dict[int, ThreadOps] = {}
-        self.ordered = True
-        self.ops = 0  # ops added
-        self._last: dict[int, list[float]] = {}  # per thread: [start, duration, end of its current top-level op]
-
-    def add(
-        self, tids: Sequence[int], starts: Sequence[float], durations: Sequence[float], names: Sequence[int]
-    ) -> None:
-        self.ops += len(starts)
-        if not self.ordered:
-            return
-        out, last = self.threads, self._last
-        for tid, s, d, name in zip(tids, starts, durations, names):
-            st = last.get(tid)
-            if st is None:
-                st = last[tid] = [s, d, float("-inf")]
-                out[tid] = ThreadOps()
-            elif s < st[0] or (s == st[0] and d > st[1]):
-                self.ordered = False
-                self.threads, self._last = {}, {}
-                return
-            st[0], st[1] = s, d
-            if s >= st[2]:
-                st[2] = s + d
-                t = out[tid]
-                t.starts.append(s)
-                t.ends.append(s + d)
-                t.names.append(name)
-                t.before.append(t.before[-1] + d)
+    out: dict[int, ThreadOps] = {}
+    last: dict[int, list[float]] = {}  # per thread: [start, duration, end of its current top-level op]
+    for tid, s, d, name in zip(tids, starts, durations, names):
+        st = last.get(tid)
+        if st is None:
+            st = last[tid] = [s, d, float("-inf")]
+            out[tid] = ThreadOps()
+        elif s < st[0] or (s == st[0] and d > st[1]):
+            return None
+        st[0], st[1] = s, d
+        if s >= st[2]:
+            st[2] = s + d
+            t = out[tid]
+            t.starts.append(s)
+            t.ends.append(s + d)
+            t.names.append(name)
+            t.before.append(t.before[-1] + d)
+    return out
