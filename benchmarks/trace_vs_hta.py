@@ -6,7 +6,7 @@ on a shared machine) and with the readers it would use by itself (`--readers`); 
 installed, a plain reader (`json.load` and a Python loop over the events: the floor of any analysis in
 Python that decodes the whole file) stands in for it, and the table says so.
 
-    python benchmarks/trace_vs_hta.py TRACE.json [TRACE.json ...] [--runs 3] [--readers 8]
+    python benchmarks/trace_vs_hta.py TRACE.json [TRACE.json ...] [--runs 5] [--readers 8]
         [--hta-python PATH] [--hta-runs 1] [--skip-hta] [--plain] [--from-source]
 
 Medians of `--runs`. Each tool starts from compiled bytecode, as an installed package does: HTA and the
@@ -130,21 +130,25 @@ def run(python: str, code: str, arg: str, env: dict[str, str | None] | None = No
 
 def command(trace: Path, env: dict[str, str | None]) -> dict:
     """`gputriage trace FILE --json` as a user runs it (its output thrown away): CPU time and wall of the whole
-    command, the command line's own start-up included."""
+    command, the command line's own start-up included, and its peak RSS (the kernel's high-water mark for the
+    process, which starts from this small script's own at the fork)."""
     cpu, t = children_cpu_s(), time.perf_counter()
     child = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
-    p = subprocess.run(
-        [sys.executable, "-m", "gputriage", "trace", str(trace), "--json"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=3600,
-        env=child,
-    )
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(
+            [sys.executable, "-m", "gputriage", "trace", str(trace), "--json"],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=child,
+        )
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace").strip()
     cpu, wall = children_cpu_s() - cpu, time.perf_counter() - t
     if p.returncode:  # with --fail-on never, 0 once the trace is read
-        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"}
-    return {"cpu_s": cpu, "process_wall_s": wall, "answer": f"exit {p.returncode}"}
+        return {"error": stderr.splitlines()[-1] if stderr else f"exit {p.returncode}"}
+    return {"cpu_s": cpu, "process_wall_s": wall, "rss_mb": usage.ru_maxrss / 1024, "answer": f"exit {p.returncode}"}
 
 
 def hta_copy(trace: Path) -> Path:
@@ -172,7 +176,7 @@ def median(rows: list[dict], key: str) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("traces", nargs="+", type=Path)
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--readers", type=int, default=8, help="readers for the several-core run (1: skip it)")
     ap.add_argument("--hta-python", default=sys.executable)
     ap.add_argument("--skip-hta", action="store_true")
@@ -270,6 +274,12 @@ def main() -> None:
         print(
             f"  the command, one reader: {what} {base:.3f} s / `gputriage trace` {ours_cli:.3f} s = "
             f"{base / ours_cli:.1f}x in CPU time, {base_wall / median(cli, 'process_wall_s'):.1f}x in wall time"
+        )
+        base_mb = median(hta or plain, "rss_mb")
+        print(
+            f"  peak memory, one reader: {what} {base_mb:.0f} MB / gputriage {median(one, 'rss_mb'):.0f} MB = "
+            f"{base_mb / median(one, 'rss_mb'):.1f}x (the command: {median(cli, 'rss_mb'):.0f} MB, "
+            f"{base_mb / median(cli, 'rss_mb'):.1f}x)"
         )
     shutil.rmtree(pycache, ignore_errors=True)
 
