@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
+from itertools import compress
 from struct import error as StructError
 from struct import pack
 from typing import Any, Callable, Optional, Sequence, Union
@@ -84,10 +85,14 @@ class Columns:
         self.workers_memory_bytes: int = 0  # their memory (PSS) at their end, summed: beside this process's own
 
     def op_of_ext(self) -> dict[int, int]:
-        """The framework op (its index) of each external id, the first where a trace repeats one; built once."""
+        """The framework op (its index) of each external id a GPU activity carries, the first where a trace repeats
+        one; built once, over the ops picked in C."""
         if self._op_of_ext is None:
-            self._op_of_ext = dict(zip(reversed(self.o_ext), range(len(self.o_ext) - 1, -1, -1)))
-            self._op_of_ext.pop(-1, None)
+            wanted = set(self.g_ext)
+            wanted.discard(-1)
+            ext = self.o_ext
+            ops = list(compress(range(len(ext)), map(wanted.__contains__, ext)))
+            self._op_of_ext = dict(zip(reversed([ext[i] for i in ops]), reversed(ops)))
         return self._op_of_ext
 
     def gpu_ops(self) -> list[Optional[int]]:
