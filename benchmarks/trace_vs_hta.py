@@ -7,7 +7,7 @@ installed, a plain reader (`json.load` and a Python loop over the events: the fl
 Python that decodes the whole file) stands in for it, and the table says so.
 
     python benchmarks/trace_vs_hta.py TRACE.json [TRACE.json ...] [--runs 5] [--readers 8]
-        [--hta-python PATH] [--hta-runs 1] [--skip-hta] [--plain] [--from-source]
+        [--hta-python PATH] [--hta-runs 1] [--skip-hta] [--plain] [--from-source] [--before OTHER/src]
 
 Medians of `--runs`. Each tool starts from compiled bytecode, as an installed package does: HTA and the
 libraries from their installed caches, gputriage (often a checkout, where PYTHONDONTWRITEBYTECODE would
@@ -190,6 +190,13 @@ def main() -> None:
         "PYTHONDONTWRITEBYTECODE",
     )
     ap.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        help="also time, one reader, the gputriage in this folder (another checkout's src), each run beside one of "
+        "this one's: a change's gain measured side by side",
+    )
+    ap.add_argument(
         "--plain",
         action="store_true",
         help="also time json.load and a Python loop over the events (run anyway where HTA is not installed)",
@@ -209,15 +216,25 @@ def main() -> None:
         "gputriage started "
         + ("from source (its modules compiled at every start)" if args.from_source else "from compiled bytecode")
     )
+    before_pycache = tempfile.mkdtemp(prefix="gputriage-pyc-before-")
+    before_env: dict[str, str | None] = {
+        **compiled,
+        **({"PYTHONPYCACHEPREFIX": before_pycache} if not args.from_source else {}),
+        "PYTHONPATH": str(args.before),
+        "GPUTRIAGE_TRACE_READERS": "1",
+    }
     for trace in args.traces:
         mb = trace.stat().st_size / 1e6
         if not args.from_source:  # untimed: fills the bytecode cache of every module this trace's read imports
             run(sys.executable, OURS, str(trace), {**compiled, "GPUTRIAGE_TRACE_READERS": str(args.readers)})
             command(trace, {**compiled, "GPUTRIAGE_TRACE_READERS": "1"})
-        one = [
-            run(sys.executable, OURS, str(trace), {**compiled, "GPUTRIAGE_TRACE_READERS": "1"})
-            for _ in range(args.runs)
-        ]
+            if args.before:
+                run(sys.executable, OURS, str(trace), before_env)
+        one, before = [], []
+        for _ in range(args.runs):
+            one.append(run(sys.executable, OURS, str(trace), {**compiled, "GPUTRIAGE_TRACE_READERS": "1"}))
+            if args.before:
+                before.append(run(sys.executable, OURS, str(trace), before_env))
         cli = [command(trace, {**compiled, "GPUTRIAGE_TRACE_READERS": "1"}) for _ in range(args.runs)]
         several = (
             [
@@ -236,6 +253,7 @@ def main() -> None:
         print(f"\n{trace.name}: {mb:.1f} MB")
         print(f"  {'reader':34} {'CPU s':>7} {'MB/s/core':>10} {'wall s':>7} {'peak MB':>8}  answer")
         rows = [
+            ("gputriage (before), one reader", before),
             ("gputriage, one reader", one),
             ("gputriage trace --json, 1 reader", cli),
             (f"gputriage, up to {args.readers} readers", several),
@@ -270,6 +288,12 @@ def main() -> None:
         if several:
             line += f", {base_wall / median(several, 'process_wall_s'):.1f}x with up to {args.readers} readers"
         print(line)
+        if before:
+            was = median(before, "cpu_s")
+            print(
+                f"  before: {what} {base:.3f} s / gputriage {was:.3f} s = {base / was:.1f}x; this one takes "
+                f"{100 * (ours - was) / was:+.1f}% CPU time"
+            )
         ours_cli = median(cli, "cpu_s")
         print(
             f"  the command, one reader: {what} {base:.3f} s / `gputriage trace` {ours_cli:.3f} s = "
@@ -282,6 +306,7 @@ def main() -> None:
             f"{base_mb / median(cli, 'rss_mb'):.1f}x)"
         )
     shutil.rmtree(pycache, ignore_errors=True)
+    shutil.rmtree(before_pycache, ignore_errors=True)
 
 
 if __name__ == "__main__":
