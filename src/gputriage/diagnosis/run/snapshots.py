@@ -72,17 +72,35 @@ def judge_dump(
     return Judged(dump, report, gpu)
 
 
+def first_and_latest(kept: list[MemoryDump]) -> tuple[MemoryDump | None, MemoryDump | None]:
+    """The snapshot of the first out-of-memory error, and the latest of a growth."""
+    ooms = sorted((d for d in kept if d.kind == "oom"), key=lambda d: d.t_s or 0.0)
+    grew = sorted((d for d in kept if d.kind == "growth"), key=lambda d: d.t_s or 0.0)
+    return (ooms[0] if ooms else None), (grew[-1] if grew else None)
+
+
 def judge_snapshots(
     rec: Recording, verdicts: dict[int, GpuVerdict], processes: list[ProcessSummary]
 ) -> tuple[Judged | None, Judged | None]:
     """The snapshot of the run's first out-of-memory error, and the latest of its growth, each judged (None: the
     workload saved none)."""
-    ooms = sorted((d for d in rec.memory if d.kind == "oom"), key=lambda d: d.t_s or 0.0)
-    grew = sorted((d for d in rec.memory if d.kind == "growth"), key=lambda d: d.t_s or 0.0)
+    oom, grew = first_and_latest(rec.memory)
     return (
-        judge_dump(rec, ooms[0], verdicts, processes) if ooms else None,
-        judge_dump(rec, grew[-1], verdicts, processes) if grew else None,
+        judge_dump(rec, oom, verdicts, processes) if oom is not None else None,
+        judge_dump(rec, grew, verdicts, processes) if grew is not None else None,
     )
+
+
+def kept_report(kept: list[MemoryDump], processes: list[ProcessSummary], context: Context) -> MemoryReport | None:
+    """The memory report of a stored run judged before its snapshots were (`show`): the first out-of-memory error's
+    snapshot kept beside the store, else the latest growth's, with the processes the run named."""
+    owners = {p.pid: p.owner for p in processes if p.owner is not None}
+    for dump in first_and_latest(kept):
+        if dump is not None:
+            report = memory_findings(dump, processes=named(dump.processes, owners), context=context)
+            if report is not None:
+                return report
+    return None
 
 
 def shown(oom: Judged | None, growth: Judged | None) -> MemoryReport | None:
