@@ -86,7 +86,7 @@ def _seen(processes: list[ProcessSummary], t_s: float, job: bool) -> list[GpuPro
 
 def samples(report: RunReport) -> list[Sample]:
     """One sample a second of the run, from its report: the lead GPU's series and medians, the processes seen, and
-    the allocator's counters its out-of-memory finding quoted, reported at the last sample."""
+    the allocator's counters its out-of-memory finding quoted, reported by the last two samples (the last window's)."""
     key, lead = next(iter(report.verdict.per_gpu.items()))
     started, ended = report.started_s or 0.0, report.ended_s or 0.0
     limit = report.meta.gpus[key].power_limit_mw if key in report.meta.gpus else None
@@ -94,9 +94,12 @@ def samples(report: RunReport) -> list[Sample]:
     times = [started + t for t in lead.series.t_s] + [ended]
     out = []
     for i, t in enumerate(times):
-        last = i == len(times) - 1
+        last = i >= len(times) - 2
         cpu = lead.series.workload_cpu_pct
         work = WorkloadSample(pids=1, cpu_pct=cpu[min(i, len(cpu) - 1)] if cpu else None)
+        for rate, total in (("cuda_frees_per_s", "cuda_frees_total"), ("alloc_retries_per_s", "alloc_retries_total")):
+            if lead.evidence.get(rate) is not None:  # the allocator reported: its median rate, kept up
+                setattr(work, total, lead.evidence[rate] * (t - started))
         if last and oom:
             work.ooms_total = oom.get("ooms")
             work.oom_requested_bytes = oom["requested_mib"] * MIB if "requested_mib" in oom else None
