@@ -20,6 +20,7 @@ from gputriage.model.run import GpuVerdict, ProcessSummary, RunReport
 from gputriage.model.sample import GpuProcess, GpuSample, Sample, WorkloadSample
 from gputriage.sampling.oom_marks import dump_of
 from gputriage.sampling.session import replay
+from gputriage.testing.recordings import load_runs, recorded
 
 H100 = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "memory" / "h100"
 # each case, the cause the memory judge must name and the line the example planted (`# planted`)
@@ -119,10 +120,16 @@ def samples(report: RunReport) -> list[Sample]:
 
 
 def recording(case: str, folder: Path = H100, growth: bool = False) -> tuple[Recording, int | None]:
-    """The recorded run rebuilt, with the snapshot its workload saved at the error (and, `growth`, the one saved
-    while its memory grew, where there is one), and its exit code."""
+    """The recorded run, with the snapshot its workload saved at the error (and, `growth`, the one saved while its
+    memory grew, where there is one), and its exit code: its samples as the store kept them where they were cut
+    from it (`CASE.run.samples.json.gz`, `benchmarks/record_oom.py`), else rebuilt from its report."""
     report = recorded_report(case, folder)
-    rec = replay(samples(report), report.meta, kind=report.kind, command=report.command, run_id=report.id)
+    kept = folder / f"{case}.run.samples.json.gz"
+    if kept.exists():
+        rec = recorded(load_runs(kept)[case])
+        rec.run_id = report.id
+    else:
+        rec = replay(samples(report), report.meta, kind=report.kind, command=report.command, run_id=report.id)
     rec.owners = {p.pid: p.owner for p in report.processes if p.owner is not None}
     rec.memory = [oom_dump(case, folder)]
     if growth and (folder / "growth" / f"{case}.growth.json").exists():
