@@ -6,6 +6,7 @@ samples rebuilt from its report of that time)."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import pickle
@@ -17,6 +18,7 @@ import msgspec
 import pytest
 from rich.console import Console
 
+import gputriage
 from gputriage.api.run import show
 from gputriage.diagnosis.memory.judge import CAUSES as MEMORY_CAUSES
 from gputriage.diagnosis.run.judge import judge
@@ -274,3 +276,21 @@ def test_show_judges_a_damaged_report_again_with_the_kept_snapshot(tmp_path):
     shown = show(1, path)
     assert finding(shown, "memory.fragmented") is not None
     assert shown.memory is not None and shown.memory.cause == "memory.fragmented"
+
+
+def test_a_monitor_block_keeps_the_snapshot_its_error_saved_and_explains_it(tmp_path):
+    """A block of code under `gputriage.monitor()` whose allocator saved a snapshot at an error (the recorded one,
+    as the observer names its files): kept beside the store, judged, its cause in the block's report."""
+    store = tmp_path / "runs.sqlite"
+    with gputriage.monitor(store=store, isolated=False, period_s=0.05) as m:
+        folder = Path(m._allocator_dir)
+        for suffix, ours in ((".oom.pickle.gz", mh.PICKLE), (".oom.json", mh.MARK)):
+            data = (H100 / f"peak{suffix}").read_bytes()
+            (folder / f"{mh.OOM_PREFIX}619{ours}").write_bytes(gzip.decompress(data) if suffix.endswith("gz") else data)
+    report = m.report
+    assert report is not None and report.kind == "monitor"
+    assert report.memory is not None and report.memory.cause == "memory.peak_near_capacity"
+    oom = finding(report, "run.out_of_memory")
+    assert oom is not None and oom.evidence["cause"] == "memory.peak_near_capacity"
+    assert Path(oom.evidence["snapshot"]).parent == kept_folder(store, report.id)
+    assert Path(oom.evidence["snapshot"]).exists() and not folder.exists()
