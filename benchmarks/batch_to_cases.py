@@ -21,8 +21,8 @@ from pathlib import Path
 from gputriage.sampling.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from live_batch import WORKLOADS, expected  # noqa: E402
-from store_to_fixture import cut  # noqa: E402
+from live_batch import WORKLOADS, expected
+from store_to_fixture import cut
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 

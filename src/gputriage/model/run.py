@@ -12,6 +12,7 @@ from gputriage.model.baseline import Diff
 from gputriage.model.bottleneck import Bottleneck
 from gputriage.model.compile import CompileStats
 from gputriage.model.finding import Finding, Severity
+from gputriage.model.memory import MemoryReport
 from gputriage.model.owner import ProcessOwner
 from gputriage.model.trace import TraceReport
 
@@ -320,6 +321,9 @@ class RunReport(msgspec.Struct, kw_only=True):
     baseline: Optional[Diff] = None  # `run --baseline NAME`: this run against it
     compile: Optional[CompileStats] = None  # what torch.compile did in the workload (Python workloads under run)
     stacks: Optional[HostStacks] = None  # where its Python threads spent the steady state (the stack sampler)
+    # the allocator's snapshot the workload saved (Python workloads under run and monitor()), judged: at its
+    # out-of-memory error, else the latest saved while its live memory grew
+    memory: Optional[MemoryReport] = None
 
     def beside_verdict(self) -> list[Finding]:
         """The findings besides the verdict: a report stored before the verdict was stated once (`GpuVerdict.finding`)

@@ -13,6 +13,7 @@ from gputriage.model.run import SIGNALLED, GpuVerdict, RunReport
 from gputriage.model.safe_text import safe_text
 from gputriage.report.libraries import used_said
 from gputriage.report.profile_terminal import render_profile_extra
+from gputriage.report.run_memory_terminal import render_memory
 from gputriage.report.stack_lines import about, line_text, main_thread
 from gputriage.report.style import finding_text, local_time
 from gputriage.report.trace_terminal import render_profile_window, render_verdict
@@ -347,6 +348,7 @@ def render(r: RunReport, console: Console) -> None:
     _host(r, console)
     _stacks(r, console)
     _processes(r, console)
+    render_memory(r, console)
     _blind_spots(r, console)
     profile = r.profile
     if profile is not None:

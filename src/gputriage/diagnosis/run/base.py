@@ -1,12 +1,13 @@
 """What a monitored run's rules read (`diagnosis.run.rules`): one `RunEvidence` per judgement, gathered once
 (`gather.gather`) from the recording, the command's exit code, the profile, and the verdict stage's outcome — each
 GPU's verdict, the merged verdict, whether the command failed before a steady state, the workload's Python stacks,
-the processes on its GPUs with their owners, its throughput."""
+the processes on its GPUs with their owners, its throughput, the allocator snapshots its workload saved (judged)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gputriage.diagnosis.run.snapshots import Judged
 from gputriage.model.finding import Finding
 from gputriage.model.recording import Recording
 from gputriage.model.run import (
@@ -40,6 +41,8 @@ class RunEvidence:
     processes: list[ProcessSummary] = field(default_factory=list)
     throughput: Throughput | None = None
     trace_findings: list[Finding] = field(default_factory=list)
+    oom_snapshot: Judged | None = None  # the allocator's snapshot at its first out-of-memory error, judged
+    growth_snapshot: Judged | None = None  # the latest saved while its live memory grew, judged
 
     @property
     def workload(self) -> bool:

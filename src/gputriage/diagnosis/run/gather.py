@@ -1,7 +1,8 @@
 """The verdict stage of a monitored run, and the evidence its rules read (`base.RunEvidence`), gathered once: each GPU
 the workload used judged over its steady state (`verdict.gpu_verdict`), the profiler's holds left out; no verdict for
 a command that failed before a steady state; the Python lines each host-side verdict names; the trace's verdict
-merged where the run was profiled; the processes on its GPUs with their owners; its throughput."""
+merged where the run was profiled; the processes on its GPUs with their owners; its throughput; the allocator
+snapshots its workload saved, judged by the memory judge (`snapshots`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from gputriage.diagnosis.run.host_stacks import annotate, annotate_regimes, run_
 from gputriage.diagnosis.run.merge import merge
 from gputriage.diagnosis.run.profiler_cost import place_windows, profiler_costs, regime_at
 from gputriage.diagnosis.run.regimes import lasts
-from gputriage.diagnosis.run.rules.out_of_memory import ooms_raised
+from gputriage.diagnosis.run.rules.out_of_memory import ooms_seen
+from gputriage.diagnosis.run.snapshots import judge_snapshots
 from gputriage.diagnosis.run.throughput import throughput
 from gputriage.diagnosis.run.verdict import gpu_verdict, holds_workload_memory
 from gputriage.diagnosis.trace.findings import as_profiler_artefact
@@ -85,6 +87,7 @@ def gather(
     )
     if profile is not None and ev.steady:
         ev.trace_findings = merged(ev, profile)
+    ev.oom_snapshot, ev.growth_snapshot = judge_snapshots(rec, verdicts, ev.processes)
     return ev
 
 
@@ -121,7 +124,7 @@ def failed_early(rec: Recording, exit_code: int | None, verdicts: dict[int, GpuV
     ran_s = (rec.ended_s or 0.0) - (rec.started_s or 0.0)
     stepped = any((w.steps_total or 0.0) > 0 for w in rec.windows.host)
     steady_s = max((ran_s - v.startup_s - v.shutdown_s for v in verdicts.values()), default=0.0)
-    if not stepped and (ran_s < FAILED_EARLY.value or ooms_raised(rec.windows.host) >= 1):
+    if not stepped and (ran_s < FAILED_EARLY.value or ooms_seen(rec) >= 1):
         return ran_s
     return ran_s if steady_s < MIN_STEADY.value else None
 
@@ -129,7 +132,7 @@ def failed_early(rec: Recording, exit_code: int | None, verdicts: dict[int, GpuV
 def no_verdict(v: GpuVerdict, rec: Recording, exit_code: int | None, ran_s: float) -> None:
     """A GPU of a command that failed before a steady state: no cause named, and why."""
     v.bottleneck, v.undecided_between, v.decision, v.share, v.confidence = None, [], "", 0.0, 0.0
-    why = "out of GPU memory" if ooms_raised(rec.windows.host) >= 1 else "its output says why"
+    why = "out of GPU memory" if ooms_seen(rec) >= 1 else "its output says why"
     v.summary = f"no verdict: the command failed (exit {exit_code}) after {ran_s:.1f} s, before a steady state ({why})"
 
 
