@@ -218,6 +218,19 @@ class RegimeThroughput(msgspec.Struct, kw_only=True, omit_defaults=True):
     metric_median: Optional[float] = None  # `run --metric`: the median of the values read in this phase
 
 
+class StepRegime(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A stretch of the run at one step rate (`diagnosis.run.step_regimes`): where the workload's own rate held, cut
+    from its per-window step rate, with or without a GPU."""
+
+    start_s: float  # seconds since the run started
+    end_s: float
+    windows: int  # the windows whose rates it spans
+    steps_per_s: float
+    samples_per_s: Optional[float] = None
+    tokens_per_s: Optional[float] = None
+    spread_share: Optional[float] = None  # the standard deviation of its windows' step rates, a share of its rate
+
+
 class Throughput(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What the workload got done, as it reported it (`gputriage.step()`): over the steady state (start-up
     and shut-down left out), and per phase; with the model's FLOPs given, the model FLOP utilization."""
@@ -241,6 +254,9 @@ class Throughput(msgspec.Struct, kw_only=True, omit_defaults=True):
     bench_tflops: Optional[float] = None  # the bf16 GEMM rate `gputriage bench` measured on these GPUs (summed)
     mfu_bench_pct: Optional[float] = None  # achieved against that measured ceiling
     bench_source: Optional[str] = None
+    steady_start_s: Optional[float] = None  # where the steady span starts, seconds since the run started
+    steady_follows: Optional[str] = None  # "steps": the span where the workload stepped (no start-up, no tail)
+    step_regimes: list[StepRegime] = []  # the run cut where its step rate changed (one: it held)
 
 
 class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
