@@ -4,9 +4,10 @@ The host's windows keep the step counters' totals (`gputriage.step()`); each pai
 window's rate. The series is trimmed to where the workload stepped (from the reading before its first step to its
 last step: no start-up before it, no tail after it), then cut where its rate changed by a moving-sum scan (MOSUM):
 at each window the rate over the `G` windows before it is set against the rate over the `G` after it (`G`: the
-windows of the shortest regime, `regimes.MIN_REGIME_S`), and a change is a window where the two differ by
-STEP_RATE_RATIO at least and by STEP_RATE_NOISE standard errors of the two sides' window rates at least; of the
-changes within `G` windows of each other, the most significant stands. The stretches between the changes are then
+windows of the shortest regime, `regimes.MIN_REGIME_S`, then twice that, four times, ...: a slow rate's change
+shows over more windows), and a change is a window where the two differ by STEP_RATE_RATIO at least and by
+STEP_RATE_NOISE standard errors of the two sides' window rates at least; of the changes within `G` windows of each
+other, the finer scale's and then the most significant stands. The stretches between the changes are then
 merged, the least different pair first, until every neighbour differs by both again (their rates over the whole
 stretch): a stall shorter than a regime, a garbage collection or one slow window moves no regime. A rate is steps
 over seconds (never a mean of ratios), so a run of one step every two seconds has its rate, not 0 or 1."""
@@ -29,9 +30,10 @@ STEP_RATE_RATIO = Threshold(
     "how much higher one of two neighbouring stretches' step rates must be than the other's for a change of "
     "step-rate regime (a drop to two thirds of the rate, or a rise by half)",
     "recorded H200 runs with steps (tests/fixtures/h200/runs_*.json.gz, the host windows' steps_total): in runs of one "
-    "loop, the rates of any two neighbouring 10 s stretches differ by 1.15x at most (healthy_beside_idle_holder: "
-    "1.01x at 153 steps/s; recompile_shapes at 2-3 steps/s, whole-step jitter: 1.15x); the planted changes of "
-    "runs_regime_shift*.json.gz are 4.5-5.5x; judgement: a third of the throughput lost is a change a user acts on",
+    "loop, the rates of any two neighbouring 10 s stretches differ by 1.2x at most (healthy_beside_idle_holder: "
+    "1.01x at 153 steps/s; recompile_shapes at 2-3 steps/s, whole-step jitter: 1.18x); the planted changes of "
+    "runs_regime_shift*.json.gz are 4.5-5.5x, recompile_shapes_long_gpm (its steps grow) fell 1.6x; judgement: a "
+    "third of the throughput lost is a change a user acts on",
 )
 STEP_RATE_NOISE = Threshold(
     "step_rate_regime_noise",
@@ -136,18 +138,22 @@ def differ(x: Stretch, y: Stretch) -> bool:
 
 
 def change_points(sums: _Sums, n: int, g: int) -> list[int]:
-    """The MOSUM scan: the windows where the `g` before and the `g` after differ, the most significant of those
-    within `g` of each other."""
-    found = []
-    for k in range(g, n - g + 1):
-        before, after = sums.stretch(k - g, k), sums.stretch(k, k + g)
-        if differ(before, after):
-            found.append((separation(before, after)[1], k))
+    """The MOSUM scan at bandwidths g, 2g, 4g, ... (a slow rate's change shows over more windows): the windows where
+    the bandwidth before and the bandwidth after differ; the finer scale first, and within one the most significant,
+    each kept where no change already kept lies within its bandwidth."""
     kept: list[int] = []
-    for _, k in sorted(found, reverse=True):
-        i = bisect.bisect_left(kept, k)
-        if (i == 0 or k - kept[i - 1] >= g) and (i == len(kept) or kept[i] - k >= g):
-            kept.insert(i, k)
+    width = g
+    while 2 * width <= n:
+        found = []
+        for k in range(width, n - width + 1):
+            before, after = sums.stretch(k - width, k), sums.stretch(k, k + width)
+            if differ(before, after):
+                found.append((separation(before, after)[1], k))
+        for _, k in sorted(found, reverse=True):
+            i = bisect.bisect_left(kept, k)
+            if (i == 0 or k - kept[i - 1] >= width) and (i == len(kept) or kept[i] - k >= width):
+                kept.insert(i, k)
+        width *= 2
     return kept
 
 

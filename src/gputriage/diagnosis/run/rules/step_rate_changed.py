@@ -75,8 +75,8 @@ def _fell(ev: RunEvidence, before: StepRegime, after: StepRegime) -> Finding:
         "after_s": evidence["after_s"],
         "changed": changed.text,
     }
-    run_s = evidence["before_s"] + evidence["after_s"]
-    lost = -change * evidence["after_s"] / run_s if run_s else None
+    run_s = evidence["before_s"] + evidence["after_s"]  # the rate lost, as a share of the GPU's time (none: no GPU)
+    lost = -change * evidence["after_s"] / run_s if run_s and lead is not None else None
     return RULE.finding(evidence, subject="workload", say=_kind(changed), fill=fill, impact=lost)
 
 
@@ -102,7 +102,7 @@ RULE = Rule(
         cause="Something changed while the job ran: its inputs, the code path it runs, what it waits on, or the "
         "cores and GPU it gets; its overall rate hides the slow regime behind the fast one",
         decision="Look at what changed at that moment (the figures beside the finding; the data the job reached, other "
-        "jobs on the host); `gputriage run --profile auto` profiles the slow regime",
+        "jobs on the host); on a GPU, `gputriage run --profile auto` profiles the slow regime",
         condition="two neighbouring stretches of the step rate, each >= {regime_min_s:g} s, the later slower by "
         "{step_rate_regime_ratio:g}x or more and by {step_rate_regime_noise:g} standard errors of their windows' "
         "rates; what changed at that time: a percentage moved by {step_rate_figure_points:g} points or more, a "
@@ -116,8 +116,8 @@ RULE = Rule(
                 "sequences, bigger images or batches), another code path (an evaluation, a new phase of the "
                 "schedule), a structure that grows with the run, or fewer cores for it",
                 decision="Compare a step before +{at_s:.0f} s with one after (the sizes of its inputs, the code it "
-                "runs); the main thread's busiest lines are in the report; `gputriage run --profile auto` profiles "
-                "the slow regime",
+                "runs); the main thread's busiest lines are in the report; on a GPU, `gputriage run --profile auto` "
+                "profiles the slow regime",
             ),
             "waits": Wording(
                 symptom=FELL,
