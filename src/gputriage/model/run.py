@@ -259,6 +259,19 @@ class Throughput(msgspec.Struct, kw_only=True, omit_defaults=True):
     step_regimes: list[StepRegime] = []  # the run cut where its step rate changed (one: it held)
 
 
+class LoaderWorkers(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A PyTorch DataLoader's worker processes over the windows they ran in (`sampling.loader_workers`): how many,
+    their CPU, and the cores the workload may use."""
+
+    workers: int  # running at once (the median over those windows)
+    workers_max: int  # the most seen at once
+    windows: int  # windows with a worker running
+    cpu_pct: Optional[float] = None  # all of them together, % of one core (median)
+    worker_cpu_pct: Optional[float] = None  # per worker, on average (median)
+    workload_cpu_pct: Optional[float] = None  # the whole workload's, workers included (median)
+    cores: Optional[float] = None  # the cores the workload may use: its affinity, capped by its cgroup quota (least)
+
+
 class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The GPU time a run paid for, the share that did useful work, and (with a price) what both cost."""
 
@@ -335,6 +348,7 @@ class RunReport(msgspec.Struct, kw_only=True):
     baseline: Optional[Diff] = None  # `run --baseline NAME`: this run against it
     compile: Optional[CompileStats] = None  # what torch.compile did in the workload (Python workloads under run)
     stacks: Optional[HostStacks] = None  # where its Python threads spent the steady state (the stack sampler)
+    loader: Optional[LoaderWorkers] = None  # its DataLoader's worker processes, their CPU and the cores they share
 
     def beside_verdict(self) -> list[Finding]:
         """The findings besides the verdict: a report stored before the verdict was stated once (`GpuVerdict.finding`)

@@ -12,6 +12,7 @@ from gputriage.model.run import GpuVerdict, RunReport
 from gputriage.report.html_diff import diff_html
 from gputriage.report.html_page import Page, esc, findings_html, kv, table, when
 from gputriage.report.html_trace import add_trace
+from gputriage.report.loader_workers import html as loader_html
 from gputriage.report.profile_terminal import cost_line, window_line
 from gputriage.report.stack_lines import about, line_text, main_thread, place, thread
 from gputriage.report.step_regimes import html as step_regimes_html
@@ -285,6 +286,7 @@ def _host(r: RunReport) -> str:
             ),
         )
     )
+    out += loader_html(r)
     if r.processes:
         out += "<h3>Processes on the GPUs</h3>" + table(
             ("GPU", "pid", "whose", "kernels (% of time)", "VRAM (GiB)"),

@@ -11,6 +11,7 @@ from rich.text import Text
 from gputriage.model.finding import Severity
 from gputriage.model.run import SIGNALLED, GpuVerdict, RunReport
 from gputriage.model.safe_text import safe_text
+from gputriage.report.loader_workers import terminal_line as loader_line
 from gputriage.report.profile_terminal import render_profile_extra
 from gputriage.report.stack_lines import about, line_text, main_thread
 from gputriage.report.step_regimes import steady_span
@@ -176,6 +177,9 @@ def _host(r: RunReport, console: Console) -> None:
         console.print(
             Text("host: " + ", ".join(parts) + " (medians)" + ("; " + ", ".join(peaks) if peaks else ""), style="dim")
         )
+    loader = loader_line(r)
+    if loader is not None:
+        console.print(loader)
 
 
 def _stacks(r: RunReport, console: Console) -> None:

@@ -45,6 +45,7 @@ def report(ev: RunEvidence, findings: list[Finding], complete: bool = True) -> R
         else None,
         compile=rec.compile,
         stacks=ev.stacks,
+        loader=ev.loader,
     )
 
 

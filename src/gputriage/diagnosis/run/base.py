@@ -13,6 +13,7 @@ from gputriage.model.run import (
     GpuStatic,
     GpuVerdict,
     HostStacks,
+    LoaderWorkers,
     ProcessSummary,
     ProfileReport,
     RunVerdict,
@@ -40,6 +41,7 @@ class RunEvidence:
     processes: list[ProcessSummary] = field(default_factory=list)
     throughput: Throughput | None = None
     trace_findings: list[Finding] = field(default_factory=list)
+    loader: LoaderWorkers | None = None  # its DataLoader's workers, their CPU and the cores they share
 
     @property
     def workload(self) -> bool:
