@@ -11,7 +11,7 @@ from gputriage.inworkload.stack_categories import doing
 from gputriage.model.finding import Threshold
 from gputriage.model.numbers import median
 from gputriage.model.run import StepRegime
-from gputriage.model.window import SHARE_FIELDS, Windows
+from gputriage.model.window import SHARE_FIELDS, WindowMetrics, Windows
 
 FIGURE_POINTS = Threshold(
     "step_rate_figure_points",
@@ -32,7 +32,6 @@ FIGURE_SHARE = Threshold(
     "judgement: a thermal or power slowdown takes the SM clock down by 15% or more (H200: 1980 MHz boost, under 1700 "
     "when slowed); the power of a loop at one load varies by less",
 )
-NAMED = 4  # the figures named beside the workload's CPU, the most moved first
 
 
 @dataclass
@@ -63,13 +62,17 @@ GPU_FIGURES: tuple[tuple[str, str, str], ...] = (
 
 def medians(ws: Windows, run_start_s: float, r: StepRegime, names: Sequence[str]) -> dict[str, float]:
     """Each figure's median over the windows whose middle lies in the regime."""
-    inside = [w for w in ws if r.start_s <= (w.t0_s + w.t1_s) / 2 - run_start_s <= r.end_s]
+    inside = [w for w in ws if r.start_s <= _middle_s(w) - run_start_s <= r.end_s]
     out = {}
     for name in names:
         xs = [v for v in (getattr(w, name) for w in inside) if v is not None]
         if xs:
             out[name] = round(float(median(xs)), 3)
     return out
+
+
+def _middle_s(w: WindowMetrics) -> float:
+    return (w.t0_s + w.t1_s) / 2
 
 
 def moved(how: str, a: float, b: float) -> float:
@@ -86,9 +89,9 @@ def moved(how: str, a: float, b: float) -> float:
 
 
 def what_changed(
-    host: Windows, gpu: Windows | None, run_start_s: float, before: StepRegime, after: StepRegime
+    host: Windows, gpu: Windows | None, run_start_s: float, before: StepRegime, after: StepRegime, named: int = 4
 ) -> Changed:
-    """The workload's CPU before and after (held or moved), and the figures that moved most."""
+    """The workload's CPU before and after (held or moved), and the `named` figures that moved most."""
     out = Changed(text="")
     words: list[str] = []
     ranked = []
@@ -110,9 +113,9 @@ def what_changed(
             else f"the workload's CPU {out.cpu_before:.0f}% → {out.cpu_after:.0f}% of a core"
         )
     others = sorted((r for r in ranked if r[1] != "workload_cpu_pct"), key=lambda r: -r[0])
-    for _, name, _ in others[NAMED:]:  # named only as far as they are said
+    for _, name, _ in others[named:]:  # named only as far as they are said
         del out.evidence[f"{name}_before"], out.evidence[f"{name}_after"]
-    words += [text for _, _, text in others[:NAMED]]
+    words += [text for _, _, text in others[:named]]
     if len(words) == len(cpu):
         words.append("nothing else the sampler reads moved" if words else "nothing the sampler reads moved")
     out.text = "; ".join(words)

@@ -143,7 +143,7 @@ def change_points(sums: _Sums, n: int, g: int) -> list[int]:
     each kept where no change already kept lies within its bandwidth."""
     kept: list[int] = []
     width = g
-    while 2 * width <= n:
+    while width + width <= n:
         found = [(z, k) for k, z in _scan(sums, n, width)]
         for _, k in sorted(found, reverse=True):
             i = bisect.bisect_left(kept, k)
@@ -177,13 +177,14 @@ def _scan(sums: _Sums, n: int, w: int) -> list[tuple[int, float]]:
 
 def merged(sums: _Sums, edges: list[int], n: int) -> list[Stretch]:
     """The stretches between `edges`, neighbours merged (the least apart first) until each pair differs."""
-    bounds = [0, *edges, n]
-    while len(bounds) > 2:
+    inner = list(edges)
+    while inner:
+        bounds = [0, *inner, n]
         parts = [sums.stretch(a, b) for a, b in zip(bounds, bounds[1:])]
         alike = [(separation(x, y)[1], i) for i, (x, y) in enumerate(zip(parts, parts[1:])) if not differ(x, y)]
         if not alike:
             return parts
-        del bounds[min(alike)[1] + 1]
+        del inner[min(alike)[1]]  # the edge between parts i and i + 1
     return [sums.stretch(0, n)]
 
 

@@ -30,7 +30,7 @@ def evaluate(ev: RunEvidence) -> list[Finding]:
     """A finding for each step-rate regime slower than the one before it (none for a command that failed before a
     steady state, nor where the lead GPU's own change of regime said it with the rate)."""
     t = ev.throughput
-    if t is None or len(t.step_regimes) < 2 or not ev.steady:
+    if t is None or not t.step_regimes[1:] or not ev.steady:
         return []
     said = _said_by_gpu(ev)
     window_s = ev.host.window_s
