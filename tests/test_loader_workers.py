@@ -199,3 +199,42 @@ def test_a_real_dataloader_with_four_workers_on_one_core_is_counted_and_named(tm
     assert loader["workers"] == 4 and 0 < loader["cores"] <= 1
     (f,) = [f for f in report["findings"] if f["id"] == "run.loader_workers_oversubscribed"]
     assert f["evidence"]["workers"] == 4 and f["evidence"]["cores"] == loader["cores"]
+
+
+class FakeTree:
+    """The workload's processes as successive reads find them; counts its re-scans."""
+
+    def __init__(self, reads: list[dict[int, ProcessDetail]]) -> None:
+        self.reads, self.rescans = reads, 0
+        self.root = type("Root", (), {"pid": 1})()
+
+    def refresh(self) -> bool:
+        self.rescans += 1
+        return True
+
+    @property
+    def pids(self) -> set[int]:
+        return set(self.reads[0])
+
+    def details(self) -> dict[int, ProcessDetail]:
+        return self.reads.pop(0)
+
+
+def test_a_worker_that_ends_has_the_tree_scanned_again_at_the_next_read():
+    """A new epoch's workers replace the last's: the sampler looks for them at once, not at its next 5 s re-scan."""
+    from gputriage.backends.nvml_replay import ReplayNvml
+    from gputriage.sampling.sampler import ProcessTreeReader
+
+    main = detail(1.0, "python")
+    two = {1: main, 2: detail(1.0), 3: detail(1.0)}
+    reader = ProcessTreeReader(os.getpid(), ReplayNvml({}), [], every=1, refresh_every=100, cores=lambda pids: 2.0)
+    tree = FakeTree([two, two, {1: main, 2: detail(1.5)}, {1: main, 2: detail(2.0)}])
+    reader.tree = tree  # type: ignore[assignment]
+    first = reader.read()
+    assert first is not None and first.loader_workers == 2 and first.cores_usable == 2.0 and tree.rescans == 1
+    reader.read()
+    assert tree.rescans == 1
+    fewer = reader.read()
+    assert fewer is not None and fewer.loader_workers == 1 and tree.rescans == 1
+    reader.read()
+    assert tree.rescans == 2  # a worker ended: scanned again

@@ -151,6 +151,17 @@ def test_a_drop_with_the_cpu_falling_says_the_workload_waits():
     assert f.evidence["workload_cpu_pct_before"] == 100.0 and f.evidence["workload_cpu_pct_after"] == 20.0
 
 
+def test_what_changed_names_the_figures_that_moved_most_beside_the_cpu():
+    xs = samples([500.0] * 30 + [100.0] * 30)
+    for s in xs:
+        assert s.workload is not None
+        late = s.t_s - T0 >= 30
+        s.workload.loader_cpu_pct = 80.0 if late else 320.0  # its DataLoader's workers slowed with it
+    (f,) = changes(cpu_run(xs))
+    assert f["loader_cpu_pct_before"] == 320.0 and f["loader_cpu_pct_after"] == 80.0
+    assert "iowait_pct_before" not in f  # what did not move is not named
+
+
 def test_a_rise_is_a_regime_but_no_finding():
     r = cpu_run(samples([50.0] * 30 + [500.0] * 30))
     assert r.throughput is not None and len(r.throughput.step_regimes) == 2

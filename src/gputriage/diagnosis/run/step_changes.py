@@ -47,6 +47,7 @@ class Changed:
 # (field, words with {a} and {b} for the medians, how it moves: "points", "share" (0-1, as points), "relative", "count")
 HOST_FIGURES: tuple[tuple[str, str, str], ...] = (
     ("top_thread_pct", "its busiest thread {a:.0f}% → {b:.0f}% of a core", "points"),
+    ("loader_cpu_pct", "its DataLoader workers {a:.0f}% → {b:.0f}% of a core", "points"),
     ("iowait_pct", "iowait {a:.0f}% → {b:.0f}%", "points"),
     ("max_core_pct", "the host's busiest core {a:.0f}% → {b:.0f}%", "points"),
     *((f, "the main thread " + doing(c) + " {a:.0%} → {b:.0%}", "share") for c, f in SHARE_FIELDS.items()),
