@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Record, on one GPU, the runs the step-rate regimes and the DataLoader workers' rules rest on, into a fixture for
 # the CPU tests ($OUT/runs_steps_loader.json.gz) with each run's terminal report beside it:
-#   longer_steps                its steps do 5x the work half-way: the step rate falls ~5x, the GPU stays busy
+#   longer_steps                its sequences get 5x longer half-way: the step rate falls ~5x, the GPU stays busy
 #   workers_augment_loader      4 DataLoader workers augmenting images feed a starved GPU (all the host's cores)
 #   workers_augment_two_cores   the same held to 2 cores (taskset): 4 workers for 2 cores
 # Run from the repository root: OUT=/some/folder benchmarks/record_steps_and_loader.sh

@@ -162,6 +162,19 @@ def test_what_changed_names_the_figures_that_moved_most_beside_the_cpu():
     assert "iowait_pct_before" not in f  # what did not move is not named
 
 
+def test_bigger_steps_at_the_same_samples_a_second_are_a_note_not_a_slowdown():
+    """Five micro-batches a step from half-way: 5x fewer steps a second, as many samples."""
+    xs = samples([500.0] * 30 + [100.0] * 30)
+    for s in xs:
+        assert s.workload is not None and s.workload.steps_total is not None
+        done = s.workload.steps_total
+        s.workload.samples_total = 8 * min(done, 15_000) + 40 * max(0.0, done - 15_000)  # 8, then 40 a step
+    (f,) = [f for f in cpu_run(xs).findings if f.id == "run.step_rate_changed"]
+    assert f.severity.value == "info" and f.impact is None
+    assert f.evidence["work_unit"] == "samples/s" and f.evidence["work_after"] == pytest.approx(4000, rel=0.03)
+    assert "its samples/s held" in f.symptom and "Nothing was lost" in f.decision
+
+
 def test_a_rise_is_a_regime_but_no_finding():
     r = cpu_run(samples([50.0] * 30 + [500.0] * 30))
     assert r.throughput is not None and len(r.throughput.step_regimes) == 2
@@ -206,10 +219,13 @@ def test_every_recorded_run_of_one_loop_holds_one_step_regime():
     assert seen > 150
 
 
-def test_a_loop_whose_steps_grow_says_so_at_the_same_cpu():
-    (f,) = changes(judge(recorded(runs(GROWING[0])[GROWING[1]]), 0))
-    assert f["rate_before"] == pytest.approx(3.3, abs=0.1) and f["rate_after"] == pytest.approx(2.05, abs=0.1)
-    assert 35 <= float(str(f["at_s"])) <= 41
+def test_a_recorded_loop_whose_steps_grow_is_told_its_tokens_a_second_held():
+    """recompile_shapes: 8 tokens more at each step; fewer steps a second from +38 s, more tokens a second."""
+    (f,) = [f for f in judge(recorded(runs(GROWING[0])[GROWING[1]]), 0).findings if f.id == "run.step_rate_changed"]
+    ev = f.evidence
+    assert ev["rate_before"] == pytest.approx(3.3, abs=0.1) and ev["rate_after"] == pytest.approx(2.05, abs=0.1)
+    assert 35 <= ev["at_s"] <= 41
+    assert f.severity.value == "info" and ev["work_unit"] == "tokens/s" and ev["work_after"] > ev["work_before"]
 
 
 def test_a_gpu_regime_change_that_gave_the_rate_says_it_once_and_the_host_only_view_says_it_as_steps():

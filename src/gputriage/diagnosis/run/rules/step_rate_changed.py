@@ -75,9 +75,27 @@ def _fell(ev: RunEvidence, before: StepRegime, after: StepRegime) -> Finding:
         "after_s": evidence["after_s"],
         "changed": changed.text,
     }
+    work = _work_held(before, after)
+    if work is not None:  # bigger steps, the same work a second: nothing lost
+        unit, a, b = work
+        evidence |= {"work_unit": unit, "work_before": a, "work_after": b}
+        fill |= {"work_unit": unit, "work_after": b, "work_change": b / a - 1.0}
+        return RULE.finding(evidence, subject="workload", severity=Severity.info, say="bigger_steps", fill=fill)
     run_s = evidence["before_s"] + evidence["after_s"]  # the rate lost, as a share of the GPU's time (none: no GPU)
     lost = -change * evidence["after_s"] / run_s if run_s and lead is not None else None
     return RULE.finding(evidence, subject="workload", say=_kind(changed), fill=fill, impact=lost)
+
+
+def _work_held(before: StepRegime, after: StepRegime) -> tuple[str, float, float] | None:
+    """(unit, before, after) of the tokens or samples a second the workload reported, where they held through the
+    drop of its step rate (fell by less than STEP_RATE_RATIO): each step carries more of them. Else None."""
+    for unit, a, b in (
+        ("tokens/s", before.tokens_per_s, after.tokens_per_s),
+        ("samples/s", before.samples_per_s, after.samples_per_s),
+    ):
+        if a and b:
+            return (unit, a, b) if b * STEP_RATE_RATIO.value > a else None
+    return None
 
 
 def _kind(changed: Changed) -> str:
@@ -106,10 +124,18 @@ RULE = Rule(
         condition="two neighbouring stretches of the step rate, each >= {regime_min_s:g} s, the later slower by "
         "{step_rate_regime_ratio:g}x or more and by {step_rate_regime_noise:g} standard errors of their windows' "
         "rates; what changed at that time: a percentage moved by {step_rate_figure_points:g} points or more, a "
-        "clock or a power by {step_rate_figure_share:.0%} or more",
+        "clock or a power by {step_rate_figure_share:.0%} or more; a note, not a warning, where the tokens or samples "
+        "a second it reported fell by less than {step_rate_regime_ratio:g}x (bigger steps)",
         thresholds=(MIN_REGIME_S, STEP_RATE_RATIO, STEP_RATE_NOISE, FIGURE_POINTS, FIGURE_SHARE, SAME_CHANGE),
         says={
             "default": Wording(symptom=FELL, cause="At that time: {changed}"),
+            "bigger_steps": Wording(
+                symptom=FELL + "; its {work_unit} held ({work_after:.4g}, {work_change:+.0%})",
+                cause="Each step carries more work (a bigger batch, more micro-batches accumulated, more samples or "
+                "tokens a step): the rate of work held. At that time: {changed}",
+                decision="Nothing was lost: read the throughput in {work_unit}, not steps; an alert on the step rate "
+                "should follow it too",
+            ),
             "more_work": Wording(
                 symptom=FELL,
                 cause="At that time: {changed}. Each step costs more work for the same CPU: larger inputs (longer "
