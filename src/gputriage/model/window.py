@@ -54,6 +54,10 @@ HOST_FIELDS = (
     "mem_available_min_bytes",
     "job_gpu_processes",
     "job_gpus",
+    "loader_workers",
+    "loader_cpu_pct",
+    "loader_worker_cpu_pct",
+    "workload_cores",
     "steps_total",
     "samples_total",
     "tokens_total",
@@ -114,6 +118,10 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
     mem_available_min_bytes: Optional[float] = None  # the host's MemAvailable, lowest in the window
     job_gpu_processes: Optional[float] = None  # the workload's processes with a context on any sampled GPU (most seen)
     job_gpus: Optional[float] = None  # the sampled GPUs on which the workload holds a context (most seen)
+    loader_workers: Optional[float] = None  # its DataLoader's worker processes (most seen)
+    loader_cpu_pct: Optional[float] = None  # their CPU together, % of one core
+    loader_worker_cpu_pct: Optional[float] = None  # per worker, on average
+    workload_cores: Optional[float] = None  # the cores the workload may use (affinity, cgroup quota; least seen)
     steps_total: Optional[float] = None  # gputriage.step() counts at the window's end (cumulative)
     samples_total: Optional[float] = None
     tokens_total: Optional[float] = None

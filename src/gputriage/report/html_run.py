@@ -14,8 +14,11 @@ from gputriage.report.html_page import Page, esc, findings_html, kv, table, when
 from gputriage.report.html_run_memory import add_memory
 from gputriage.report.html_trace import add_trace
 from gputriage.report.libraries import used_said
+from gputriage.report.loader_workers import html as loader_html
 from gputriage.report.profile_terminal import cost_line, window_line
 from gputriage.report.stack_lines import about, line_text, main_thread, place, thread
+from gputriage.report.step_regimes import html as step_regimes_html
+from gputriage.report.step_regimes import steady_span
 
 ACTIVITY = (
     ("util_pct", "GPU-Util", "#7f8c8d"),
@@ -197,7 +200,7 @@ def _throughput(r: RunReport) -> str:
         ("steps/s", _rate(t.steps_per_s)),
         ("samples/s", _rate(t.samples_per_s)),
         ("tokens/s", _rate(t.tokens_per_s)),
-        ("over", f"the steady {t.steady_s:,.0f} s"),
+        ("over", steady_span(t).removeprefix(" over ")),
         ("from", t.source),
     ]
     if t.metric_pattern is not None:
@@ -224,7 +227,7 @@ def _throughput(r: RunReport) -> str:
                 f"{t.mfu_bench_pct:.1f}% against {t.bench_tflops:,.0f} TFLOP/s ({t.bench_source})",
             )
         )
-    out = kv(pairs)
+    out = kv(pairs) + step_regimes_html(t)
     if len(t.by_regime) > 1:
         out += table(
             ("from (s)", "to (s)", "phase", "steps/s", "samples/s", "tokens/s", "metric"),
@@ -291,6 +294,7 @@ def _host(r: RunReport) -> str:
             ),
         )
     )
+    out += loader_html(r)
     if r.processes:
         out += "<h3>Processes on the GPUs</h3>" + table(
             ("GPU", "pid", "whose", "kernels (% of time)", "VRAM (GiB)"),

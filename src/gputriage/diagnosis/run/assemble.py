@@ -47,6 +47,7 @@ def report(ev: RunEvidence, findings: list[Finding], complete: bool = True) -> R
         compile=rec.compile,
         stacks=ev.stacks,
         memory=shown(ev.oom_snapshot, ev.growth_snapshot),
+        loader=ev.loader,
     )
 
 

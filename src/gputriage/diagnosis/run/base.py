@@ -14,6 +14,7 @@ from gputriage.model.run import (
     GpuStatic,
     GpuVerdict,
     HostStacks,
+    LoaderWorkers,
     ProcessSummary,
     ProfileReport,
     RunVerdict,
@@ -43,6 +44,7 @@ class RunEvidence:
     trace_findings: list[Finding] = field(default_factory=list)
     oom_snapshot: Judged | None = None  # the allocator's snapshot at its first out-of-memory error, judged
     growth_snapshot: Judged | None = None  # the latest saved while its live memory grew, judged
+    loader: LoaderWorkers | None = None  # its DataLoader's workers, their CPU and the cores they share
 
     @property
     def workload(self) -> bool:

@@ -11,6 +11,7 @@ import msgspec
 from gputriage.diagnosis.run.base import RunEvidence
 from gputriage.diagnosis.run.classify import computes
 from gputriage.diagnosis.run.host_stacks import annotate, annotate_regimes, run_stacks, steady_span
+from gputriage.diagnosis.run.loader import loader_workers
 from gputriage.diagnosis.run.merge import merge
 from gputriage.diagnosis.run.profiler_cost import place_windows, profiler_costs, regime_at
 from gputriage.diagnosis.run.regimes import lasts
@@ -85,6 +86,7 @@ def gather(
         rec.meta.flops_per_step,
         metric,
     )
+    ev.loader = loader_workers(rec.windows.host)
     if profile is not None and ev.steady:
         ev.trace_findings = merged(ev, profile)
     ev.oom_snapshot, ev.growth_snapshot = judge_snapshots(rec, verdicts, ev.processes)
