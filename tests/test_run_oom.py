@@ -38,6 +38,7 @@ from gputriage.testing.memory_cases import CAPACITY, CONTEXT, LINEAR, Stacks
 from gputriage.testing.oom_runs import CASES, H100, recorded_report, recording, samples
 
 GIB = 1 << 30
+FIRST = H100 / "first"  # the first recording of two cases, by a version that stored no memory report
 
 
 def finding(report: RunReport, fid: str):
@@ -88,10 +89,12 @@ def test_the_rebuilt_run_is_judged_as_it_was_on_the_h100(judged, case):
         assert after.evidence[key] == before.evidence[key]
 
 
-def test_an_error_the_counters_missed_is_seen_from_its_snapshot(judged):
-    """other_process.py failed 4 s in, before the allocator's counters were read: the report of that time had no
-    out-of-memory finding and said its output would say why; the snapshot it saved says it."""
-    then, now = recorded_report("other_process"), judged["other_process"]
+def test_an_error_the_counters_missed_is_seen_from_its_snapshot():
+    """other_process.py failed 4 s in, before the allocator's counters were read: the report of its first recording
+    (by a version that did not judge snapshots) had no out-of-memory finding and said its output would say why; the
+    snapshot it saved says it."""
+    then = recorded_report("other_process", FIRST)
+    now = judge(*recording("other_process", FIRST))
     assert finding(then, "run.out_of_memory") is None and "its output says why" in then.verdict.per_gpu["0"].summary
     assert "out of GPU memory" in now.verdict.per_gpu["0"].summary
     oom = finding(now, "run.out_of_memory")
@@ -232,7 +235,7 @@ def test_the_live_bytes_a_snapshot_is_judged_with_are_those_after_the_start_up_a
     assert len(live_samples(rec, v, 0, until_s=None)) > len(points)
 
 
-def _store_with(tmp_path: Path, report: RunReport) -> Path:
+def _store_with(tmp_path: Path, report: RunReport, folder: Path = H100) -> Path:
     """A store holding one run with its samples and a report, and its snapshot kept beside the store."""
     path = tmp_path / "runs.sqlite"
     db = Store(path)
@@ -244,7 +247,7 @@ def _store_with(tmp_path: Path, report: RunReport) -> Path:
     kept = kept_folder(path, run_id)
     kept.mkdir(parents=True)
     for suffix, ours in ((".oom.pickle.gz", mh.PICKLE + ".gz"), (".oom.json", mh.MARK)):
-        shutil.copy(H100 / f"fragmented{suffix}", kept / f"{mh.OOM_PREFIX}494{ours}")
+        shutil.copy(folder / f"fragmented{suffix}", kept / f"{mh.OOM_PREFIX}494{ours}")
     return path
 
 
@@ -257,8 +260,8 @@ def test_show_gives_the_stored_run_s_verdict_on_its_snapshot(tmp_path, judged):
 
 
 def test_show_adds_the_verdict_on_a_kept_snapshot_to_a_run_stored_before_it_was_judged(tmp_path):
-    report = recorded_report("fragmented")  # as the H100's run stored it: no memory report
-    path = _store_with(tmp_path, report)
+    report = recorded_report("fragmented", FIRST)  # as its first recording stored it: no memory report
+    path = _store_with(tmp_path, report, FIRST)
     shown = show(1, path)
     assert shown.memory is not None and shown.memory.cause == "memory.fragmented"
     assert shown.memory.source.startswith(str(tmp_path))

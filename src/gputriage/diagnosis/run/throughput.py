@@ -98,16 +98,21 @@ def _steady_span(
     if body:
         t0, t1 = run_start_s + body[0].start_s, run_start_s + body[-1].end_s
     elif stepped:
-        t0, t1 = run_start_s + stepped[0].start_s, run_start_s + stepped[-1].end_s
+        t0, t1 = _reading_at(run_start_s + stepped[0].start_s, times), _reading_at(run_start_s + stepped[-1].end_s, times)
     else:
         ends = [w.t1_s for w in host][-1:]
         return (min([run_start_s, *times]) if run_start_s else min(times)), max(times + ends)
     if stepped:
-        s0, s1 = run_start_s + stepped[0].start_s, run_start_s + stepped[-1].end_s
+        s0, s1 = _reading_at(run_start_s + stepped[0].start_s, times), _reading_at(run_start_s + stepped[-1].end_s, times)
         if max(t0, s0) < min(t1, s1):
             t0, t1 = max(t0, s0), min(t1, s1)
         out.steady_follows = "steps"
     return t0, t1
+
+
+def _reading_at(t_s: float, times: list[float]) -> float:
+    """The reading nearest a regime's bound: regimes keep their bounds to 0.1 s, the rates need the readings'."""
+    return min(times, key=lambda t: abs(t - t_s)) if times else t_s
 
 
 def _model_flops(out: Throughput, gpus: list[GpuStatic], per_token: float | None, per_step: float | None) -> None:
