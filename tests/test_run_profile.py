@@ -15,9 +15,9 @@ from gputriage.inworkload.profiler_hook import RANK_ALIGN_S
 
 pytest.importorskip("torch")
 GT = [sys.executable, "-m", "gputriage"]
-# Each workload runs until its profiler has done what the test looks at (`hook.stops`: windows written), not for a set
-# time: on a loaded machine its loop, and the profiler beside it, get less CPU; the test waits longer, and asserts the
-# same.
+# Each workload runs until its profiler has done what the test looks at (`hook.window`: the window asked for now;
+# `hook.stops`: windows written), not for a set time: on a loaded machine its loop, and the profiler beside it, get
+# less CPU; the test waits longer, and asserts the same.
 WORKLOAD = """
 import signal, sys, time
 mode = sys.argv[1]
@@ -41,8 +41,8 @@ t = time.time()
 if mode == "late":  # compiling or loading: no framework op while the profiler's first window runs
     while hook.stops < 1 and time.time() - t < LIMIT_S:
         time.sleep(0.01)
-def profiling():  # "short": until the profiler runs (the workload ends inside its window); else until its trace is
-    return not hook.prof if mode == "short" else hook.stops < (2 if mode == "late" else 1)  # written
+def profiling():  # "short": until the profiler runs (the workload ends inside its window); else until it has
+    return not hook.prof if mode == "short" else hook.window == 1 and not hook.done.is_set()  # written and judged it
 while profiling() and time.time() - t < LIMIT_S:
     if mode == "optim":
         m(torch.randn(32, 128)).pow(2).mean().backward(); opt.step(); opt.zero_grad()
@@ -332,7 +332,7 @@ while True:
         dist.all_reduce(p.grad)
     opt.step(); opt.zero_grad()
     time.sleep(0.005)  # light on the CPU: tests run beside it
-    done = torch.tensor([float(hook.stops >= 1 or time.time() - t > 150)])  # this rank's trace is written
+    done = torch.tensor([float(hook.window > 1 or hook.done.is_set() or time.time() - t > 150)])  # its trace is in
     dist.all_reduce(done, op=dist.ReduceOp.MIN)  # the ranks stop at the same step, once every rank's is
     if done.item():
         break
