@@ -12,18 +12,12 @@ from typing import Any, Mapping
 
 import msgspec
 
-from gputriage.diagnosis.thresholds import (
-    IDLE_HELD_AFTER_MIN,
-    IDLE_HELD_BYTES,
-    IDLE_HELD_GIB,
-    IDLE_HELD_MIN_S,
-    IDLE_HELD_SM,
-)
+from gputriage.diagnosis.thresholds import IDLE_HELD_BYTES, IDLE_HELD_MIN_S, IDLE_HELD_SM
 from gputriage.model.exporter import HeldProcess
 from gputriage.model.finding import Finding
 from gputriage.model.run import GpuStatic
 
-THRESHOLDS = (IDLE_HELD_GIB, IDLE_HELD_SM, IDLE_HELD_AFTER_MIN)  # as the catalog shows them
+THRESHOLDS = (IDLE_HELD_BYTES, IDLE_HELD_SM, IDLE_HELD_MIN_S)
 DECISION = (
     "Stop the process or free its memory (a notebook's kernel left open: restart or shut it down; a job "
     "that hung after its work: kill it and fix its exit), or give the GPU back to the scheduler; where it "

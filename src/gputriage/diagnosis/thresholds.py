@@ -8,7 +8,7 @@ nothing better exists (said so)."""
 from __future__ import annotations
 
 from gputriage.model.finding import Threshold
-from gputriage.model.specs import GIB
+from gputriage.model.numbers import GIB
 
 PLAYBOOK = "GPU triage playbook"
 H200_RECORDINGS = "recordings of real workloads on an H200 (tests/fixtures/h200)"
@@ -109,14 +109,18 @@ IDLE_HELD_AFTER_MIN = Threshold(
 )
 # the two above in the units the comparisons read: the same thresholds, not others
 IDLE_HELD_BYTES = Threshold(
-    "idle_held_min_bytes", IDLE_HELD_GIB.value * GIB, "bytes", IDLE_HELD_GIB.meaning, "idle_held_min_gib, in bytes"
+    "idle_held_min_bytes",
+    IDLE_HELD_GIB.value * GIB,
+    "bytes",
+    IDLE_HELD_GIB.meaning,
+    "idle_held_min_gib in bytes: the same threshold",
 )
 IDLE_HELD_MIN_S = Threshold(
     "idle_held_min_s",
     IDLE_HELD_AFTER_MIN.value * 60,
     "s",
     IDLE_HELD_AFTER_MIN.meaning,
-    "idle_held_after_min, in seconds",
+    "idle_held_after_min in seconds: the same threshold",
 )
 TENTATIVE_TRACE = Threshold(
     "tentative_trace_confidence",

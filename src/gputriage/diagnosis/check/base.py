@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from gputriage.model.numbers import GIB  # bytes in a GiB: thresholds of memory are declared in GiB, as the prose says
 from gputriage.model.reading import Reading, Unavailable
 from gputriage.model.snapshot import Snapshot
-from gputriage.model.specs import GIB  # bytes in a GiB: thresholds of memory are declared in GiB, as the prose says
 
 CHECK = ("check",)
 

@@ -12,7 +12,6 @@ from typing import Any
 from gputriage.diagnosis.check.base import CHECK, Evidence, gib
 from gputriage.diagnosis.idle_held import (
     DECISION,
-    THRESHOLDS,
     container_label,
     gpu_hours,
     gpu_share,
@@ -22,7 +21,7 @@ from gputriage.diagnosis.idle_held import (
     is_idle_held,
 )
 from gputriage.diagnosis.rule import Rule
-from gputriage.diagnosis.thresholds import IDLE_HELD_SM
+from gputriage.diagnosis.thresholds import IDLE_HELD_AFTER_MIN, IDLE_HELD_GIB, IDLE_HELD_SM
 from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 
 ID = "gpu.idle_held"
@@ -105,7 +104,7 @@ RULE = Rule(
         "NVML per-process utilization) over the seconds the driver keeps, and started >= {idle_held_after_min:g} min "
         "ago (or the minutes set: `--idle-after`, `[idle_held] after_minutes`); GPU-hours = its age x the GPU's "
         "share it holds (all of it where nothing else computes there, else its share of the memory)",
-        thresholds=THRESHOLDS,
+        thresholds=(IDLE_HELD_GIB, IDLE_HELD_SM, IDLE_HELD_AFTER_MIN),  # as the prose says them: GiB, minutes
         needs=("gpu",),
         says={
             "one": Wording(
