@@ -23,7 +23,7 @@ FAST, SLOW = ["python", "loop.py", "0.02"], ["python", "loop.py", "0.05"]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(GT + list(args), capture_output=True, text=True, timeout=120)
+    return subprocess.run(GT + list(args), capture_output=True, text=True, timeout=300)
 
 
 def saved_fast(store: Path) -> dict:
@@ -136,7 +136,7 @@ def test_a_real_h200_baseline_and_a_changed_run(tmp_path):
     fixture = Path(__file__).parent / "fixtures" / "h200" / "store_gpt_baseline.sqlite.gz"
     store.write_bytes(gz.decompress(fixture.read_bytes()))
     d = subprocess.run(
-        GT + ["diff", "gpt", "4", "--store", str(store), "--json"], capture_output=True, text=True, timeout=60
+        GT + ["diff", "gpt", "4", "--store", str(store), "--json"], capture_output=True, text=True, timeout=180
     )
     assert d.returncode == 0, d.stderr
     changes = {c["figure"]: c for c in json.loads(d.stdout)["changes"]}

