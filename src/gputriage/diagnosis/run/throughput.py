@@ -98,12 +98,18 @@ def _steady_span(
     if body:
         t0, t1 = run_start_s + body[0].start_s, run_start_s + body[-1].end_s
     elif stepped:
-        t0, t1 = _reading_at(run_start_s + stepped[0].start_s, times), _reading_at(run_start_s + stepped[-1].end_s, times)
+        t0, t1 = (
+            _reading_at(run_start_s + stepped[0].start_s, times),
+            _reading_at(run_start_s + stepped[-1].end_s, times),
+        )
     else:
         ends = [w.t1_s for w in host][-1:]
         return (min([run_start_s, *times]) if run_start_s else min(times)), max(times + ends)
     if stepped:
-        s0, s1 = _reading_at(run_start_s + stepped[0].start_s, times), _reading_at(run_start_s + stepped[-1].end_s, times)
+        s0, s1 = (
+            _reading_at(run_start_s + stepped[0].start_s, times),
+            _reading_at(run_start_s + stepped[-1].end_s, times),
+        )
         if max(t0, s0) < min(t1, s1):
             t0, t1 = max(t0, s0), min(t1, s1)
         out.steady_follows = "steps"
