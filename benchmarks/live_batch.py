@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -45,9 +46,10 @@ CAUSES = (
 
 
 def expected(script: Path) -> str:
+    """The cause the docstring names last (a whole word: "idles" does not name idle)."""
     doc = script.read_text().split('"""')[1]
-    found = [c for c in CAUSES if c in doc]
-    return found[-1] if found else "?"
+    found = [(m.start(), c) for c in CAUSES for m in re.finditer(rf"(?<![\w-]){c}(?![\w-])", doc)]
+    return max(found)[1] if found else "?"
 
 
 def run_one(

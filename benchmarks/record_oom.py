@@ -4,8 +4,9 @@ among the top three lines or the one that asked), and measure what the allocatio
 (benchmarks/memory_history_cost.py) and how fast a 100 MB snapshot reads (benchmarks/memory_read_speed.py).
 
 One device call, under 8 minutes; at most 8 files in OUT, each well under 16 MB: one tar.gz per case (the run's
-JSON report and stderr, the kept snapshot, its marker and the processes the sampler read, the verdict), the cost
-table, the read speed, and summary.txt.
+JSON report and stderr, its samples cut from the store, the kept snapshot, its marker and the processes the sampler
+read, the verdict), the cost table, the read speed, and summary.txt. A case is right when both `gputriage memory`
+and the run's own report (`memory.cause` of `run --json`) name its cause.
 
     python benchmarks/record_oom.py --out "$OUT" [--cases too_large,growing] [--skip-cost] [--dry-run]
 """
@@ -106,6 +107,7 @@ def record(case: str, work: Path) -> dict:
             hold.kill()
             hold.wait()
     row = {"case": case, "expected": CASES[case], "run_exit": code, "run_s": round(time.monotonic() - t0, 1)}
+    row["run_cause"] = run_cause(folder, case, env)
     snaps = sorted(folder.glob("memory/run-*/memory-oom.*.pickle"))
     if not snaps:
         return {**row, "ok": False, "got": "no snapshot kept"}
@@ -121,7 +123,32 @@ def record(case: str, work: Path) -> dict:
     if verdict.returncode != 0:
         return {**row, "ok": False, "got": f"gputriage memory exit {verdict.returncode}: {verdict.stderr[:200]}"}
     ok, got = check(json.loads(verdict.stdout), case)
+    ok = ok and row["run_cause"] == CASES[case]
     return {**row, "ok": ok, "got": got, "snapshot_bytes": snaps[-1].stat().st_size}
+
+
+def run_cause(folder: Path, case: str, env: dict[str, str]) -> str:
+    """The cause the run's own report named (`memory.cause` of `run --json`), and the run's samples cut from its
+    store beside it (`run.samples.json.gz`: the recording the run judge replays with the snapshot, as
+    `gputriage.testing.oom_runs` reads it)."""
+    try:
+        report = json.loads((folder / "run.json").read_text())
+    except (OSError, ValueError):
+        return "no run report"
+    if report.get("id") is not None:
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "benchmarks" / "store_to_fixture.py"),
+                str(folder / "runs.sqlite"),
+                str(folder / "run.samples.json.gz"),
+                f"{case}={report['id']}",
+            ],
+            env=env,
+            capture_output=True,
+            timeout=120,
+        )
+    return ((report.get("memory") or {}).get("cause")) or "none"
 
 
 def pack(folder: Path, out: Path) -> Path:
@@ -180,9 +207,10 @@ def main(argv: list[str] | None = None) -> int:
             "memory_history_cost.py", ["--pairs", "5", "--seconds", str(args.cost_seconds)], args.out, "cost.txt", 330
         )
         _bench("memory_read_speed.py", [], args.out, "read_speed.txt", 120)
-    lines = [f"{'case':<14} {'ok':<3} {'exit':>4} {'s':>6}  got"]
+    lines = [f"{'case':<14} {'ok':<3} {'exit':>4} {'s':>6}  got (the run's own report named)"]
     lines += [
-        f"{r['case']:<14} {'yes' if r['ok'] else 'NO':<3} {r['run_exit']!s:>4} {r['run_s']:>6}  {r['got']}"
+        f"{r['case']:<14} {'yes' if r['ok'] else 'NO':<3} {r['run_exit']!s:>4} {r['run_s']:>6}  {r['got']} "
+        f"({r.get('run_cause', '-')})"
         for r in rows
     ]
     (args.out / "summary.txt").write_text("\n".join(lines) + "\n")

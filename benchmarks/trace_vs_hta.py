@@ -6,8 +6,8 @@ on a shared machine) and with the readers it would use by itself (`--readers`); 
 installed, a plain reader (`json.load` and a Python loop over the events: the floor of any analysis in
 Python that decodes the whole file) stands in for it, and the table says so.
 
-    python benchmarks/trace_vs_hta.py TRACE.json [TRACE.json ...] [--runs 3] [--readers 8]
-        [--hta-python PATH] [--hta-runs 1] [--skip-hta] [--plain] [--from-source]
+    python benchmarks/trace_vs_hta.py TRACE.json [TRACE.json ...] [--runs 5] [--readers 8]
+        [--hta-python PATH] [--hta-runs 1] [--skip-hta] [--plain] [--from-source] [--before OTHER/src]
 
 Medians of `--runs`. Each tool starts from compiled bytecode, as an installed package does: HTA and the
 libraries from their installed caches, gputriage (often a checkout, where PYTHONDONTWRITEBYTECODE would
@@ -130,21 +130,25 @@ def run(python: str, code: str, arg: str, env: dict[str, str | None] | None = No
 
 def command(trace: Path, env: dict[str, str | None]) -> dict:
     """`gputriage trace FILE --json` as a user runs it (its output thrown away): CPU time and wall of the whole
-    command, the command line's own start-up included."""
+    command, the command line's own start-up included, and its peak RSS (the kernel's high-water mark for the
+    process, which starts from this small script's own at the fork)."""
     cpu, t = children_cpu_s(), time.perf_counter()
     child = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
-    p = subprocess.run(
-        [sys.executable, "-m", "gputriage", "trace", str(trace), "--json"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=3600,
-        env=child,
-    )
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(
+            [sys.executable, "-m", "gputriage", "trace", str(trace), "--json"],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=child,
+        )
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace").strip()
     cpu, wall = children_cpu_s() - cpu, time.perf_counter() - t
     if p.returncode:  # with --fail-on never, 0 once the trace is read
-        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"}
-    return {"cpu_s": cpu, "process_wall_s": wall, "answer": f"exit {p.returncode}"}
+        return {"error": stderr.splitlines()[-1] if stderr else f"exit {p.returncode}"}
+    return {"cpu_s": cpu, "process_wall_s": wall, "rss_mb": usage.ru_maxrss / 1024, "answer": f"exit {p.returncode}"}
 
 
 def hta_copy(trace: Path) -> Path:
@@ -172,7 +176,7 @@ def median(rows: list[dict], key: str) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("traces", nargs="+", type=Path)
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--readers", type=int, default=8, help="readers for the several-core run (1: skip it)")
     ap.add_argument("--hta-python", default=sys.executable)
     ap.add_argument("--skip-hta", action="store_true")
@@ -184,6 +188,13 @@ def main() -> None:
         action="store_true",
         help="gputriage's modules compiled at every start (no bytecode cache), as a checkout run with "
         "PYTHONDONTWRITEBYTECODE",
+    )
+    ap.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        help="also time, one reader, the gputriage in this folder (another checkout's src), each run beside one of "
+        "this one's: a change's gain measured side by side",
     )
     ap.add_argument(
         "--plain",
@@ -205,15 +216,25 @@ def main() -> None:
         "gputriage started "
         + ("from source (its modules compiled at every start)" if args.from_source else "from compiled bytecode")
     )
+    before_pycache = tempfile.mkdtemp(prefix="gputriage-pyc-before-")
+    before_env: dict[str, str | None] = {
+        **compiled,
+        **({"PYTHONPYCACHEPREFIX": before_pycache} if not args.from_source else {}),
+        "PYTHONPATH": str(args.before),
+        "GPUTRIAGE_TRACE_READERS": "1",
+    }
     for trace in args.traces:
         mb = trace.stat().st_size / 1e6
         if not args.from_source:  # untimed: fills the bytecode cache of every module this trace's read imports
             run(sys.executable, OURS, str(trace), {**compiled, "GPUTRIAGE_TRACE_READERS": str(args.readers)})
             command(trace, {**compiled, "GPUTRIAGE_TRACE_READERS": "1"})
-        one = [
-            run(sys.executable, OURS, str(trace), {**compiled, "GPUTRIAGE_TRACE_READERS": "1"})
-            for _ in range(args.runs)
-        ]
+            if args.before:
+                run(sys.executable, OURS, str(trace), before_env)
+        one, before = [], []
+        for _ in range(args.runs):
+            one.append(run(sys.executable, OURS, str(trace), {**compiled, "GPUTRIAGE_TRACE_READERS": "1"}))
+            if args.before:
+                before.append(run(sys.executable, OURS, str(trace), before_env))
         cli = [command(trace, {**compiled, "GPUTRIAGE_TRACE_READERS": "1"}) for _ in range(args.runs)]
         several = (
             [
@@ -232,6 +253,7 @@ def main() -> None:
         print(f"\n{trace.name}: {mb:.1f} MB")
         print(f"  {'reader':34} {'CPU s':>7} {'MB/s/core':>10} {'wall s':>7} {'peak MB':>8}  answer")
         rows = [
+            ("gputriage (before), one reader", before),
             ("gputriage, one reader", one),
             ("gputriage trace --json, 1 reader", cli),
             (f"gputriage, up to {args.readers} readers", several),
@@ -266,12 +288,25 @@ def main() -> None:
         if several:
             line += f", {base_wall / median(several, 'process_wall_s'):.1f}x with up to {args.readers} readers"
         print(line)
+        if before:
+            was = median(before, "cpu_s")
+            print(
+                f"  before: {what} {base:.3f} s / gputriage {was:.3f} s = {base / was:.1f}x; this one takes "
+                f"{100 * (ours - was) / was:+.1f}% CPU time"
+            )
         ours_cli = median(cli, "cpu_s")
         print(
             f"  the command, one reader: {what} {base:.3f} s / `gputriage trace` {ours_cli:.3f} s = "
             f"{base / ours_cli:.1f}x in CPU time, {base_wall / median(cli, 'process_wall_s'):.1f}x in wall time"
         )
+        base_mb = median(hta or plain, "rss_mb")
+        print(
+            f"  peak memory, one reader: {what} {base_mb:.0f} MB / gputriage {median(one, 'rss_mb'):.0f} MB = "
+            f"{base_mb / median(one, 'rss_mb'):.1f}x (the command: {median(cli, 'rss_mb'):.0f} MB, "
+            f"{base_mb / median(cli, 'rss_mb'):.1f}x)"
+        )
     shutil.rmtree(pycache, ignore_errors=True)
+    shutil.rmtree(before_pycache, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -5,14 +5,21 @@ is one the reader takes; the cost benchmark's command line."""
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
+from gputriage.diagnosis.run.judge import judge
 from gputriage.memory.analyze import analyze
 from gputriage.memory.snapshot import parse
+from gputriage.sampling.store import Store
+from gputriage.testing.oom_runs import H100, recorded_report, recording, samples
 
 ROOT = Path(__file__).parent.parent
 
@@ -80,3 +87,28 @@ def test_the_cost_benchmark_s_command_line():
         timeout=60,
     )
     assert out.returncode == 0 and "--pairs" in out.stdout
+
+
+def test_the_recording_keeps_the_run_s_samples_and_the_cause_its_own_report_named(tmp_path):
+    """What `record_oom.py` keeps of a run: the cause its report named, and its samples cut from the store — which
+    `testing.oom_runs` then replays instead of the samples it rebuilds from the report."""
+    case = "growing"
+    then = recorded_report(case)
+    db = Store(tmp_path / "runs.sqlite")
+    run_id = db.begin_run("run", then.command, then.meta)
+    kept = samples(then)[:-1]  # not the samples the report would rebuild: told apart below
+    db.add_samples(run_id, kept)
+    db.end_run(msgspec.structs.replace(then, id=run_id))
+    db.close()
+    report = msgspec.to_builtins(then) | {"id": run_id, "memory": {"cause": "memory.growing"}}
+    (tmp_path / "run.json").write_text(json.dumps(report))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    assert record.run_cause(tmp_path, case, env) == "memory.growing"
+    assert (tmp_path / "run.samples.json.gz").exists()
+    for name in (f"{case}.run.json.gz", f"{case}.oom.json", f"{case}.oom.pickle.gz", f"{case}.oom.processes.json"):
+        shutil.copy(H100 / name, tmp_path / name)
+    shutil.move(tmp_path / "run.samples.json.gz", tmp_path / f"{case}.run.samples.json.gz")
+    rec, code = recording(case, tmp_path)
+    assert rec.windows.count == len(kept)  # the samples the store kept
+    assert judge(rec, code).memory is not None
+    assert record.run_cause(tmp_path / "none", case, env) == "no run report"

@@ -31,7 +31,7 @@ from gputriage.model.run import GpuVerdict, ProfilerEffect, ProfileReport, RunMe
 from gputriage.model.trace import TraceVerdict
 from gputriage.report.html import render_html
 from gputriage.report.run_terminal import render
-from gputriage.runner.gate_keeper import GateKeeper
+from gputriage.runner.gate_keeper import GateKeeper, workload_state
 from gputriage.runner.profiled import read_profile
 from gputriage.sampling.store import Store
 from gputriage.trace import inject
@@ -456,6 +456,8 @@ def test_gputriage_run_takes_a_window_from_profile_and_from_sigusr1(tmp_path):
         wait_for(lambda: running() is not None, "the run's row in the store", 120)
         row = running()
         assert row is not None and row["ended"] is None and row["meta"]["gputriage_pid"] == run.pid
+        gate = Path(row["meta"]["profile_gate"])  # asked once the workload imports torch (before: nothing to profile)
+        wait_for(lambda: workload_state(gate) in ("importing", "ready"), "the workload importing torch", 120)
         r = subprocess.run(
             GT + ["profile", "1", "--store", str(store_path), "--out", str(tmp_path / "asked.json"), "--wait", "240"],
             capture_output=True,

@@ -114,7 +114,7 @@ def test_throughput_over_the_steady_state_and_per_phase_from_the_counters():
         [GpuStatic(name="NVIDIA H200", memory_total_bytes=150_754_820_096)],
         flops_per_token=6 * 1e9,
     )
-    assert t is not None and t.steady_s == 15.0
+    assert t is not None and 14.5 <= t.steady_s <= 15.0  # the body, within the steps (read every 0.5 s)
     assert t.steps_per_s == pytest.approx((100 + 10) / 15, rel=0.08)
     assert [p.regime for p in t.by_regime] == ["compute_bound", "input_starved"]
     assert t.by_regime[0].steps_per_s == pytest.approx(10.0, rel=0.1)

@@ -75,32 +75,8 @@ def test_a_copied_rule_module_with_a_new_id_is_in_gputriage_rules_with_no_other_
 
 # entries whose prose still writes a threshold's number by hand (shrinks to nothing; never grows)
 PROSE_TO_CONVERT = {
-    "bench.matmul_slow",
-    "bench.memory_bandwidth_low",
-    "bench.pcie_bandwidth_low",
-    "clocks.power_capped",
-    "cpu.cgroup_limited",
-    "cpu.iowait",
-    "cpu.pressure",
-    "cpu.saturated",
-    "cpu.single_core_saturated",
-    "fs.low_space",
-    "fs.slow_reads",
-    "gpu.idle_held",
-    "kernel.nvrm_errors",
-    "mem.low_available",
-    "mem.pressure",
-    "mem.swapping",
-    "net.errors",
-    "pcie.replays",
-    "power.limit_lowered",
     "run.idle_held",
-    "thermal.near_slowdown",
-    "thermal.violation_time",
     "trace.vram_pressure",  # its decision, shared with run.vram_pressure, advises "5-10% VRAM headroom"
-    "util.busy_but_sms_idle",
-    "util.gpu_idle_with_processes",
-    "vram.nearly_full",
 }
 
 
@@ -138,22 +114,7 @@ def test_a_changed_threshold_changes_the_words_of_the_catalog() -> None:
 
 
 # rule modules whose findings still pass words beside their entry (shrinks to nothing; never grows)
-WORDING_TO_CONVERT = {
-    f"check/rules/{name}.py"
-    for name in (
-        "clocks_power_cap",
-        "compute_mode",
-        "cpu_single_core",
-        "driver_missing",
-        "env_hides_gpus",
-        "gpu_idle_held",
-        "mem_swapping",
-        "pcie_link_gen",
-        "pcie_link_width",
-        "torch_cuda_newer",
-        "xid_events",
-    )
-}
+WORDING_TO_CONVERT: set[str] = set()
 WORDS = ("symptom", "cause", "decision")
 
 
@@ -221,12 +182,7 @@ def deciding_numbers(path: Path) -> list[str]:
     return out
 
 
-NUMBERS_TO_DECLARE = {
-    "check/rules/cpu_single_core.py",
-    "check/rules/numa_mismatch.py",
-    "check/rules/torch_arch_missing.py",
-    "check/rules/vram_shared.py",
-}
+NUMBERS_TO_DECLARE: set[str] = set()
 
 
 def test_no_number_decides_a_verdict_without_a_threshold() -> None:

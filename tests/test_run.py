@@ -1,4 +1,7 @@
-"""`gputriage run`: exit codes, signals, stdio pass-through, the store (also after kill -9), budgets."""
+"""`gputriage run`: exit codes, signals, stdio pass-through, the store (also after kill -9), budgets.
+
+No workload here runs for a set time to be sampled: each waits for what the test looks at (its samples in the store,
+a signal, a kill), so a loaded machine makes a test slower, never wrong."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from gputriage.diagnosis.budget import BudgetError, load_budget
@@ -18,12 +22,30 @@ from gputriage.sampling.store import Store
 GT = [sys.executable, "-m", "gputriage"]
 
 
+# a workload that runs until the store holds this many samples of it (`sys.argv[1]`: the store, run with no other)
+UNTIL_SAMPLED = (
+    "import sqlite3, sys, time\n"
+    "db, t = sqlite3.connect(sys.argv[1], timeout=30), time.monotonic()\n"
+    "while db.execute('SELECT COUNT(*) FROM samples').fetchone()[0] < {n} and time.monotonic() - t < 120:\n"
+    "    {work}\n"
+)
+
+
+def until_sampled(n: int, work: str = "time.sleep(0.05)") -> str:
+    return UNTIL_SAMPLED.format(n=n, work=work)
+
+
+def gone(pids: list[int]) -> bool:
+    """None of these processes runs any more (a zombie has ended)."""
+    return not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie" for pid in pids)
+
+
 def gt(*args: str, store, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(
         GT + list(args[:1]) + ["--store", str(store)] + list(args[1:]),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         **kw,
     )
 
@@ -60,8 +82,8 @@ def test_signal_death_uses_the_shell_convention(tmp_path):
 def test_sigint_to_gputriage_reaches_the_workload_and_the_run_is_kept(tmp_path):
     store = tmp_path / "s.sqlite"
     ready = tmp_path / "ready"
-    code = (
-        f"import pathlib, time\ntry:\n    pathlib.Path({str(ready)!r}).touch()\n    time.sleep(30)\n"
+    code = (  # waits for the signal, inside the try from the moment it says it is ready
+        f"import pathlib, time\ntry:\n    pathlib.Path({str(ready)!r}).touch()\n    time.sleep(60)\n"
         "except KeyboardInterrupt:\n    print('child got SIGINT')\n    raise SystemExit(5)"
     )
     p = subprocess.Popen(
@@ -71,12 +93,11 @@ def test_sigint_to_gputriage_reaches_the_workload_and_the_run_is_kept(tmp_path):
         text=True,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 20  # until the workload runs its loop (a loaded machine starts slower)
+    deadline = time.monotonic() + 120  # until the workload runs its loop (a loaded machine starts slower)
     while not ready.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(0.3)
-    p.send_signal(signal.SIGINT)
-    out, _ = p.communicate(timeout=30)
+    p.send_signal(signal.SIGINT)  # gputriage forwards it (or keeps it until the workload has started)
+    out, _ = p.communicate(timeout=120)
     assert "child got SIGINT" in out and p.returncode == 5
     runs = json.loads(
         subprocess.run(GT + ["runs", "--store", str(store), "--json"], capture_output=True, text=True).stdout
@@ -91,11 +112,12 @@ def test_command_not_found(tmp_path):
 
 def test_runs_and_show_json(tmp_path):
     store = tmp_path / "s.sqlite"
-    gt("run", "--", sys.executable, "-c", "import time; time.sleep(1.2)", store=store)
+    code = until_sampled(5)
+    gt("run", "--", sys.executable, "-c", code, str(store), store=store)
     runs = json.loads(gt("runs", "--json", store=store).stdout)["runs"]
     assert len(runs) == 1 and runs[0]["samples"] >= 5 and runs[0]["exit_code"] == 0
     shown = json.loads(gt("show", str(runs[0]["id"]), "--json", store=store).stdout)
-    assert shown["command"][-1] == "import time; time.sleep(1.2)"
+    assert shown["command"][-2:] == [code, str(store)]
     assert gt("show", "999", store=store).returncode == 3
 
 
@@ -103,28 +125,31 @@ def test_the_workloads_reads_and_busiest_thread_are_sampled(tmp_path):
     data = tmp_path / "data.bin"
     data.write_bytes(os.urandom(8 * 2**20))
     store = tmp_path / "s.sqlite"
-    reader = f"import time\nt = time.time()\nwhile time.time() - t < 4: open({str(data)!r}, 'rb').read()"
-    assert gt("run", "--", sys.executable, "-c", reader, store=store).returncode == 0
+    reader = until_sampled(10, f"open({str(data)!r}, 'rb').read()")
+    assert gt("run", "--", sys.executable, "-c", reader, str(store), store=store).returncode == 0
     samples = list(Store(store).samples(1))
     procs = [s.workload for s in samples if s.workload is not None and s.workload.rchar_bytes_per_s is not None]
-    # 8 MiB files read back to back from the page cache: far above 20 MB/s, though no byte is read from disk
-    assert max(p.rchar_bytes_per_s for p in procs) > 100e6
-    # one busy thread does the work (what share of a core it gets depends on what else runs; not asked)
+    # 8 MiB files read back to back from the page cache: above the 20 MB/s that says a loop loads its input (with a
+    # fraction of a core, still hundreds of MB/s), though no byte is read from disk
+    assert max(p.rchar_bytes_per_s for p in procs) > 20e6
+    # one busy thread does the work, more of it than every other thread together (what share of a core it gets
+    # depends on what else runs; not asked: on a loaded machine the stack sampler's thread beside it, a fixed 1-2% of
+    # a core, is a good part of the little the process gets)
     busiest = max(procs, key=lambda p: p.cpu_pct or 0)
     assert busiest.top_thread_pct is not None and busiest.cpu_pct is not None
-    assert busiest.top_thread_pct > 0 and busiest.top_thread_pct >= 0.8 * busiest.cpu_pct
+    assert busiest.top_thread_pct > 0 and busiest.top_thread_pct > 0.5 * busiest.cpu_pct
 
 
 def test_kill_9_of_gputriage_keeps_earlier_runs_and_most_samples(tmp_path):
     store = tmp_path / "s.sqlite"
-    gt("run", "--", sys.executable, "-c", "import time; time.sleep(1.2)", store=store)
-    p = subprocess.Popen(
-        GT + ["run", "--store", str(store), "--", sys.executable, "-c", "import time; time.sleep(60)"],
+    gt("run", "--", sys.executable, "-c", until_sampled(5), str(store), store=store)
+    p = subprocess.Popen(  # a workload that waits to be killed
+        GT + ["run", "--store", str(store), "--", sys.executable, "-c", "import time; time.sleep(120)"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 30  # until 1.5 s of samples are written (a loaded machine starts slower)
+    deadline = time.monotonic() + 120  # until 1.5 s of samples are written (a loaded machine starts slower)
     while time.monotonic() < deadline:
         try:
             written = sqlite3.connect(store).execute("SELECT COUNT(*) FROM samples WHERE run_id = 2").fetchone()[0]
@@ -133,16 +158,14 @@ def test_kill_9_of_gputriage_keeps_earlier_runs_and_most_samples(tmp_path):
         if written >= 15:
             break
         time.sleep(0.2)
-    time.sleep(0.5)
-    workload = [c.pid for c in __import__("psutil").Process(p.pid).children()]
+    workload = [c.pid for c in psutil.Process(p.pid).children()]
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
-    time.sleep(0.5)
-    # the workload died with gputriage (it gets SIGTERM when its parent dies): no orphan runs on
-    assert workload and not any(
-        __import__("psutil").pid_exists(pid) and __import__("psutil").Process(pid).status() != "zombie"
-        for pid in workload
-    )
+    deadline = time.monotonic() + 30  # the workload gets SIGTERM when its parent dies: until it has ended
+    while not gone(workload) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # the workload died with gputriage: no orphan runs on
+    assert workload and gone(workload)
     s = Store(store)
     listed = s.runs()
     assert len(listed) == 2
@@ -210,7 +233,7 @@ def test_watch_runs_for_a_while_and_leaves_with_a_summary(tmp_path):
         GT + ["watch", "--seconds", "1.5", "--store", str(tmp_path / "w.sqlite")],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=180,
     )
     assert r.returncode == 0, r.stderr
     assert "gputriage watch" in r.stdout and "Traceback" not in r.stderr
@@ -219,7 +242,7 @@ def test_watch_runs_for_a_while_and_leaves_with_a_summary(tmp_path):
             GT + ["runs", "--store", str(tmp_path / "w.sqlite"), "--json"], capture_output=True, text=True
         ).stdout
     )["runs"]
-    assert runs[0]["kind"] == "watch" and runs[0]["samples"] >= 5
+    assert runs[0]["kind"] == "watch" and runs[0]["samples"] >= 1  # how many in 1.5 s: as the machine allows
 
 
 def test_a_busy_thread_beside_an_idle_main_thread_is_told_from_the_main_thread():

@@ -15,9 +15,19 @@ from gputriage.inworkload.profiler_hook import RANK_ALIGN_S
 
 pytest.importorskip("torch")
 GT = [sys.executable, "-m", "gputriage"]
+# Each workload runs until its profiler has done what the test looks at (`hook.window`: the window asked for now;
+# `hook.stops`: windows written), not for a set time: on a loaded machine its loop, and the profiler beside it, get
+# less CPU; the test waits longer, and asserts the same.
 WORKLOAD = """
-import sys, time, torch
+import signal, sys, time
 mode = sys.argv[1]
+hook = signal.getsignal(signal.SIGUSR2).__self__  # the profiler `run --profile` armed in this interpreter
+LIMIT_S = 150.0  # a workload whose profiler never gets there still ends
+looping = False
+if mode == "optim":  # the warm-up before the profiler asks is this loop's, not --profile-skip seconds that a loaded
+    ready = hook.ready  # machine may spend building the optimizer (SGD imports torch._dynamo: seconds of imports)
+    hook.ready = lambda: looping and ready()
+import torch
 if mode == "slow_start":  # as on a GPU, where CUPTI takes seconds to start
     import torch.profiler
     _start = torch.profiler.profile.start
@@ -28,45 +38,48 @@ if mode == "slow_start":  # as on a GPU, where CUPTI takes seconds to start
 m = torch.nn.Linear(128, 128); opt = torch.optim.SGD(m.parameters(), lr=0.01)
 a = torch.randn(128, 128)
 t = time.time()
-if mode == "late":  # compiling or loading: no framework op for a while
-    time.sleep(2.0)
-while time.time() - t < {"short": 1.5, "slow_start": 6.0, "late": 4.0}.get(mode, 3.5):
+if mode == "late":  # compiling or loading: no framework op while the profiler's first window runs
+    while hook.stops < 1 and time.time() - t < LIMIT_S:
+        time.sleep(0.01)
+def profiling():  # "short": until the profiler runs (the workload ends inside its window); else until it has
+    return not hook.prof if mode == "short" else hook.window == 1 and not hook.done.is_set()  # written and judged it
+while profiling() and time.time() - t < LIMIT_S:
     if mode == "optim":
         m(torch.randn(32, 128)).pow(2).mean().backward(); opt.step(); opt.zero_grad()
+        looping = True
     else:
         a = torch.tanh(a @ a)
 print("workload done")
 """
 
 
-@pytest.mark.parametrize("mode", ["optim", "tensor"])
-def test_profile_injection_writes_a_trace(tmp_path, mode):
+def profiled(tmp_path, mode: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`gputriage run --profile ARGS -- python w.py MODE`, CUDA left out of the profile."""
     script = tmp_path / "w.py"
     script.write_text(WORKLOAD)
-    kept = tmp_path / "kept.json"
-    env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
-    r = subprocess.run(
-        GT
-        + [
-            "run",
-            "--no-store",
-            "--json",
-            "--profile",
-            "--profile-skip",
-            "0.3",
-            "--profile-steps",
-            "5",
-            "--keep-trace",
-            str(kept),
-            "--",
-            sys.executable,
-            str(script),
-            mode,
-        ],
+    return subprocess.run(
+        GT + ["run", "--profile", *args, "--", sys.executable, str(script), mode],
         capture_output=True,
         text=True,
-        env=env,
-        timeout=120,
+        env=dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0", **(env or {})),
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("mode", ["optim", "tensor"])
+def test_profile_injection_writes_a_trace(tmp_path, mode):
+    kept = tmp_path / "kept.json"
+    r = profiled(
+        tmp_path,
+        mode,
+        "--no-store",
+        "--json",
+        "--profile-skip",
+        "0.3",
+        "--profile-steps",
+        "5",
+        "--keep-trace",
+        str(kept),
     )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "workload done" in r.stderr  # with --json the command's stdout goes to stderr
@@ -90,23 +103,30 @@ def test_profile_injection_writes_a_trace(tmp_path, mode):
     assert h0 <= t0 < t1 <= h1 and t1 - t0 < 30
 
 
+OWN_HANDLER = """
+import signal, sys, time
+hook = signal.getsignal(signal.SIGUSR2).__self__  # the profiler `run --profile` armed in this interpreter
+signal.signal(signal.SIGUSR2, lambda *a: (print('requeued'), sys.exit(3)))
+import torch
+a, t = torch.randn(128, 128), time.time()
+while not hook.signal_taken and time.time() - t < 150:  # until the profiler has seen whose handler it is
+    a = torch.tanh(a @ a)
+print('workload done')
+"""
+
+
 def test_a_workload_with_its_own_sigusr2_handler_never_gets_the_profilers_signal(tmp_path):
     # a scheduler's requeue helper (submitit-style) that checkpoints and exits on SIGUSR2: plain tensor code, where
     # only the signal could start the profiler; it must not reach the workload's handler
     script = tmp_path / "w.py"
-    script.write_text(
-        "import signal, sys, time, torch\n"
-        "signal.signal(signal.SIGUSR2, lambda *a: (print('requeued'), sys.exit(3)))\n"
-        "a, t = torch.randn(128, 128), time.time()\n"
-        "while time.time() - t < 4.0:\n    a = torch.tanh(a @ a)\nprint('workload done')\n"
-    )
+    script.write_text(OWN_HANDLER)
     env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
     r = subprocess.run(
         GT + ["run", "--no-store", "--json", "--profile", "--profile-skip", "0.3", "--", sys.executable, str(script)],
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=300,
     )
     assert r.returncode == 0 and "workload done" in r.stderr and "requeued" not in r.stderr, r.stderr[-2000:]
     log = json.loads(r.stdout)["profile"]["log"]
@@ -114,27 +134,8 @@ def test_a_workload_with_its_own_sigusr2_handler_never_gets_the_profilers_signal
 
 
 def test_profile_kept_when_the_workload_ends_inside_the_window(tmp_path):
-    script = tmp_path / "w.py"
-    script.write_text(WORKLOAD)
-    env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0", GPUTRIAGE_PROFILE_WINDOW_S="30")
-    r = subprocess.run(
-        GT
-        + [
-            "run",
-            "--no-store",
-            "--json",
-            "--profile",
-            "--profile-skip",
-            "0.2",
-            "--",
-            sys.executable,
-            str(script),
-            "short",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
+    r = profiled(
+        tmp_path, "short", "--no-store", "--json", "--profile-skip", "0.2", env={"GPUTRIAGE_PROFILE_WINDOW_S": "30"}
     )
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads(r.stdout)
@@ -144,30 +145,17 @@ def test_profile_kept_when_the_workload_ends_inside_the_window(tmp_path):
 
 
 def test_a_window_without_work_is_profiled_again(tmp_path):
-    script = tmp_path / "w.py"
-    script.write_text(WORKLOAD)
     kept = tmp_path / "kept.json"
-    env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0", GPUTRIAGE_PROFILE_WINDOW_S="0.3")
-    r = subprocess.run(
-        GT
-        + [
-            "run",
-            "--no-store",
-            "--json",
-            "--profile",
-            "--profile-skip",
-            "0.2",
-            "--keep-trace",
-            str(kept),
-            "--",
-            sys.executable,
-            str(script),
-            "late",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
+    r = profiled(
+        tmp_path,
+        "late",
+        "--no-store",
+        "--json",
+        "--profile-skip",
+        "0.2",
+        "--keep-trace",
+        str(kept),
+        env={"GPUTRIAGE_PROFILE_WINDOW_S": "0.3"},
     )
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads(r.stdout)
@@ -188,28 +176,7 @@ def test_profile_needs_a_python_command(tmp_path):
 
 def test_the_window_counts_from_when_the_profiler_runs(tmp_path):
     # a slow start must neither shorten the window nor let a stop run inside the start
-    script = tmp_path / "w.py"
-    script.write_text(WORKLOAD)
-    env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
-    r = subprocess.run(
-        GT
-        + [
-            "run",
-            "--no-store",
-            "--json",
-            "--profile",
-            "--profile-skip",
-            "0.2",
-            "--",
-            sys.executable,
-            str(script),
-            "slow_start",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    r = profiled(tmp_path, "slow_start", "--no-store", "--json", "--profile-skip", "0.2")
     assert r.returncode == 0, r.stderr[-2000:]
     log = json.loads(r.stdout)["profile"]["log"]
     assert len(log) == 2 and log[0].startswith("started at signal") and log[1].startswith("stopped at signal"), log
@@ -218,46 +185,15 @@ def test_the_window_counts_from_when_the_profiler_runs(tmp_path):
 
 
 def test_the_terminal_report_says_what_the_profiler_cost(tmp_path):
-    script = tmp_path / "w.py"
-    script.write_text(WORKLOAD)
-    env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0", GPUTRIAGE_PROFILE_WINDOW_S="0.3")
-    r = subprocess.run(
-        GT + ["run", "--no-store", "--profile", "--profile-skip", "0.2", "--", sys.executable, str(script), "short"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    r = profiled(tmp_path, "tensor", "--no-store", "--profile-skip", "0.2", env={"GPUTRIAGE_PROFILE_WINDOW_S": "0.3"})
     assert r.returncode == 0, r.stderr[-2000:]
     assert re.search(r"profiled \d+\.\d\d s from \+\d+\.\d s", r.stderr), r.stderr[-800:]
     assert "left out of the sampler's verdict" in r.stderr
 
 
 def test_show_keeps_the_merged_verdict_of_a_profiled_run(tmp_path):
-    script = tmp_path / "w.py"
-    script.write_text(WORKLOAD)
     store = tmp_path / "s.sqlite"
-    env = dict(os.environ, GPUTRIAGE_PROFILE_CUDA="0")
-    r = subprocess.run(
-        GT
-        + [
-            "run",
-            "--store",
-            str(store),
-            "--quiet",
-            "--profile",
-            "--profile-skip",
-            "0.2",
-            "--",
-            sys.executable,
-            str(script),
-            "short",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    r = profiled(tmp_path, "tensor", "--store", str(store), "--quiet", "--profile-skip", "0.2")
     assert r.returncode == 0, r.stderr[-2000:]
     run_id = json.loads(
         subprocess.run(GT + ["runs", "--json", "--store", str(store)], capture_output=True, text=True).stdout
@@ -385,7 +321,8 @@ def test_a_launcher_leaves_the_profiler_to_its_ranks(tmp_path):
 
 
 DISTRIBUTED = """
-import time, torch, torch.distributed as dist
+import signal, time, torch, torch.distributed as dist
+hook = signal.getsignal(signal.SIGUSR2).__self__  # this rank's profiler
 dist.init_process_group("gloo")
 m = torch.nn.Linear(128, 128); opt = torch.optim.SGD(m.parameters(), lr=0.01)
 t = time.time()
@@ -395,8 +332,8 @@ while True:
         dist.all_reduce(p.grad)
     opt.step(); opt.zero_grad()
     time.sleep(0.005)  # light on the CPU: tests run beside it
-    done = torch.tensor([float(time.time() - t > 4.0)])
-    dist.all_reduce(done, op=dist.ReduceOp.MAX)  # the ranks stop at the same step
+    done = torch.tensor([float(hook.window > 1 or hook.done.is_set() or time.time() - t > 150)])  # its trace is in
+    dist.all_reduce(done, op=dist.ReduceOp.MIN)  # the ranks stop at the same step, once every rank's is
     if done.item():
         break
 dist.destroy_process_group()
@@ -434,7 +371,7 @@ def test_profile_of_a_torchrun_job_profiles_every_rank(tmp_path):
         capture_output=True,
         text=True,
         env=env,
-        timeout=180,
+        timeout=300,
     )
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads(r.stdout)

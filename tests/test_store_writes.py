@@ -102,3 +102,16 @@ def test_a_load_test_checks_the_store_first_and_keeps_its_report_if_the_store_fa
     report = LoadReport()
     keep_report(report, "load", ["http://x"], tmp_path / "fresh.sqlite")
     assert report.id is None and any("database or disk is full" in n for n in report.notes)
+
+
+def test_a_store_another_process_has_just_created_reads_as_empty(tmp_path):
+    """`sqlite3.connect` makes the file before the run's tables exist: a reader in between (`gputriage runs`,
+    `profile`, `show`) finds no run rather than an error."""
+    path = tmp_path / "runs.sqlite"
+    sqlite3.connect(str(path)).close()  # the file, no table yet
+    store = Store(path, readonly=True)
+    try:
+        assert store.runs() == [] and store.run(1) is None and list(store.samples(1)) == []
+        assert store.last_bench() is None and store.baseline("x") is None and not store.has_baselines()
+    finally:
+        store.close()

@@ -1,6 +1,7 @@
 """Reading a trace fast gives the columns of reading it plainly: the stream's reused buffer with events longer
-than a block, a gzip stream, the large traces the speed benchmark builds, and ops that never launch GPU work left
-uncosted without changing any kernel's cost."""
+than a block, a gzip stream, a header longer than a block, flows of a category Kineto did not write, the large
+traces the speed benchmark builds, and ops that never launch GPU work left uncosted without changing any kernel's
+cost."""
 
 from __future__ import annotations
 
@@ -90,3 +91,28 @@ def test_the_benchmarks_big_trace_is_the_recorded_one_repeated(tmp_path):
     span = max(one.g_ts) - min(one.g_ts)
     assert min(three.g_ts[len(one.g_ts) :]) > min(one.g_ts) + span  # each copy after the one before
     assert b'\n  {\n    "ph": "X"' in out.read_bytes()[:200_000]  # Kineto's own layout: an event per "\n  {"
+
+
+def test_a_flow_of_a_category_kineto_did_not_write_is_counted_under_it(tmp_path):
+    # flows are decoded as Kineto's own categories; a chunk holding another is decoded again with any
+    raw = gzip.decompress((TRACES / "launch_bound.json.gz").read_bytes())
+    path, other = tmp_path / "t.json", tmp_path / "other.json"
+    path.write_bytes(raw)
+    other.write_bytes(raw.replace(b'"cat": "ac2g"', b'"cat": "my_link"', 7))
+    before, after = load(path), load(other)
+    assert after.skipped_kinds["my_link"] == 7
+    assert after.skipped_kinds["ac2g"] == before.skipped_kinds["ac2g"] - 7
+    assert _named(after) == _named(before)
+
+
+def test_a_header_longer_than_a_read_block_gives_the_same_columns(tmp_path):
+    # the first read (2 MB) holds the header; the events follow in 256 KB blocks
+    data = json.loads(gzip.decompress((TRACES / "item_sync.json.gz").read_bytes()))
+    raw = gzip.decompress((TRACES / "item_sync.json.gz").read_bytes())
+    pad = json.dumps([{"name": "x" * 1000}] * 600).encode()  # 600 KB of device properties
+    path = tmp_path / "t.json"
+    path.write_bytes(raw.replace(b'"deviceProperties": [', b'"deviceProperties": [' + pad[1:-1] + b",", 1))
+    assert L.HEAD_BYTES > path.read_bytes().index(L.ARRAY_KEY) > L.BLOCK_BYTES
+    cols = load(path)
+    assert _named(cols) == _named(load(TRACES / "item_sync.json.gz"))
+    assert len(cols.header.deviceProperties) == 600 + len(data["deviceProperties"])

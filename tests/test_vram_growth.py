@@ -3,14 +3,23 @@ that keeps each step's predictions on the GPU, and every other recorded run, who
 
 from __future__ import annotations
 
-import msgspec
+import dataclasses
+import io
 
+import msgspec
+from rich.console import Console
+
+from gputriage.diagnosis.run.gather import gather
 from gputriage.diagnosis.run.judge import judge
+from gputriage.diagnosis.run.rules import vram_growing
 from gputriage.diagnosis.run.rules.vram_growing import CACHE_CAUSE, GROWTH_MIN, LEAK_CAUSE
 from gputriage.model.run import RunMeta, RunReport
 from gputriage.model.sample import Sample
+from gputriage.report.html import render_html
+from gputriage.report.run_terminal import render
 from gputriage.sampling.session import replay
-from recordings import FIXTURES, judged, runs
+from gputriage.testing.oom_runs import growth_dump
+from recordings import FIXTURES, judged, recorded, runs
 
 
 def growing(rep: RunReport):
@@ -72,3 +81,38 @@ def test_growing_memory_is_a_leak_when_the_tensors_hold_it_and_the_cache_when_th
     assert cache.evidence["held_growth_mib_per_s"] < 0.1 * cache.evidence["growth_mib_per_s"]
     for name in ("healthy", "gpt_loop", "item_sync", "workers_augment"):
         assert growing(judged(again[name])) is None, name
+
+
+def test_a_growth_the_workload_snapshotted_names_the_lines_that_hold_it():
+    """The H200 loop that keeps its predictions, with a snapshot of a growth saved beside it (one the H100 run of
+    examples/oom/growing.py saved while its outputs piled up: the wiring is under test, not the pair): the finding
+    names the line whose live bytes grew, and the snapshot."""
+    rec = recorded(runs("runs_unseen6.json.gz")["vram_leak"])
+    rec.memory = [growth_dump("growing")]
+    report = judge(rec, 0)
+    f = growing(report)
+    assert f is not None and "oom/growing.py:19 main" in f.symptom and "grown" in f.symptom
+    assert f.evidence["lines_grown"][0].endswith("growing.py:19=10880.0 MiB")
+    assert f.evidence["snapshot"].endswith("growing.growth.pickle.gz") and f.evidence["snapshot"] in f.decision
+    assert (
+        f.evidence["growth_mib_per_s"]
+        == growing(judged(runs("runs_unseen6.json.gz")["vram_leak"])).evidence["growth_mib_per_s"]
+    )  # the rate is the GPU's, as without the snapshot
+    assert report.memory is not None and report.memory.state.oom is None
+    out = io.StringIO()
+    render(report, Console(file=out, width=160, color_system=None))
+    text = out.getvalue()
+    assert "GPU memory while its live memory grew" in text and "Lines whose live bytes grew" in text
+    assert "Segment map at the snapshot" in render_html(report)
+
+
+def test_a_growth_snapshot_of_another_gpu_names_no_lines():
+    rec = recorded(runs("runs_unseen6.json.gz")["vram_leak"])
+    rec.memory = [growth_dump("growing")]
+    ev = gather(rec, 0)
+    assert ev.growth_snapshot is not None and ev.growth_snapshot.gpu == 0
+    (f,) = vram_growing.evaluate(ev)
+    assert "lines_grown" in f.evidence
+    ev.growth_snapshot = dataclasses.replace(ev.growth_snapshot, gpu=1)  # its process held another GPU
+    (f,) = vram_growing.evaluate(ev)
+    assert "lines_grown" not in f.evidence and "snapshot" not in f.evidence

@@ -40,7 +40,7 @@ def head_model(path: Path) -> None:
         [helper.make_tensor_value_info(last, TensorProto.FLOAT, [None, WIDTH])],
         inits,
     )
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), str(path))
 
 
 def main(seconds: float = 10.0) -> None:

@@ -62,8 +62,9 @@ def ask_profile(
     said: Callable[[dict[str, Any]], None] = lambda _a: None,
 ) -> dict[str, Any]:
     """Ask a running run for a profile window and wait (up to `wait_s`; 0: not at all) for its trace. Returns the
-    run's last answer: `state` ("asked", "written" or "failed"), `window`, `trace` (where it is or will be written),
-    `window_s` or `error`. `said` sees each answer as it comes."""
+    run's last answer: `state` ("asked", "written", "failed", or "no_cuda": a workload that has not used CUDA, no
+    window asked), `window`, `trace` (where it is or will be written), `window_s` or `error`. `said` sees each
+    answer as it comes."""
     gate, _pid = running_gate(run_id, store)
     dest = Path(out).resolve() if out is not None else Path.cwd() / f"gputriage-run{run_id}-profile.json"
     key = uuid.uuid4().hex[:12]

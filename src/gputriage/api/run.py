@@ -27,9 +27,13 @@ from gputriage.api._common import (
 from gputriage.api.baseline import load as load_baseline
 from gputriage.diagnosis.run.cost import at_price, unpriced
 from gputriage.diagnosis.run.judge import judge
+from gputriage.diagnosis.run.snapshots import kept_report
+from gputriage.diagnosis.verify import Context
+from gputriage.model.memory import MemoryDump
 from gputriage.model.run import RunMeta, RunReport
 from gputriage.model.safe_text import utf8
 from gputriage.runner.run_session import RunPlan, WorkloadNotStarted, run_workload
+from gputriage.sampling.oom_marks import dumps, kept_folder
 from gputriage.sampling.session import replay
 from gputriage.sampling.store import StoreError
 from gputriage.trace import inject
@@ -176,9 +180,10 @@ def _show(run_id: int, store: str | Path | None = None) -> RunReport:
             raise GputriageError(
                 f"{run_id} is a load test, not a run: `gputriage load --show {run_id}`, `gputriage report {run_id}`"
             )
+        kept = dumps(kept_folder(db.path, run_id))  # the allocator's snapshots kept beside the store
         if row["report"]:
             try:
-                return msgspec.json.decode(row["report"], type=RunReport)
+                return with_snapshots(msgspec.json.decode(row["report"], type=RunReport), kept)
             except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
                 pass  # a damaged report: judged again from the samples below
         try:
@@ -186,6 +191,7 @@ def _show(run_id: int, store: str | Path | None = None) -> RunReport:
         except (msgspec.ValidationError, RecursionError):
             meta = RunMeta()
         rec = replay(db.samples(run_id), meta, kind=row["kind"], command=row["command"], run_id=run_id)
+        rec.memory = kept
         report = judge(rec, row["exit_code"], complete=row["complete"])
         if db.skipped:
             report.notes.append(f"{db.skipped} damaged samples in the store were left out")
@@ -194,6 +200,20 @@ def _show(run_id: int, store: str | Path | None = None) -> RunReport:
         raise GputriageError(f"{db.path}: the run store is damaged ({exc})") from None
     finally:
         db.close()
+
+
+def with_snapshots(report: RunReport, kept: list[MemoryDump]) -> RunReport:
+    """A stored report judged before its workload's snapshots were (kept beside the store): the memory judge's report
+    on them added, its findings as they were."""
+    if report.memory is not None or not kept:
+        return report
+    report.memory = kept_report(kept, report.processes, Context(report.kind, report.command, report.id))
+    if report.memory is not None:
+        report.notes.append(
+            "this run was judged before its allocator's snapshots were: the memory judge's report on them is added, "
+            "its findings are as they were"
+        )
+    return report
 
 
 def runs(store: str | Path | None = None, limit: int = 50) -> list[dict[str, object]]:

@@ -17,6 +17,7 @@ class ProcessDetail:
     write_bytes: int
     read_chars: int  # returned by read() and friends: files (page cache included), pipes, sockets
     io_readable: bool = True  # False where the I/O counters are denied (another user's process): 0 above
+    name: str = ""  # its name (/proc/PID/comm): a DataLoader's worker names itself pt_data_worker
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ def read_details(processes: Iterable[Any]) -> dict[int, ProcessDetail]:
             with p.oneshot():
                 threads = {th.id: th.user_time + th.system_time for th in p.threads()}
                 t = p.cpu_times()
+                name = p.name()  # read with the times (/proc/PID/stat), once per read: a worker renames itself
                 rss = p.memory_info().rss
                 try:
                     io = p.io_counters()
@@ -84,7 +86,7 @@ def read_details(processes: Iterable[Any]) -> dict[int, ProcessDetail]:
                     ok = False
         except psutil.Error:
             continue
-        out[p.pid] = ProcessDetail(threads, t.user + t.system, rss, rd, wr, rc, ok)
+        out[p.pid] = ProcessDetail(threads, t.user + t.system, rss, rd, wr, rc, ok, name)
     return out
 
 

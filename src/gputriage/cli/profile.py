@@ -30,7 +30,8 @@ def profile(
 ) -> None:
     """Profile one window of a running `gputriage run` now (its profiler re-armed in the workload), from another
     terminal; SIGUSR1 to the `gputriage run` process does the same. Exit 0 when the trace is written (or, with
-    --wait 0, asked for), 1 when the run could not profile it, 3 when there is no such running run."""
+    --wait 0, asked for), 1 when the run could not profile it, 3 when there is no such running run or its workload
+    has not used CUDA (nothing to profile: said at once)."""
     from gputriage.api._common import GputriageError
     from gputriage.api.profile import ask_profile
 
@@ -46,6 +47,8 @@ def profile(
     except GputriageError as exc:
         fail(str(exc), exits.BAD_INPUT)
     state = answer.get("state")
+    if state == "no_cuda" and not as_json:
+        fail(f"run {run_id} has nothing to profile: {answer.get('error')}", exits.BAD_INPUT)
     if as_json:
         print_json(answer)
     elif state == "written":
@@ -63,4 +66,6 @@ def profile(
             f"gputriage: no trace within {wait:.0f} s; the run will still write it to "
             f"{safe_text(answer.get('trace'), 500)}\n"
         )
+    if state == "no_cuda":
+        raise typer.Exit(exits.BAD_INPUT)
     raise typer.Exit(exits.FINDINGS if state == "failed" or (state == "asked" and wait > 0) else exits.OK)

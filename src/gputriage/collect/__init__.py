@@ -14,6 +14,7 @@ from gputriage.collect import (
     environment,
     filesystem,
     framework,
+    gpu_libraries,
     health,
     kernel_log,
     memory,
@@ -95,6 +96,8 @@ def collect_snapshot(
     ):
         facts += collect(ctx)
     facts += numa.collect(ctx, bus_ids)
+    if use_framework:  # the libraries beside torch, from their install (read while the windows run)
+        facts += gpu_libraries.collect(ctx)
     remaining = window_s - (host.monotonic() - t0)
     if remaining > 0:
         host.sleep(remaining)

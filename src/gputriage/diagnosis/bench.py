@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
+from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold, Wording
 from gputriage.model.probe import ProbeResult
 from gputriage.model.specs import pcie_link_gbs
 
 BENCH = ("bench",)
-# healthy share of the datasheet figure: (low, high)
 MATMUL_LOW = Threshold(
     "matmul_low_share",
     0.60,
@@ -32,6 +31,8 @@ PCIE_LOW = Threshold(
     "pinned copy rate under which the link underdelivers",
     "measured: pinned copies reach 85-88% of the raw link rate (bench on an H200: 54.5 of 63 GB/s)",
 )
+# healthy share of the datasheet figure: (low, high). The low end decides a finding; the high end (a GPU may beat
+# the dense datasheet through boost clocks, copies the HBM figure by a little) only draws the band.
 BANDS = {
     "matmul": (MATMUL_LOW.value, 1.25),
     "memory.copy": (MEMORY_LOW.value, 1.05),
@@ -40,6 +41,8 @@ BANDS = {
     "pcie.d2h_pinned": (PCIE_LOW.value, 1.0),
     "pcie.h2d_pinned_node": (PCIE_LOW.value, 1.0),
 }
+
+MEASURED = "{probe}: {value} {unit}, {pct:.0f}% of the datasheet's {reference}"  # a probe under its band
 
 GPU_SHARED = FindingSpec(
     id="bench.gpu_shared",
@@ -51,6 +54,7 @@ GPU_SHARED = FindingSpec(
     cause="The GPU time-slices between processes: every GPU figure here is a share, not this machine's ceiling",
     decision="Bench again on an idle GPU (stop or wait for those processes)",
     condition="a compute process other than the bench's own on the GPU before or after the probes",
+    says={"others": Wording(symptom="{count} other {processes} used the GPU during the bench (pid {pids})")},
 )
 MATMUL_SLOW = FindingSpec(
     id="bench.matmul_slow",
@@ -61,8 +65,21 @@ MATMUL_SLOW = FindingSpec(
     symptom="A GEMM rate is far under the datasheet figure",
     cause="Clocks held down (thermal, power), another process on the GPU, MIG, or a slow library build",
     decision="Run `gputriage check` (clock-event reasons, other processes, MIG, framework build) and bench again",
-    condition=f"best GEMM rate of a dtype < {MATMUL_LOW.value:.0%} of its dense datasheet figure",
+    condition="best GEMM rate of a dtype < {matmul_low_share:.0%} of its dense datasheet figure",
     thresholds=(MATMUL_LOW,),
+    says={
+        "measured": Wording(symptom=MEASURED),
+        "clocks_held": Wording(
+            symptom=MEASURED,
+            cause="Clocks were held down during the probe ({reasons})",
+            decision="Fix cooling or power delivery before trusting any throughput number",
+        ),
+        "power_capped": Wording(
+            symptom=MEASURED,
+            cause="The GPU sat at its power limit: clocks dropped to stay under it",
+            decision="Check the enforced power limit (check: power.limit_lowered) and cooling; compare after",
+        ),
+    },
 )
 MEMORY_SLOW = FindingSpec(
     id="bench.memory_bandwidth_low",
@@ -73,8 +90,9 @@ MEMORY_SLOW = FindingSpec(
     symptom="Device memory bandwidth is far under its datasheet figure",
     cause="Another process, ECC/row-remap state, or memory clocks held down",
     decision="Check for other processes, ECC/row-remap state and clocks (`gputriage check`)",
-    condition=f"copy or read bandwidth < {MEMORY_LOW.value:.0%} of the datasheet",
+    condition="copy or read bandwidth < {memory_low_share:.0%} of the datasheet",
     thresholds=(MEMORY_LOW,),
+    says={"measured": Wording(symptom=MEASURED)},
 )
 PCIE_SLOW = FindingSpec(
     id="bench.pcie_bandwidth_low",
@@ -86,8 +104,16 @@ PCIE_SLOW = FindingSpec(
     cause="A degraded link (fewer lanes or a lower generation than the card supports), or the pinned buffer sits on "
     "a NUMA node remote from the GPU",
     decision="Pin the process to the GPU's NUMA node (numactl --cpunodebind) and check the link under load",
-    condition=f"pinned copy rate < {PCIE_LOW.value:.0%} of the raw link rate",
+    condition="pinned copy rate < {pcie_low_share:.0%} of the raw link rate",
     thresholds=(PCIE_LOW,),
+    says={
+        "measured": Wording(symptom=MEASURED),
+        "link_degraded": Wording(
+            symptom=MEASURED,
+            cause="The link trained below its capability (see pcie.link_width/gen)",
+            decision="Reseat the card / check BIOS bifurcation and risers",
+        ),
+    },
 )
 SPECS = (GPU_SHARED, MATMUL_SLOW, MEMORY_SLOW, PCIE_SLOW)
 
@@ -110,8 +136,12 @@ def findings(
             GPU_SHARED.finding(
                 {"other_processes": others},
                 subject="gpu.0",
-                symptom=f"{len(pids)} other process{'es' if len(pids) != 1 else ''} used the GPU "
-                f"during the bench (pid {', '.join(map(str, pids))})",
+                say="others",
+                fill={
+                    "count": len(pids),
+                    "processes": "process" if len(pids) == 1 else "processes",
+                    "pids": ", ".join(map(str, pids)),
+                },
             )
         )
     for r in results:
@@ -129,29 +159,18 @@ def findings(
             "healthy_from_pct": round(100 * b[0]),
             **r.conditions,
         }
-        symptom = f"{r.name}: {r.value} {r.unit}, {pct:.0f}% of the datasheet's {r.reference}"
+        fill = {"probe": r.name, "value": r.value, "unit": r.unit, "pct": pct, "reference": r.reference}
         if r.name.startswith("matmul."):
             throttled = [x for x in reasons if x != "sw_power_cap"]
-            cause = decision = None
-            if throttled:
-                cause = f"Clocks were held down during the probe ({', '.join(throttled)})"
-                decision = "Fix cooling or power delivery before trusting any throughput number"
-            elif "sw_power_cap" in reasons:
-                cause = "The GPU sat at its power limit: clocks dropped to stay under it"
-                decision = "Check the enforced power limit (check: power.limit_lowered) and cooling; compare after"
-            out.append(MATMUL_SLOW.finding(evidence, subject="gpu.0", symptom=symptom, cause=cause, decision=decision))
+            say = "clocks_held" if throttled else "power_capped" if "sw_power_cap" in reasons else "measured"
+            fill["reasons"] = ", ".join(throttled)
+            out.append(MATMUL_SLOW.finding(evidence, subject="gpu.0", say=say, fill=fill))
         elif r.name.startswith("memory."):
-            out.append(MEMORY_SLOW.finding(evidence, subject="gpu.0", symptom=symptom))
+            out.append(MEMORY_SLOW.finding(evidence, subject="gpu.0", say="measured", fill=fill))
         else:
             degraded = link_now is not None and r.reference and pcie_link_gbs(*link_now) < r.reference
             out.append(
-                PCIE_SLOW.finding(
-                    evidence,
-                    subject="gpu.0",
-                    symptom=symptom,
-                    cause="The link trained below its capability (see pcie.link_width/gen)" if degraded else None,
-                    decision="Reseat the card / check BIOS bifurcation and risers" if degraded else None,
-                )
+                PCIE_SLOW.finding(evidence, subject="gpu.0", say="link_degraded" if degraded else "measured", fill=fill)
             )
     return out
 

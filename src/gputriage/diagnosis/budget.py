@@ -23,7 +23,7 @@ from typing import Any, Mapping, NamedTuple
 
 from gputriage.diagnosis.run.verdict import steady_bounds
 from gputriage.model.files import unreadable
-from gputriage.model.finding import Finding, FindingSpec, Severity
+from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 from gputriage.model.numbers import median
 from gputriage.model.run import GpuStatic
 from gputriage.model.snapshot import Snapshot
@@ -65,6 +65,9 @@ SPECS = {
         cause=f"{k.bounds} is outside the limit set in the budget file",
         decision="Bring it back within budget, or change the budget deliberately",
         condition=f"the observed {k.bounds} crosses the budget's {key}",
+        says={
+            "exceeded": Wording(symptom="Budget exceeded: {what}", cause="{bounds} is outside the budget in {source}")
+        },
     )
     for key, k in KEYS.items()
 }
@@ -124,8 +127,8 @@ def _finding(budget: Budget, key: str, subject: str, observed: Any, text: str) -
         {"budget": key, "limit": budget.limits[key], "observed": observed},
         subject=subject,
         severity=budget.severity,
-        symptom=f"Budget exceeded: {text}",
-        cause=f"{KEYS[key].bounds} is outside the budget in {budget.source}",
+        say="exceeded",
+        fill={"what": text, "bounds": KEYS[key].bounds, "source": budget.source},
     )
 
 

@@ -26,7 +26,8 @@ def estimate(f: Finding) -> float | None:
     """The share `f`'s fix would recover, or None where the evidence gives no estimate."""
     ev = f.evidence
     if f.id == "trace.host_bound":
-        return (float(ev.get("host_in_ops_pct") or 0) + float(ev.get("host_after_read_pct") or 0)) / 100.0
+        parts = ("host_in_ops_pct", "host_after_read_pct", "host_loop_pct")
+        return sum(float(ev.get(k) or 0) for k in parts) / 100.0
     key = TRACE_SHARES.get(f.id)
     if key is not None and isinstance(ev.get(key), (int, float)):
         return float(ev[key]) / 100.0

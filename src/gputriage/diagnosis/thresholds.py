@@ -8,6 +8,7 @@ nothing better exists (said so)."""
 from __future__ import annotations
 
 from gputriage.model.finding import Threshold
+from gputriage.model.numbers import GIB
 
 PLAYBOOK = "GPU triage playbook"
 H200_RECORDINGS = "recordings of real workloads on an H200 (tests/fixtures/h200)"
@@ -82,10 +83,10 @@ SWAP_IN = Threshold(
     "Swap-in rate at which the host pages instead of feeding the GPU",
     f"{PLAYBOOK}, task 9 (vmstat si); judgement for the exact figure",
 )
-IDLE_HELD_BYTES = Threshold(
-    "idle_held_min_bytes",
-    float(1 << 30),
-    "bytes",
+IDLE_HELD_GIB = Threshold(
+    "idle_held_min_gib",
+    1.0,
+    "GiB",
     "GPU memory a process holds at or above which, computing nothing, it keeps the GPU from others",
     "a CUDA context with no tensors holds about 0.5 GiB on an H200 (the computing process of the two-process "
     "recording, tests/fixtures/gpu_holders, held 1.05 GB with a 128 MiB matrix); 1 GiB is more than any bare context",
@@ -98,13 +99,28 @@ IDLE_HELD_SM = Threshold(
     "NVML gives whole percents, and no sample at all for a process that ran no kernel (H200, driver 580: the 20 GiB "
     "holder had none while its neighbour read 99-100%); under 1% is 0",
 )
-IDLE_HELD_MIN_S = Threshold(
-    "idle_held_min_s",
-    600.0,
-    "s",
+IDLE_HELD_AFTER_MIN = Threshold(
+    "idle_held_after_min",
+    10.0,
+    "min",
     "How long a process holds memory and computes nothing before it is said to hold the GPU idle",
     "judgement: longer than a checkpoint save, an evaluation on the CPU or a data-loader restart (seconds to a few "
     "minutes), short enough that a forgotten notebook or a hung job is named within the hour",
+)
+# the two above in the units the comparisons read: the same thresholds, not others
+IDLE_HELD_BYTES = Threshold(
+    "idle_held_min_bytes",
+    IDLE_HELD_GIB.value * GIB,
+    "bytes",
+    IDLE_HELD_GIB.meaning,
+    "idle_held_min_gib in bytes: the same threshold",
+)
+IDLE_HELD_MIN_S = Threshold(
+    "idle_held_min_s",
+    IDLE_HELD_AFTER_MIN.value * 60,
+    "s",
+    IDLE_HELD_AFTER_MIN.meaning,
+    "idle_held_after_min in seconds: the same threshold",
 )
 TENTATIVE_TRACE = Threshold(
     "tentative_trace_confidence",

@@ -41,7 +41,10 @@ PROCESSES = ".processes.json"  # written beside the marker by the sampler
 
 MAX_ENTRIES = 20_000  # the ring of alloc/free events the allocator keeps once armed
 ARM_USED_SHARE = 0.75  # of a device's memory in use (every process's), from which the stacks are recorded
-ALLOC_COST_S = 2e-6  # what recording one allocation's stack costs the workload (PyTorch's figure; the benchmark's)
+# what recording one allocation's Python stack costs the workload: 1.04 µs, measured on an H100
+# (benchmarks/memory_history_cost.py, an allocation-heavy loop of 128 allocations a step, median of 5 pairs;
+# docs/measurements.md)
+ALLOC_COST_S = 1.04e-6
 COST_SHARE = 0.01  # of the workload's time the recording may cost: at most COST_SHARE / ALLOC_COST_S allocations/s
 SLICE_READS = 10  # reads per slice of the live-bytes watch (5 s at two reads a second)
 RISING_SLICES = 3  # slices whose trough rose in a row

@@ -10,11 +10,14 @@ stopping, stopped, exported or released), so a start that stalls it is known eve
 processes are not profiled, except a distributed launcher's ranks (`trace.rankN.json`); the hooks return at once
 while `torch.compile` traces them. Gated (`GPUTRIAGE_PROFILE_GATE`), a window starts only when the sampler asks
 (steady state, a new regime, a request from another terminal); the hook stays armed, window K in its own file.
+Whether it could start now is written as it changes (`OUT.state`: no_torch, importing, no_cuda, ready): a request to
+a workload that has not used CUDA is answered at once.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import mmap
 import os
 import signal
@@ -47,10 +50,8 @@ class Profiler:
     ) -> None:
         """`ranked`: a rank of a distributed job (its ranks wait on each other): each asks for its start at the same
         instant (a multiple of RANK_ALIGN_S) and starts at its next optimizer step, not by signal while it sets up."""
-        self.out, self.skip_s, self.steps = out, skip_s, steps
-        self.ranked, self.gate = ranked, gate
-        self.window_s, self.max_s, self.cuda = window_s, max_s, cuda
-        self.clock = clock
+        self.out, self.skip_s, self.steps, self.ranked, self.gate = out, skip_s, steps, ranked, gate
+        self.window_s, self.max_s, self.cuda, self.clock = window_s, max_s, cuda, clock
         self.want: Optional[str] = None
         self.prof: Any = None  # None: not started; False: stopped or failed; else the running profiler
         self.make: Optional[Callable[[], Any]] = None
@@ -61,21 +62,17 @@ class Profiler:
         self.seen_step = self.acting = False
         self.signal_taken = False  # the workload replaced the SIGUSR2 handler
         self.first_forward = self.last_hook = 0.0
-        self.born = clock()
+        self.born, self.state = clock(), ""  # state: what `ready` last wrote
         self.window = 1  # the window asked for now; window K is written to window_path(out, K)
-        self.lock = threading.Lock()
-        self.done = threading.Event()
+        self.lock, self.done = threading.Lock(), threading.Event()
 
     def path(self) -> str:  # this window's trace
         return window_path(self.out, self.window)
 
     # --- what the main thread does -------------------------------------------------------------
     def note(self, msg: str, suffix: str = ".log") -> None:
-        try:
-            with open(self.out + suffix, "a") as fh:
-                fh.write(msg + "\n")
-        except OSError:
-            pass  # the folder is gone: gputriage has finished with this run
+        with contextlib.suppress(OSError), open(self.out + suffix, "a") as fh:  # OSError: the folder is gone
+            fh.write(msg + "\n")
 
     def mark(self, event: str, t: Optional[float] = None, window: int = 0) -> None:
         """A moment of the profiler's hold on the workload, written as it happens (`OUT.holds`)."""
@@ -187,10 +184,15 @@ class Profiler:
 
     # --- what the worker thread does -----------------------------------------------------------
     def ready(self) -> bool:
-        torch = sys.modules.get("torch")
-        if torch is None or getattr(getattr(torch, "__spec__", None), "_initializing", True):
-            return False  # not imported, or still importing
-        return bool(torch.cuda.is_initialized()) if self.cuda else True
+        """Whether the profiler can start: set up, or torch imported and CUDA initialized if profiled (`OUT.state`)."""
+        torch: Any = sys.modules.get("torch")
+        state = "ready" if self.make is not None else "no_torch" if torch is None else "importing"
+        if state == "importing" and not getattr(getattr(torch, "__spec__", None), "_initializing", True):
+            state = "ready" if not self.cuda or torch.cuda.is_initialized() else "no_cuda"
+        if state != self.state:
+            self.state = state
+            self.note(state, ".state")
+        return state == "ready"
 
     def setup(self) -> bool:
         """Import what the profiler needs off the main thread (not torch._dynamo: seconds of GIL); hook the loop."""
@@ -255,12 +257,10 @@ class Profiler:
         if not self.gate:
             return window == 1
         while not self.done.is_set():
-            try:
-                with open(self.gate) as fh:
-                    if int(fh.read().strip() or 0) >= window:
-                        return True
-            except (OSError, ValueError):
-                pass
+            self.ready()  # said while waiting: a request is answered at once where there is nothing to profile
+            with contextlib.suppress(OSError, ValueError), open(self.gate) as fh:
+                if int(fh.read().strip() or 0) >= window:
+                    return True
             time.sleep(0.1)
         return False
 

@@ -28,6 +28,8 @@ COMPILE = "compile"
 GC = "gc"
 LAUNCH = "launch"
 COLLECTIVE_WAIT = "collective_wait"
+LOOP = "loop"
+HOST_OPS = "host_ops"
 
 ALL = (
     Category(GPU_WAIT, "host_gpu_wait_share", "waits on the GPU", waits=True),  # .item(), synchronize
@@ -36,7 +38,11 @@ ALL = (
     Category(HOST_COMPUTE, "host_compute_share", "computes on the host", waits=False),  # Python, numpy, tokenizers
     Category(COMPILE, "host_compile_share", "compiles", waits=False),  # torch.compile compiling
     Category(GC, "host_gc_share", "collects garbage", waits=False),  # Python's garbage collector
-    Category(LAUNCH, "host_launch_share", "runs torch ops", waits=False),  # inside torch's ops, launching GPU work
+    Category(LAUNCH, "host_launch_share", "launches GPU ops", waits=False),  # in torch's, CuPy's, JAX's ops: launching
+    # a training framework's own code: Lightning's or the Trainer's loop, hooks, callbacks, logging, progress bar
+    Category(LOOP, "host_loop_share", "runs the training framework's loop", waits=False),
+    # a library's ops computed on the CPU: ONNX Runtime's CPU provider, JAX on its CPU backend, numba on the CPU
+    Category(HOST_OPS, "host_ops_share", "runs a library's ops on the CPU", waits=False),
     Category(COLLECTIVE_WAIT, "host_collective_wait_share", "waits in a collective", waits=True),  # for its peers
 )
 CATEGORIES = tuple(c.name for c in ALL)  # in the sampler's order (its counts are lists in this order)

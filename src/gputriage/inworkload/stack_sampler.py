@@ -9,10 +9,15 @@ queue's `.get(`, torch's own threads reading a pipe or sleeping; under a DataLoa
 `main_loader`); copy (`.to(`, `.cuda(`, `copy_(`, `pin_memory(`, a module moved); compile (dynamo's frame
 conversion, inductor's compile and autotuning); gc (`gc.callbacks`); launch (torch's Python code, or a workload line
 inside a forward or calling `torch.`, `F.`, `@`, `.backward(`: a heuristic, an ATen op is C); host_compute (the
-rest, and all of it in a process without CUDA). A sample needs the interpreter lock, so a thread computing 2 ms
-between waits is seen waiting: the report carries the main thread's CPU time, and the reader caps its waits at its
-time off the CPU (`sampling.progress`). Counts per category and per line (the innermost frame outside the standard
-library, site-packages and gputriage) are written every WRITE_S as `stacks.PID.json`, replaced atomically.
+rest, and all of it in a process without CUDA). The GPU libraries beside torch (CuPy, JAX, numba, Triton,
+TensorFlow, ONNX Runtime) and the training frameworks (Lightning, the Trainer, Accelerate) are read by
+`stack_libraries`: their frames' functions, or a workload line's names resolved to their modules (a call into
+compiled code shows no frame), name their launches, waits, copies and compiling; a framework's own code is `loop`, a
+library computing on the CPU `host_ops`; a process whose library computes on the GPU counts as one using CUDA. A
+sample needs the interpreter lock, so a thread computing 2 ms between waits is seen waiting: the report carries the
+main thread's CPU time, and the reader caps its waits at its time off the CPU (`sampling.progress`). Counts per
+category and per line (the innermost frame outside the standard library, site-packages and gputriage), and the GPU
+libraries the process imported, are written every WRITE_S as `stacks.PID.json`, replaced atomically.
 
 collective_wait: the innermost frame outside the standard library is torch.distributed's (a collective, a barrier,
 the rendezvous; not its launcher, not an import), or, in a process with a process group, the workload's line waits on
@@ -27,6 +32,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import gc
+import importlib
 import importlib.util
 import json
 import linecache
@@ -42,45 +48,25 @@ DIR_ENV = "GPUTRIAGE_PROGRESS_DIR"
 PREFIX = "stacks."
 
 
-def _vocabulary() -> Any:
-    """The categories' vocabulary (`stack_categories`, this folder's): imported where this module is gputriage's, else
-    loaded by its path, as this file is inside the workload (`trace.inject`), whose interpreter may hold another
-    gputriage, or none."""
+def _sibling(module: str) -> Any:
+    """A module of this folder (`stack_categories`, the vocabulary; `stack_libraries`): imported where this module is
+    gputriage's, else loaded by its path, as this file is inside the workload (`trace.inject`), whose interpreter may
+    hold another gputriage, or none."""
     if __name__ == "gputriage.inworkload.stack_sampler":
-        from gputriage.inworkload import stack_categories
-
-        return stack_categories
-    name = "gputriage_stack_categories"
+        return importlib.import_module(f"gputriage.inworkload.{module}")
+    name = f"gputriage_{module}"
     if name not in sys.modules:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stack_categories.py")
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{module}.py")
         spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
+        loaded = importlib.util.module_from_spec(spec)
+        sys.modules[name] = loaded
+        spec.loader.exec_module(loaded)
     return sys.modules[name]
 
 
-_V = _vocabulary()
-
-
-def _sibling(name: str) -> Any:
-    """A module of this folder: imported where this module is gputriage's, else loaded by its path (as
-    `_vocabulary`)."""
-    if __name__ == "gputriage.inworkload.stack_sampler":
-        return importlib.import_module(f"gputriage.inworkload.{name}")
-    key = f"gputriage_{name}"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            key, os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
-        spec.loader.exec_module(module)
-    return sys.modules[key]
-
-
+_V = _sibling("stack_categories")
+_L = _sibling("stack_libraries")  # the GPU libraries beside torch, the training frameworks
 _RANKS = _sibling("rank_clock")  # a rank of a distributed job: its steps, its main thread's waits, where it is now
 CATEGORIES: tuple[str, ...] = _V.CATEGORIES
 GPU_WAIT: str = _V.GPU_WAIT
@@ -90,6 +76,8 @@ HOST_COMPUTE: str = _V.HOST_COMPUTE
 COMPILE: str = _V.COMPILE
 GC: str = _V.GC
 LAUNCH: str = _V.LAUNCH
+LOOP: str = _V.LOOP
+HOST_OPS: str = _V.HOST_OPS
 RATE_HZ = 50.0  # samples a second (benchmarks/stack_sampler_overhead.py measures what they cost)
 WRITE_S = 0.5  # the report's refresh: at least once in each 1 s window (a write: 0.5 ms of syscalls on a VM)
 TOP_LINES = 50  # lines written, by the main thread's samples and by all threads'
@@ -100,10 +88,12 @@ GC_LINE = ("<garbage collection>", 0, GC)
 _GPU_WAIT, _INPUT, _COPY, _HOST, _COMPILE, _GC, _LAUNCH = (
     CATEGORIES.index(c) for c in (GPU_WAIT, INPUT_WAIT, COPY, HOST_COMPUTE, COMPILE, GC, LAUNCH)
 )
+_LOOP = CATEGORIES.index(LOOP)
+_BY_NAME = {name: i for i, name in enumerate(CATEGORIES)}
 
 # what a file is, from its path
-USER, STDLIB, LIBRARY, TORCH, COMPILER, LOADER, TORCH_SYNC, PINNING, MODULE = range(9)
-DISTRIBUTED = 9  # torch.distributed's collectives, barriers and rendezvous (not its launcher, `elastic`)
+USER, STDLIB, LIBRARY, TORCH, COMPILER, LOADER, TORCH_SYNC, PINNING, MODULE, GPU_LIB, FRAMEWORK = range(11)
+DISTRIBUTED = 11  # torch.distributed's collectives, barriers and rendezvous (not its launcher, `elastic`)
 _COLLECTIVE = CATEGORIES.index(_V.COLLECTIVE_WAIT)
 _WORK_WAIT = re.compile(r"\.wait\(\s*\)")  # a C wait on a line of the workload's: a collective's Work.wait()
 _LAUNCHERS = ("/torch/distributed/elastic/", "/torch/distributed/launcher/", "/torch/distributed/run.py")
@@ -111,7 +101,7 @@ _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
 _GPUTRIAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _COMPILE_DIRS = "torch/_dynamo/convert_frame.py torch/_inductor/compile_fx.py torch/_inductor/async_compile.py "
 _COMPILERS = (*_COMPILE_DIRS.split(), "torch/_inductor/autotune_process.py", "torch/_inductor/select_algorithm.py")
-_COMPILERS += ("triton/compiler/",)
+_COMPILERS += ("triton/compiler/", *_L.COMPILERS)
 _GENERATED = re.compile(r"/(\w\w)/c\1\w{40,}\.py$")  # inductor's code in a cache dir of any name: xy/cxy<hash>.py
 _SYNCS = ("torch/cuda/__init__.py", "torch/cuda/streams.py", "torch/_tensor_str.py")
 # blocking stdlib functions: (file suffix, function names; empty: any)
@@ -165,6 +155,9 @@ def file_kind(path: str) -> int:
         if "/torch/distributed/" in p and not any(x in p for x in _LAUNCHERS):
             return DISTRIBUTED
         return MODULE if p.endswith("torch/nn/modules/module.py") else TORCH
+    lib = _L.library_of(p)
+    if lib is not None:  # another GPU library (CuPy, JAX, ...), or a training framework's loop (Lightning, ...)
+        return FRAMEWORK if lib == _L.FRAMEWORK else GPU_LIB
     if "-packages/" in p or path.startswith(_GPUTRIAGE_DIR):
         return LIBRARY
     return USER
@@ -181,14 +174,16 @@ def _waits(path: str, function: str) -> bool:
 
 
 class Classifier:
-    """A stack's category and line, with what it learned about files and lines kept for the next samples."""
+    """A stack's category and line, with what it learned about files and lines kept for the next samples. `on_gpu`:
+    which GPU libraries beside torch compute on the GPU (`stack_libraries.OnGpu`; the sampler refreshes it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_gpu: Any = None) -> None:
         self.kinds: dict[str, int] = {}
         self.texts: dict[tuple[str, int], int] = {}  # the innermost line's category from its text (-1: none)
         self.waits: dict[tuple[str, str], bool] = {}
         self.distributed = False  # the process has a torch.distributed process group: a Work.wait() is a collective's
         self.work_waits: dict[tuple[str, int], bool] = {}
+        self.libs = _L.Reader(on_gpu)  # the GPU libraries beside torch, the training frameworks
 
     def kind(self, path: str) -> int:
         k = self.kinds.get(path)
@@ -205,12 +200,23 @@ class Classifier:
                 self.texts[key] = c
         return c
 
+    def stdlib_waits(self, code: Any) -> bool:
+        """A blocking function of the standard library (`_WAITS`)."""
+        key = (code.co_filename, code.co_name)
+        w = self.waits.get(key)
+        if w is None:
+            w = self.waits[key] = _waits(*key)
+        return w
+
     def classify(self, frame: FrameType, cuda: bool) -> tuple[int, tuple[str, int, str], bool]:
         """(category index, the line to name, an input wait under a DataLoader)."""
         leaf_code = frame.f_code
         leaf_kind = self.kind(leaf_code.co_filename)
         line_frame: Optional[FrameType] = None
         first_library: Optional[FrameType] = None
+        owned = False  # past the innermost frame of code that is not the stdlib's or a plain library's
+        library: Optional[str] = None  # that frame's GPU library or training framework, while its frames go on
+        library_frames: list[FrameType] = []  # that library's frames, from that one outward
         compiling = loader = moving = in_module = False
         inner, inner_name = -1, ""  # the innermost frame outside the standard library: its kind, its function
         f: Optional[FrameType] = frame
@@ -231,6 +237,14 @@ class Classifier:
                 inner, inner_name = k, code.co_name
             if k != STDLIB and k != USER and first_library is None:
                 first_library = f
+            if not owned and k != STDLIB and k != LIBRARY:
+                owned = True
+                library = self.libs.library(code.co_filename) if k in (GPU_LIB, FRAMEWORK) else None
+            if library is not None and k != STDLIB and k != LIBRARY:
+                if k in (GPU_LIB, FRAMEWORK) and self.libs.library(code.co_filename) == library:
+                    library_frames.append(f)
+                else:
+                    library = None
             f = f.f_back
             depth += 1
         named = line_frame or first_library or frame
@@ -238,9 +252,12 @@ class Classifier:
         if (inner == DISTRIBUTED and inner_name != "<module>" and not compiling) or (
             self.distributed and leaf_kind == USER and self._work_wait(leaf_code, frame)
         ):
-            cat = _COLLECTIVE
-        else:
-            cat = self._category(frame, leaf_kind, compiling, loader, moving, in_module and line_frame is frame)
+            return _COLLECTIVE, line, False
+        if library_frames and not compiling and not (leaf_kind == STDLIB and self.stdlib_waits(leaf_code)):
+            got = self._library(library_frames, cuda)
+            if got >= 0:
+                return got, line, False
+        cat = self._category(frame, leaf_kind, compiling, loader, moving, in_module and line_frame is frame)
         if not cuda:
             cat = _HOST_ONLY.get(cat, cat)
         return cat, line, loader and cat == _INPUT
@@ -255,6 +272,17 @@ class Classifier:
                 self.work_waits[key] = w
         return w
 
+    def _library(self, frames: list[FrameType], cuda: bool) -> int:
+        """What a thread does in a GPU library's code or a training framework's (`stack_libraries`); -1: nothing
+        it can tell. A framework's line that launches, copies or waits (`loss.backward()`, `batch.to(device)`) says
+        so by its text, as the workload's own would; the rest of its code is the loop's host work."""
+        owner = frames[0]
+        if self.libs.library(owner.f_code.co_filename) == _L.FRAMEWORK:
+            c = self.text_category(owner.f_code.co_filename, owner.f_lineno)
+            return (_HOST_ONLY.get(c, c) if not cuda else c) if c >= 0 else _LOOP
+        name = self.libs.frames(frames)
+        return -1 if name is None else _BY_NAME[name]
+
     def _category(
         self, frame: FrameType, kind: int, compiling: bool, loader: bool, moving: bool, in_forward: bool
     ) -> int:
@@ -262,11 +290,7 @@ class Classifier:
         if compiling:
             return _COMPILE
         if kind == STDLIB:
-            key = (code.co_filename, code.co_name)
-            w = self.waits.get(key)
-            if w is None:
-                w = self.waits[key] = _waits(*key)
-            return _INPUT if w else _COPY if moving else _HOST
+            return _INPUT if self.stdlib_waits(code) else _COPY if moving else _HOST
         if kind == TORCH_SYNC:
             return _GPU_WAIT
         if kind == PINNING or moving:
@@ -279,6 +303,10 @@ class Classifier:
         c = self.text_category(code.co_filename, frame.f_lineno)
         if c >= 0:
             return c
+        if kind == USER:  # a call into compiled code (CuPy's kernels, a jax.jit function) shows no frame of its own
+            name = self.libs.line(frame, linecache.getline(code.co_filename, frame.f_lineno))
+            if name is not None:
+                return _BY_NAME[name]
         return _LAUNCH if in_forward else _HOST
 
 
@@ -393,7 +421,8 @@ class StackSampler:
         own = threading.get_ident()
         ours = [t for t in threading.enumerate() if t.ident == own or t.name.startswith("gputriage-")]
         self.skip = {t.ident for t in ours if t.ident is not None}
-        self.cuda = self.cuda or _cuda_ready()
+        self.classifier.libs.refresh()  # which libraries beside torch compute on the GPU
+        self.cuda = self.cuda or _cuda_ready() or self.classifier.libs.on_gpu.any()
         if self.rank is not None:
             self.classifier.distributed = self.classifier.distributed or _RANKS.distributed_ready()
 
@@ -449,6 +478,7 @@ class StackSampler:
         report.update(main_cpu_s=None if cpu is None else cpu - self.cpu0_s, child=_spawned_child())
         if self.rank is not None:
             report.update(self.rank.report(now, sys._current_frames(), CATEGORIES))
+        report.update(libraries=_L.imported())  # the GPU libraries and frameworks it imported, with their versions
         tmp = f"{self.path}.tmp"
         with contextlib.suppress(OSError):  # a folder gone: the run is over
             with open(tmp, "w") as fh:

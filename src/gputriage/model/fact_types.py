@@ -184,6 +184,8 @@ HOST: dict[str, Any] = {
     "torch.cuda.available": bool,
     "torch.cuda.arch_list": list[str],
     "torch.cuda.error": str,
+    # the GPU libraries beside torch and the training frameworks installed: package, version, CUDA build ("none": CPU)
+    "python.gpu_libraries": dict[str, dict[str, str]],
 }
 
 _GPU_NAME = re.compile(r"gpu\.(\d{1,7})\.(.+)")

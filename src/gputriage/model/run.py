@@ -12,6 +12,7 @@ from gputriage.model.baseline import Diff
 from gputriage.model.bottleneck import Bottleneck
 from gputriage.model.compile import CompileStats
 from gputriage.model.finding import Finding, Severity
+from gputriage.model.memory import MemoryReport
 from gputriage.model.owner import ProcessOwner
 from gputriage.model.ranks import RanksReport
 from gputriage.model.trace import TraceReport
@@ -103,6 +104,7 @@ class HostStacks(msgspec.Struct, kw_only=True, omit_defaults=True):
     main_cpu_pct: Optional[float] = None  # its CPU, % of a core
     others_busy: Optional[float] = None  # the other Python threads at work beside it (threads, on average)
     lines: list[HostLine] = []  # the top lines, most time first
+    libraries: dict[str, str] = {}  # the GPU libraries and training frameworks the workload imported, by version
 
 
 class GpuVerdict(msgspec.Struct, kw_only=True):
@@ -221,6 +223,19 @@ class RegimeThroughput(msgspec.Struct, kw_only=True, omit_defaults=True):
     metric_median: Optional[float] = None  # `run --metric`: the median of the values read in this phase
 
 
+class StepRegime(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A stretch of the run at one step rate (`diagnosis.run.step_regimes`): where the workload's own rate held, cut
+    from its per-window step rate, with or without a GPU."""
+
+    start_s: float  # seconds since the run started
+    end_s: float
+    windows: int  # the windows whose rates it spans
+    steps_per_s: float
+    samples_per_s: Optional[float] = None
+    tokens_per_s: Optional[float] = None
+    spread_share: Optional[float] = None  # the standard deviation of its windows' step rates, a share of its rate
+
+
 class Throughput(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What the workload got done, as it reported it (`gputriage.step()`): over the steady state (start-up
     and shut-down left out), and per phase; with the model's FLOPs given, the model FLOP utilization."""
@@ -244,6 +259,22 @@ class Throughput(msgspec.Struct, kw_only=True, omit_defaults=True):
     bench_tflops: Optional[float] = None  # the bf16 GEMM rate `gputriage bench` measured on these GPUs (summed)
     mfu_bench_pct: Optional[float] = None  # achieved against that measured ceiling
     bench_source: Optional[str] = None
+    steady_start_s: Optional[float] = None  # where the steady span starts, seconds since the run started
+    steady_follows: Optional[str] = None  # "steps": the span where the workload stepped (no start-up, no tail)
+    step_regimes: list[StepRegime] = []  # the run cut where its step rate changed (one: it held)
+
+
+class LoaderWorkers(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A PyTorch DataLoader's worker processes over the windows they ran in (`sampling.loader_workers`): how many,
+    their CPU, and the cores the workload may use."""
+
+    workers: int  # running at once (the median over those windows)
+    workers_max: int  # the most seen at once
+    windows: int  # windows with a worker running
+    cpu_pct: Optional[float] = None  # all of them together, % of one core (median)
+    worker_cpu_pct: Optional[float] = None  # per worker, on average (median)
+    workload_cpu_pct: Optional[float] = None  # the whole workload's, workers included (median)
+    cores: Optional[float] = None  # the cores the workload may use: its affinity, capped by its cgroup quota (least)
 
 
 class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -323,6 +354,10 @@ class RunReport(msgspec.Struct, kw_only=True):
     compile: Optional[CompileStats] = None  # what torch.compile did in the workload (Python workloads under run)
     stacks: Optional[HostStacks] = None  # where its Python threads spent the steady state (the stack sampler)
     ranks: Optional[RanksReport] = None  # a distributed job's ranks side by side: the straggler, the hangs
+    # the allocator's snapshot the workload saved (Python workloads under run and monitor()), judged: at its
+    # out-of-memory error, else the latest saved while its live memory grew
+    memory: Optional[MemoryReport] = None
+    loader: Optional[LoaderWorkers] = None  # its DataLoader's worker processes, their CPU and the cores they share
 
     def beside_verdict(self) -> list[Finding]:
         """The findings besides the verdict: a report stored before the verdict was stated once (`GpuVerdict.finding`)

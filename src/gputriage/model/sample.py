@@ -69,6 +69,7 @@ class StackCounts(msgspec.Struct, kw_only=True, omit_defaults=True):
     main_cpu_s: Optional[float] = None  # the main thread's CPU time
     wall_s: float = 0.0  # the time sampled
     lines: Optional[list[StackLine]] = None  # the top lines: carried by a sample now and then, not by each
+    libraries: dict[str, str] = {}  # the GPU libraries and frameworks it imported, by version: with the lines
 
 
 class RankNow(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -128,6 +129,11 @@ class WorkloadSample(msgspec.Struct, kw_only=True, omit_defaults=True):
     write_bytes_per_s: Optional[float] = None
     rchar_bytes_per_s: Optional[float] = None  # every byte its reads returned: files (page cache too), pipes, sockets
     vram_bytes: Optional[int] = None
+    # its DataLoader's worker processes (`sampling.loader_workers`) and the cores it may use
+    loader_workers: Optional[int] = None
+    loader_cpu_pct: Optional[float] = None  # all the workers, % of one core
+    loader_worker_cpu_pct: Optional[float] = None  # per worker, on average
+    cores_usable: Optional[float] = None  # its affinity, capped by its cgroup's CPU quota
     # what the workload reported through gputriage.step(), all its processes, since it started
     steps_total: Optional[float] = None
     samples_total: Optional[float] = None

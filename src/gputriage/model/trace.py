@@ -124,6 +124,9 @@ class TraceVerdict(msgspec.Struct, kw_only=True):
     tentative: bool = False  # confidence under diagnosis.thresholds.TENTATIVE_TRACE: a best guess, worded as one
     too_little: bool = False  # the window holds too few kernels (unless long) to be sure of a bottleneck
     basis: str = ""  # a job of several ranks: "the ranks' averaged shares"
+    # a host-side cause from host work outside framework ops whose content the trace does not see (input_starved
+    # with no loader event over the gaps, host_bound from the loop's own work): what is left, not what was seen
+    by_elimination: bool = False
 
 
 class Overlap(msgspec.Struct):

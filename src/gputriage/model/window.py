@@ -54,6 +54,10 @@ HOST_FIELDS = (
     "mem_available_min_bytes",
     "job_gpu_processes",
     "job_gpus",
+    "loader_workers",
+    "loader_cpu_pct",
+    "loader_worker_cpu_pct",
+    "workload_cores",
     "steps_total",
     "samples_total",
     "tokens_total",
@@ -114,6 +118,10 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
     mem_available_min_bytes: Optional[float] = None  # the host's MemAvailable, lowest in the window
     job_gpu_processes: Optional[float] = None  # the workload's processes with a context on any sampled GPU (most seen)
     job_gpus: Optional[float] = None  # the sampled GPUs on which the workload holds a context (most seen)
+    loader_workers: Optional[float] = None  # its DataLoader's worker processes (most seen)
+    loader_cpu_pct: Optional[float] = None  # their CPU together, % of one core
+    loader_worker_cpu_pct: Optional[float] = None  # per worker, on average
+    workload_cores: Optional[float] = None  # the cores the workload may use (affinity, cgroup quota; least seen)
     steps_total: Optional[float] = None  # gputriage.step() counts at the window's end (cumulative)
     samples_total: Optional[float] = None
     tokens_total: Optional[float] = None
@@ -134,6 +142,8 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
     host_compile_share: Optional[float] = None  # torch.compile compiling
     host_gc_share: Optional[float] = None  # in garbage collection
     host_launch_share: Optional[float] = None  # inside torch's ops (launching the GPU's work)
+    host_loop_share: Optional[float] = None  # in a training framework's loop (Lightning's, the Trainer's hooks)
+    host_ops_share: Optional[float] = None  # in a library's ops on the CPU (ONNX Runtime's CPU provider, JAX on CPU)
     host_collective_wait_share: Optional[float] = None  # in a collective (torch.distributed), waiting for its peers
     host_input_loader_share: Optional[float] = None  # of its input waits, those on a DataLoader's workers
     host_others_busy: Optional[float] = None  # the other Python threads at work beside it (threads, on average)

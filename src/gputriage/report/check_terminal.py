@@ -12,6 +12,7 @@ from gputriage.model.check import CheckReport
 from gputriage.model.finding import STEPS, Severity
 from gputriage.model.reading import Unavailable
 from gputriage.report.holders_terminal import SM_HELP, check_processes
+from gputriage.report.libraries import libraries_said
 from gputriage.report.style import SEVERITY_STYLE, finding_text, indented, local_time, show
 
 MEANING = {
@@ -135,6 +136,9 @@ def _header(snap: Facts) -> Text:
         if not isinstance(build, Unavailable) and build:
             h.append(f", built for CUDA {build}")
         h.append("\n")
+    libraries = snap.get("python.gpu_libraries")
+    if isinstance(libraries, dict) and libraries:
+        h.append(f"beside torch: {libraries_said(libraries)}\n", style="dim")
     return h
 
 

@@ -9,6 +9,7 @@ from gputriage.model.finding import STEPS, Severity
 from gputriage.model.reading import Unavailable
 from gputriage.report.check_terminal import Facts, gpu_cells
 from gputriage.report.html_page import Page, Raw, badge, findings_html, kv, table, when
+from gputriage.report.libraries import libraries_said
 
 GPU_COLUMNS = (
     ("name", "name"),
@@ -50,6 +51,7 @@ def check_page(report: CheckReport, verbose: bool = False) -> Page:
             ("NVIDIA driver", str(nvml) if isinstance(nvml, Unavailable) else _shown(snap.get("driver.version"))),
             ("CUDA (driver)", _shown(snap.get("driver.cuda_version"))),
             ("torch", _shown(snap.get("torch.version"))),
+            ("beside torch", _libraries(snap.get("python.gpu_libraries"))),
             ("gputriage", report.tool_version),
         )
     )
@@ -74,3 +76,8 @@ def checklist_page(report: ChecklistReport) -> Page:
     rows = [(Raw(badge(i.status.value)), i.text, i.why, i.decided_by) for i in report.items]
     page.section("Items", table(("", "item", "why", "decided by"), rows))
     return page
+
+
+def _libraries(value: object) -> str:
+    """The GPU libraries beside torch and the training frameworks installed, or "none"."""
+    return libraries_said(value) if isinstance(value, dict) and value else "none"

@@ -17,7 +17,7 @@ def _gib(values: list[int]) -> list[float]:
     return [round(v / 2**30, 3) for v in values]
 
 
-def _timeline(page: Page, s: MemoryState) -> str:
+def timeline_html(page: Page, s: MemoryState) -> str:
     series = s.series
     if series is None or not series.t_s:
         return (
@@ -67,7 +67,7 @@ def _segment_row(seg: SegmentMap, lines: list[MemoryLine], largest: int) -> str:
     )
 
 
-def _segments(s: MemoryState) -> str:
+def segments_html(s: MemoryState) -> str:
     if not s.segment_map:
         return '<p class="muted">No segments.</p>'
     legend = [(short_label(ln.file, ln.line), PALETTE[i % len(PALETTE)]) for i, ln in enumerate(s.top_lines)]
@@ -83,7 +83,7 @@ def _segments(s: MemoryState) -> str:
     return head + f'<div class="legend">{keys}</div>' + rows
 
 
-def _lines(lines: list[MemoryLine], growth: bool) -> str:
+def lines_html(lines: list[MemoryLine], growth: bool) -> str:
     return table(
         ("line", "function", "live", "blocks", *(("grown",) if growth else ()), "called from"),
         [
@@ -111,11 +111,11 @@ def memory_page(r: MemoryReport) -> Page:
         verdict += f"<p>{esc(error_line(s))}</p>"
     page.section("Verdict", verdict, "verdict")
     page.section("Findings", findings_html(r.findings))
-    page.section("Top live allocations by Python line", _lines(s.top_lines, grew))
+    page.section("Top live allocations by Python line", lines_html(s.top_lines, grew))
     if grew and s.growth_lines:
-        page.section("Lines whose live bytes grew", _lines(s.growth_lines, True))
-    page.section("Live memory over time", _timeline(page, s))
-    page.section("Segment map at the failure" if s.oom else "Segment map", _segments(s))
+        page.section("Lines whose live bytes grew", lines_html(s.growth_lines, True))
+    page.section("Live memory over time", timeline_html(page, s))
+    page.section("Segment map at the failure" if s.oom else "Segment map", segments_html(s))
     if s.processes:
         page.section(
             "Processes on the GPU at the error (NVML)",

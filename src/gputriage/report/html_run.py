@@ -12,9 +12,14 @@ from gputriage.model.run import GpuVerdict, RunReport
 from gputriage.report.html_diff import diff_html
 from gputriage.report.html_page import Page, esc, findings_html, kv, table, when
 from gputriage.report.html_ranks import ranks_html
+from gputriage.report.html_run_memory import add_memory
 from gputriage.report.html_trace import add_trace
+from gputriage.report.libraries import used_said
+from gputriage.report.loader_workers import html as loader_html
 from gputriage.report.profile_terminal import cost_line, window_line
 from gputriage.report.stack_lines import about, line_text, main_thread, place, thread
+from gputriage.report.step_regimes import html as step_regimes_html
+from gputriage.report.step_regimes import steady_span
 
 ACTIVITY = (
     ("util_pct", "GPU-Util", "#7f8c8d"),
@@ -89,10 +94,16 @@ def _stacks(r: RunReport) -> str:
     """Where the workload's Python threads spent the steady state (the stack sampler), line by line."""
     s = r.stacks
     assert s is not None
-    return f'<p>The main thread {esc(main_thread(s))} <span class="muted">({esc(about(s))})</span></p>' + table(
-        ("share of the steady time", "line", "doing", "thread"),
-        ((f"{x.share:.0%}", place(x, r.meta.cwd), doing(x.category), thread(x)) for x in s.lines),
-        numeric=(0,),
+    uses = used_said(s.libraries, r.meta.system.get("gpu_libraries") or {}) if s.libraries else ""
+    said = f'<p class="muted">Uses {esc(uses)}</p>' if uses else ""
+    return (
+        f'<p>The main thread {esc(main_thread(s))} <span class="muted">({esc(about(s))})</span></p>'
+        + said
+        + table(
+            ("share of the steady time", "line", "doing", "thread"),
+            ((f"{x.share:.0%}", place(x, r.meta.cwd), doing(x.category), thread(x)) for x in s.lines),
+            numeric=(0,),
+        )
     )
 
 
@@ -190,7 +201,7 @@ def _throughput(r: RunReport) -> str:
         ("steps/s", _rate(t.steps_per_s)),
         ("samples/s", _rate(t.samples_per_s)),
         ("tokens/s", _rate(t.tokens_per_s)),
-        ("over", f"the steady {t.steady_s:,.0f} s"),
+        ("over", steady_span(t).removeprefix(" over ")),
         ("from", t.source),
     ]
     if t.metric_pattern is not None:
@@ -217,7 +228,7 @@ def _throughput(r: RunReport) -> str:
                 f"{t.mfu_bench_pct:.1f}% against {t.bench_tflops:,.0f} TFLOP/s ({t.bench_source})",
             )
         )
-    out = kv(pairs)
+    out = kv(pairs) + step_regimes_html(t)
     if len(t.by_regime) > 1:
         out += table(
             ("from (s)", "to (s)", "phase", "steps/s", "samples/s", "tokens/s", "metric"),
@@ -284,6 +295,7 @@ def _host(r: RunReport) -> str:
             ),
         )
     )
+    out += loader_html(r)
     if r.processes:
         out += "<h3>Processes on the GPUs</h3>" + table(
             ("GPU", "pid", "whose", "kernels (% of time)", "VRAM (GiB)"),
@@ -372,6 +384,7 @@ def run_page(r: RunReport) -> Page:
         page.section("Python threads", _stacks(r))
     if r.ranks is not None and r.ranks.per_rank:
         page.section("Ranks", ranks_html(r.ranks))
+    add_memory(page, r)
     if r.blind_spots:
         page.section(
             "What this run could not see",

@@ -83,6 +83,23 @@ def _split(label: str) -> tuple[str, int]:
     return (file, int(line)) if line.isdigit() else (label, 0)
 
 
+def render_lines(report: MemoryReport, console: Console, top: int = 10, grew: bool | None = None) -> None:
+    """The top live allocations by Python line, and the lines whose live bytes grew where they grew (`grew`: where
+    another finding than the report's says so)."""
+    s = report.state
+    grew = grew or any(f.id == "memory.growing" for f in report.findings)
+    if s.top_lines and top:
+        console.print(Text("\nTop live allocations by Python line", style="bold"))
+        console.print(lines_table(s.top_lines[:top], growth=grew))
+    if s.growth_lines and grew:
+        g = s.growth
+        head = "\nLines whose live bytes grew"
+        if g is not None:
+            head += f" (troughs rose {size_text(g.grown_bytes)} over {seconds(g.span_s)}, from the {g.source})"
+        console.print(Text(head, style="bold"))
+        console.print(lines_table(s.growth_lines[:top], growth=True))
+
+
 def render(report: MemoryReport, console: Console, top: int = 10) -> None:
     s = report.state
     console.print(Text(f"memory: {safe_text(report.source, NAME_CHARS)}", style="bold"))
@@ -93,16 +110,7 @@ def render(report: MemoryReport, console: Console, top: int = 10) -> None:
     verdict.append(report.cause or ("none named" if s.oom else "no out-of-memory error"), style="bold magenta")
     console.print(verdict)
     console.print(hanging("", report.summary, style="dim"))
-    if s.top_lines and top:
-        console.print(Text("\nTop live allocations by Python line", style="bold"))
-        console.print(lines_table(s.top_lines[:top], growth=any(f.id == "memory.growing" for f in report.findings)))
-    if s.growth_lines and any(f.id == "memory.growing" for f in report.findings):
-        g = s.growth
-        head = "\nLines whose live bytes grew"
-        if g is not None:
-            head += f" (troughs rose {size_text(g.grown_bytes)} over {seconds(g.span_s)}, from the {g.source})"
-        console.print(Text(head, style="bold"))
-        console.print(lines_table(s.growth_lines[:top], growth=True))
+    render_lines(report, console, top)
     if s.processes:
         console.print(Text("\nProcesses on the GPU at the error (NVML)", style="bold"))
         t = Table(box=None, pad_edge=False)

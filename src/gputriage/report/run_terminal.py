@@ -11,9 +11,14 @@ from rich.text import Text
 from gputriage.model.finding import Severity
 from gputriage.model.run import SIGNALLED, GpuVerdict, RunReport
 from gputriage.model.safe_text import safe_text
+from gputriage.report.libraries import used_said
+from gputriage.report.loader_workers import terminal_line as loader_line
 from gputriage.report.profile_terminal import render_profile_extra
 from gputriage.report.ranks_terminal import render_ranks
+from gputriage.report.run_memory_terminal import render_memory
 from gputriage.report.stack_lines import about, line_text, main_thread
+from gputriage.report.step_regimes import steady_span
+from gputriage.report.step_regimes import terminal_lines as step_lines
 from gputriage.report.style import finding_text, local_time
 from gputriage.report.trace_terminal import render_profile_window, render_verdict
 
@@ -175,6 +180,9 @@ def _host(r: RunReport, console: Console) -> None:
         console.print(
             Text("host: " + ", ".join(parts) + " (medians)" + ("; " + ", ".join(peaks) if peaks else ""), style="dim")
         )
+    loader = loader_line(r)
+    if loader is not None:
+        console.print(loader)
 
 
 def _stacks(r: RunReport, console: Console) -> None:
@@ -183,6 +191,8 @@ def _stacks(r: RunReport, console: Console) -> None:
     if s is None:
         return
     console.print(Text(f"python: the main thread {main_thread(s)} ({about(s)})", style="dim"))
+    if s.libraries:  # the framework it runs on, and the CUDA that was built for
+        console.print(Text(f"uses: {used_said(s.libraries, r.meta.system.get('gpu_libraries') or {})}", style="dim"))
     for x in s.lines:
         console.print(Text("  " + line_text(x, r.meta.cwd), style="dim"))
 
@@ -229,10 +239,10 @@ def _throughput(r: RunReport, console: Console) -> None:
         )
     line = Text("throughput: ", style="bold")
     line.append(", ".join(rates) or "no steady rate", style="bold cyan")
-    if not r.meta.gpus:  # no GPU timeline to tell start-up from the steady state
+    if not r.meta.gpus and t.steady_follows != "steps":  # no GPU timeline nor steps to tell the steady state
         span = " from its first report to its exit"
     else:
-        span = f" over the steady {t.steady_s:.0f} s" if t.steady_s >= 1 else ""
+        span = steady_span(t)
     line.append(f"{span} ({t.source})", style="dim")
     console.print(line)
     if t.mfu_pct is not None:
@@ -255,6 +265,8 @@ def _throughput(r: RunReport, console: Console) -> None:
         console.print(
             Text(f"  the model's math: {t.achieved_tflops:,.1f} TFLOP/s (no datasheet for this GPU)", style="cyan")
         )
+    for step_line in step_lines(t):
+        console.print(step_line)
     if len(t.by_regime) > 1:
         console.print(
             Text(
@@ -346,6 +358,7 @@ def render(r: RunReport, console: Console) -> None:
     _stacks(r, console)
     render_ranks(r.ranks, console)
     _processes(r, console)
+    render_memory(r, console)
     _blind_spots(r, console)
     profile = r.profile
     if profile is not None:

@@ -5,9 +5,11 @@ the folder's `asks/`) or by SIGUSR1 to `gputriage run` (`request`).
 
 A request is `asks/ask-ID.json` (`{"out": PATH or null}`); the keeper takes it at once and answers in
 `asks/answer-ID.json`: `{"state": "asked", "window": K, "trace": PATH}`, then `"written"` with the window's times
-once the trace is kept at PATH, or `"failed"` with why (the workload ended first, the profiler failed). A window
-asked without a path (a signal) is kept beside `--keep-trace`'s path (`NAME.wK.json`), else in the directory
-`gputriage run` was started from (`gputriage-profile-RUN-wK.json`)."""
+once the trace is kept at PATH, or `"failed"` with why (the workload ended first, the profiler failed). A workload
+that has not used CUDA (the hook's `OUT.state`: torch not imported, or CUDA not initialized) is answered at once
+`{"state": "no_cuda", "error": WHY}`, and no window is asked. A window asked without a path (a signal) is kept
+beside `--keep-trace`'s path (`NAME.wK.json`), else in the directory `gputriage run` was started from
+(`gputriage-profile-RUN-wK.json`)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,14 @@ from gputriage.trace import inject
 from gputriage.trace.profile_files import TRACE_NAME, current_holds, first_out, profiled_windows, ranks, read_holds
 
 ASKS = "asks"
+# what the hooks say of a workload that has not used CUDA (`inworkload.profiler_hook.ready`); one importing torch
+# is asked (it is seconds from saying which)
+NOTHING_TO_PROFILE = {
+    "no_torch": "the workload has not imported torch: no GPU work to profile (ask again once it uses CUDA)",
+    "no_cuda": "the workload has not used CUDA (torch imported, CUDA not initialized): no GPU work to profile "
+    "(ask again once it uses CUDA)",
+}
+STATES = ("ready", "importing", "no_cuda", "no_torch")  # the best any process said wins
 
 
 @dataclass
@@ -36,6 +46,18 @@ class Asked:
     window: int
     out: Path
     answer: Path | None
+
+
+def workload_state(folder: Path) -> str | None:
+    """What the profiler hooks last said of the workload: "ready" where one process can profile, else the nearest
+    to it ("importing" torch, "no_cuda", "no_torch"); None before any hook said anything."""
+    said = []
+    for path in folder.glob("trace*.json.state"):
+        try:
+            said += path.read_text().split()[-1:]
+        except OSError:
+            continue
+    return next((s for s in STATES if s in said), said[0] if said else None)
 
 
 def write_json(path: Path, data: dict[str, object]) -> None:
@@ -135,6 +157,12 @@ class GateKeeper:
             )
 
     def _ask_one(self, why: str, out: Path | None, answer: Path | None) -> None:
+        nothing = NOTHING_TO_PROFILE.get(workload_state(self.folder) or "")
+        if nothing is not None:  # the profiler would wait for CUDA for as long as the workload runs: said now
+            self._reply(answer, state="no_cuda", error=nothing)
+            self.gate.notes.append(f"no window asked ({why}): {nothing}")
+            self.say(f"no profile window ({why}): {nothing}")
+            return
         k = self.gate.ask(why)
         if out is None:
             run = self.session.run_id if self.session.run_id is not None else os.getpid()
@@ -172,9 +200,12 @@ class GateKeeper:
         self.say(f"profile window {k} ({t1 - t0:.2f} s) written to {', '.join(written)}")
 
     def _answer(self, a: Asked, **data: object) -> None:
-        if a.answer is not None:
+        self._reply(a.answer, **data)
+
+    def _reply(self, answer: Path | None, **data: object) -> None:
+        if answer is not None:
             try:
-                write_json(a.answer, data)
+                write_json(answer, data)
             except OSError:
                 pass  # the asker's folder view is gone: the run's report lists the window all the same
 

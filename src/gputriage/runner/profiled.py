@@ -64,7 +64,7 @@ def read_profile(
     if gate is not None:
         written.log += gate.notes
     if mode == "auto" and not asked and not written.held_all_s:  # the sampler decided: nothing went wrong
-        return ProfileReport(mode=mode)
+        return ProfileReport(mode=mode, log=list(gate.notes) if gate is not None else [])  # requests answered
     if not written.traces and mode == "on" and not asked:
         written.error = NOT_STEADY
     out = ProfileReport(log=written.log, error=written.error, held_all_s=written.held_all_s, mode=mode, asked=asked)

@@ -116,6 +116,17 @@ def merged_stacks(reports: list[dict[str, Any]], lines: bool) -> StackCounts | N
                     continue
         top = sorted(rows.items(), key=lambda kv: -kv[1][1])[:LINES_KEPT]
         out.lines = [StackLine(*key, main=v[0], all=v[1], own=owned.get(key[0])) for key, v in top]
+        out.libraries = _imported(chosen)
+    return out
+
+
+def _imported(reports: list[dict[str, Any]]) -> dict[str, str]:
+    """The GPU libraries and frameworks the processes imported (a newer sampler's report says; an older one's not)."""
+    out: dict[str, str] = {}
+    for r in reports:
+        got = r.get("libraries")
+        if isinstance(got, dict):
+            out.update({str(k): str(v) for k, v in got.items()})
     return out
 
 

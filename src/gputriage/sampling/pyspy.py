@@ -1,7 +1,11 @@
 """The Python stacks of the processes holding a GPU, from py-spy (`backends.pyspy`), for what gputriage did not start
 (`watch`): one dump per process every `every_s` (10 s by default: each pauses the process a few milliseconds), each
 thread's stack classified by the stack sampler's own rules (`inworkload.stack_sampler.Classifier`: waiting on the
-GPU, waiting for input, copying, computing on the host, compiling, launching) and counted per line.
+GPU, waiting for input, copying, computing on the host, compiling, launching, a training framework's loop, a
+library's ops on the CPU) and counted per line. The libraries beside torch (CuPy, JAX, ...) are taken to compute on
+the GPU (these processes hold one); a frame of py-spy holds no variables, so a workload line's names resolve through
+its file's imports (`import cupy as cp`), an ONNX Runtime session's providers are unknown (its run: a launch), and an
+array's type on an operator's line (`x * 2`) is out of sight.
 
 py-spy gives file names as the traced process sees them: its standard library (`.../lib/python3.X/...`, outside
 site-packages) is read as this interpreter's, so a wait in `threading.py` or `queue.py` is a wait whichever Python
@@ -20,6 +24,7 @@ from gputriage.backends import pyspy
 from gputriage.backends.nvml import NvmlBackend
 from gputriage.backends.nvml_queries import compute_processes
 from gputriage.inworkload.stack_categories import CATEGORIES
+from gputriage.inworkload.stack_libraries import OnGpu
 from gputriage.inworkload.stack_sampler import Classifier, Counts
 from gputriage.model.pyspy import PySpyStacks
 from gputriage.model.reading import Unavailable
@@ -129,7 +134,7 @@ class PySpySampler:
     ) -> None:
         """`on_dump(pid, unix s, threads)`: called with each dump that gave stacks (a hang's watch reads them)."""
         self.pids, self.every_s, self.dump, self.on_dump = pids, every_s, dump, on_dump
-        self.counts, self.classifier = Counts(), Classifier()
+        self.counts, self.classifier = Counts(), Classifier(OnGpu(assume=True))  # processes that hold a GPU
         self.dumps = 0
         self.seen: set[int] = set()
         self.failed: dict[str, str] = {}

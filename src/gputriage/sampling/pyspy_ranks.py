@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional, cast
 from gputriage.backends import rank_process
 from gputriage.inworkload import rank_clock
 from gputriage.inworkload.stack_categories import CATEGORIES, COLLECTIVE_WAIT
+from gputriage.inworkload.stack_libraries import OnGpu
 from gputriage.inworkload.stack_sampler import Classifier
 from gputriage.model.sample import RankNow, RankSample
 from gputriage.sampling.pyspy import as_frames
@@ -44,7 +45,7 @@ class PySpyRanks:
 
     def __init__(self, environ: Callable[[int], Optional[dict[str, str]]] = rank_process.environ) -> None:
         self.environ = environ
-        self.classifier = Classifier()
+        self.classifier = Classifier(OnGpu(assume=True))  # processes on the GPUs
         self.classifier.distributed = True
         self.who: dict[int, Optional[dict[str, Any]]] = {}
         self.now: dict[int, RankNow] = {}

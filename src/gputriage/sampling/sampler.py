@@ -14,6 +14,7 @@ bounded whatever the run's length.
 from __future__ import annotations
 
 import collections
+import functools
 import os
 import threading
 import time
@@ -22,6 +23,7 @@ from typing import Any, Callable
 
 import msgspec
 
+from gputriage.backends.cpu_allowance import usable_cores
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import NvmlBackend
 from gputriage.backends.nvml_queries import compute_processes, process_sm_util, util_refresh_s
@@ -30,6 +32,7 @@ from gputriage.backends.procfs import cpu_busy_pct, keyed_values, parse_diskstat
 from gputriage.model.sample import GpuProcess, HostSample, RankSample, Sample, WorkloadSample
 from gputriage.sampling.gpu_reader import GpuReader
 from gputriage.sampling.holders import Holders
+from gputriage.sampling.loader_workers import loader_fields, workers
 from gputriage.sampling.progress import ProgressReader
 from gputriage.sampling.rank_reader import RankReader
 
@@ -132,8 +135,11 @@ class ProcessTreeReader:
         every: int = 5,
         refresh_every: int = 25,
         exclude: frozenset[int] = frozenset(),
+        cores: Callable[[list[int]], float | None] | None = None,
     ) -> None:
         self.tree = ProcessTree(pid, exclude)
+        self.cores_of, self._workers = cores, 0
+        self._cores: float | None = None  # the cores it may use, read at each re-scan
         self.nvml, self.gpus = nvml, gpus
         self.every, self.refresh_every = every, refresh_every
         self._prev: dict[int, ProcessDetail] = {}
@@ -146,8 +152,12 @@ class ProcessTreeReader:
     def read(self) -> WorkloadSample | None:
         """None once the workload is gone."""
         self._listed = None
-        if self._tick % self.refresh_every == 0 and not self.tree.refresh():
+        rescan = self._tick % self.refresh_every == 0 or self._workers < 0  # a DataLoader's worker ended: a new epoch's
+        if rescan and not self.tree.refresh():
             return None
+        if rescan and self.cores_of is not None:
+            root = self.tree.root.pid  # its cgroup first; the affinity of all its processes
+            self._cores = self.cores_of([root, *sorted(self.tree.pids - {root})])
         if self._tick % self.every == 0:
             self._last = self._read()
         self._tick += 1
@@ -161,6 +171,9 @@ class ProcessTreeReader:
         r = rates(prev, seen, dt)
         self._prev, self._prev_t = seen, now
         fields: dict[str, Any] = {"pids": len(seen), "rss_bytes": sum(d.rss_bytes for d in seen.values())}
+        fields.update(loader_fields(prev, seen, dt), cores_usable=self._cores)
+        now_workers = len(workers(seen))
+        self._workers = -1 if now_workers < len(workers(prev)) else now_workers  # fewer: re-scan at the next read
         if not first:
             fields.update(
                 cpu_pct=round(r.cpu_pct, 1),
@@ -277,6 +290,7 @@ class Sampler:
                 every=c.every(c.workload_s),
                 refresh_every=c.every(c.tree_s),
                 exclude=frozenset({os.getpid()} - {pid}),
+                cores=functools.partial(usable_cores, self.host.host),
             )
         except Exception:  # process already gone
             self.tree = None

@@ -12,6 +12,7 @@ import time
 from typing import Any, Iterable
 
 from gputriage.backends.cgroup import owner
+from gputriage.backends.gpu_libraries import installed
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import FI_NVLINK_LINK_COUNT, FI_NVLINK_SPEED_MBPS_COMMON, NvmlBackend, field_key
 from gputriage.model.owner import ProcessOwner
@@ -77,6 +78,7 @@ def gpu_static(nvml: NvmlBackend) -> tuple[list[int], dict[int, GpuStatic], dict
         system["torch"] = version("torch")
     except Exception:  # not installed, or unreadable metadata: no torch to name
         pass
+    system["gpu_libraries"] = installed()  # the libraries beside torch and the frameworks, with their CUDA builds
     return list(range(count)), info, system
 
 

@@ -109,6 +109,14 @@ class Store:
                     raise
         raise AssertionError("unreachable")
 
+    def _tables(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def _ready(self) -> bool:
+        """Whether the store has its tables: a store another process has just created may not have them yet, and
+        reads as an empty one."""
+        return {"runs", "samples"} <= self._tables()
+
     def _columns(self, table: str) -> set[str]:
         return {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
 
@@ -116,7 +124,7 @@ class Store:
         """Ours (any version up to this one), an empty file, or refused."""
         app = self.db.execute("PRAGMA application_id").fetchone()[0]
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
-        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = self._tables()
         if app == APPLICATION_ID:
             if version > VERSION:
                 raise StoreError(
@@ -186,6 +194,8 @@ class Store:
 
     def runs(self, limit: int = 50) -> list[dict[str, Any]]:
         """The newest runs; a row damaged by hand or by a disk shows what could be read of it."""
+        if not self._ready():
+            return []
         cur = self.db.execute(
             "SELECT r.id, r.kind, r.command, r.started, r.ended, r.exit_code, r.verdict, "
             "(SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id) FROM runs r "
@@ -213,6 +223,8 @@ class Store:
 
     def run(self, run_id: int) -> dict[str, Any] | None:
         """A stored run: its columns, and its report when it has one (JSON, as `run --json` printed it)."""
+        if not self._ready():
+            return None
         report = ", report" if self.has_report else ""
         row = self.db.execute(
             "SELECT id, kind, command, started, ended, exit_code, meta, verdict, findings"
@@ -246,6 +258,8 @@ class Store:
 
     def last_bench(self, machine: str | None = None, gpu_uuid: str | None = None) -> dict[str, Any] | None:
         """The newest bench of this machine, or of a machine holding this GPU, or of any machine."""
+        if "benches" not in self._tables():
+            return None
         where, args = (
             ("WHERE machine = ?", (machine,))
             if machine is not None
@@ -289,18 +303,21 @@ class Store:
 
     def baseline(self, name: str) -> str | None:
         """A named baseline's JSON, or None."""
-        if "baselines" not in {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}:
+        if "baselines" not in self._tables():
             return None
         row = self.db.execute("SELECT baseline FROM baselines WHERE name = ?", (name,)).fetchone()
         return str(row[0]) if row else None
 
     def has_baselines(self) -> bool:
-        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        return "baselines" in tables and self.db.execute("SELECT 1 FROM baselines LIMIT 1").fetchone() is not None
+        return (
+            "baselines" in self._tables() and self.db.execute("SELECT 1 FROM baselines LIMIT 1").fetchone() is not None
+        )
 
     def samples(self, run_id: int) -> Iterator[Sample]:
         """The run's samples in time order; a damaged one is skipped (and counted in `skipped`)."""
         self.skipped = 0
+        if not self._ready():
+            return
         for (data,) in self.db.execute("SELECT data FROM samples WHERE run_id = ? ORDER BY t", (run_id,)):
             try:
                 yield decode(data)

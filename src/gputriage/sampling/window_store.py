@@ -29,10 +29,11 @@ _MAX_FIELDS = {
     "swap_in_max_pages_per_s",
     "workload_vram_max_bytes",
     "workload_rss_max_bytes",
+    "loader_workers",
 }
 
 
-_MIN_FIELDS = {"mem_available_min_bytes"}
+_MIN_FIELDS = {"mem_available_min_bytes", "workload_cores"}
 
 
 NAN = float("nan")

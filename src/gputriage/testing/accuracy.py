@@ -29,6 +29,9 @@ KINDS = ("run", "trace", "load", "memory", "ranks")
 RANK_FINDINGS = ("run.straggler", "run.rank_hang")  # a multi-rank run's findings about its ranks: ids starting so
 NO_VERDICT = "none"  # a run expected to get no verdict (a command that failed before its steady state)
 ORDER = [b.value for b in Bottleneck] + [NO_VERDICT]
+SET_KINDS = ("load",)  # kinds whose answer is a set of finding ids; every other kind's answer is one cause
+# the causes a kind's answer may name (a kind not listed takes any name)
+VOCABULARY: dict[str, list[str]] = {"run": ORDER, "trace": ORDER}
 
 
 class ManifestError(ValueError):
@@ -71,6 +74,48 @@ class Outcome:
     got: str  # the bottleneck (or "none"); for a load, the finding ids raised
     right: bool
     notes: list[str] = field(default_factory=list)  # what made it wrong beyond the cause, or what was left open
+    source: str = ""  # where the case comes from (`source_of`); empty: its kind
+    left_open: tuple[str, ...] = ()  # the causes the verdict left open beside the one it named
+    raised: tuple[str, ...] = ()  # a load's finding ids raised
+
+    @property
+    def where(self) -> str:
+        return self.source or self.case.kind
+
+
+def source_of(case: Case, rec: dict[str, Any] | None = None) -> str:
+    """Where a case comes from: a run by the mode it was recorded in (read from the recording: GPM read or not, the
+    profiler armed or not), else its kind."""
+    if case.kind != "run" or rec is None:
+        return case.kind
+    if case.format != "store":
+        return "run: earlier recordings"
+    if rec.get("kind") == "watch":
+        return "watch"
+    gpus = (rec.get("meta") or {}).get("gpus") or {}
+    if any(isinstance(g, dict) and g.get("gpm") is False for g in gpus.values()):
+        return "run: --no-gpm"
+    profile = rec.get("profile")
+    if not isinstance(profile, dict):  # null, or recorded before runs were profiled
+        return "run: --no-profile"
+    return "run: --profile" if profile.get("mode", "on") == "on" else "run: default"
+
+
+def sources(cases: list[Case], fixtures: Path) -> dict[str, str]:
+    """Each case's source by id, reading the recordings (not judging them)."""
+    loaded: dict[str, dict[str, Any]] = {}
+    out = {}
+    for case in cases:
+        rec = None
+        if case.kind == "run":
+            if case.fixture not in loaded:
+                path = fixtures / case.fixture
+                if not path.exists():
+                    raise ManifestError(f"{case.id}: no fixture {path}")
+                loaded[case.fixture] = load_runs(path)
+            rec = loaded[case.fixture].get(case.key or "")
+        out[case.id] = source_of(case, rec)
+    return out
 
 
 def load_manifest(path: Path) -> list[Case]:
@@ -161,8 +206,11 @@ def replay(cases: list[Case], fixtures: Path) -> list[Outcome]:
             runs = loaded[case.fixture]
             if case.key not in runs:
                 raise ManifestError(f"{case.id}: {case.fixture} holds no run {case.key!r}")
-            judged = JUDGES[case.format](runs[case.key])
-            out.append(_run_outcome(case, judged) if case.kind == "run" else _ranks_outcome(case, judged))
+            rec = runs[case.key]
+            judged = JUDGES[case.format](rec)
+            out.append(
+                _run_outcome(case, judged, source_of(case, rec)) if case.kind == "run" else _ranks_outcome(case, judged)
+            )
         elif case.kind == "memory":
             out.append(_memory_outcome(case, path))
         elif case.kind == "trace":
@@ -175,30 +223,33 @@ def replay(cases: list[Case], fixtures: Path) -> list[Outcome]:
     return out
 
 
-def _run_outcome(case: Case, report: RunReport) -> Outcome:
+def _run_outcome(case: Case, report: RunReport, source: str = "") -> Outcome:
     b = report.verdict.bottleneck
     got = b.value if b is not None else NO_VERDICT
     raised = {f.id for f in report.findings} | {v.finding for v in report.verdict.per_gpu.values() if v.finding}
     notes = [f"{f} not raised" for f in case.findings if f not in raised]
-    if got != case.expected[0] and any(
-        case.expected[0] in [u.value for u in v.undecided_between] for v in report.verdict.per_gpu.values()
-    ):
+    open_ = {u.value for v in report.verdict.per_gpu.values() for u in v.undecided_between} - {got}
+    left_open = sorted(open_, key=ORDER.index)
+    if got != case.expected[0] and case.expected[0] in left_open:
         notes.append(f"{case.expected[0]} left open")
-    return Outcome(case, got, got == case.expected[0] and not any(n.endswith("not raised") for n in notes), notes)
+    right = got == case.expected[0] and not any(n.endswith("not raised") for n in notes)
+    return Outcome(case, got, right, notes, source=source, left_open=tuple(left_open))
 
 
 def _ranks_outcome(case: Case, report: RunReport) -> Outcome:
     """The findings about the job's ranks: the expected one about the planted rank (its planted line among those it
-    names), or none."""
+    names), or none. The cause named is the expected finding's id where it is about the planted rank, else every
+    finding about the ranks with its subject ("none": no such finding)."""
     about = [f for f in report.findings if f.id.startswith(RANK_FINDINGS)]
-    got = " + ".join(sorted(f"{f.id} ({f.subject})" for f in about)) or NO_VERDICT
+    said = " + ".join(sorted(f"{f.id} ({f.subject})" for f in about)) or NO_VERDICT
     if case.expected[0] == NO_VERDICT:
-        return Outcome(case, got, not about)
+        return Outcome(case, said, not about, source="ranks")
     notes = []
     hit = [f for f in about if f.id == case.expected[0] and (case.rank is None or f.subject == f"rank.{case.rank}")]
     if hit and case.line is not None and not any(case.line in str(f.evidence) for f in hit):
         notes.append(f"{case.line} not named")
-    return Outcome(case, got, bool(hit) and not notes, notes)
+    got = case.expected[0] if hit else said
+    return Outcome(case, got, bool(hit) and not notes, notes, source="ranks")
 
 
 def _memory_outcome(case: Case, path: Path) -> Outcome:
@@ -213,14 +264,14 @@ def _memory_outcome(case: Case, path: Path) -> Outcome:
             named.append(s.oom.line.rsplit("/", 1)[-1])
         if case.line not in named:
             notes.append(f"{case.line} not among the top three lines")
-    return Outcome(case, got, got == case.expected[0] and not notes, notes)
+    return Outcome(case, got, got == case.expected[0] and not notes, notes, source="memory")
 
 
 def _load_outcome(case: Case, raised: set[str]) -> Outcome:
     notes = [f"{f} not raised" for f in case.expected if f not in raised]
     notes += [f"{f} raised" for f in case.absent if f in raised]
     got = " + ".join(sorted(raised)) if raised else "no finding"
-    return Outcome(case, got, not notes, notes)
+    return Outcome(case, got, not notes, notes, raised=tuple(sorted(raised)))
 
 
 def rows(outcomes: list[Outcome]) -> list[dict[str, Any]]:
@@ -275,12 +326,14 @@ def as_json(outcomes: list[Outcome]) -> dict[str, Any]:
             {
                 "id": o.case.id,
                 "kind": o.case.kind,
+                "source": o.where,
                 "fixture": o.case.fixture,
                 "key": o.case.key,
                 "expected": list(o.case.expected) if o.case.kind == "load" else o.case.expected[0],
                 "got": o.got,
                 "right": o.right,
                 "notes": o.notes,
+                "left_open": list(o.left_open),
                 "why": o.case.why,
             }
             for o in outcomes

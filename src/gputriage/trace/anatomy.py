@@ -19,8 +19,9 @@ host was doing:
 - host_after_read: a longer gap that began as a copy to the host ended, the launching thread
   spending it outside framework ops: the host computes on a result it read back (numpy statistics
   on an activation, Python on a tensor's values). Attributed to the op that read it.
-- host_outside_ops: the launching thread spent the gap outside any framework op — Python, data
-  loading, preprocessing, sleeping.
+- host_loading: in the DataLoader (its own events); host_loop: outside ops and the loader, which the window
+  shows elsewhere: the loop's own host work (`trace.loading`; a short such gap is launch);
+- host_outside_ops: outside any framework op, in a window with no loader event: input or not, unseen.
 host_in_ops gaps are attributed to the optimizer step they fall in (an optimizer on CPU tensors), else
 to the outermost framework op covering the gap's middle.
 - allocator: the host had been in cudaMalloc/cudaFree (which synchronize the device) as the gap
@@ -43,13 +44,14 @@ blocks by design and are never underfilled.
 
 from __future__ import annotations
 
-import bisect
+from itertools import compress
 
 from gputriage.model.numbers import median
 from gputriage.model.trace import Anatomy, HostWork, StepRow, Syncs, TimeShare
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.host_calls import ALLOC_CALLS, calls_in, step_rows, sync_summary
 from gputriage.trace.load import KERNEL, MEMCPY, Columns
+from gputriage.trace.loading import loader_spans, outside_ops_cause
 from gputriage.trace.thread_ops import ThreadOps, thread_ops
 from gputriage.trace.window import Intervals, Sweep, complete_until, profiler_own, profiler_warmup_end
 
@@ -71,17 +73,17 @@ SYNC_CALLS = {
 LAUNCH_COVERAGE = 0.5  # share of a gap the launching thread must spend in framework ops to call it launch-bound
 LAUNCH_GAP_MAX_US = 500.0  # longer gaps inside framework ops are host-side work, not launch overhead
 SYNC_TOLERANCE_US = 5.0
-IDLE_KINDS = ("launch", "sync", "allocator", "host_in_ops", "host_after_read", "host_outside_ops", "unattributed")
+IDLE_KINDS: tuple[str, ...] = ("launch", "sync", "allocator", "host_in_ops", "host_after_read", "host_loading")
+IDLE_KINDS += ("host_loop", "host_outside_ops", "unattributed")
 READ_BACK = frozenset({kk.D2H_PAGEABLE, kk.D2H_PINNED})
 
 
 def gpu_kinds(cols: Columns) -> list[str]:
     """The kind of every GPU activity (kernel kinds use the launching op's dtype)."""
-    op_of_ext, o_dtype = cols.op_of_ext(), cols.o_dtype
+    o_dtype = cols.o_dtype
     cache: dict[tuple[int, int, int], str] = {}
     out = []
-    for name, kind, ext in zip(cols.g_name, cols.g_kind, cols.g_ext):
-        op = op_of_ext.get(ext)
+    for name, kind, op in zip(cols.g_name, cols.g_kind, cols.gpu_ops()):
         dtype = o_dtype[op] if op is not None else -1
         key = (name, kind, dtype)
         k = cache.get(key)
@@ -179,19 +181,20 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
     for i, c in enumerate(cols.r_corr):
         if c >= 0:
             corr_to_rt[c] = i
-    blocking = SYNC_CALLS | ALLOC_CALLS
-    sync_idx = [i for i, n in enumerate(cols.r_name) if cols.names[n] in blocking]
+    blocking = {i for i, name in enumerate(cols.names) if name in SYNC_CALLS or name in ALLOC_CALLS}
+    sync_idx = list(compress(range(len(cols.r_name)), map(blocking.__contains__, cols.r_name)))
     sync_idx.sort(key=lambda i: cols.r_ts[i] + cols.r_dur[i])
     sync_ends = [cols.r_ts[i] + cols.r_dur[i] for i in sync_idx]
     alloc_idx = [i for i in sync_idx if cols.names[cols.r_name[i]] in ALLOC_CALLS]
     allocating = Intervals.union((cols.r_ts[i], cols.r_ts[i] + cols.r_dur[i]) for i in alloc_idx)
     own = profiler_own(cols)
+    loading = loader_spans(cols)
     devices = sorted(set(cols.g_dev))
-    host_start = min(min(cols.o_ts, default=float("inf")), min(cols.r_ts, default=float("inf")))
+    host_start = min(cols.least("o_ts"), cols.least("r_ts"))
     host_start = 0.0 if host_start == float("inf") else host_start  # the first host event
     # without step markers the window starts at the first CUDA call: before it, the profiler was starting
     # (CUPTI attaches on the first CUDA call, 2-3 ms on recorded H200 windows), not the workload idling
-    first_call = min(cols.r_ts, default=host_start)
+    first_call = cols.least("r_ts") if cols.r_ts else host_start
     skipped = 0.0  # a first step left out as profiler warm-up
     step_lo: float | None = None
     step_hi: float | None = None
@@ -203,6 +206,7 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         if warm_end is not None:
             step_lo, skipped = warm_end, warm_end - host_start
     whole_until = complete_until(cols) if cols.truncated else float("inf")
+    launch_of = list(map(corr_to_rt.get, cols.g_corr))  # each GPU activity's launch call
     out = []
     g_ts, g_dur, g_kind, g_bpsm = cols.g_ts, cols.g_dur, cols.g_kind, cols.g_bpsm
     for dev in devices:
@@ -237,8 +241,7 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         profiler_us = 0.0
         cursor = lo
         theirs_in, allocs_in = Sweep(own), Sweep(allocating)
-        g_corr, r_ts = cols.g_corr, cols.r_ts
-        n_syncs = len(sync_ends)
+        r_ts, n_syncs, j = cols.r_ts, len(sync_ends), 0  # j: the first sync ending near or after the cursor
         starts = [g_ts[i] for i in idx]
         spans = [g_dur[i] for i in idx]
         small = [kinds[i] != kk.COMM and 0 <= g_bpsm[i] < UNDERFILLED_BLOCKS_PER_SM for i in idx]
@@ -254,21 +257,23 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
                     gaps.append(gap)
                     # the common case first: no sync returned near the gap's start, and the launch call of what came
                     # next had begun before the GPU ran dry (`_gap_cause` decides every other)
-                    j = bisect.bisect_left(sync_ends, cursor - SYNC_TOLERANCE_US)
-                    rt = corr_to_rt.get(g_corr[i])
+                    while j < n_syncs and sync_ends[j] < cursor - SYNC_TOLERANCE_US:  # the cursor only moves on
+                        j += 1
+                    rt = launch_of[i]
                     if (j >= n_syncs or sync_ends[j] > s_clip) and rt is not None and r_ts[rt] <= cursor:
                         cause, op = "launch", None
                     else:
                         cause, op = _gap_cause(
                             cols,
                             ops,
-                            corr_to_rt,
                             sync_idx,
                             sync_ends,
                             cursor,
                             s_clip,
-                            i,
+                            j,
+                            rt,
                             prev >= 0 and kinds[prev] in READ_BACK,
+                            loading,
                         )
                     if cause == "host_after_read":
                         op = _launching_op(cols, ops, corr_to_rt, prev)
@@ -334,18 +339,19 @@ def _allocating(idle: dict[str, float], allocating: Sweep, a: float, b: float, g
 def _gap_cause(
     cols: Columns,
     ops: dict[int, ThreadOps],
-    corr_to_rt: dict[int, int],
     sync_idx: list[int],
     sync_ends: list[float],
     a: float,
     b: float,
-    next_gpu: int,
+    j: int,
+    rt: int | None,
     after_read: bool = False,
+    loading: dict[int, ThreadOps] | None = None,
 ) -> tuple[str, str | None]:
-    """The idle gap [a, b]'s cause (module doc), and the op it is attributed to. `after_read`: the GPU's last
-    activity before the gap was a copy to the host."""
+    """The idle gap [a, b]'s cause (module doc), and the op it is attributed to. `j`: the first sync to end at or
+    after a - SYNC_TOLERANCE_US; `rt`: the launch call of the GPU activity after the gap; `after_read`: the GPU's
+    last activity before the gap was a copy to the host."""
     # a sync that returned as the gap began (the queue had drained while the host waited)
-    j = bisect.bisect_left(sync_ends, a - SYNC_TOLERANCE_US)
     while j < len(sync_ends) and sync_ends[j] <= b:
         r = sync_idx[j]
         if cols.r_ts[r] < a:
@@ -356,7 +362,6 @@ def _gap_cause(
             op = t.outermost(cols.r_ts[r]) if t else None
             return "sync", cols.names[op] if op is not None else call
         j += 1
-    rt = corr_to_rt.get(cols.g_corr[next_gpu])
     if rt is None:
         return "unattributed", None
     launch_start = cols.r_ts[rt]
@@ -371,14 +376,14 @@ def _gap_cause(
         return "host_in_ops", _computing_op(cols, t, (a + min(launch_start, b)) / 2)
     if after_read and b - a >= LAUNCH_GAP_MAX_US:
         return "host_after_read", None
-    return "host_outside_ops", None
+    return outside_ops_cause(loading, cols.r_tid[rt], a, b, LAUNCH_GAP_MAX_US), None
 
 
 def _computing_op(cols: Columns, t: ThreadOps | None, mid: float) -> str | None:
     """The optimizer step a host computation falls in, else the outermost framework op covering it."""
-    for ts, dur, name in cols.optimizer_steps:
-        if ts <= mid <= ts + dur:
-            return name
+    step = cols.optimizer_spans().first_holding(mid)
+    if step is not None:
+        return step
     op = t.outermost(mid) if t else None
     return cols.names[op] if op is not None else None
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from dataclasses import dataclass, field
+from itertools import compress
+from struct import error as StructError
+from struct import pack
 from typing import Any, Callable, Optional, Sequence, Union
 
 import msgspec
@@ -18,73 +20,106 @@ import msgspec
 from gputriage.trace.events import (
     COMPILED_ANNOTATIONS,
     GPU_CATS,
+    LOADER_ANNOTATIONS,
     RUNTIME_CATS,
     Args,
     Header,
     _raw_list,
 )
 from gputriage.trace.op_cost import op_cost
+from gputriage.trace.spans import Spans
 
 
-@dataclass
 class Columns:
-    """The trace as columns. Times in microseconds (the trace's own unit)."""
+    """The trace as columns. Times in microseconds (the trace's own unit). A plain class: a dataclass of this
+    many fields costs its every start the compiling of its __init__."""
 
-    names: list[str] = field(default_factory=list)
-    _name_ids: dict[str, int] = field(default_factory=dict)
-    # GPU activities
-    g_ts: array = field(default_factory=lambda: array("d"))
-    g_dur: array = field(default_factory=lambda: array("d"))
-    g_name: array = field(default_factory=lambda: array("i"))
-    g_kind: array = field(default_factory=lambda: array("b"))
-    g_dev: array = field(default_factory=lambda: array("i"))
-    g_stream: array = field(default_factory=lambda: array("q"))
-    g_corr: array = field(default_factory=lambda: array("q"))
-    g_ext: array = field(default_factory=lambda: array("q"))
-    g_bytes: array = field(default_factory=lambda: array("q"))
-    g_bpsm: array = field(default_factory=lambda: array("f"))  # blocks per SM (-1 unknown): < 1 leaves SMs idle
-    # CUDA runtime/driver calls
-    r_ts: array = field(default_factory=lambda: array("d"))
-    r_dur: array = field(default_factory=lambda: array("d"))
-    r_name: array = field(default_factory=lambda: array("i"))
-    r_tid: array = field(default_factory=lambda: array("q"))
-    r_corr: array = field(default_factory=lambda: array("q"))
-    # framework ops
-    o_ts: array = field(default_factory=lambda: array("d"))
-    o_dur: array = field(default_factory=lambda: array("d"))
-    o_name: array = field(default_factory=lambda: array("i"))
-    o_tid: array = field(default_factory=lambda: array("q"))
-    o_ext: array = field(default_factory=lambda: array("q"))
-    o_flops: array = field(default_factory=lambda: array("d"))
-    o_bytes: array = field(default_factory=lambda: array("d"))
-    o_dtype: array = field(default_factory=lambda: array("i"))
-    # ProfilerStep#N spans on the host
-    steps: list[tuple[str, float, float]] = field(default_factory=list)
-    # Optimizer.step#... spans on the host (step boundaries when there are no ProfilerStep markers)
-    optimizer_steps: list[tuple[float, float, str]] = field(default_factory=list)  # start, duration, name
-    # Kineto's overhead events (CUPTI's buffer requests, CUDA's lazy loading...): name, start, duration
-    overheads: list[tuple[str, float, float]] = field(default_factory=list)
-    # annotations of torch.compile'd code on the host (## Call CompiledFxGraph ##): thread, start, duration
-    compiled: list[tuple[int, float, float]] = field(default_factory=list)
-    activities_whole: bool = False  # metadata Kineto writes after its last activity was read: none is missing
-    header: Header = field(default_factory=Header)
-    events: int = 0
-    skipped_kinds: dict[str, int] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
-    truncated: bool = False  # the file ends inside its events: what follows the last one read is unknown
-    _cost_cache: dict[tuple[int, bytes, bytes], tuple[float, float, int]] = field(default_factory=dict)
-    _op_of_ext: Optional[dict[int, int]] = None
-    path: str = ""
-    file_bytes: int = 0
-    workers: int = 1  # processes that read it
-    workers_memory_bytes: int = 0  # their memory (PSS) at their end, summed: beside this process's own
+    def __init__(self, path: str = "", file_bytes: int = 0) -> None:
+        self.names: list[str] = []
+        self._name_ids: dict[str, int] = {}
+        # GPU activities
+        self.g_ts: array = array("d")
+        self.g_dur: array = array("d")
+        self.g_name: array = array("i")
+        self.g_kind: array = array("b")
+        self.g_dev: array = array("i")
+        self.g_corr: array = array("q")
+        self.g_ext: array = array("q")
+        self.g_bpsm: array = array("f")  # blocks per SM (-1 unknown): < 1 leaves SMs idle
+        # CUDA runtime/driver calls
+        self.r_ts: array = array("d")
+        self.r_dur: array = array("d")
+        self.r_name: array = array("i")
+        self.r_tid: array = array("q")
+        self.r_corr: array = array("q")
+        # framework ops
+        self.o_ts: array = array("d")
+        self.o_dur: array = array("d")
+        self.o_name: array = array("i")
+        self.o_tid: array = array("q")
+        self.o_ext: array = array("q")
+        self.o_flops: array = array("d")
+        self.o_bytes: array = array("d")
+        self.o_dtype: array = array("i")
+        # ProfilerStep#N spans on the host
+        self.steps: list[tuple[str, float, float]] = []
+        # Optimizer.step#... spans on the host (step boundaries when there are no ProfilerStep markers)
+        self.optimizer_steps: list[tuple[float, float, str]] = []  # start, duration, name
+        # Kineto's overhead events (CUPTI's buffer requests, CUDA's lazy loading...): name, start, duration
+        self.overheads: list[tuple[str, float, float]] = []
+        # annotations of torch.compile'd code on the host (## Call CompiledFxGraph ##): thread, start, duration
+        self.compiled: list[tuple[int, float, float]] = []
+        # a DataLoader handing out batches on the host (enumerate(DataLoader)#...__next__): thread, start, duration
+        self.loading: list[tuple[int, float, float]] = []
+        self.activities_whole: bool = False  # metadata Kineto writes after its last activity was read: none is missing
+        self.header: Header = Header()
+        self.events: int = 0
+        self.skipped_kinds: dict[str, int] = {}
+        self.problems: list[str] = []
+        self.truncated: bool = False  # the file ends inside its events: what follows the last one read is unknown
+        self._cost_cache: dict[tuple[int, bytes], tuple[float, float, int]] = {}
+        self._op_of_ext: Optional[dict[int, int]] = None
+        self._gpu_ops: Optional[list[Optional[int]]] = None
+        self._optimizer_spans: Optional[Spans] = None
+        self._least: dict[str, tuple[float, int]] = {}  # a column's least value read, of how many
+        self.path: str = path
+        self.file_bytes: int = file_bytes
+        self.workers: int = 1  # processes that read it
+        self.workers_memory_bytes: int = 0  # their memory (PSS) at their end, summed: beside this process's own
 
     def op_of_ext(self) -> dict[int, int]:
-        """The framework op (its index) of each external id, the first where a trace repeats one; built once."""
+        """The framework op (its index) of each external id a GPU activity carries, the first where a trace repeats
+        one; built once, over the ops picked in C."""
         if self._op_of_ext is None:
-            self._op_of_ext = dict(zip(reversed(self.o_ext), range(len(self.o_ext) - 1, -1, -1)))
-            self._op_of_ext.pop(-1, None)
+            wanted = set(self.g_ext)
+            wanted.discard(-1)
+            ext = self.o_ext
+            ops = list(compress(range(len(ext)), map(wanted.__contains__, ext)))
+            self._op_of_ext = dict(zip(reversed([ext[i] for i in ops]), reversed(ops)))
         return self._op_of_ext
+
+    def gpu_ops(self) -> list[Optional[int]]:
+        """The framework op (its index) that launched each GPU activity, None where none did; built once."""
+        if self._gpu_ops is None:
+            self._gpu_ops = list(map(self.op_of_ext().get, self.g_ext))
+        return self._gpu_ops
+
+    def optimizer_spans(self) -> Spans:
+        """The optimizer steps, for which one holds a moment; built once."""
+        if self._optimizer_spans is None:
+            self._optimizer_spans = Spans([(ts, dur, name) for ts, dur, name in self.optimizer_steps])
+        return self._optimizer_spans
+
+    def least(self, column: str) -> float:
+        """The least value of a column (infinite when empty): as the values were read, where the column holds just
+        those (else from the column)."""
+        values: array = getattr(self, column)
+        least, count = self._least.get(column, (float("inf"), 0))
+        return least if count == len(values) else min(values, default=float("inf"))
+
+    def note_least(self, column: str, values: list[float]) -> None:
+        least, count = self._least.get(column, (float("inf"), 0))
+        self._least[column] = (min(least, min(values)), count + len(values))
 
     def intern(self, name: str) -> int:
         i = self._name_ids.get(name)
@@ -150,17 +185,27 @@ NEVER_LAUNCH = frozenset(
 INTEGERS = frozenset("bBhHiIlLqQ")
 
 
-def _extend(column: array, values: list[Any], mend: Callable[[int], Any]) -> None:
-    """Append values to a column whole (`array.fromlist`: sized once, three times `extend`'s speed, and nothing
-    appended where one value will not go in); where one will not (a null, a thread named rather than numbered),
-    append each value as is or as `mend(i)` makes it."""
+def _fill(column: array, values: list[Any]) -> None:
+    """Append values to a column whole, packed in C (`struct.pack` converts a value in a third of the time
+    `array.fromlist` takes); where one will not go in, `fromlist` appends them or raises its own error (nothing
+    appended)."""
     try:
+        column.frombytes(pack(f"{len(values)}{column.typecode}", *values))
+    except (StructError, OverflowError):  # OverflowError: beyond a float32, which fromlist takes as infinite
         column.fromlist(values)
+
+
+def _extend(column: array, values: list[Any], mend: Callable[[int], Any]) -> list[Any]:
+    """Append values to a column whole (`_fill`, nothing appended where one value will not go in); where one
+    will not (a null, a thread named rather than numbered), append each value as is or as `mend(i)` makes it.
+    The values appended."""
+    try:
+        _fill(column, values)
     except TypeError:
         kind = int if column.typecode in INTEGERS else (int, float)
-        column.fromlist(
-            [v if isinstance(v, kind) and not isinstance(v, bool) else mend(i) for i, v in enumerate(values)]
-        )
+        values = [v if isinstance(v, kind) and not isinstance(v, bool) else mend(i) for i, v in enumerate(values)]
+        column.fromlist(values)
+    return values
 
 
 def _name_ids(cols: Columns, events: list[Any]) -> list[int]:
@@ -200,23 +245,24 @@ def append(cols: Columns, events: list[Any], kineto: bool = True) -> None:
     if gpu:
         _gpu(cols, gpu)
     if rt:
-        _extend(cols.r_ts, [e.ts for e in rt], lambda i: 0.0)
+        cols.note_least("r_ts", _extend(cols.r_ts, [e.ts for e in rt], lambda i: 0.0))
         _extend(cols.r_dur, [e.dur for e in rt], lambda i: 0.0)
-        cols.r_name.fromlist(_name_ids(cols, rt))
+        _fill(cols.r_name, _name_ids(cols, rt))
         _extend(cols.r_tid, [e.tid for e in rt], lambda i: _tid(rt[i].tid))
         _extend(cols.r_corr, [a.correlation for a in _arguments(rt)], lambda i: -1)
     if ops:
         args = _arguments(ops)
         ids = _name_ids(cols, ops)
-        _extend(cols.o_ts, [e.ts for e in ops], lambda i: 0.0)
+        starts = _extend(cols.o_ts, [e.ts for e in ops], lambda i: 0.0)
         _extend(cols.o_dur, [e.dur for e in ops], lambda i: 0.0)
-        cols.o_name.fromlist(ids)
+        _fill(cols.o_name, ids)
         _extend(cols.o_tid, [e.tid for e in ops], lambda i: _tid(ops[i].tid))
         _extend(cols.o_ext, [a.external_id for a in args], lambda i: -1)
+        cols.note_least("o_ts", starts)
         costs = _costs(cols, ids, args)
-        cols.o_flops.fromlist([c[0] for c in costs])
-        cols.o_bytes.fromlist([c[1] for c in costs])
-        cols.o_dtype.fromlist([c[2] for c in costs])
+        _fill(cols.o_flops, [c[0] for c in costs])
+        _fill(cols.o_bytes, [c[1] for c in costs])
+        _fill(cols.o_dtype, [c[2] for c in costs])
     cols.events += len(events)
 
 
@@ -224,19 +270,14 @@ def _gpu(cols: Columns, gpu: list[Any]) -> None:
     args = _arguments(gpu)
     _extend(cols.g_ts, [e.ts for e in gpu], lambda i: 0.0)
     _extend(cols.g_dur, [e.dur for e in gpu], lambda i: 0.0)
-    cols.g_name.fromlist(_name_ids(cols, gpu))
-    cols.g_kind.fromlist([GPU_CATS[e.cat] for e in gpu])
+    _fill(cols.g_name, _name_ids(cols, gpu))
+    _fill(cols.g_kind, [GPU_CATS[e.cat] for e in gpu])
     dev = [a.device for a in args]
     if -1 in dev or None in dev:  # no device in the arguments: the process id is the device's
         dev = [d if isinstance(d, int) and d >= 0 else _tid(e.pid) for d, e in zip(dev, gpu)]
-    stream = [a.stream for a in args]
-    if -1 in stream or None in stream:  # nor a stream: the thread id is the stream's
-        stream = [s if isinstance(s, int) and s >= 0 else _tid(e.tid) for s, e in zip(stream, gpu)]
     _extend(cols.g_dev, dev, lambda i: -1)
-    _extend(cols.g_stream, stream, lambda i: -1)
     _extend(cols.g_corr, [a.correlation for a in args], lambda i: -1)
     _extend(cols.g_ext, [a.external_id for a in args], lambda i: -1)
-    _extend(cols.g_bytes, [a.nbytes for a in args], lambda i: 0)
     _extend(cols.g_bpsm, [a.blocks_per_sm for a in args], lambda i: -1.0)
 
 
@@ -269,6 +310,9 @@ def _rest(cols: Columns, rest: list[Any]) -> bool:
         elif e.name.startswith(COMPILED_ANNOTATIONS):
             cols.compiled.append((_tid(e.tid), e.ts, e.dur))
             counts[cat] -= 1
+        elif e.name.startswith(LOADER_ANNOTATIONS):
+            cols.loading.append((_tid(e.tid), e.ts, e.dur))
+            counts[cat] -= 1
     skipped = cols.skipped_kinds
     for key, n in counts.items():
         if n > 0:
@@ -293,13 +337,15 @@ def _costs(cols: Columns, names: list[int], args: Sequence[Args]) -> list[tuple[
     idle = (0.0, 0.0, blank)
     never = {cols._name_ids[n] for n in NEVER_LAUNCH if n in cols._name_ids}
     out: list[tuple[float, float, int]] = []
-    add = out.append
+    add, join = out.append, b"".join
     for n, a in zip(names, args):
         dims = a.dims
         if not dims or n in never:
             add((a.flops or 0.0, 0.0, blank) if not dims else idle)
             continue
-        key = (n, bytes(dims), bytes(a.types))
+        # one bytes of both: a list of dims closes where it ends (no two pairs join alike), and dims that are not a
+        # list cost nothing whatever the types
+        key = (n, join((dims, a.types)))
         hit = cache.get(key)
         if hit is None:
             try:

@@ -18,6 +18,9 @@ RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "runtime", "driver"})
 # how Kineto marks torch.compile'd code on the host: the region dynamo entered (a cpu_op in recent versions), the
 # autograd function around the compiled graph, the call into the compiled graph itself
 COMPILED_ANNOTATIONS = ("Torch-Compiled Region", "CompiledFunction", "## Call CompiledFxGraph", "torch_compile")
+# how the profiler marks a DataLoader handing out a batch on the host (torch's `_BaseDataLoaderIter.__next__`):
+# the main thread fetching, collating, or waiting for its workers
+LOADER_ANNOTATIONS = ("enumerate(DataLoader)#",)
 
 
 # Events are not tracked by the cyclic garbage collector (gc=False: decoded from JSON, they cannot hold a cycle):
@@ -29,8 +32,6 @@ class Args(msgspec.Struct, gc=False):
     external_id: Optional[int] = msgspec.field(default=-1, name="External id")
     correlation: Optional[int] = -1
     device: Optional[int] = -1
-    stream: Optional[int] = -1
-    nbytes: Optional[int] = msgspec.field(default=0, name="bytes")
     flops: Optional[float] = 0.0
     blocks_per_sm: Optional[float] = msgspec.field(default=-1.0, name="blocks per SM")
     dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
@@ -97,19 +98,33 @@ class Complete(msgspec.Struct, tag_field="ph", tag="X", gc=False):
 
 
 class CompleteOther(Complete, tag="X"):
-    """A complete event of a category Kineto did not write when this was: the chunk is decoded with these."""
+    """A complete event of a category Kineto did not write when this was (or a flow arrow's, below): the chunk is
+    decoded with these."""
 
     cat: str = ""  # type: ignore[assignment]
 
 
+# Kineto's flow categories (libkineto's links: forward to backward, launch to GPU activity): decoded as these very
+# strings, the flow arrows (two of every five events) cost no allocation for their category
+FlowCategory = Literal["", "ac2g", "fwdbwd"]
+
+
 class FlowStart(msgspec.Struct, tag_field="ph", tag="s", gc=False):
     ph: ClassVar[str] = "s"
-    cat: str = ""
+    cat: FlowCategory = ""
 
 
 class FlowEnd(msgspec.Struct, tag_field="ph", tag="f", gc=False):
     ph: ClassVar[str] = "f"
-    cat: str = ""
+    cat: FlowCategory = ""
+
+
+class FlowStartOther(FlowStart, tag="s"):
+    cat: str = ""  # type: ignore[assignment]
+
+
+class FlowEndOther(FlowEnd, tag="f"):
+    cat: str = ""  # type: ignore[assignment]
 
 
 class Metadata(msgspec.Struct, tag_field="ph", tag="M", gc=False):
@@ -136,7 +151,7 @@ class WholeTrace(Header):
 
 _event_list = msgspec.json.Decoder(list[Event])
 _kineto_list = msgspec.json.Decoder(list[Union[Complete, FlowStart, FlowEnd, Metadata, Instant]])
-_kineto_other = msgspec.json.Decoder(list[Union[CompleteOther, FlowStart, FlowEnd, Metadata, Instant]])
+_kineto_other = msgspec.json.Decoder(list[Union[CompleteOther, FlowStartOther, FlowEndOther, Metadata, Instant]])
 _header = msgspec.json.Decoder(Header)
 _whole = msgspec.json.Decoder(WholeTrace)
 _raw_list = msgspec.json.Decoder(list[Any])

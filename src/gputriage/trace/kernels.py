@@ -34,17 +34,16 @@ def peak_dtype(kind: str, op_dtype: str) -> str:
 
 
 def table(cols: Columns, kinds: list[str], spec: GpuSpec | None, top: int = 15) -> list[KernelRow]:
-    op_by_ext, o_flops, o_bytes = cols.op_of_ext(), cols.o_flops, cols.o_bytes
+    o_flops, o_bytes = cols.o_flops, cols.o_bytes
     groups: dict[int, dict[str, Any]] = {}
     counted_ops: set[int] = set()
-    for name, kind, dur, ext, gk in zip(cols.g_name, kinds, cols.g_dur, cols.g_ext, cols.g_kind):
+    for name, kind, dur, op, gk in zip(cols.g_name, kinds, cols.g_dur, cols.gpu_ops(), cols.g_kind):
         if gk != KERNEL:
             continue
         g = groups.get(name)
         if g is None:
             g = groups[name] = {"durs": [], "kind": kind, "flops": 0.0, "bytes": 0.0, "timed_us": 0.0, "dtype": ""}
         g["durs"].append(dur)
-        op = op_by_ext.get(ext)
         if op is not None and op not in counted_ops and (o_flops[op] or o_bytes[op]):
             counted_ops.add(op)  # an op's cost goes to the first kernel it launched
             g["flops"] += o_flops[op]

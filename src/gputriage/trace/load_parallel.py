@@ -86,6 +86,7 @@ def _read_range(path: str, start: int, end: int) -> dict[str, Any]:
         optimizer_steps=cols.optimizer_steps,
         overheads=cols.overheads,
         compiled=cols.compiled,
+        loading=cols.loading,
         activities_whole=cols.activities_whole,
         skipped=cols.skipped_kinds,
         events=cols.events,
@@ -137,6 +138,7 @@ def load(path: Path, size: int, workers: int) -> L.Columns | None:
         cols.optimizer_steps += part["optimizer_steps"]
         cols.overheads += part["overheads"]
         cols.compiled += part["compiled"]
+        cols.loading += part["loading"]
         cols.activities_whole = part["activities_whole"]  # the last part's (a file read in parts is never cut)
         for k, n in part["skipped"].items():
             cols.skipped_kinds[k] = cols.skipped_kinds.get(k, 0) + n

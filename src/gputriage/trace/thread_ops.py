@@ -4,20 +4,19 @@ thread in at a moment, and how much of an interval did ops cover."""
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
 from typing import Sequence
 
 from gputriage.trace.load import Columns
 
 
-@dataclass
 class ThreadOps:
     """Top-level framework ops of one host thread, for containment and coverage queries."""
 
-    starts: list[float] = field(default_factory=list)
-    ends: list[float] = field(default_factory=list)
-    names: list[int] = field(default_factory=list)
-    before: list[float] = field(default_factory=lambda: [0.0])  # before[i]: the durations of ops[:i], summed
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+        self.names: list[int] = []
+        self.before: list[float] = [0.0]  # before[i]: the durations of ops[:i], summed
 
     def outermost(self, t: float) -> int | None:
         i = bisect.bisect_right(self.starts, t) - 1

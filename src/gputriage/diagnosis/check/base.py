@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from gputriage.model.numbers import GIB  # bytes in a GiB: thresholds of memory are declared in GiB, as the prose says
 from gputriage.model.reading import Reading, Unavailable
 from gputriage.model.snapshot import Snapshot
 
@@ -47,4 +48,4 @@ def pct(part: float, whole: float) -> float:
 
 
 def gib(n_bytes: float) -> str:
-    return f"{n_bytes / 2**30:.1f} GiB"
+    return f"{n_bytes / GIB:.1f} GiB"

@@ -16,7 +16,7 @@ from gputriage.model.memory import MemoryLine, MemoryState, short_label, size_te
 size = size_text
 label = short_label
 
-MEMORY = ("memory", "run")
+MEMORY = ("memory", "run", "monitor")
 
 
 def lines_text(lines: list[MemoryLine], n: int = 3, growth: bool = False) -> str:
@@ -24,7 +24,8 @@ def lines_text(lines: list[MemoryLine], n: int = 3, growth: bool = False) -> str
     parts = []
     for ln in lines[:n]:
         held = size(ln.growth_bytes) + " grown" if growth and ln.growth_bytes else size(ln.bytes)
-        parts.append(f"{label(ln.file, ln.line)} {ln.function} ({held}, {ln.blocks} blocks)")
+        where = f"{label(ln.file, ln.line)} {ln.function}".strip()
+        parts.append(f"{where} ({held}, {ln.blocks} blocks)")
     return "; ".join(parts) or "no line recorded (allocation stacks were off)"
 
 

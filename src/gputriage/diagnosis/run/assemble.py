@@ -6,6 +6,7 @@ from __future__ import annotations
 from gputriage.diagnosis.run.base import RunEvidence
 from gputriage.diagnosis.run.blind_spots import blind_spots
 from gputriage.diagnosis.run.cost import cost, unpriced
+from gputriage.diagnosis.run.snapshots import shown
 from gputriage.model.finding import Finding
 from gputriage.model.numbers import median
 from gputriage.model.run import BlindSpot, HostSummary, RunReport
@@ -46,6 +47,8 @@ def report(ev: RunEvidence, findings: list[Finding], complete: bool = True) -> R
         compile=rec.compile,
         stacks=ev.stacks,
         ranks=ev.ranks.report if ev.ranks is not None else None,
+        memory=shown(ev.oom_snapshot, ev.growth_snapshot),
+        loader=ev.loader,
     )
 
 

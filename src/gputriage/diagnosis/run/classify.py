@@ -8,12 +8,13 @@ thresholds, are listed on docs/verdicts.md ("From counters to a verdict") and by
 
 from __future__ import annotations
 
-from gputriage.diagnosis.run.label_rule import first
+from gputriage.diagnosis.run.label_rule import deciding, first
 from gputriage.diagnosis.run.label_thresholds import (
     ALLOC_CHURN,
     COPY_TIME_SHARE,
     CUDA_MATH_BUSY,
     DRAM_MIXED,
+    ELIMINATED_SHARE,
     SM_GAPS_PER_UTIL,
     SMALL_KERNEL_OCC_PER_UTIL,
 )
@@ -45,8 +46,10 @@ __all__ = [
     "TENSOR_BUSY",
     "B",
     "allocator_pressure",
+    "by_elimination",
     "computes",
     "copy_time_share",
+    "elimination_evidence",
     "label",
     "nvlink_share",
     "power_share",
@@ -60,3 +63,22 @@ def label(m: WindowMetrics, gpu: GpuStatic) -> tuple[B, list[B]]:
     found = first(LABEL_RULES, figures_of(m, gpu))
     assert found is not None, "the last label rules apply to every window"
     return found
+
+
+def by_elimination(m: WindowMetrics, gpu: GpuStatic) -> bool:
+    """The window's label is named by elimination (`LabelRule.by_elimination`): the GPU waits on the host, and
+    nothing seen says what the host does; the label is what the counters leave once they rule the others out."""
+    rule = deciding(LABEL_RULES, figures_of(m, gpu))
+    return rule is not None and rule.by_elimination
+
+
+ELIMINATED = "named_by_elimination"  # a verdict's evidence: the share of its windows named by elimination
+
+
+def elimination_evidence(chosen: list[WindowMetrics], gpu: GpuStatic) -> dict[str, float]:
+    """`{ELIMINATED: share}` where most of a verdict's windows were named by elimination, else nothing: its words
+    then say so (`verdict_words`), not that the cause was seen."""
+    if not chosen:
+        return {}
+    share = sum(by_elimination(m, gpu) for m in chosen) / len(chosen)
+    return {ELIMINATED: round(share, 2)} if share >= ELIMINATED_SHARE.value else {}

@@ -1,8 +1,8 @@
 """The verdict stage of a monitored run, and the evidence its rules read (`base.RunEvidence`), gathered once: each GPU
 the workload used judged over its steady state (`verdict.gpu_verdict`), the profiler's holds left out; no verdict for
 a command that failed before a steady state; the Python lines each host-side verdict names; the trace's verdict
-merged where the run was profiled; the processes on its GPUs with their owners; its throughput; a distributed job's
-ranks side by side."""
+merged where the run was profiled; the processes on its GPUs with their owners; its throughput; the allocator
+snapshots its workload saved, judged by the memory judge (`snapshots`); a distributed job's ranks side by side."""
 
 from __future__ import annotations
 
@@ -11,13 +11,15 @@ import msgspec
 from gputriage.diagnosis.run.base import RunEvidence
 from gputriage.diagnosis.run.classify import computes
 from gputriage.diagnosis.run.host_stacks import annotate, annotate_regimes, run_stacks, steady_span
+from gputriage.diagnosis.run.loader import loader_workers
 from gputriage.diagnosis.run.merge import merge
 from gputriage.diagnosis.run.profiler_cost import place_windows, profiler_costs, regime_at
 from gputriage.diagnosis.run.rank_causes import RanksEvidence, rank_gpus
 from gputriage.diagnosis.run.rank_compare import compare
 from gputriage.diagnosis.run.rank_compare import steady_span as ranks_steady
 from gputriage.diagnosis.run.regimes import lasts
-from gputriage.diagnosis.run.rules.out_of_memory import ooms_raised
+from gputriage.diagnosis.run.rules.out_of_memory import ooms_seen
+from gputriage.diagnosis.run.snapshots import judge_snapshots
 from gputriage.diagnosis.run.throughput import throughput
 from gputriage.diagnosis.run.verdict import gpu_verdict, holds_workload_memory
 from gputriage.diagnosis.trace.findings import as_profiler_artefact
@@ -88,9 +90,11 @@ def gather(
         rec.meta.flops_per_step,
         metric,
     )
+    ev.loader = loader_workers(rec.windows.host)
     if profile is not None and ev.steady:
         ev.trace_findings = merged(ev, profile)
     ev.ranks = ranks_of(rec)
+    ev.oom_snapshot, ev.growth_snapshot = judge_snapshots(rec, verdicts, ev.processes)
     return ev
 
 
@@ -137,7 +141,7 @@ def failed_early(rec: Recording, exit_code: int | None, verdicts: dict[int, GpuV
     ran_s = (rec.ended_s or 0.0) - (rec.started_s or 0.0)
     stepped = any((w.steps_total or 0.0) > 0 for w in rec.windows.host)
     steady_s = max((ran_s - v.startup_s - v.shutdown_s for v in verdicts.values()), default=0.0)
-    if not stepped and (ran_s < FAILED_EARLY.value or ooms_raised(rec.windows.host) >= 1):
+    if not stepped and (ran_s < FAILED_EARLY.value or ooms_seen(rec) >= 1):
         return ran_s
     return ran_s if steady_s < MIN_STEADY.value else None
 
@@ -145,7 +149,7 @@ def failed_early(rec: Recording, exit_code: int | None, verdicts: dict[int, GpuV
 def no_verdict(v: GpuVerdict, rec: Recording, exit_code: int | None, ran_s: float) -> None:
     """A GPU of a command that failed before a steady state: no cause named, and why."""
     v.bottleneck, v.undecided_between, v.decision, v.share, v.confidence = None, [], "", 0.0, 0.0
-    why = "out of GPU memory" if ooms_raised(rec.windows.host) >= 1 else "its output says why"
+    why = "out of GPU memory" if ooms_seen(rec) >= 1 else "its output says why"
     v.summary = f"no verdict: the command failed (exit {exit_code}) after {ran_s:.1f} s, before a steady state ({why})"
 
 

@@ -93,8 +93,12 @@ HOST_RULES: tuple[LabelRule, ...] = (
         "writes {host_writes_mb_per_s:g} MB/s or more to storage, or runs on {host_compute_cpu_pct:g}% of a core per "
         "GPU process; waiting on the GPU (`.item()`, synchronize) **sync_bound**, or **host_bound** where it reads "
         "results back; copying (`.to`, `.cuda`, pinning) **h2d_copy_bound**; compiling or collecting garbage "
-        "**host_bound**; launching (inside torch's ops) **launch_bound**, or **host_bound** where the GPU ran no "
-        "kernel (CPU tensors, torch's own Python). A category at {stack_close_share:.0%} of the first's share or "
+        "**host_bound**; launching (inside torch's ops, or another GPU library's: CuPy, JAX, Triton, numba, ONNX "
+        "Runtime on a GPU provider), or running a training framework's loop (Lightning's, the Trainer's hooks, "
+        "callbacks and logging: counted with the launches, never as input) **launch_bound**, or **host_bound** where "
+        "the GPU ran no kernel (CPU tensors, torch's own Python); running a library's ops on the CPU (ONNX Runtime's "
+        "CPU provider, JAX on its CPU backend) **host_bound**. A category at {stack_close_share:.0%} of the first's "
+        "share or "
         "more (and {stack_close_min_share:.0%} of the time or more) stays possible. Left to the rules below where "
         "Python threads beside it work ({python_threads_busy:g} threads or more on average: the interpreter lock, "
         "a server's launching thread) while it waits, computes or launches, and where it launches kernels that "
@@ -192,10 +196,13 @@ HOST_RULES: tuple[LabelRule, ...] = (
     ),
     LabelRule(
         B.input_starved,
-        "without process data, when GPU-Util is under {mostly_idle_util_pct:g}%",
+        "without process data (a job gputriage did not start: `watch`), when GPU-Util is under "
+        "{mostly_idle_util_pct:g}%: the GPU waits on the host, and what the host does there is out of sight "
+        "(launch_bound, sync_bound and host_bound stay possible)",
         (GPU_MOSTLY_IDLE_UTIL,),
         when=lambda f: f.m.read_mb_per_s is None and f.util < GPU_MOSTLY_IDLE_UTIL.value,
-        possible=lambda f: [*_launch(f), B.sync_bound],
+        possible=lambda f: [B.launch_bound, B.sync_bound, B.host_bound],
+        by_elimination=True,
     ),
     LabelRule(
         B.input_starved,
@@ -206,6 +213,7 @@ HOST_RULES: tuple[LabelRule, ...] = (
         (HOT_THREAD, GPU_MOSTLY_IDLE_UTIL),
         when=lambda f: _hot(f) and f.util < GPU_MOSTLY_IDLE_UTIL.value,
         possible=lambda f: [B.host_bound, B.sync_bound, *_launch(f)],
+        by_elimination=True,
     ),
     LabelRule(
         B.sync_bound,
@@ -213,5 +221,6 @@ HOST_RULES: tuple[LabelRule, ...] = (
         "spins in one) and then works without the GPU; input_starved stays possible",
         (INPUT_READ,),
         possible=lambda f: [B.input_starved, *_launch(f)],
+        by_elimination=True,
     ),
 )

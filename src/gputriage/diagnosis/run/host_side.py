@@ -15,8 +15,10 @@ from gputriage.inworkload.stack_categories import (
     GC,
     GPU_WAIT,
     HOST_COMPUTE,
+    HOST_OPS,
     INPUT_WAIT,
     LAUNCH,
+    LOOP,
     SHARE_FIELDS,
 )
 from gputriage.model.bottleneck import Bottleneck as B
@@ -164,6 +166,8 @@ _BY_CATEGORY = {
     COMPILE: B.host_bound,
     GC: B.host_bound,
     LAUNCH: B.launch_bound,
+    LOOP: B.launch_bound,  # counted with LAUNCH (`decisive`): the loop's own Python between the launches it makes
+    HOST_OPS: B.host_bound,  # a library's ops computed on the CPU (ONNX Runtime's CPU provider, JAX on the CPU)
 }
 
 
@@ -178,6 +182,15 @@ def stack_shares(m: WindowMetrics | Mapping[str, float]) -> dict[str, float] | N
     return shares if samples >= STACK_SAMPLES.value or max(shares.values()) >= CLEAR_SHARE.value else None
 
 
+def decisive(shares: Mapping[str, float]) -> dict[str, float]:
+    """The shares the host-side cause is named from: a training framework's loop (Lightning's, the Trainer's hooks,
+    callbacks and logging) counted with the launches it interleaves — the host's time per step around small kernels,
+    one cause — never as input."""
+    out = {c: v for c, v in shares.items() if c != LOOP}
+    out[LAUNCH] = out.get(LAUNCH, 0.0) + shares.get(LOOP, 0.0)
+    return out
+
+
 def waits_for_input(shares: Mapping[str, float]) -> bool:
     """The main thread waited for input RATE_WAITS of its time or more, longer than it did anything else."""
     return shares[INPUT_WAIT] >= RATE_WAITS.value and shares[INPUT_WAIT] == max(shares.values())
@@ -185,6 +198,7 @@ def waits_for_input(shares: Mapping[str, float]) -> bool:
 
 def stacks_say(shares: Mapping[str, float], b: B, util: float | None = None) -> bool:
     """The main thread's dominant category names `b`, as `from_stacks` names it (`util`: GPU-Util, %)."""
+    shares = decisive(shares)
     top = max(shares, key=lambda c: shares[c])
     in_ops_on_host = top == LAUNCH and ran_no_kernel(util)
     return _BY_CATEGORY[top] == b or (b == B.host_bound and (top in (HOST_COMPUTE, GPU_WAIT) or in_ops_on_host))
@@ -210,9 +224,10 @@ def from_stacks(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, l
     lock, a server's launching thread), kernels that fill the GPU while it launches. In torch's ops while the GPU
     ran no kernel, the host works in them (on CPU tensors, in torch's own Python: a compiled function's guards and
     its eager fallback): host_bound, not launch_bound."""
-    shares = stack_shares(m)
-    if shares is None:
+    seen = stack_shares(m)
+    if seen is None:
         return None
+    shares = decisive(seen)
     top = max(shares, key=lambda c: shares[c])
     if (m.host_others_busy or 0.0) >= OTHERS_BUSY.value and top in (INPUT_WAIT, HOST_COMPUTE, LAUNCH):
         return None

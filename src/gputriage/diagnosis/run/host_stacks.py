@@ -131,6 +131,7 @@ def run_stacks(run: WindowedRun, t0: float, t1: float, exclude_s: Sequence[Seque
         main_cpu_pct=round(100.0 * cpu / wall, 1) if cpu is not None and wall > 0 else None,
         others_busy=_rounded(others_busy(main, every, ticks)),
         lines=_lines(span, shares, seen, ticks),
+        libraries=end.libraries or next((c.libraries for _, c in reversed(snapshots) if c.libraries), {}),
     )
 
 

@@ -39,6 +39,8 @@ class LabelRule:
     read: Callable[[Figures], Decision | None] | None = None
     names: tuple[B, ...] = ()
     leaves_open: Callable[[Figures], bool] | None = None  # it may hold: its label stays possible beside a later rule's
+    # it names its label by elimination: what is left once the counters rule the other causes out, no sign of it seen
+    by_elimination: bool = False
 
     def apply(self, f: Figures) -> Decision | None:
         """The label this rule names for `f`, or None where it does not apply."""
@@ -78,4 +80,13 @@ def first(rules: Sequence[LabelRule], f: Figures) -> Decision | None:
             return found[0], [*found[1], *left_open]
         if rule.leaves_open is not None and rule.label is not None and rule.leaves_open(f):
             left_open.append(rule.label)
+    return None
+
+
+def deciding(rules: Sequence[LabelRule], f: Figures) -> LabelRule | None:
+    """The rule that names `f`'s label (inside a group, the group's rule that does)."""
+    for rule in rules:
+        if rule.apply(f) is None:
+            continue
+        return deciding(rule.then, f) if rule.then else rule
     return None

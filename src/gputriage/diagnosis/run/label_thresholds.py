@@ -240,3 +240,11 @@ ALLOC_CHURN = Threshold(
     "every step 1,529-1,656/s, vram_churn 479/s; healthy, gpt_loop and a KV-cache pool at 96% of "
     "VRAM 0/s; a near-full loop retrying every 4 s, 0 in most windows",
 )
+ELIMINATED_SHARE = Threshold(
+    "eliminated_share",
+    0.5,
+    "of the verdict's windows",
+    "the share of a host-side verdict's windows named by elimination (nothing seen says what the host does) at which "
+    "its words say the verdict was reached by elimination",
+    "judgement: most of them",
+)

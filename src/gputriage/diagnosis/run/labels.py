@@ -333,7 +333,8 @@ def _item(rule: LabelRule) -> str:
     """A rule as the docs list it: its label (or its title) in bold, then its meaning."""
     if rule.label is not None:
         without = " (without GPM)" if rule.gpm is False else ""
-        return f"**{rule.label.value}**{without}: {rule.rendered()}"
+        eliminated = " (by elimination)" if rule.by_elimination else ""
+        return f"**{rule.label.value}**{without}{eliminated}: {rule.rendered()}"
     return f"**{rule.title}** {rule.rendered()}" if rule.then else f"**{rule.title}**: {rule.rendered()}"
 
 

@@ -10,7 +10,8 @@ trace itself is unsure of (a short window, a truncated file), does not override 
 verdict, whatever it says; a window that ended before the steady run began (a warm-up before the
 workload's first step) overrides no sampler verdict, decided or not. A host_bound verdict that rests
 on a thread beside the main one (busy while the main thread waits) stands against a trace's
-input_starved: the trace sees the launching thread wait, not what for. Where the sampler was
+input_starved: the trace sees the launching thread wait, not what for; so does one the main thread's stacks named,
+against a trace's cause by elimination (host work outside framework ops it does not see into). Where the sampler was
 undecided, a trace unsure of its verdict settles it only with one of the causes the sampler left open.
 
 A trace whose idle the profiler caused is discounted: where the GPU was busy outside the profiled window
@@ -32,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from gputriage.diagnosis.run.host_side import beside_main
+from gputriage.diagnosis.run.host_side import beside_main, stack_shares, stacks_say
 from gputriage.model.bottleneck import HOST_BOUND
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
@@ -267,6 +268,21 @@ def _beside_main(m: _Views) -> MergedVerdict | None:
     )
 
 
+def _stacks_seen(m: _Views) -> MergedVerdict | None:
+    """A trace's host-side cause by elimination (host work outside framework ops, which it does not see into: no
+    loader event over the gaps, or the loop's own work) against a host-side verdict the main thread's stacks named:
+    the sampler saw what the host did, the trace did not."""
+    if not m.trace.by_elimination or m.s not in HOST_BOUND or m.s is None or m.sampler is None:
+        return None
+    shares = stack_shares(m.sampler.evidence)
+    if shares is None or not stacks_say(shares, m.s, m.sampler.evidence.get("util_pct")):
+        return None
+    return m.sampler_stands(
+        f"the trace names {m.t.value} by elimination (the host outside framework ops, doing what it cannot see); the "
+        f"main thread's stacks show what the host did: {m.s.value}"
+    )
+
+
 def _unsure_not_open(m: _Views) -> MergedVerdict | None:
     s = m.s
     if not m.undecided or s is None or m.trace.confidence >= SURE_TRACE.value or m.t in m.undecided:
@@ -297,6 +313,7 @@ CASES: tuple[Callable[[_Views], MergedVerdict | None], ...] = (
     _window_unlike,
     _trace_unsure,
     _beside_main,
+    _stacks_seen,
     _unsure_not_open,
     _kernels_split,
 )

@@ -4,13 +4,16 @@ model FLOP utilization.
 
 The windows keep the counters' totals at their end; a phase's rate is the growth of a total between
 the last window before the phase and the phase's last window, over that time. The steady state runs
-from the end of start-up to the start of shut-down (`run_verdict`'s timeline). With the model's
+from the end of start-up to the start of shut-down (`run_verdict`'s timeline), within where the workload
+stepped: steady follows the steps, and a run with no GPU gets the span of its steps. The step rate is cut
+into regimes of its own (`step_regimes`), GPU or not. With the model's
 FLOPs per token (or per step) given, achieved TFLOP/s = rate x FLOPs, and MFU sets it against the
 dense bf16 datasheet rate of the GPUs the workload used (`model.specs`).
 """
 
 from __future__ import annotations
 
+from gputriage.diagnosis.run.step_regimes import progress_points, step_regimes
 from gputriage.diagnosis.run.verdict import EDGES
 from gputriage.model.numbers import SAME_INSTANT_S, median
 from gputriage.model.run import GpuStatic, Regime, RegimeThroughput, Throughput
@@ -50,27 +53,17 @@ def throughput(
 ) -> Throughput | None:
     """None when the workload reported nothing (`metric`: `run --metric`'s pattern and the (unix time,
     value) pairs read in the workload's output)."""
-    points = []
-    for w in host:
-        if w.steps_total is not None:  # at the time the totals were read (not the window's edge)
-            at = w.t1_s if w.progress_dt_s is None else w.t0_s + w.progress_dt_s
-            points.append(
-                (at, {"steps": w.steps_total, "samples": w.samples_total or 0.0, "tokens": w.tokens_total or 0.0})
-            )
+    points = [(p[0], dict(zip(COUNTERS, p[1:]))) for p in progress_points(host)]
     read = metric[1] if metric else []
     if not points and not read:
         return None
     last = points[-1][1] if points else dict.fromkeys(COUNTERS, 0.0)
     sources = (["gputriage.step"] if points else []) + (["output"] if read else [])
     out = Throughput(source=" and ".join(sources), steps=last["steps"], samples=last["samples"], tokens=last["tokens"])
+    out.step_regimes = step_regimes(host, run_start_s)
     body = [r for r in timeline if r.regime not in EDGES]
-    times = [p[0] for p in points] + [t for t, _ in read]
-    if body:
-        t0, t1 = run_start_s + body[0].start_s, run_start_s + body[-1].end_s
-    else:  # no timeline (no GPU sampled): the whole run, as far as the host was sampled or the workload reported
-        ends = [w.t1_s for w in host][-1:]
-        t0, t1 = min([run_start_s, *times]) if run_start_s else min(times), max(times + ends)
-    out.steady_s = round(t1 - t0, 1)
+    t0, t1 = _steady_span(out, body, host, run_start_s, [p[0] for p in points] + [t for t, _ in read])
+    out.steady_s, out.steady_start_s = round(t1 - t0, 1), round(t0 - run_start_s, 1)
     if points:
         steady = _rates(points, t0, t1)
         out.steps_per_s, out.samples_per_s, out.tokens_per_s = steady["steps"], steady["samples"], steady["tokens"]
@@ -91,21 +84,60 @@ def throughput(
                 metric_median=_median_between(read, a, b) if read else None,
             )
         )
-    achieved = None
-    if flops_per_token and out.tokens_per_s:
-        achieved = flops_per_token * out.tokens_per_s / 1e12
-    elif flops_per_step and out.steps_per_s:
-        achieved = flops_per_step * out.steps_per_s / 1e12
-    if achieved is not None:
-        out.achieved_tflops = round(achieved, 2)
-        specs = [match(None, g.memory_total_bytes, g.name) for g in gpus]
-        peaks = [s.tflops("bf16") for s in specs if s is not None]
-        if peaks and len(peaks) == len(gpus) and all(peaks):
-            out.peak_tflops = round(sum(p for p in peaks if p), 1)
-            out.mfu_pct = round(100 * achieved / out.peak_tflops, 1)
-            names = sorted({s.name for s in specs if s is not None})
-            out.peak_source = f"dense bf16 datasheet rate of {len(gpus)} x {', '.join(names)}"
+    _model_flops(out, gpus, flops_per_token, flops_per_step)
     return out
+
+
+def _steady_span(
+    out: Throughput, body: list[Regime], host: Windows, run_start_s: float, times: list[float]
+) -> tuple[float, float]:
+    """The steady span (unix s): the GPU timeline's body (start-up and shut-down left out), within where the
+    workload stepped (its step-rate regimes) — steady follows the steps, GPU or not; without either, the whole run
+    as far as the host was sampled or the workload reported (`run --metric`)."""
+    stepped = out.step_regimes
+    if body:
+        t0, t1 = run_start_s + body[0].start_s, run_start_s + body[-1].end_s
+    elif stepped:
+        t0, t1 = (
+            _reading_at(run_start_s + stepped[0].start_s, times),
+            _reading_at(run_start_s + stepped[-1].end_s, times),
+        )
+    else:
+        ends = [w.t1_s for w in host][-1:]
+        return (min([run_start_s, *times]) if run_start_s else min(times)), max(times + ends)
+    if stepped:
+        s0, s1 = (
+            _reading_at(run_start_s + stepped[0].start_s, times),
+            _reading_at(run_start_s + stepped[-1].end_s, times),
+        )
+        if max(t0, s0) < min(t1, s1):
+            t0, t1 = max(t0, s0), min(t1, s1)
+        out.steady_follows = "steps"
+    return t0, t1
+
+
+def _reading_at(t_s: float, times: list[float]) -> float:
+    """The reading nearest a regime's bound: regimes keep their bounds to 0.1 s, the rates need the readings'."""
+    return min(times, key=lambda t: abs(t - t_s)) if times else t_s
+
+
+def _model_flops(out: Throughput, gpus: list[GpuStatic], per_token: float | None, per_step: float | None) -> None:
+    """The model's achieved TFLOP/s from the steady rate, and its MFU against the GPUs' dense bf16 datasheet rate."""
+    achieved = None
+    if per_token and out.tokens_per_s:
+        achieved = per_token * out.tokens_per_s / 1e12
+    elif per_step and out.steps_per_s:
+        achieved = per_step * out.steps_per_s / 1e12
+    if achieved is None:
+        return
+    out.achieved_tflops = round(achieved, 2)
+    specs = [match(None, g.memory_total_bytes, g.name) for g in gpus]
+    peaks = [s.tflops("bf16") for s in specs if s is not None]
+    if peaks and len(peaks) == len(gpus) and all(peaks):
+        out.peak_tflops = round(sum(p for p in peaks if p), 1)
+        out.mfu_pct = round(100 * achieved / out.peak_tflops, 1)
+        names = sorted({s.name for s in specs if s is not None})
+        out.peak_source = f"dense bf16 datasheet rate of {len(gpus)} x {', '.join(names)}"
 
 
 def against_bench(t: Throughput, bf16_tflops_per_gpu: float, gpus: int, when: str) -> None:

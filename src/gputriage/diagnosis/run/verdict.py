@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from gputriage.diagnosis.run.classify import computes, label
+from gputriage.diagnosis.run.classify import computes, elimination_evidence, label
 from gputriage.diagnosis.run.evidence import window_evidence
 from gputriage.diagnosis.run.host_side import stack_shares, waits_for_input
 from gputriage.diagnosis.run.regimes import BLIP_WINDOWS, describe_regimes
 from gputriage.diagnosis.run.verdict_words import decision_of, describe
 from gputriage.inworkload.stack_categories import COMPILE
+from gputriage.model.bottleneck import HOST_BOUND
 from gputriage.model.bottleneck import Bottleneck as B
 from gputriage.model.finding import Threshold
 from gputriage.model.run import GpuStatic, GpuVerdict, Regime, Series
@@ -286,6 +287,8 @@ def gpu_verdict(
     )
     share = counts[dominant] / total
     evidence = window_evidence(chosen)
+    if dominant in HOST_BOUND:
+        evidence.update(elimination_evidence(chosen, gpu))
     if "power_w" in evidence and gpu.power_limit_mw:
         evidence["power_pct_of_limit"] = round(100_000.0 * evidence["power_w"] / gpu.power_limit_mw, 1)
     verdict.bottleneck = dominant

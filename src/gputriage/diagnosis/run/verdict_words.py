@@ -24,8 +24,27 @@ from gputriage.model.bottleneck import Bottleneck as B
 Figure = Callable[..., str]  # a figure of the evidence by name, with its unit ("n/a" where missing)
 
 
+ELIMINATED = "named_by_elimination"  # `classify.ELIMINATED`: the evidence field of a verdict named by elimination
+ELIMINATED_SAID = (
+    "the GPU waits on the host, and nothing seen says what the host does there ({unseen}): named by elimination, "
+    "what the counters leave once they rule the other causes out"
+)
+ELIMINATED_DECISION = (
+    "First see what the host does between the GPU's work: `gputriage run -- python ...` samples the main thread's "
+    "stacks, `--profile` traces the gaps. If it is {cause}: {decision}"
+)
+
+
 def decision_of(b: B, m: dict[str, float]) -> str:
-    """What to do, by the figures: "tensor cores" only where counted busy; memory_bound under DRAM's peak is latency."""
+    """What to do, by the figures: "tensor cores" only where counted busy; memory_bound under DRAM's peak is latency.
+    A verdict named by elimination asks first to see what the host does."""
+    decision = _decision(b, m)
+    if m.get(ELIMINATED):
+        return ELIMINATED_DECISION.format(cause=b.value, decision=decision[:1].lower() + decision[1:])
+    return decision
+
+
+def _decision(b: B, m: dict[str, float]) -> str:
     if b == B.memory_bound and waits_on_latency(m.get("dram_active_pct"), m.get("cuda_math_active_pct")):
         return MEMORY_LATENCY
     if b == B.host_bound and saves_to_storage(m.get("write_mb_per_s")):
@@ -46,7 +65,23 @@ def decision_of(b: B, m: dict[str, float]) -> str:
 
 
 def describe(b: B, m: dict[str, float]) -> str:
-    """The figures that make the case for a bottleneck, in a sentence."""
+    """The figures that make the case for a bottleneck, in a sentence; a verdict named by elimination says so."""
+    said = _described(b, m)
+    if m.get(ELIMINATED):
+        return f"{said}; {ELIMINATED_SAID.format(unseen=_unseen(m))}"
+    return said
+
+
+def _unseen(m: Mapping[str, float]) -> str:
+    """Why what the host does was not seen."""
+    if m.get("workload_cpu_pct") is None:
+        return "the workload's processes were not sampled: a job gputriage did not start"
+    if not m.get("host_stack_samples"):
+        return "its main thread's stacks were not sampled (a workload that is not Python, or an older recording)"
+    return "its main thread's stacks do not settle it"
+
+
+def _described(b: B, m: dict[str, float]) -> str:
 
     def f(key: str, unit: str = "%") -> str:
         v = m.get(key)

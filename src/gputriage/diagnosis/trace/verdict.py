@@ -6,8 +6,10 @@ the window and the copies take at least as much of it as any idle cause, the ver
 (pinned batches copied on the compute stream before each step: 47% of the window; an optimizer
 offloaded to the host, its copies 68% against 28% of host computation). Else, when the GPU idles at
 least 25% of the window, the verdict is the largest idle cause (launch → launch_bound, sync →
-sync_bound, host computation in framework ops or after reading a result back → host_bound, other
-host work → input_starved, allocator → vram_pressure). Otherwise it is the largest busy kind:
+sync_bound, host computation in framework ops or after reading a result back → host_bound, the
+DataLoader (its own events over the gap) → input_starved, host work outside ops and the loader, which
+the window shows elsewhere → host_bound (the loop's own), other host work → input_starved by
+elimination (`TraceVerdict.by_elimination`), allocator → vram_pressure). Otherwise it is the largest busy kind:
 tensor-core GEMMs and attention → compute_bound, GEMMs on CUDA cores → tensor_cores_idle, fp64
 GEMMs → compute_bound (the precision the code asks for; on A100, H100, H200 and B200 they run on
 the fp64 tensor cores, `trace.fp64_gemms` says what lower precision would give),
@@ -47,7 +49,9 @@ MIN_BUSY = Threshold("min_busy_us", 50_000.0, "µs", "busy time that makes a win
 IDLE_TO = {
     "launch": B.launch_bound,
     "sync": B.sync_bound,
-    "host_outside_ops": B.input_starved,
+    "host_outside_ops": B.input_starved,  # by elimination: no loader event in the window says what it was
+    "host_loading": B.input_starved,  # in the DataLoader: seen
+    "host_loop": B.host_bound,  # outside ops and the loader, which the window shows elsewhere: the loop's own work
     "host_in_ops": B.host_bound,
     "host_after_read": B.host_bound,
     "allocator": B.vram_pressure,
@@ -165,4 +169,17 @@ def decide(a: Anatomy, complete: bool = True, memory_roof_us: dict[str, float] |
         decision=D2H_COPY_DECISION if verdict == B.h2d_copy_bound and mostly_d2h(a) else DECISION[verdict],
         device=a.device,
         shares_pct={k.value: round(v, 1) for k, v in sorted(everything.items(), key=lambda kv: -kv[1]) if v > 0},
+        by_elimination=idle_verdict and unseen_host_work(a, verdict),
     )
+
+
+def unseen_host_work(a: Anatomy, verdict: B) -> bool:
+    """A host-side verdict that rests on the launching thread outside framework ops, where the trace does not see
+    what it does: input_starved from host work no event names (a window without loader events), more than from
+    the DataLoader's own events; host_bound from the loop's own work outside ops and the loader, more than from
+    host work in ops or after a read back."""
+    if verdict == B.input_starved:
+        return a.idle_of("host_outside_ops") >= a.idle_of("host_loading")
+    if verdict == B.host_bound:
+        return a.idle_of("host_loop") > a.idle_of("host_in_ops") + a.idle_of("host_after_read")
+    return False

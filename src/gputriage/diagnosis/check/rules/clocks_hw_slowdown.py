@@ -12,7 +12,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         active = sorted(reasons & {"hw_slowdown", "hw_power_brake_slowdown"})
         if active:
             out.append(
-                RULE.spec.finding(
+                RULE.finding(
                     {
                         f"gpu.{i}.clock.event_reasons": active,
                         f"gpu.{i}.power.draw_mw": ev.gpu(i, "power.draw_mw"),

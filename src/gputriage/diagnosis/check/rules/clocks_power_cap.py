@@ -2,7 +2,7 @@
 
 from gputriage.diagnosis.check.base import CHECK, Evidence, pct
 from gputriage.diagnosis.rule import Rule
-from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
+from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold, Wording
 
 AT_LIMIT_PCT = Threshold(
     "at_limit_pct",
@@ -29,18 +29,15 @@ def evaluate(ev: Evidence) -> list[Finding]:
         }
         if default and limit < default:
             out.append(
-                RULE.spec.finding(
+                RULE.finding(
                     evidence | {f"gpu.{i}.power.limit_default_mw": default},
                     severity=Severity.warn,
                     subject=f"gpu.{i}",
-                    cause="The enforced power limit is below the board's default, and the workload "
-                    "hits it: clocks drop to stay under it",
-                    decision="If the cap was set for stability, keep it and expect lower clocks; "
-                    "otherwise ask the admin to restore the default limit",
+                    say="lowered_limit",
                 )
             )
         else:
-            out.append(RULE.spec.finding(evidence, severity=Severity.info, subject=f"gpu.{i}"))
+            out.append(RULE.finding(evidence, severity=Severity.info, subject=f"gpu.{i}"))
     return out
 
 
@@ -54,10 +51,18 @@ RULE = Rule(
         decision="Nothing to fix at the default limit; compare throughput with `gputriage bench`. If draw sits at a "
         "lowered limit, the cap is costing clock speed",
         commands=CHECK,
-        condition=f"sw_power_cap reason active and draw >= {AT_LIMIT_PCT.value:.0f}% of the enforced limit "
+        condition="sw_power_cap reason active and draw >= {at_limit_pct:g}% of the enforced limit "
         "(warn when the enforced limit is below the default)",
         thresholds=(AT_LIMIT_PCT,),
         needs=("gpu",),
+        says={
+            "lowered_limit": Wording(
+                cause="The enforced power limit is below the board's default, and the workload hits it: clocks drop "
+                "to stay under it",
+                decision="If the cap was set for stability, keep it and expect lower clocks; otherwise ask the admin "
+                "to restore the default limit",
+            )
+        },
     ),
     evaluate,
 )

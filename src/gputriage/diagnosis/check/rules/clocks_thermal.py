@@ -14,7 +14,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         if active:
             sev = Severity.critical if "hw_thermal_slowdown" in active else Severity.warn
             out.append(
-                RULE.spec.finding(
+                RULE.finding(
                     {
                         f"gpu.{i}.clock.event_reasons": active,
                         f"gpu.{i}.temperature_c": ev.gpu(i, "temperature_c"),

@@ -2,7 +2,7 @@
 
 from gputriage.diagnosis.check.base import CHECK, Evidence
 from gputriage.diagnosis.rule import Rule
-from gputriage.model.finding import Finding, FindingSpec, Severity
+from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
@@ -10,18 +10,15 @@ def evaluate(ev: Evidence) -> list[Finding]:
     for i in ev.gpus:
         mode = ev.gpu(i, "compute_mode")
         if mode == "prohibited":
-            out.append(
-                RULE.spec.finding({f"gpu.{i}.compute_mode": mode}, severity=Severity.critical, subject=f"gpu.{i}")
-            )
+            out.append(RULE.finding({f"gpu.{i}.compute_mode": mode}, severity=Severity.critical, subject=f"gpu.{i}"))
         elif mode in ("exclusive_process", "exclusive_thread"):
             out.append(
-                RULE.spec.finding(
+                RULE.finding(
                     {f"gpu.{i}.compute_mode": mode},
                     severity=Severity.info,
                     subject=f"gpu.{i}",
-                    symptom=f"Compute mode is {mode}",
-                    cause="Only one process may hold a context on this GPU: a second one fails to start",
-                    decision="Expected on schedulers that isolate jobs; otherwise ask the admin to set Default",
+                    say="exclusive",
+                    fill={"mode": mode},
                 )
             )
     return out
@@ -38,6 +35,13 @@ RULE = Rule(
         commands=CHECK,
         condition="compute mode Prohibited → critical; Exclusive → info",
         needs=("gpu",),
+        says={
+            "exclusive": Wording(
+                symptom="Compute mode is {mode}",
+                cause="Only one process may hold a context on this GPU: a second one fails to start",
+                decision="Expected on schedulers that isolate jobs; otherwise ask the admin to set Default",
+            )
+        },
     ),
     evaluate,
 )

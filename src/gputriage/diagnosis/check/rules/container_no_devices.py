@@ -10,7 +10,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
     nodes = ev.get("host.dev.nvidia_nodes")
     if kind and nodes is not None and not nodes:
         return [
-            RULE.spec.finding(
+            RULE.finding(
                 {
                     "host.container.kind": kind,
                     "host.dev.nvidia_nodes": nodes,

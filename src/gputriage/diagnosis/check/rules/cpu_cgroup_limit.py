@@ -20,7 +20,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         return []
     if limit < MIN_CORES_PER_GPU.value * gpus:
         return [
-            RULE.spec.finding(
+            RULE.finding(
                 {"host.cgroup.cpu_limit_cores": limit, "gpu.count": gpus, "host.cpu.count": ev.get("host.cpu.count")},
                 severity=Severity.warn,
                 subject="host",
@@ -38,7 +38,7 @@ RULE = Rule(
         cause="A cgroup CPU limit throttles the data pipeline and the launch thread regardless of idle host cores",
         decision="Raise the CPU request/limit (docker --cpus, Kubernetes resources) or lighten per-sample CPU work",
         commands=CHECK,
-        condition=f"cgroup quota < {MIN_CORES_PER_GPU.value:.0f} cores per visible GPU",
+        condition="cgroup quota < {min_cores_per_gpu:g} cores per visible GPU",
         thresholds=(MIN_CORES_PER_GPU,),
         needs=("gpu",),
     ),

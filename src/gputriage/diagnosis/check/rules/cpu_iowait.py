@@ -10,7 +10,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
     iowait = ev.get("host.cpu.iowait_pct")
     if iowait is not None and iowait >= IOWAIT.value:
         return [
-            RULE.spec.finding(
+            RULE.finding(
                 {"host.cpu.iowait_pct": iowait, "host.fs.cwd.fstype": ev.get("host.fs.cwd.fstype")},
                 severity=Severity.warn,
                 subject="host",
@@ -29,7 +29,7 @@ RULE = Rule(
         decision="Measure the disk (`gputriage bench --disk`); use sharded sequential formats, local NVMe cache, "
         "memory-mapping",
         commands=CHECK,
-        condition=f"iowait >= {IOWAIT.value:.0f}% of CPU time over the window",
+        condition="iowait >= {iowait_pct:g}% of CPU time over the window",
         thresholds=(IOWAIT,),
     ),
     evaluate,

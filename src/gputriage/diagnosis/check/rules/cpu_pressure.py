@@ -18,7 +18,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
     psi = ev.get("host.psi.cpu.some_avg10_pct")
     if psi is not None and psi >= SOME_AVG10.value:
         return [
-            RULE.spec.finding(
+            RULE.finding(
                 {
                     "host.psi.cpu.some_avg10_pct": psi,
                     "host.cgroup.cpu_limit_cores": ev.get("host.cgroup.cpu_limit_cores"),
@@ -40,7 +40,7 @@ RULE = Rule(
         "loop are being descheduled",
         decision="Reduce oversubscription (num_workers, OMP/MKL threads) or raise the CPU quota",
         commands=CHECK,
-        condition=f"/proc/pressure/cpu some avg10 >= {SOME_AVG10.value:.0f}%",
+        condition="/proc/pressure/cpu some avg10 >= {cpu_psi_some_avg10_pct:g}%",
         thresholds=(SOME_AVG10,),
     ),
     evaluate,

@@ -17,7 +17,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
     median = ev.get("host.cpu.median_core_busy_pct")
     if median is not None and median >= MEDIAN_BUSY_PCT.value:
         return [
-            RULE.spec.finding(
+            RULE.finding(
                 {
                     "host.cpu.median_core_busy_pct": median,
                     "host.cpu.loadavg_1m": ev.get("host.cpu.loadavg_1m"),
@@ -40,7 +40,7 @@ RULE = Rule(
         decision="Find the consumers (top/pidstat); cut CPU work per sample (pre-decoded/pre-tokenized data, GPU "
         "augmentation) or give the job more cores",
         commands=CHECK,
-        condition=f"median core >= {MEDIAN_BUSY_PCT.value:.0f}% busy",
+        condition="median core >= {median_core_busy_pct:g}% busy",
         thresholds=(MEDIAN_BUSY_PCT,),
     ),
     evaluate,

@@ -2,7 +2,7 @@
 
 from gputriage.diagnosis.check.base import CHECK, Evidence
 from gputriage.diagnosis.rule import Rule
-from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
+from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold, Wording
 
 HOT_CORE_PCT = Threshold(
     "hot_core_pct",
@@ -21,7 +21,7 @@ GPU_BUSY_PCT = Threshold(
 
 def evaluate(ev: Evidence) -> list[Finding]:
     cores = ev.get("host.cpu.per_core_busy_pct")
-    if not cores or len(cores) < 2:
+    if len(cores or []) <= 1:  # one core: no others to idle beside it
         return []
     hot = [i for i, v in enumerate(cores) if v >= HOT_CORE_PCT.value]
     median = ev.get("host.cpu.median_core_busy_pct")
@@ -37,17 +37,14 @@ def evaluate(ev: Evidence) -> list[Finding]:
     busy = {i: ev.gpu(i, "util.gpu_pct") for i in ev.gpus if (ev.gpu(i, "util.gpu_pct") or 0) >= GPU_BUSY_PCT.value}
     if busy:
         return [
-            RULE.spec.finding(
+            RULE.finding(
                 evidence | {f"gpu.{i}.util.gpu_pct": u for i, u in busy.items()},
                 severity=Severity.info,
                 subject="host",
-                cause="One thread drives a busy GPU (kernel launches, spin-waiting in "
-                "synchronizations): expected while the GPU is the bottleneck",
-                decision="Nothing to do while the GPU stays busy; if GPU-Util drops, this thread is "
-                "the limit — see `gputriage run`",
+                say="feeds_a_busy_gpu",
             )
         ]
-    return [RULE.spec.finding(evidence, severity=Severity.warn, subject="host")]
+    return [RULE.finding(evidence, severity=Severity.warn, subject="host")]
 
 
 RULE = Rule(
@@ -60,12 +57,18 @@ RULE = Rule(
         decision="Parallelize preprocessing: DataLoader num_workers, pre-tokenize, use a compiled tokenizer, or move "
         "augmentation to the GPU",
         commands=CHECK,
-        condition=f"a core >= {HOT_CORE_PCT.value:.0f}% busy while the median core < {MEDIAN_IDLE_PCT.value:.0f}% "
-        f"(over "
-        f"the window); "
-        f"info only when a GPU is >= {GPU_BUSY_PCT.value:.0f}% busy",
+        condition="a core >= {hot_core_pct:g}% busy while the median core < {median_idle_core_pct:g}% (over the "
+        "window); info only when a GPU is >= {gpu_busy_util_pct:g}% busy",
         thresholds=(HOT_CORE_PCT, MEDIAN_IDLE_PCT, GPU_BUSY_PCT),
         needs=("gpu",),
+        says={
+            "feeds_a_busy_gpu": Wording(
+                cause="One thread drives a busy GPU (kernel launches, spin-waiting in synchronizations): expected "
+                "while the GPU is the bottleneck",
+                decision="Nothing to do while the GPU stays busy; if GPU-Util drops, this thread is the limit — see "
+                "`gputriage run`",
+            )
+        },
     ),
     evaluate,
 )

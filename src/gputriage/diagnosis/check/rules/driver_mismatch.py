@@ -8,7 +8,7 @@ from gputriage.model.finding import Finding, FindingSpec, Severity
 def evaluate(ev: Evidence) -> list[Finding]:
     failure = ev.unavailable("driver.nvml")
     if failure is not None and failure.reason == "driver_mismatch":
-        return [RULE.spec.finding({"driver.nvml": str(failure)}, severity=Severity.critical, subject="host")]
+        return [RULE.finding({"driver.nvml": str(failure)}, severity=Severity.critical, subject="host")]
     return []
 
 

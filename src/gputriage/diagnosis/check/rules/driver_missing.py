@@ -2,23 +2,15 @@
 
 from gputriage.diagnosis.check.base import CHECK, Evidence
 from gputriage.diagnosis.rule import Rule
-from gputriage.model.finding import Finding, FindingSpec, Severity
+from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
     failure = ev.unavailable("driver.nvml")
     if failure is not None and failure.reason in ("no_driver", "not_installed", "error", "timeout"):
-        return [RULE.spec.finding({"driver.nvml": str(failure)}, severity=Severity.critical, subject="host")]
+        return [RULE.finding({"driver.nvml": str(failure)}, severity=Severity.critical, subject="host")]
     if ev.get("driver.nvml") and ev.get("gpu.count") == 0:
-        return [
-            RULE.spec.finding(
-                {"gpu.count": 0},
-                severity=Severity.critical,
-                subject="host",
-                symptom="The NVIDIA driver is loaded but enumerates no GPU",
-                cause="The GPU is not passed through (VM/container), is disabled, or has fallen off the bus",
-            )
-        ]
+        return [RULE.finding({"gpu.count": 0}, severity=Severity.critical, subject="host", say="no_gpu")]
     return []
 
 
@@ -34,6 +26,12 @@ RULE = Rule(
         "on secure-boot hosts sign or enroll the module",
         commands=CHECK,
         condition="NVML init fails with driver-not-loaded / library-not-found, or the device count is 0",
+        says={
+            "no_gpu": Wording(
+                symptom="The NVIDIA driver is loaded but enumerates no GPU",
+                cause="The GPU is not passed through (VM/container), is disabled, or has fallen off the bus",
+            )
+        },
     ),
     evaluate,
 )

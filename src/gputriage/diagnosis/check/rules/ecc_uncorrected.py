@@ -11,7 +11,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         vol = ev.gpu(i, "ecc.volatile_uncorrected")
         if vol:
             out.append(
-                RULE.spec.finding(
+                RULE.finding(
                     {
                         f"gpu.{i}.ecc.volatile_uncorrected": vol,
                         f"gpu.{i}.ecc.aggregate_uncorrected": ev.gpu(i, "ecc.aggregate_uncorrected"),

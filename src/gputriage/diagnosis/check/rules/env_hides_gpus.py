@@ -7,7 +7,7 @@ machine shows GPU 0 only, `garbage` or `GPU-ffff` shows none.
 
 from gputriage.diagnosis.check.base import CHECK, Evidence
 from gputriage.diagnosis.rule import Rule
-from gputriage.model.finding import Finding, FindingSpec, Severity
+from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 
 HIDING = {"", "-1", "none", "void", "nodevfiles"}
 
@@ -36,7 +36,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
             continue
         evidence = {f"env.{var}": value, "gpu.count": ev.get("gpu.count")}
         if value.strip().lower() in HIDING:
-            out.append(RULE.spec.finding(evidence, severity=Severity.warn, subject="env"))
+            out.append(RULE.finding(evidence, severity=Severity.warn, subject="env"))
             continue
         if var != "CUDA_VISIBLE_DEVICES" or not ev.gpus:
             continue
@@ -45,24 +45,11 @@ def evaluate(ev: Evidence) -> list[Finding]:
         if stop is None:
             continue
         evidence |= {"cuda_sees": used, "stops_at": stop}
+        words = {"value": value, "stop": stop, "sees": ", ".join(used)}
         if not used:
-            out.append(
-                RULE.spec.finding(
-                    evidence,
-                    severity=Severity.warn,
-                    subject="env",
-                    symptom=f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU: {stop!r} names no device",
-                )
-            )
+            out.append(RULE.finding(evidence, severity=Severity.warn, subject="env", say="none_named", fill=words))
         else:
-            out.append(
-                CUT_SHORT.finding(
-                    evidence,
-                    severity=Severity.warn,
-                    subject="env",
-                    symptom=f"CUDA_VISIBLE_DEVICES={value!r}: CUDA stops at {stop!r} and sees only {', '.join(used)}",
-                )
-            )
+            out.append(CUT_SHORT.finding(evidence, severity=Severity.warn, subject="env", say="stops", fill=words))
     return out
 
 
@@ -78,6 +65,7 @@ CUT_SHORT = FindingSpec(
     decision="List only this machine's GPUs (`nvidia-smi -L` gives their indices and UUIDs)",
     condition="an entry that is not an index below the GPU count, a known GPU UUID (or prefix) or a MIG UUID, after "
     "valid entries",
+    says={"stops": Wording(symptom="CUDA_VISIBLE_DEVICES={value!r}: CUDA stops at {stop!r} and sees only {sees}")},
 )
 RULE = Rule(
     FindingSpec(
@@ -90,6 +78,9 @@ RULE = Rule(
         decision="Unset it or list the GPUs to use (CUDA_VISIBLE_DEVICES=0,1; `nvidia-smi -L` lists them)",
         commands=CHECK,
         condition="value is '', -1, none, void or NoDevFiles, or CUDA_VISIBLE_DEVICES's first entry names no GPU here",
+        says={
+            "none_named": Wording(symptom="CUDA_VISIBLE_DEVICES={value!r} hides every GPU: {stop!r} names no device")
+        },
     ),
     evaluate,
     also=(CUT_SHORT,),

@@ -8,7 +8,7 @@ from gputriage.model.finding import Finding, FindingSpec, Severity
 def evaluate(ev: Evidence) -> list[Finding]:
     count = ev.get("kernel.fallen_off_bus")
     if count:
-        return [RULE.spec.finding({"kernel.fallen_off_bus": count}, severity=Severity.critical, subject="host")]
+        return [RULE.finding({"kernel.fallen_off_bus": count}, severity=Severity.critical, subject="host")]
     return []
 
 

@@ -29,7 +29,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
     if not (slow_seq or slow_rnd):
         return []
     return [
-        RULE.spec.finding(
+        RULE.finding(
             {
                 "host.fs.cwd.seq_read_mbps": seq,
                 "host.fs.cwd.rand_read_4k_iops": rnd,
@@ -52,8 +52,8 @@ RULE = Rule(
         decision="Put datasets on local NVMe or cache them; use large sharded files (sequential reads) instead of many "
         "small files; measure the real path with `gputriage bench --disk PATH`",
         commands=CHECK,
-        condition=f"sequential < {MIN_SEQ_MBPS.value:.0f} MB/s or 4 KiB random < {MIN_RAND_IOPS.value:.0f} IOPS (check "
-        f"--full)",
+        condition="sequential < {min_seq_read_mb_per_s:g} MB/s or 4 KiB random < {min_rand_read_4k_iops:g} IOPS "
+        "(check --full)",
         thresholds=(MIN_SEQ_MBPS, MIN_RAND_IOPS),
     ),
     evaluate,

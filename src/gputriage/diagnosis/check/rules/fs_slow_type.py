@@ -22,7 +22,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
     fstype = ev.get("host.fs.cwd.fstype")
     if fstype in SLOW_TYPES:
         return [
-            RULE.spec.finding(
+            RULE.finding(
                 {
                     "host.fs.cwd.fstype": fstype,
                     "kind": SLOW_TYPES[fstype],

@@ -12,7 +12,6 @@ from typing import Any
 from gputriage.diagnosis.check.base import CHECK, Evidence, gib
 from gputriage.diagnosis.idle_held import (
     DECISION,
-    THRESHOLDS,
     container_label,
     gpu_hours,
     gpu_share,
@@ -22,8 +21,8 @@ from gputriage.diagnosis.idle_held import (
     is_idle_held,
 )
 from gputriage.diagnosis.rule import Rule
-from gputriage.diagnosis.thresholds import IDLE_HELD_BYTES, IDLE_HELD_MIN_S, IDLE_HELD_SM
-from gputriage.model.finding import Finding, FindingSpec, Severity
+from gputriage.diagnosis.thresholds import IDLE_HELD_AFTER_MIN, IDLE_HELD_GIB, IDLE_HELD_SM
+from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 
 ID = "gpu.idle_held"
 
@@ -51,7 +50,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
             for p in held
         )
         out.append(
-            RULE.spec.finding(
+            RULE.finding(
                 {
                     "holders": holders,
                     "gpu_hours": hours,
@@ -61,9 +60,8 @@ def evaluate(ev: Evidence) -> list[Finding]:
                 },
                 severity=Severity.info,
                 subject=f"gpu.{i}",
-                symptom=f"GPU {i}: {named}; {'it' if len(held) == 1 else 'none of them'} ran "
-                f"{'no' if len(held) == 1 else 'a'} kernel in the last {window:g} s — up to {hours:.2f} "
-                f"GPU-hours held idle since {'it' if len(held) == 1 else 'they'} started",
+                say="one" if len(held) == 1 else "several",
+                fill={"gpu": i, "holders": named, "window_s": window, "gpu_hours": hours},
             )
         )
     return out
@@ -97,19 +95,27 @@ RULE = Rule(
         severity=Severity.info,
         symptom="A process holds GPU memory and computes nothing",
         cause="A process keeps its memory on the GPU but runs no kernel: a notebook left open, a job hung after its "
-        "work "
-        "or waiting on something else, a server with no traffic. The GPU is paid for (and, where nothing else "
-        "computes there, kept from every other job) all the same. One snapshot sees only the last seconds NVML "
-        "keeps: the process may compute again; `gputriage watch` confirms over minutes (run.idle_held)",
+        "work or waiting on something else, a server with no traffic. The GPU is paid for (and, where nothing else "
+        "computes there, kept from every other job) all the same. One snapshot sees only the last seconds NVML keeps: "
+        "the process may compute again; `gputriage watch` confirms over minutes (run.idle_held)",
         decision=DECISION,
         commands=CHECK,
-        condition=f"a process holds >= {IDLE_HELD_BYTES.value / 2**30:g} GiB, ran no kernel (< {IDLE_HELD_SM.value:g}% "
-        f"NVML per-process utilization) over the seconds the driver keeps, and started >= "
-        f"{IDLE_HELD_MIN_S.value / 60:g} min ago (or the minutes set: `--idle-after`, `[idle_held] after_minutes`); "
-        "GPU-hours = its age x the GPU's share it holds (all of it "
-        "where nothing else computes there, else its share of the memory)",
-        thresholds=THRESHOLDS,
+        condition="a process holds >= {idle_held_min_gib:g} GiB, ran no kernel (< {idle_held_max_sm_util_pct:g}% "
+        "NVML per-process utilization) over the seconds the driver keeps, and started >= {idle_held_after_min:g} min "
+        "ago (or the minutes set: `--idle-after`, `[idle_held] after_minutes`); GPU-hours = its age x the GPU's "
+        "share it holds (all of it where nothing else computes there, else its share of the memory)",
+        thresholds=(IDLE_HELD_GIB, IDLE_HELD_SM, IDLE_HELD_AFTER_MIN),  # as the prose says them: GiB, minutes
         needs=("gpu",),
+        says={
+            "one": Wording(
+                symptom="GPU {gpu}: {holders}; it ran no kernel in the last {window_s:g} s — up to {gpu_hours:.2f} "
+                "GPU-hours held idle since it started"
+            ),
+            "several": Wording(
+                symptom="GPU {gpu}: {holders}; none of them ran a kernel in the last {window_s:g} s — up to "
+                "{gpu_hours:.2f} GPU-hours held idle since they started"
+            ),
+        },
     ),
     evaluate,
 )

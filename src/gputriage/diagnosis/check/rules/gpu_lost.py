@@ -15,7 +15,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         ]
         if lost:
             out.append(
-                RULE.spec.finding(
+                RULE.finding(
                     {"gpu": i, "lost_readings": len(lost), "first": lost[0]},
                     severity=Severity.critical,
                     subject=f"gpu.{i}",

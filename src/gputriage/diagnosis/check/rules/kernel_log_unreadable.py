@@ -8,7 +8,7 @@ from gputriage.model.finding import Finding, FindingSpec, Severity
 def evaluate(ev: Evidence) -> list[Finding]:
     why = ev.unavailable("kernel.xid_events")
     if why is not None and why.reason in ("no_permission", "not_found", "timeout", "error"):
-        return [RULE.spec.finding({"kernel.xid_events": str(why)}, severity=Severity.info, subject="host")]
+        return [RULE.finding({"kernel.xid_events": str(why)}, severity=Severity.info, subject="host")]
     return []
 
 

@@ -14,7 +14,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
     if avail is None or not total or pct(avail, total) >= AVAILABLE_MIN_PCT.value:
         return []
     return [
-        RULE.spec.finding(
+        RULE.finding(
             {
                 "host.mem.available_bytes": avail,
                 "host.mem.total_bytes": total,
@@ -36,7 +36,7 @@ RULE = Rule(
         cause="The job, its data loaders and caches use almost all RAM: swapping or the OOM killer come next",
         decision="Reduce DataLoader workers/prefetch, pinned-memory pools and dataset caches, or add RAM",
         commands=CHECK,
-        condition=f"MemAvailable < {AVAILABLE_MIN_PCT.value:.0f}% of MemTotal",
+        condition="MemAvailable < {available_min_pct:g}% of MemTotal",
         thresholds=(AVAILABLE_MIN_PCT,),
     ),
     evaluate,

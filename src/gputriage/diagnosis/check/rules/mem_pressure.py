@@ -17,7 +17,7 @@ SOME_AVG10 = Threshold(
 def evaluate(ev: Evidence) -> list[Finding]:
     psi = ev.get("host.psi.memory.some_avg10_pct")
     if psi is not None and psi >= SOME_AVG10.value:
-        return [RULE.spec.finding({"host.psi.memory.some_avg10_pct": psi}, severity=Severity.warn, subject="host")]
+        return [RULE.finding({"host.psi.memory.some_avg10_pct": psi}, severity=Severity.warn, subject="host")]
     return []
 
 
@@ -31,7 +31,7 @@ RULE = Rule(
         "pipeline",
         decision="Lower host memory use or raise the cgroup memory limit; check for a leak in long-running loaders",
         commands=CHECK,
-        condition=f"/proc/pressure/memory some avg10 >= {SOME_AVG10.value:.0f}%",
+        condition="/proc/pressure/memory some avg10 >= {mem_psi_some_avg10_pct:g}%",
         thresholds=(SOME_AVG10,),
     ),
     evaluate,

@@ -3,7 +3,7 @@
 from gputriage.diagnosis.check.base import CHECK, Evidence, gib
 from gputriage.diagnosis.rule import Rule
 from gputriage.diagnosis.thresholds import SWAP_IN
-from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold
+from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold, Wording
 
 MAJOR_FAULTS_PER_S = Threshold(
     "major_faults_per_s",
@@ -26,17 +26,8 @@ def evaluate(ev: Evidence) -> list[Finding]:
         "host.vm.swap_in_pages_per_s": swapin,
     }
     if faults >= MAJOR_FAULTS_PER_S.value or swapin >= SWAP_IN.value:
-        return [RULE.spec.finding(evidence, severity=Severity.warn, subject="host")]
-    return [
-        RULE.spec.finding(
-            evidence,
-            severity=Severity.info,
-            subject="host",
-            symptom="Swap holds pages, but none are being read back now",
-            cause="Memory was short at some point; not costly while nothing swaps in",
-            decision="Watch for swap-in during the job (`gputriage watch`); keep host memory headroom",
-        )
-    ]
+        return [RULE.finding(evidence, severity=Severity.warn, subject="host")]
+    return [RULE.finding(evidence, severity=Severity.info, subject="host", say="swapped_out")]
 
 
 RULE = Rule(
@@ -49,9 +40,16 @@ RULE = Rule(
         "pages instead of feeding the GPU",
         decision="Reduce host memory use: smaller batch or prefetch, fewer/lighter DataLoader workers, or add RAM",
         commands=CHECK,
-        condition=f"swap used > 0 and (major faults >= {MAJOR_FAULTS_PER_S.value:.0f}/s or swap-in >= "
-        f"{SWAP_IN.value:.0f} pages/s) → warn; swap used alone → info",
+        condition="swap used > 0 and (major faults >= {major_faults_per_s:g}/s or swap-in >= {swap_in_pages_per_s:g} "
+        "pages/s) → warn; swap used alone → info",
         thresholds=(MAJOR_FAULTS_PER_S, SWAP_IN),
+        says={
+            "swapped_out": Wording(
+                symptom="Swap holds pages, but none are being read back now",
+                cause="Memory was short at some point; not costly while nothing swaps in",
+                decision="Watch for swap-in during the job (`gputriage watch`); keep host memory headroom",
+            )
+        },
     ),
     evaluate,
 )

@@ -7,7 +7,7 @@ from gputriage.model.finding import Finding, FindingSpec, Severity
 
 def evaluate(ev: Evidence) -> list[Finding]:
     return [
-        RULE.spec.finding({f"gpu.{i}.mig.enabled": True}, severity=Severity.info, subject=f"gpu.{i}")
+        RULE.finding({f"gpu.{i}.mig.enabled": True}, severity=Severity.info, subject=f"gpu.{i}")
         for i in ev.gpus
         if ev.gpu(i, "mig.enabled") is True
     ]

@@ -23,7 +23,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         packets = c["rx_packets"] + c["tx_packets"]
         if bad >= MIN_BAD_PACKETS.value and packets and bad / packets >= BAD_RATIO.value:
             out.append(
-                RULE.spec.finding(
+                RULE.finding(
                     {"interface": iface, **c, "bad_ratio": round(bad / packets, 6)},
                     severity=Severity.warn,
                     subject=f"net.{iface}",
@@ -39,11 +39,10 @@ RULE = Rule(
         severity=Severity.warn,
         symptom="A network interface reports errors or dropped packets",
         cause="Drops and errors turn into retried transfers and bursty data loading when data is streamed, and into "
-        "slow "
-        "collectives across nodes",
+        "slow collectives across nodes",
         decision="Fix network health (cabling, ring buffers, MTU) or cache the data locally",
         commands=CHECK,
-        condition=f">= {MIN_BAD_PACKETS.value} bad packets and >= {BAD_RATIO.value:g} of all packets since boot",
+        condition=">= {min_bad_packets:g} bad packets and >= {bad_packet_ratio:g} of all packets since boot",
         thresholds=(MIN_BAD_PACKETS, BAD_RATIO),
     ),
     evaluate,

@@ -8,7 +8,7 @@ from gputriage.model.finding import Finding, FindingSpec, Severity
 def evaluate(ev: Evidence) -> list[Finding]:
     nodes = ev.get("host.numa.node_count")
     mine = set(ev.get("host.process.cpu_affinity") or [])
-    if not nodes or nodes < 2 or not mine:
+    if not nodes or nodes <= 1 or not mine:  # one node: nothing is far
         return []
     out = []
     for i in ev.gpus:
@@ -18,7 +18,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         far = sorted(mine - near)
         sev = Severity.warn if not mine & near else Severity.info
         out.append(
-            RULE.spec.finding(
+            RULE.finding(
                 {
                     f"gpu.{i}.numa_node": ev.gpu(i, "numa_node"),
                     "gpu_local_cpus": len(near),

@@ -12,7 +12,7 @@ MIN_LINES = Threshold(
 def evaluate(ev: Evidence) -> list[Finding]:
     n = ev.get("kernel.nvrm_errors")
     if n and n >= MIN_LINES.value:
-        return [RULE.spec.finding({"kernel.nvrm_errors": n}, severity=Severity.warn, subject="host")]
+        return [RULE.finding({"kernel.nvrm_errors": n}, severity=Severity.warn, subject="host")]
     return []
 
 
@@ -25,7 +25,7 @@ RULE = Rule(
         cause="Driver-level failures (RM init, firmware, memory mapping) that precede crashes or missing GPUs",
         decision="Read them (dmesg | grep NVRM); update to a known-good driver branch; collect nvidia-bug-report.sh",
         commands=CHECK,
-        condition=f">= {MIN_LINES.value} NVRM line containing 'error' or 'failed' (Xids excluded)",
+        condition=">= {min_lines:g} NVRM line containing 'error' or 'failed' (Xids excluded)",
         thresholds=(MIN_LINES,),
         needs=("kernel_log",),
     ),

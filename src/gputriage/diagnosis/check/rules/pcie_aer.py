@@ -9,7 +9,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
     aer = ev.get("kernel.aer_errors") or {}
     if aer.get("count"):
         return [
-            RULE.spec.finding(
+            RULE.finding(
                 {"aer_error_lines": aer["count"], "examples": aer.get("lines", [])[:3]},
                 severity=Severity.warn,
                 subject="host",

@@ -2,7 +2,7 @@
 
 from gputriage.diagnosis.check.base import CHECK, Evidence
 from gputriage.diagnosis.rule import Rule
-from gputriage.model.finding import Finding, FindingSpec, Severity
+from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
@@ -19,11 +19,8 @@ def evaluate(ev: Evidence) -> list[Finding]:
             "read": "under load" if loaded is not None else "at idle",
         }
         out.append(
-            RULE.spec.finding(
-                evidence,
-                severity=Severity.warn,
-                subject=f"gpu.{i}",
-                symptom=f"PCIe link trained at x{width} of x{wmax}",
+            RULE.finding(
+                evidence, severity=Severity.warn, subject=f"gpu.{i}", say="narrow", fill={"width": width, "max": wmax}
             )
         )
     return out
@@ -37,11 +34,11 @@ RULE = Rule(
         symptom="The GPU's PCIe link runs with fewer lanes than it supports",
         cause="A x16 card in a x8 slot, BIOS bifurcation, a riser, or a bad contact: host↔device bandwidth is halved",
         decision="If the workload moves data (transfers, multi-GPU), reseat the card, check BIOS bifurcation, or move "
-        "it "
-        "to a full x16 slot; `gputriage bench` measures the copy rate",
+        "it to a full x16 slot; `gputriage bench` measures the copy rate",
         commands=CHECK,
         condition="link width (read under load when possible) < max width",
         needs=("gpu",),
+        says={"narrow": Wording(symptom="PCIe link trained at x{width} of x{max}")},
     ),
     evaluate,
 )

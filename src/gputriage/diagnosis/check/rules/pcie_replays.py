@@ -18,7 +18,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
     for i in ev.gpus:
         n = ev.gpu(i, "pcie.replay_count")
         if n is not None and n >= MIN_REPLAYS.value:
-            out.append(RULE.spec.finding({f"gpu.{i}.pcie.replay_count": n}, severity=Severity.warn, subject=f"gpu.{i}"))
+            out.append(RULE.finding({f"gpu.{i}.pcie.replay_count": n}, severity=Severity.warn, subject=f"gpu.{i}"))
     return out
 
 
@@ -31,7 +31,7 @@ RULE = Rule(
         cause="Signal-integrity problems on the link: each replay costs bandwidth and often precedes link failures",
         decision="Reseat the card, replace risers/cables, check slot and BIOS settings",
         commands=CHECK,
-        condition=f"replay counter >= {MIN_REPLAYS.value} since boot",
+        condition="replay counter >= {min_replays:g} since boot",
         thresholds=(MIN_REPLAYS,),
         needs=("gpu",),
     ),

@@ -7,7 +7,7 @@ from gputriage.model.finding import Finding, FindingSpec, Severity
 
 def evaluate(ev: Evidence) -> list[Finding]:
     return [
-        RULE.spec.finding({f"gpu.{i}.persistence_mode": False}, severity=Severity.info, subject=f"gpu.{i}")
+        RULE.finding({f"gpu.{i}.persistence_mode": False}, severity=Severity.info, subject=f"gpu.{i}")
         for i in ev.gpus
         if ev.gpu(i, "persistence_mode") is False
     ]

@@ -12,7 +12,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         limit, default = ev.gpu(i, "power.limit_enforced_mw"), ev.gpu(i, "power.limit_default_mw")
         if limit and default and pct(limit, default) < POWER_LIMIT_LOWERED.value:
             out.append(
-                RULE.spec.finding(
+                RULE.finding(
                     {
                         f"gpu.{i}.power.limit_enforced_mw": limit,
                         f"gpu.{i}.power.limit_default_mw": default,
@@ -36,7 +36,7 @@ RULE = Rule(
         decision="Keep it if it was set to stop resets or Xids; otherwise restore the default (nvidia-smi -pl, admin "
         "only) and compare throughput",
         commands=CHECK,
-        condition=f"enforced limit < {POWER_LIMIT_LOWERED.value:.0f}% of the default limit",
+        condition="enforced limit < {power_limit_lowered_pct:g}% of the default limit",
         thresholds=(POWER_LIMIT_LOWERED,),
         needs=("gpu",),
     ),

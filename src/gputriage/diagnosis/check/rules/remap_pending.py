@@ -12,7 +12,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         if ev.gpu(i, "remap.failed"):
             out.append(FAILED.finding(evidence, severity=Severity.critical, subject=f"gpu.{i}"))
         elif ev.gpu(i, "remap.pending"):
-            out.append(RULE.spec.finding(evidence, severity=Severity.warn, subject=f"gpu.{i}"))
+            out.append(RULE.finding(evidence, severity=Severity.warn, subject=f"gpu.{i}"))
     return out
 
 

@@ -15,7 +15,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         temp, slowdown = ev.gpu(i, "temperature_c"), ev.gpu(i, "temperature.slowdown_c")
         if temp is not None and slowdown and temp >= slowdown - MARGIN_C.value:
             out.append(
-                RULE.spec.finding(
+                RULE.finding(
                     {f"gpu.{i}.temperature_c": temp, f"gpu.{i}.temperature.slowdown_c": slowdown},
                     severity=Severity.warn,
                     subject=f"gpu.{i}",
@@ -33,7 +33,7 @@ RULE = Rule(
         cause="Insufficient cooling for the load: throttling is imminent",
         decision="Improve airflow/cooling before long runs; hot GPUs throttle and throttled GPUs lie about performance",
         commands=CHECK,
-        condition=f"temperature >= slowdown threshold - {MARGIN_C.value} °C",
+        condition="temperature >= slowdown threshold - {margin_c:g} °C",
         thresholds=(MARGIN_C,),
         needs=("gpu",),
     ),

@@ -19,7 +19,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         ns = ev.gpu(i, "violation.thermal_ns")
         if ns is not None and ns / 1e9 >= MIN_VIOLATION_S.value:
             out.append(
-                RULE.spec.finding(
+                RULE.finding(
                     {f"gpu.{i}.violation.thermal_ns": ns, "thermal_limited_s": round(ns / 1e9, 1)},
                     severity=Severity.warn,
                     subject=f"gpu.{i}",
@@ -37,7 +37,7 @@ RULE = Rule(
         cause="Past heavy loads hit thermal limits: cooling is marginal for sustained work",
         decision="Watch a real job (`gputriage watch`) to see when it throttles; improve cooling before blaming code",
         commands=CHECK,
-        condition=f"NVML thermal violation time >= {MIN_VIOLATION_S.value:g} s",
+        condition="NVML thermal violation time >= {min_violation_s:g} s",
         thresholds=(MIN_VIOLATION_S,),
         needs=("gpu",),
     ),

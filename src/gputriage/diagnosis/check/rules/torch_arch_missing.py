@@ -4,22 +4,30 @@ from gputriage.diagnosis.check.base import CHECK, Evidence
 from gputriage.diagnosis.rule import Rule
 from gputriage.model.finding import Finding, FindingSpec, Severity
 
+# NVIDIA's bf16 arithmetic starts with compute capability 8.0 (Ampere): said in the evidence, it decides nothing
+BF16_FROM = (8, 0)
 
-def supported(capability: str, arch_list: list[str]) -> bool:
+
+def capability(text: str) -> tuple[int, int]:
+    """ "9.0" as (9, 0)."""
+    major, minor = (int(x) for x in text.split("."))
+    return major, minor
+
+
+def supported(device: str, arch_list: list[str]) -> bool:
     """True when the build has SASS for this capability, or PTX of an equal or lower one (JIT)."""
-    major, minor = (int(x) for x in capability.split("."))
-    cc = major * 10 + minor
+    cc = capability(device)
     for arch in arch_list:
         kind, _, num = arch.partition("_")
         digits = "".join(ch for ch in num if ch.isdecimal())
         if not digits:
             continue
-        value = int(digits)
-        if kind == "sm" and value == cc:
+        built = divmod(int(digits), 10)  # sm_90 -> (9, 0), sm_100 -> (10, 0)
+        if kind == "sm" and built == cc:
             return True
-        if kind == "sm" and value // 10 == major and value <= cc and not num.endswith("a"):
+        if kind == "sm" and built[0] == cc[0] and built <= cc and not num.endswith("a"):
             return True  # same-major SASS is binary compatible
-        if kind == "compute" and value <= cc:
+        if kind == "compute" and built <= cc:
             return True
     return False
 
@@ -32,9 +40,9 @@ def evaluate(ev: Evidence) -> list[Finding]:
     for i in ev.gpus:
         cap = ev.gpu(i, "compute_capability")
         if cap and not supported(cap, arch_list):
-            bf16 = int(cap.split(".")[0]) >= 8
+            bf16 = capability(cap) >= BF16_FROM
             evidence = {f"gpu.{i}.compute_capability": cap, "torch.cuda.arch_list": arch_list, "bf16_capable": bf16}
-            out.append(RULE.spec.finding(evidence, severity=Severity.critical, subject=f"gpu.{i}"))
+            out.append(RULE.finding(evidence, severity=Severity.critical, subject=f"gpu.{i}"))
     return out
 
 
@@ -45,8 +53,7 @@ RULE = Rule(
         severity=Severity.critical,
         symptom="The framework build has no kernels for this GPU's architecture",
         cause="torch was compiled for other compute capabilities (an old wheel on a new GPU, e.g. sm_90 missing on "
-        "Hopper): "
-        "kernels fail with 'no kernel image is available' or fall back to slow PTX JIT",
+        "Hopper): kernels fail with 'no kernel image is available' or fall back to slow PTX JIT",
         decision="Install a torch build whose arch list includes this GPU (newer wheel or matching CUDA index); "
         "check with torch.cuda.get_arch_list()",
         commands=CHECK,

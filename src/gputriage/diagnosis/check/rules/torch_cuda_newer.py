@@ -2,7 +2,7 @@
 
 from gputriage.diagnosis.check.base import CHECK, Evidence
 from gputriage.diagnosis.rule import Rule
-from gputriage.model.finding import Finding, FindingSpec, Severity
+from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -23,17 +23,9 @@ def evaluate(ev: Evidence) -> list[Finding]:
         "driver.version": ev.get("driver.version"),
     }
     if b[0] > d[0]:
-        return [RULE.spec.finding(evidence, severity=Severity.critical, subject="torch")]
+        return [RULE.finding(evidence, severity=Severity.critical, subject="torch")]
     # same major: CUDA minor-version compatibility runs it, minus features needing the newer driver (PTX JIT)
-    return [
-        RULE.spec.finding(
-            evidence,
-            severity=Severity.info,
-            subject="torch",
-            cause="Same CUDA major version: minor-version compatibility runs it, but kernels shipped only "
-            "as newer PTX cannot be JIT-compiled by this driver",
-        )
-    ]
+    return [RULE.finding(evidence, severity=Severity.info, subject="torch", say="minor_newer")]
 
 
 RULE = Rule(
@@ -47,6 +39,12 @@ RULE = Rule(
         "version",
         commands=CHECK,
         condition="torch.version.cuda > driver CUDA version: major newer → critical, minor newer → info",
+        says={
+            "minor_newer": Wording(
+                cause="Same CUDA major version: minor-version compatibility runs it, but kernels shipped only as newer "
+                "PTX cannot be JIT-compiled by this driver"
+            )
+        },
     ),
     evaluate,
 )

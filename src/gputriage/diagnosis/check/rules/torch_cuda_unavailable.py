@@ -18,7 +18,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         return [CPU_BUILD.finding(evidence, severity=Severity.critical, subject="torch")]
     if ev.get("torch.cuda.available") is False:
         return [
-            RULE.spec.finding(
+            RULE.finding(
                 {
                     "torch.cuda.available": False,
                     "torch.cuda.build_version": build,

@@ -13,7 +13,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         util = ev.gpu(i, "util.gpu_pct")
         if procs and util is not None and util <= IDLE_UTIL.value:
             out.append(
-                RULE.spec.finding(
+                RULE.finding(
                     {f"gpu.{i}.util.gpu_pct": util, "processes": len(procs), "pids": [p["pid"] for p in procs][:8]},
                     severity=Severity.info,
                     subject=f"gpu.{i}",
@@ -32,7 +32,7 @@ RULE = Rule(
         "its CUDA context (one instant reading: confirm over time with `gputriage watch`)",
         decision="Check device placement and the data loader first; `gputriage run -- <cmd>` names the bottleneck",
         commands=CHECK,
-        condition=f"at least one process on the GPU and GPU-Util <= {IDLE_UTIL.value:.0f}%",
+        condition="at least one process on the GPU and GPU-Util <= {idle_util_pct:g}%",
         thresholds=(IDLE_UTIL,),
         needs=("gpu",),
     ),

@@ -12,7 +12,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         util, sm = ev.gpu(i, "util.gpu_pct"), ev.gpu(i, "gpm.sm_active_pct")
         if util is not None and sm is not None and util >= UNDERFILLED_UTIL.value and sm < UNDERFILLED_SM.value:
             out.append(
-                RULE.spec.finding(
+                RULE.finding(
                     {
                         f"gpu.{i}.util.gpu_pct": util,
                         f"gpu.{i}.gpm.sm_active_pct": sm,
@@ -36,7 +36,7 @@ RULE = Rule(
         decision="Give each launch more work: larger batch or sequence length, fuse small ops (torch.compile), "
         "CUDA graphs; then watch SM activity, not GPU-Util",
         commands=CHECK,
-        condition=f"GPU-Util >= {UNDERFILLED_UTIL.value:.0f}% and GPM SM activity < {UNDERFILLED_SM.value:.0f}%",
+        condition="GPU-Util >= {underfilled_util_pct:g}% and GPM SM activity < {underfilled_sm_active_pct:g}%",
         thresholds=(UNDERFILLED_UTIL, UNDERFILLED_SM),
         needs=("gpu",),
     ),

@@ -11,7 +11,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         hidden = [p["pid"] for p in ev.gpu(i, "processes") or [] if p.get("visible") is False]
         if hidden:
             out.append(
-                RULE.spec.finding(
+                RULE.finding(
                     {f"gpu.{i}.hidden_pids": hidden, "host.container.kind": ev.get("host.container.kind")},
                     severity=Severity.info,
                     subject=f"gpu.{i}",

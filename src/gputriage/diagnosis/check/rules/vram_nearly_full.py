@@ -16,7 +16,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         if share >= VRAM_NEARLY_FULL.value:
             sev = Severity.critical if share >= VRAM_PRESSURE.value else Severity.warn
             out.append(
-                RULE.spec.finding(
+                RULE.finding(
                     {
                         f"gpu.{i}.memory.used_bytes": used,
                         f"gpu.{i}.memory.total_bytes": total,
@@ -41,7 +41,7 @@ RULE = Rule(
         decision="Keep 5-10% headroom: lower batch or sequence length, gradient checkpointing, quantization for "
         "inference, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation",
         commands=CHECK,
-        condition=f"used >= {VRAM_NEARLY_FULL.value:.0f}% of total (critical >= {VRAM_PRESSURE.value:.0f}%)",
+        condition="used >= {vram_nearly_full_pct:g}% of total (critical >= {vram_pressure_pct:g}%)",
         thresholds=(VRAM_NEARLY_FULL, VRAM_PRESSURE),
         needs=("gpu",),
     ),

@@ -9,7 +9,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
     out = []
     for i in ev.gpus:
         procs = ev.gpu(i, "processes") or []
-        if len(procs) >= 2:
+        if len(procs) > 1:
             listed = [
                 {
                     "pid": p["pid"],
@@ -19,7 +19,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
                 }
                 for p in procs
             ]
-            out.append(RULE.spec.finding({f"gpu.{i}.processes": listed}, severity=Severity.warn, subject=f"gpu.{i}"))
+            out.append(RULE.finding({f"gpu.{i}.processes": listed}, severity=Severity.warn, subject=f"gpu.{i}"))
     return out
 
 
@@ -30,8 +30,7 @@ RULE = Rule(
         severity=Severity.warn,
         symptom="More than one process holds memory on the same GPU",
         cause="Processes share the GPU's memory and SMs: even an idle model server reserves VRAM, and concurrent "
-        "kernels "
-        "time-slice, so each job runs slower and OOMs sooner",
+        "kernels time-slice, so each job runs slower and OOMs sooner",
         decision="Consolidate into one process (a shared model server) or isolate: one job per GPU, MIG, or scheduler "
         "constraints",
         commands=CHECK,

@@ -4,7 +4,7 @@ from collections import Counter
 
 from gputriage.diagnosis.check.base import CHECK, Evidence
 from gputriage.diagnosis.rule import Rule
-from gputriage.model.finding import Finding, FindingSpec, Severity
+from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 
 # Codes that make the GPU untrustworthy until acted on.
 CRITICAL_XIDS = {48, 62, 64, 74, 79, 92, 95, 119, 120, 140, 143, 154}
@@ -19,6 +19,15 @@ DECISIONS = {
     "access; the GPU is likely fine",
     "unknown": "Look the code up in NVIDIA's Xid catalog",
 }
+# the words of each blame, and of a critical code of it ("hardware_critical")
+SAYS = {
+    blame + kind: Wording(symptom="Xid {xid} in the kernel log: {meaning}", cause=cause, decision=decision)
+    for blame, decision in DECISIONS.items()
+    for kind, cause in (
+        ("", "Points to the {blame}"),
+        ("_critical", "Points to the {blame} — the GPU is not trustworthy until acted on"),
+    )
+}
 
 
 def evaluate(ev: Evidence) -> list[Finding]:
@@ -28,7 +37,7 @@ def evaluate(ev: Evidence) -> list[Finding]:
         first = next(e for e in events if e["code"] == code)
         sev = Severity.critical if code in CRITICAL_XIDS else Severity.warn
         out.append(
-            RULE.spec.finding(
+            RULE.finding(
                 {
                     "xid": code,
                     "count": count,
@@ -39,10 +48,8 @@ def evaluate(ev: Evidence) -> list[Finding]:
                 },
                 severity=sev,
                 subject=f"xid.{code}",
-                symptom=f"Xid {code} in the kernel log: {first['meaning']}",
-                cause=f"Points to the {first['blame']}"
-                + (" — the GPU is not trustworthy until acted on" if sev == Severity.critical else ""),
-                decision=DECISIONS[first["blame"]],
+                say=first["blame"] + ("_critical" if sev == Severity.critical else ""),
+                fill={"xid": code, "meaning": first["meaning"], "blame": first["blame"]},
             )
         )
     return out
@@ -55,13 +62,13 @@ RULE = Rule(
         severity=Severity.warn,
         symptom="NVIDIA Xid errors in the kernel log",
         cause="The driver reported a GPU fault; the code tells whether hardware, platform, driver or the application "
-        "is "
-        "to blame",
+        "is to blame",
         decision="Act on the blame: drain and RMA for hardware codes, power/PCIe checks for platform codes, driver "
         "update for driver codes, debug the app for application codes",
         commands=CHECK,
         condition="any 'NVRM: Xid' line; critical codes: " + ", ".join(map(str, sorted(CRITICAL_XIDS))),
         needs=("kernel_log",),
+        says=SAYS,
     ),
     evaluate,
 )

@@ -7,15 +7,18 @@ finding gives the rate, and when the GPU will be full at that rate. Where the wo
 allocator (a Python workload under `run`), what its tensors hold tells the two causes apart: held
 bytes growing as fast are tensors kept (a leak); held bytes flat are the allocator's cache growing
 with shapes that keep changing (it gives blocks back only when an allocation fails, with a cudaFree
-and a retry that stall the GPU).
+and a retry that stall the GPU). Where the workload saved the allocator's snapshot while its live memory
+grew (`run.snapshots`), the finding names the Python lines whose live bytes grew, and the snapshot.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from gputriage.diagnosis.memory.evidence import lines_text
 from gputriage.diagnosis.rule import Rule
 from gputriage.diagnosis.run.base import RUN, RunEvidence
+from gputriage.diagnosis.run.snapshots import Judged
 from gputriage.model.finding import Finding, FindingSpec, Severity, Threshold, Wording
 from gputriage.model.numbers import GIB, MIB, duration_text, half
 from gputriage.model.run import GpuStatic, GpuVerdict
@@ -95,13 +98,23 @@ def evaluate(ev: RunEvidence) -> list[Finding]:
         return []
     out = []
     for v in ev.verdicts.values():
-        f = growing(v, ev.series(v.gpu), ev.static(v.gpu), ev.started_s, ev.ended_s)
+        f = growing(v, ev.series(v.gpu), ev.static(v.gpu), ev.started_s, ev.ended_s, _of(ev.growth_snapshot, v.gpu))
         out += [f] if f is not None else []
     return out
 
 
-def growing(v: GpuVerdict, series: Windows, gpu: GpuStatic, started_s: float, ended_s: float) -> Finding | None:
-    """The finding for one GPU, or None when its memory holds still (or the steady state is too short)."""
+def _of(snap: Judged | None, gpu: int) -> Judged | None:
+    """The growth's snapshot where it is of this GPU and names lines that grew."""
+    if snap is None or snap.gpu != gpu or snap.report is None or not snap.report.state.growth_lines:
+        return None
+    return snap
+
+
+def growing(
+    v: GpuVerdict, series: Windows, gpu: GpuStatic, started_s: float, ended_s: float, snap: Judged | None = None
+) -> Finding | None:
+    """The finding for one GPU, or None when its memory holds still (or the steady state is too short); `snap`: the
+    allocator's snapshot of the growth, whose lines it names."""
     steady_from, steady_to = started_s + v.startup_s, ended_s - v.shutdown_s
     steady = [w for w in series if steady_from <= w.t0_s and w.t1_s <= steady_to]
     points = [((w.t0_s + w.t1_s) / 2, w.used_max_bytes) for w in steady if w.used_max_bytes is not None]
@@ -117,7 +130,7 @@ def growing(v: GpuVerdict, series: Windows, gpu: GpuStatic, started_s: float, en
         if grown < HALF_SHARE.value * rate * (part[-1][0] - part[0][0]):
             return None
     last = points[-1][1]
-    evidence: dict[str, float] = {
+    evidence: dict[str, Any] = {
         "growth_mib_per_s": round(rate / MIB, 1),
         "grown_mib": round(rate * span_s / MIB),
         "steady_s": round(span_s, 1),
@@ -138,14 +151,32 @@ def growing(v: GpuVerdict, series: Windows, gpu: GpuStatic, started_s: float, en
         evidence["full_in_s"] = round(to_full_s)
         fill["full_in"] = duration_text(to_full_s)
     say = kind if gpu.memory_total_bytes else f"{kind}_no_total"
+    if snap is not None:
+        say += _lines(snap, evidence, fill)
     return RULE.finding(evidence, subject=f"gpu.{v.gpu}", say=say, fill=fill)
 
 
+def _lines(snap: Judged, evidence: dict[str, Any], fill: dict[str, Any]) -> str:
+    """The lines whose live bytes grew, and the snapshot, in the finding's figures and words: the wording's suffix."""
+    assert snap.report is not None
+    lines = snap.report.state.growth_lines
+    evidence["lines_grown"] = [f"{ln.label}={round((ln.growth_bytes or 0) / MIB, 1)} MiB" for ln in lines[:5]]
+    evidence["snapshot"] = fill["snapshot"] = snap.dump.snapshot
+    fill["lines"] = lines_text(lines, growth=True)
+    return "_lines"
+
+
+DECISION = (
+    "Run it under `gputriage run` (Python), which tells the two apart from the allocator's counters; "
+    "torch.cuda.memory._record_memory_history() and a snapshot show which allocations stay"
+)
 GROWS = (
     "GPU {gpu}: memory used grows {rate_mib_per_s:,.0f} MiB/s through the steady state ({grown_gib:.1f} GiB in "
     "{span_s:.0f} s, {used_gib:.1f} GiB now)"
 )
 FULL = "; at this rate the GPU is full in {full_in}"
+LINES = " — the lines whose live bytes grew: {lines}"
+SNAPSHOT = "; the allocator's snapshot of the growth is kept: `gputriage memory {snapshot}` lists every line"
 CAUSES = {"leak": (LEAK_CAUSE, LEAK_DECISION), "cache": (CACHE_CAUSE, CACHE_DECISION), "grows": ("", "")}
 RULE = Rule(
     FindingSpec(
@@ -157,17 +188,22 @@ RULE = Rule(
         symptom="GPU memory grows through the steady state",
         cause="Tensors kept on the GPU step after step (a leak), or a caching allocator whose cache grows with "
         "shapes that keep changing",
-        decision="Run it under `gputriage run` (Python), which tells the two apart from the allocator's counters; "
-        "torch.cuda.memory._record_memory_history() and a snapshot show which allocations stay",
+        decision=DECISION,
         condition="GPU memory used grows >= {vram_growth_min_mib:g} MiB over a steady state of "
         ">= {vram_growth_min_steady_s:g} s (and {vram_growth_min_windows:g} windows), at a fitted rate that each "
         "half of it shows at least {vram_growth_half_share:.0%} of",
         thresholds=(GROWTH_MIN, GROWTH_MIN_S, HALF_SHARE, HELD_SHARE, MIN_WINDOWS),
         # the allocator's report tells a leak from the cache; the GPU's size, when it will be full
+        # and the workload's snapshot of the growth, the lines that hold it
         says={
-            kind + total: Wording(symptom=GROWS + full, cause=cause, decision=decision)
+            kind + total + lined: Wording(
+                symptom=GROWS + full + (LINES if lined else ""),
+                cause=cause,
+                decision=(decision or DECISION) + SNAPSHOT if lined else decision,
+            )
             for kind, (cause, decision) in CAUSES.items()
             for total, full in (("", FULL), ("_no_total", ""))
+            for lined in ("", "_lines")
         },
     ),
     evaluate,
