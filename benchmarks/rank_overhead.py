@@ -183,8 +183,10 @@ def torchrun(runs: int) -> None:
             env[base.stack_sampler.DIR_ENV] = folder
             if hooked:
                 env, hooks = inject.prepare_hooks(env)
-            out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-            got[hooked] = float(out.split("throughput:")[1].split()[0])
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+            if "throughput:" not in r.stdout:  # gloo may abort a rank at exit, once its steps are counted: not then
+                raise RuntimeError(f"the job failed (exit {r.returncode}): {r.stderr[-2000:]}")
+            got[hooked] = float(r.stdout.split("throughput:")[1].split()[0])
         ratios.append(1.0 - got[True] / got[False])
     print(
         f"\n2-rank gloo job (healthy.py): slowdown {100 * statistics.median(ratios):.2f}% "
