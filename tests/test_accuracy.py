@@ -48,10 +48,14 @@ def test_the_accuracy_page_is_generated_from_todays_outcomes(outcomes):
 def test_the_manifest_lists_every_recorded_run_trace_and_load_test():
     listed = {(c.fixture, c.key) for c in load_manifest(MANIFEST)}
     recorded = set()
-    for path in sorted(FIXTURES.glob("h*/runs_*.json.gz")) + [
-        FIXTURES / "h200" / "run_samples.json.gz",
-        FIXTURES / "h200" / "scenario_samples.json",
-    ]:
+    for path in (
+        sorted(FIXTURES.glob("h*/runs_*.json.gz"))
+        + sorted(FIXTURES.glob("ranks/runs_*"))
+        + [
+            FIXTURES / "h200" / "run_samples.json.gz",
+            FIXTURES / "h200" / "scenario_samples.json",
+        ]
+    ):
         recorded |= {(str(path.relative_to(FIXTURES)), key) for key in load_runs(path)}
     for path in sorted(FIXTURES.glob("h200/traces/*.json.gz")) + sorted(FIXTURES.glob("*/load_*.json")):
         recorded.add((str(path.relative_to(FIXTURES)), None))
@@ -186,7 +190,7 @@ def test_a_run_right_in_its_cause_but_missing_a_finding_is_wrong_by_the_finding(
     table = text(outcomes)
     assert "runs_x/vram_leak: expected compute_bound, got compute_bound (run.vram_growing not raised)" in table
     assert table.rstrip().endswith(
-        "Of 1 recorded cases, 0 right (runs 0/1, traces 0/0, loads 0/0, memory snapshots 0/0)."
+        "Of 1 recorded cases, 0 right (runs 0/1, traces 0/0, loads 0/0, memory snapshots 0/0, multi-rank runs 0/0)."
     )
     row = next(line for line in table.splitlines() if line.startswith("compute_bound"))
     assert row.split()[1:4] == ["1", "1", "1"]  # the cause tables count the cause alone

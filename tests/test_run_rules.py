@@ -112,7 +112,8 @@ def test_every_run_finding_but_the_verdicts_is_a_rule_module() -> None:
         "run.vram_growing",
     } <= ids
     assert not ids & {f"run.{b.value}" for b in B}  # the verdicts are the labels'
-    assert [r.id for r in rules_of("run") if isinstance(r, VerdictRule)] == ["run.input_rate_bound"]
+    verdict_rules = [r.id for r in rules_of("run") if isinstance(r, VerdictRule)]
+    assert verdict_rules == ["run.waits_for_straggler", "run.input_rate_bound"]
 
 
 PACED = runs("runs_host_side_modes.json.gz")

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from gputriage.api.bench import bench
     from gputriage.api.check import catalog, check, snapshot
     from gputriage.api.checklist import checklist
+    from gputriage.api.join import join
     from gputriage.api.memory import analyze_memory
     from gputriage.api.monitor import Monitor, monitor
     from gputriage.api.report import write_html
@@ -45,6 +46,7 @@ WHERE = {
     "check": "check",
     "snapshot": "check",
     "checklist": "checklist",
+    "join": "join",
     "Monitor": "monitor",
     "monitor": "monitor",
     "write_html": "report",
@@ -68,6 +70,7 @@ __all__ = [
     "catalog",
     "check",
     "checklist",
+    "join",
     "monitor",
     "run",
     "runs",

@@ -138,6 +138,23 @@ def configured_idle_held_min_s(given_s: float | None = None) -> float | None:
     return float(after) * 60.0
 
 
+def configured_hang_after_s(given_s: float | None = None) -> float | None:
+    """How long ranks of a distributed job wait in a collective for others before the job is said to hang, in
+    seconds: `given_s` where given (`--hang-after`), else `[hang] after_seconds` in the config file, else None (the
+    threshold's, `hang_after_s`)."""
+    if given_s is not None:
+        if not _number(given_s, 0.0, strict=True):
+            raise UsageError(f"hang_after_s must be a number of seconds > 0, not {given_s!r}")
+        return float(given_s)
+    path, table = _config_table("hang")
+    after = table.get("after_seconds")
+    if after is None:
+        return None
+    if not _number(after, 0.0, strict=True):
+        raise GputriageError(f"{path}: [hang] after_seconds must be a number > 0, not {after!r}")
+    return float(after)
+
+
 def check_store(store: str | Path | bool | None) -> None:
     """Before long work whose result goes to the store: GputriageError now if it cannot be opened and written."""
     db = open_store(store)

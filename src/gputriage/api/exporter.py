@@ -5,10 +5,18 @@ server is `gputriage.exporter`; this wires it to the live label, the regime trac
 from __future__ import annotations
 
 import functools
+import socket
+import sys
 from typing import Any
 
-from gputriage.api._common import GputriageError, configured_idle_held_min_s, configured_price
+from gputriage.api._common import (
+    GputriageError,
+    configured_hang_after_s,
+    configured_idle_held_min_s,
+    configured_price,
+)
 from gputriage.api.check import check
+from gputriage.api.live_hangs import LiveHangs
 from gputriage.diagnosis.idle_held import judge_live
 from gputriage.diagnosis.run.live import live_labels
 from gputriage.diagnosis.run.live_regimes import LiveRegimes
@@ -40,6 +48,7 @@ def exporter(
     price_per_gpu_hour: float | None = None,
     currency: str | None = None,
     idle_held_min_s: float | None = None,
+    hang_after_s: float | None = None,
 ) -> Exporter:
     """The exporter, not started: its live label is `watch`'s, each GPU's regime followed as `watch` follows it, its
     scrape the Prometheus renderer's, its periodic check the playbook's, the processes holding a GPU idle judged as
@@ -47,7 +56,8 @@ def exporter(
     backends to read (default: this machine's); `check_every_s` 0: no periodic check; `price_per_gpu_hour`: served
     for the dashboards' cost panels (default: the config file's [cost]); `idle_held_min_s`: how long a process must
     hold GPU memory idle to be served as idle_held (default: the config file's [idle_held] after_minutes, else 10
-    min)."""
+    min); `hang_after_s`: how long ranks of a distributed job on the GPUs wait in a collective for others before the
+    hang is said (default: the config file's [hang] after_seconds, else 300 s)."""
     price, unit = (price_per_gpu_hour, currency) if price_per_gpu_hour is not None else configured_price()
     idle_s = configured_idle_held_min_s(idle_held_min_s)
     return Exporter(
@@ -65,7 +75,12 @@ def exporter(
         regimes=functools.partial(LiveRegimes, window_s=LAST_S),
         price_per_gpu_hour=price,
         currency=currency or unit or "USD",
+        hangs=functools.partial(LiveHangs, configured_hang_after_s(hang_after_s), socket.gethostname(), _say),
     )
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"gputriage: {message}\n")
 
 
 def start_exporter(**options: Any) -> Exporter:

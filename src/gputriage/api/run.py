@@ -17,6 +17,7 @@ from gputriage.api._common import (
     NoStoreError,
     UsageError,
     WorkloadError,
+    configured_hang_after_s,
     configured_idle_held_min_s,
     configured_price,
     open_budget,
@@ -85,6 +86,7 @@ def run(
     metric: str | None = None,
     baseline: str | None = None,
     idle_held_min_s: float | None = None,
+    hang_after_s: float | None = None,
 ) -> RunReport:
     """Run a command (no shell, stdio passed through), sample the GPUs, the host and its process tree,
     and judge it. `command`: a list of arguments (`["python", "train.py"]`), or one string split as a shell
@@ -98,7 +100,10 @@ def run(
     a baseline's name (or a run id) to compare with at the end; a regression beyond its noise is a finding
     (`run.regression`). `idle_held_min_s`: how long a process must hold GPU memory idle to be named
     (`run.idle_held`; else the config file's `[idle_held] after_minutes`, else 10 min). The report's `exit_code` is
-    the command's (128 + N when signal N ended it). Raises UsageError for a command or option that cannot be,
+    the command's (128 + N when signal N ended it). `hang_after_s`: how long ranks of a distributed job wait in a
+    collective for others before the hang is said, on stderr and in the store, while it runs (`run.rank_hang`;
+    else the config file's `[hang] after_seconds`, else 300 s). Raises UsageError for a command or option that
+    cannot be,
     WorkloadError when the command cannot start (nothing is kept then), GputriageError for a store that cannot take
     the run (before anything starts)."""
     argv = command_line(command)
@@ -136,6 +141,7 @@ def run(
         price_per_gpu_hour=price,
         currency=unit,
         idle_held_min_s=configured_idle_held_min_s(idle_held_min_s),
+        hang_after_s=configured_hang_after_s(hang_after_s),
         budget=limits,
         baseline=against,
         command=[utf8(a) for a in argv],

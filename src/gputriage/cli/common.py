@@ -150,6 +150,16 @@ IDLE_AFTER = typer.Option(  # given in minutes, passed on in seconds (a command'
 )
 
 
+HANG_AFTER = typer.Option(
+    None,
+    "--hang-after",
+    metavar="SECONDS",
+    min=0.1,
+    help="Say a distributed job hangs when ranks have waited this long in a collective for others that did not "
+    "arrive (default: after_seconds under [hang] in the config file, else 300).",
+)
+
+
 @contextlib.contextmanager
 def spinner(first: str = "starting") -> Iterator[Callable[[str], None]]:
     """A one-line progress display on stderr (on a terminal only); yields what to call with what runs now."""

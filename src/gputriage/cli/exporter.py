@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import IDLE_AFTER, err, fail
+from gputriage.cli.common import HANG_AFTER, IDLE_AFTER, err, fail
 
 
 def exporter(
@@ -40,6 +40,7 @@ def exporter(
         None, "--currency", help="Currency of --price (default: the config file's, else USD)."
     ),
     idle_held_min_s: Optional[float] = IDLE_AFTER,
+    hang_after_s: Optional[float] = HANG_AFTER,
 ) -> None:
     """Serve each GPU's readings at /metrics under dcgm-exporter's names and units (DCGM_FI_DEV_GPU_UTIL,
     DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_POWER_USAGE, ...), so existing dashboards work,
@@ -51,7 +52,9 @@ def exporter(
     never waits on NVML: it reads what the sampler last read. GET /stacks dumps the Python stacks of the processes
     on the GPUs with py-spy (JSON; only when asked: a dump pauses a process for milliseconds), where py-spy is
     installed and permitted (gputriage_pyspy_available; /stacks says why not). GET /regimes: each GPU's regime
-    and its last changes (JSON)."""
+    and its last changes (JSON). A distributed job's ranks on the GPUs are dumped with py-spy every 10 s for a hang:
+    ranks waiting in a collective past --hang-after for ranks that did not arrive are said once on stderr, counted in
+    gputriage_rank_hangs_total (the missing ranks in gputriage_rank_hang_missing) and listed at GET /hangs."""
     from gputriage.api import GputriageError  # the library at the command's start: `gputriage --help` stays quick
     from gputriage.api.exporter import start_exporter
 
@@ -70,6 +73,7 @@ def exporter(
             price_per_gpu_hour=price,
             currency=currency,
             idle_held_min_s=idle_held_min_s,
+            hang_after_s=hang_after_s,
         )
     except GputriageError as exc:
         fail(str(exc), exits.BAD_INPUT)

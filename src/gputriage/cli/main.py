@@ -18,6 +18,7 @@ from gputriage.cli.checklist import checklist
 from gputriage.cli.common import natural_help
 from gputriage.cli.exporter import exporter
 from gputriage.cli.fleet import fleet_app
+from gputriage.cli.join import join
 from gputriage.cli.load import load
 from gputriage.cli.memory import memory
 from gputriage.cli.profile import profile
@@ -73,6 +74,7 @@ for _command in (
     load,
     exporter,
     profile,
+    join,
 ):
     app.command()(_pipe_safe(_command))
 app.add_typer(baseline_app, name="baseline")

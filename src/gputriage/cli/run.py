@@ -9,7 +9,17 @@ from typing import Optional
 import typer
 
 from gputriage.cli import exits
-from gputriage.cli.common import FAIL_ON_HELP, IDLE_AFTER, api_errors, err, exit_for, fail, parse_fail_on, to_json
+from gputriage.cli.common import (
+    FAIL_ON_HELP,
+    HANG_AFTER,
+    IDLE_AFTER,
+    api_errors,
+    err,
+    exit_for,
+    fail,
+    parse_fail_on,
+    to_json,
+)
 
 PERIOD_HELP = (
     "Seconds between two readings of the GPU counters (default: the driver's own refresh of GPU-Util, "
@@ -110,6 +120,7 @@ def run(
     ),
     currency: str = typer.Option("USD", "--currency", metavar="CODE", help="The currency of --price."),
     idle_held_min_s: Optional[float] = IDLE_AFTER,
+    hang_after_s: Optional[float] = HANG_AFTER,
     keep_workload: bool = typer.Option(
         False, "--keep-workload", help="If gputriage is killed, let the command run on (by default it gets SIGTERM)."
     ),
@@ -148,6 +159,7 @@ def run(
                 metric=metric,
                 baseline=baseline,
                 idle_held_min_s=idle_held_min_s,
+                hang_after_s=hang_after_s,
             )
         except api.WorkloadError as exc:
             fail(str(exc), exc.exit_code)

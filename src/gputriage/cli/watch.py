@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gputriage.cli import exits
-from gputriage.cli.common import FAIL_ON_HELP, IDLE_AFTER, err, exit_for, fail, out, parse_fail_on
+from gputriage.cli.common import FAIL_ON_HELP, HANG_AFTER, IDLE_AFTER, err, exit_for, fail, out, parse_fail_on
 from gputriage.cli.run import PERIOD_HELP
 from gputriage.model.clock_events import decode_reasons
 from gputriage.model.live_regime import LiveRegime
@@ -117,6 +117,7 @@ def watch(
     ),
     currency: Optional[str] = typer.Option(None, "--currency", metavar="CODE"),
     idle_held_min_s: Optional[float] = IDLE_AFTER,
+    hang_after_s: Optional[float] = HANG_AFTER,
     stacks_every: float = typer.Option(
         10.0,
         "--stacks-every",
@@ -128,6 +129,8 @@ def watch(
 ) -> None:
     """Watch every GPU and the host live; Ctrl-C, SIGTERM or SIGHUP (or --seconds) leaves with a summary."""
     from gputriage import api  # the library and the renderer when the command runs: `gputriage --help` stays quick
+    from gputriage.api._common import configured_hang_after_s
+    from gputriage.api.live_hangs import LiveHangs
     from gputriage.diagnosis.run.live_regimes import LiveRegimes
     from gputriage.report.pyspy_terminal import render_pyspy
     from gputriage.report.run_terminal import render
@@ -156,7 +159,15 @@ def watch(
     if not m.session.gpus:
         err.print(f"gputriage: no GPU to watch ({m.session.system.get('nvml', 'NVML sees no GPU')}); showing the host")
     session = m.session
-    stacks = started(lambda: gpu_pids(session.nvml, session.gpus, os.getpid()), stacks_every)  # py-spy, every N s
+    try:
+        after_s = configured_hang_after_s(hang_after_s)
+    except api.GputriageError as exc:
+        fail(str(exc), exits.BAD_INPUT)
+    hangs = LiveHangs(after_s, session.meta.hostname, lambda said: err.print(f"gputriage: {said}", soft_wrap=True))
+    session.sampler.sinks = [hangs.sink, *session.sampler.sinks]  # a hang said goes with the next sample (a new list:
+    # the sampler's thread runs)
+    pids = lambda: gpu_pids(session.nvml, session.gpus, os.getpid())
+    stacks = started(pids, stacks_every, on_dump=hangs.on_dump)  # py-spy every N s: the stacks, and the ranks' hangs
     t_end = time.monotonic() + seconds if seconds else None
     regimes = LiveRegimes(window_s=LAST_S)  # each GPU's regime, from the labels the view shows
     try:

@@ -4,7 +4,8 @@ labels each GPU's last second (`sampling.live.LastSecond`, named by the `label` 
 thread runs the playbook it is given; the scrape renders what they left (`state()`), with the renderer it is given,
 in dcgm-exporter's text format (`exposition`). `/stacks` dumps the Python stacks of the processes on the GPUs with
 py-spy when asked, never on a scrape (one dump for the requests that arrive while it runs); `/regimes` serves each
-GPU's regime and the last changes."""
+GPU's regime and the last changes; `/hangs`, the hangs of a distributed job's ranks said so far (a thread dumps the
+processes on the GPUs that are ranks every `hang_every_s`, where a hang watch is given)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 
 import msgspec
 
+from gputriage.backends import pyspy
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import NvmlBackend, PynvmlBackend
 from gputriage.exporter.checked import Checked, checked
@@ -30,6 +32,7 @@ from gputriage.model.live_regime import LiveRegime, RegimeChange, RegimesNow
 from gputriage.model.pyspy import PySpyStacks
 from gputriage.model.reading import Unavailable
 from gputriage.model.run import GpuStatic
+from gputriage.model.sample import HangEvent
 from gputriage.model.window import WindowMetrics
 from gputriage.sampling.live import LastSecond
 from gputriage.sampling.sampler import Cadences, Sampler
@@ -37,6 +40,8 @@ from gputriage.sampling.session import gpu_static
 
 DEFAULT_PORT = 9400  # dcgm-exporter's
 JUDGE_EVERY_S = 1.0
+HANG_EVERY_S = 10.0  # the ranks on the GPUs dumped this often for a hang (each dump pauses a rank milliseconds)
+HANGS_KEPT = 10  # the last hangs the state keeps
 CHANGES_KEPT = 10  # the changes of regime the state keeps (gputriage_regime_changes_total counts them all)
 
 # each GPU's last second -> each GPU's bottleneck (diagnosis.run.live.live_labels)
@@ -53,6 +58,15 @@ class Regimes(Protocol):
     def update(self, t_s: float, labels: Mapping[int, str]) -> list[RegimeChange]: ...
     def current(self) -> dict[int, LiveRegime]: ...
     def counts(self) -> dict[int, int]: ...
+
+
+class Hangs(Protocol):
+    """A hang of a distributed job's ranks, from py-spy's dumps of them (api.live_hangs.LiveHangs)."""
+
+    kept: list[HangEvent]
+
+    def is_rank(self, pid: int) -> bool: ...
+    def on_dump(self, pid: int, t_s: float, threads: list[Any]) -> None: ...
 
 
 class ExporterError(Exception):
@@ -79,10 +93,13 @@ class Exporter:
         regimes: Callable[[], Regimes] | None = None,
         price_per_gpu_hour: float | None = None,
         currency: str = "USD",
+        hangs: Callable[[], Hangs] | None = None,
+        hang_every_s: float = HANG_EVERY_S,
     ) -> None:
         """`held`: judges which processes hold a GPU idle (diagnosis.idle_held.judge_live); `regimes`: makes the
         tracker of each GPU's regime (None: no regime followed); `price_per_gpu_hour`: served as
-        gputriage_price_per_gpu_hour, for the dashboards' cost panels."""
+        gputriage_price_per_gpu_hour, for the dashboards' cost panels; `hangs`: makes what says a hang of a distributed
+        job's ranks from py-spy's dumps of them, every `hang_every_s` (None: no hang watched)."""
         self.listen, self.port, self.period_s = listen, port, period_s
         self.window_s, self.check_every_s = window_s, check_every_s
         self._label, self._render, self._run_check = label, render, check
@@ -90,6 +107,9 @@ class Exporter:
         self._held, self.price_per_gpu_hour, self.currency = held, price_per_gpu_hour, currency
         self.tracker: HolderTracker | None = None
         self.regimes = regimes() if regimes is not None else None
+        self.hangs = hangs() if hangs is not None else None
+        self.hang_every_s = hang_every_s
+        self.dump_one: Callable[[int], Any] = pyspy.dump  # one process's threads, or why not
         self.changes: collections.deque[RegimeChange] = collections.deque(maxlen=CHANGES_KEPT)
         self.pyspy: Unavailable | None = None  # why py-spy cannot read the processes on the GPUs (checked at start)
         self._pyspy_checked = False
@@ -142,7 +162,7 @@ class Exporter:
             self.pyspy, self._pyspy_checked = availability(), True
         metrics = application(lambda: self._render(self.state()))
         try:
-            routes = {"/stacks": self.stacks_json, "/regimes": self.regimes_json}
+            routes = {"/stacks": self.stacks_json, "/regimes": self.regimes_json, "/hangs": self.hangs_json}
             self._server = serve(self.listen, self.port, routed(metrics, routes))
         except OSError as exc:
             raise ExporterError(f"cannot listen on {self.listen}:{self.port}: {exc.strerror or exc}") from None
@@ -153,7 +173,10 @@ class Exporter:
         self.serve()
         assert self.sampler is not None
         self.sampler.start()
-        for target, name in ((self._judge, "gputriage-exporter-judge"), (self._check, "gputriage-exporter-check")):
+        loops = [(self._judge, "gputriage-exporter-judge"), (self._check, "gputriage-exporter-check")]
+        if self.hangs is not None:
+            loops.append((self._hang_loop, "gputriage-exporter-hangs"))
+        for target, name in loops:
             t = threading.Thread(target=target, name=name, daemon=True)
             t.start()
             self._threads.append(t)
@@ -217,6 +240,24 @@ class Exporter:
     def regimes_json(self) -> bytes:
         return msgspec.json.encode(self.regimes_now())
 
+    def hang_once(self) -> None:
+        """One py-spy dump of each process on the GPUs that is a rank of a distributed job (none: no dump), read for a
+        hang (said once, on stderr, and kept for the scrapes)."""
+        if self.hangs is None or self.live is None or (self._pyspy_checked and self.pyspy is not None):
+            return
+        for pid in sorted({p.pid for p in self.live.processes} - {os.getpid()}):
+            if self.hangs.is_rank(pid):
+                got = self.dump_one(pid)
+                if isinstance(got, list):
+                    self.hangs.on_dump(pid, time.time(), got)
+
+    def hangs_json(self) -> bytes:
+        return msgspec.json.encode(self.hangs.kept if self.hangs is not None else [])
+
+    def _hang_loop(self) -> None:
+        while not self._stop.wait(self.hang_every_s):
+            self.hang_once()
+
     def _judge(self) -> None:
         while not self._stop.wait(JUDGE_EVERY_S):
             self.judge_once()
@@ -269,4 +310,5 @@ class Exporter:
             regime_changes_total=now.changes_total,
             pyspy_available=self.pyspy is None if self._pyspy_checked else None,
             pyspy_reason=self.pyspy.reason if self.pyspy is not None else "",
+            hangs=list(self.hangs.kept[-HANGS_KEPT:]) if self.hangs is not None else [],
         )

@@ -27,6 +27,7 @@ HOST_COMPUTE = "host_compute"
 COMPILE = "compile"
 GC = "gc"
 LAUNCH = "launch"
+COLLECTIVE_WAIT = "collective_wait"
 LOOP = "loop"
 HOST_OPS = "host_ops"
 
@@ -42,6 +43,7 @@ ALL = (
     Category(LOOP, "host_loop_share", "runs the training framework's loop", waits=False),
     # a library's ops computed on the CPU: ONNX Runtime's CPU provider, JAX on its CPU backend, numba on the CPU
     Category(HOST_OPS, "host_ops_share", "runs a library's ops on the CPU", waits=False),
+    Category(COLLECTIVE_WAIT, "host_collective_wait_share", "waits in a collective", waits=True),  # for its peers
 )
 CATEGORIES = tuple(c.name for c in ALL)  # in the sampler's order (its counts are lists in this order)
 DOING = {c.name: c.doing for c in ALL}

@@ -18,6 +18,13 @@ sample needs the interpreter lock, so a thread computing 2 ms between waits is s
 main thread's CPU time, and the reader caps its waits at its time off the CPU (`sampling.progress`). Counts per
 category and per line (the innermost frame outside the standard library, site-packages and gputriage), and the GPU
 libraries the process imported, are written every WRITE_S as `stacks.PID.json`, replaced atomically.
+
+collective_wait: the innermost frame outside the standard library is torch.distributed's (a collective, a barrier,
+the rendezvous; not its launcher, not an import), or, in a process with a process group, the workload's line waits on
+a handle (`work.wait()`). In a rank of a distributed job (`rank_clock`: RANK and its launchers' variables), the time
+its main thread blocked inside autograd's backward goes to collective_wait too (the gradients' all-reduce waits
+there for the other ranks); the report then carries who the rank is, its steps, its time waiting for a CPU, and where
+its main thread is now.
 """
 
 from __future__ import annotations
@@ -60,6 +67,7 @@ def _sibling(module: str) -> Any:
 
 _V = _sibling("stack_categories")
 _L = _sibling("stack_libraries")  # the GPU libraries beside torch, the training frameworks
+_RANKS = _sibling("rank_clock")  # a rank of a distributed job: its steps, its main thread's waits, where it is now
 CATEGORIES: tuple[str, ...] = _V.CATEGORIES
 GPU_WAIT: str = _V.GPU_WAIT
 INPUT_WAIT: str = _V.INPUT_WAIT
@@ -85,6 +93,10 @@ _BY_NAME = {name: i for i, name in enumerate(CATEGORIES)}
 
 # what a file is, from its path
 USER, STDLIB, LIBRARY, TORCH, COMPILER, LOADER, TORCH_SYNC, PINNING, MODULE, GPU_LIB, FRAMEWORK = range(11)
+DISTRIBUTED = 11  # torch.distributed's collectives, barriers and rendezvous (not its launcher, `elastic`)
+_COLLECTIVE = CATEGORIES.index(_V.COLLECTIVE_WAIT)
+_WORK_WAIT = re.compile(r"\.wait\(\s*\)")  # a C wait on a line of the workload's: a collective's Work.wait()
+_LAUNCHERS = ("/torch/distributed/elastic/", "/torch/distributed/launcher/", "/torch/distributed/run.py")
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
 _GPUTRIAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _COMPILE_DIRS = "torch/_dynamo/convert_frame.py torch/_inductor/compile_fx.py torch/_inductor/async_compile.py "
@@ -140,6 +152,8 @@ def file_kind(path: str) -> int:
             return LOADER
         if any(p.endswith(s) for s in _SYNCS):
             return TORCH_SYNC
+        if "/torch/distributed/" in p and not any(x in p for x in _LAUNCHERS):
+            return DISTRIBUTED
         return MODULE if p.endswith("torch/nn/modules/module.py") else TORCH
     lib = _L.library_of(p)
     if lib is not None:  # another GPU library (CuPy, JAX, ...), or a training framework's loop (Lightning, ...)
@@ -167,6 +181,8 @@ class Classifier:
         self.kinds: dict[str, int] = {}
         self.texts: dict[tuple[str, int], int] = {}  # the innermost line's category from its text (-1: none)
         self.waits: dict[tuple[str, str], bool] = {}
+        self.distributed = False  # the process has a torch.distributed process group: a Work.wait() is a collective's
+        self.work_waits: dict[tuple[str, int], bool] = {}
         self.libs = _L.Reader(on_gpu)  # the GPU libraries beside torch, the training frameworks
 
     def kind(self, path: str) -> int:
@@ -202,6 +218,7 @@ class Classifier:
         library: Optional[str] = None  # that frame's GPU library or training framework, while its frames go on
         library_frames: list[FrameType] = []  # that library's frames, from that one outward
         compiling = loader = moving = in_module = False
+        inner, inner_name = -1, ""  # the innermost frame outside the standard library: its kind, its function
         f: Optional[FrameType] = frame
         depth = 0
         while f is not None and depth < MAX_DEPTH:
@@ -216,6 +233,8 @@ class Classifier:
             elif k == MODULE:
                 in_module = True
                 moving = moving or code.co_name in ("to", "cuda", "_apply")
+            if inner < 0 and k != STDLIB:
+                inner, inner_name = k, code.co_name
             if k != STDLIB and k != USER and first_library is None:
                 first_library = f
             if not owned and k != STDLIB and k != LIBRARY:
@@ -230,6 +249,10 @@ class Classifier:
             depth += 1
         named = line_frame or first_library or frame
         line = (named.f_code.co_filename, named.f_lineno, named.f_code.co_name)
+        if (inner == DISTRIBUTED and inner_name != "<module>" and not compiling) or (
+            self.distributed and leaf_kind == USER and self._work_wait(leaf_code, frame)
+        ):
+            return _COLLECTIVE, line, False
         if library_frames and not compiling and not (leaf_kind == STDLIB and self.stdlib_waits(leaf_code)):
             got = self._library(library_frames, cuda)
             if got >= 0:
@@ -238,6 +261,16 @@ class Classifier:
         if not cuda:
             cat = _HOST_ONLY.get(cat, cat)
         return cat, line, loader and cat == _INPUT
+
+    def _work_wait(self, code: Any, frame: FrameType) -> bool:
+        """The workload's line waits on a collective's handle (`work.wait()`, a C call: no frame of its own)."""
+        key = (code.co_filename, frame.f_lineno)
+        w = self.work_waits.get(key)
+        if w is None:
+            w = bool(_WORK_WAIT.search(linecache.getline(*key)))
+            if len(self.work_waits) < 65536:
+                self.work_waits[key] = w
+        return w
 
     def _library(self, frames: list[FrameType], cuda: bool) -> int:
         """What a thread does in a GPU library's code or a training framework's (`stack_libraries`); -1: nothing
@@ -378,6 +411,11 @@ class StackSampler:
             self.main_clock = None
         self.main_cpu_s: Optional[float] = None
         self.cpu0_s = 0.0
+        who = _RANKS.identity(os.environ)
+        native = threading.main_thread().native_id
+        self.rank = None if who is None else _RANKS.RankClock(who, self.gc.main_ident, native, self.classifier.kind)
+        if self.rank is not None:  # the categories a backward's blocked time is taken from, and given to
+            self.rank.split = ((_LAUNCH, _HOST), _COLLECTIVE)
 
     def _refresh_skipped(self) -> None:
         own = threading.get_ident()
@@ -385,6 +423,8 @@ class StackSampler:
         self.skip = {t.ident for t in ours if t.ident is not None}
         self.classifier.libs.refresh()  # which libraries beside torch compute on the GPU
         self.cuda = self.cuda or _cuda_ready() or self.classifier.libs.on_gpu.any()
+        if self.rank is not None:
+            self.classifier.distributed = self.classifier.distributed or _RANKS.distributed_ready()
 
     def sample(self) -> None:
         """One round: every thread's stack, classified and counted."""
@@ -408,7 +448,10 @@ class StackSampler:
                 else:
                     got = self.classifier.classify(frame, cuda)
                 seen[ident] = (frame, frame.f_lasti, cuda, got)
-                c.add(got[0], got[1], ident == main, got[2])
+                if ident == main and self.rank is not None:
+                    self.rank.count(time.time(), frame, got, c, self.classifier.distributed)
+                else:
+                    c.add(got[0], got[1], ident == main, got[2])
             self.last = seen
             gc_main, gc_other = self.gc.take()
             if gc_main > 0:
@@ -433,6 +476,8 @@ class StackSampler:
         now = time.time()
         report.update(pid=os.getpid(), t_s=now, wall_s=now - self.started_s, rate_hz=self.rate_hz, cuda=self.cuda)
         report.update(main_cpu_s=None if cpu is None else cpu - self.cpu0_s, child=_spawned_child())
+        if self.rank is not None:
+            report.update(self.rank.report(now, sys._current_frames(), CATEGORIES))
         report.update(libraries=_L.imported())  # the GPU libraries and frameworks it imported, with their versions
         tmp = f"{self.path}.tmp"
         with contextlib.suppress(OSError):  # a folder gone: the run is over
@@ -457,6 +502,8 @@ class StackSampler:
             self.write()
         finally:
             self.last = {}  # no frame kept alive once stopped
+            if self.rank is not None:
+                self.rank.close()
             with contextlib.suppress(ValueError):
                 gc.callbacks.remove(self.gc)
 

@@ -12,7 +12,7 @@ from gputriage.model.finding import Finding
 from gputriage.model.live_regime import LiveRegime, RegimeChange
 from gputriage.model.owner import ProcessOwner
 from gputriage.model.run import GpuStatic
-from gputriage.model.sample import GpuProcess, Sample
+from gputriage.model.sample import GpuProcess, HangEvent, Sample
 
 
 class HeldProcess(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -50,3 +50,4 @@ class ExporterState(msgspec.Struct, kw_only=True):
     regime_changes_total: dict[int, int] = {}  # GPU -> its changes of regime since the exporter started
     pyspy_available: Optional[bool] = None  # py-spy can read the processes on the GPUs (None: not checked)
     pyspy_reason: str = ""  # why it cannot (Unavailable's reason: not_installed, no_permission, ...)
+    hangs: list[HangEvent] = []  # the last hangs of a distributed job's ranks on these GPUs, oldest first

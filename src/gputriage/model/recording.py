@@ -9,8 +9,9 @@ from typing import Mapping, Protocol
 from gputriage.model.compile import CompileStats
 from gputriage.model.memory import MemoryDump
 from gputriage.model.owner import ProcessOwner
+from gputriage.model.ranks import RankSeries
 from gputriage.model.run import GpuStatic, ProcessSummary, RunMeta
-from gputriage.model.sample import Sample, StackCounts
+from gputriage.model.sample import HangEvent, Sample, StackCounts
 from gputriage.model.window import Windows
 
 
@@ -52,6 +53,8 @@ class Recording:
     compile: CompileStats | None = None  # what torch.compile did in the workload, as it reported it
     owners: dict[int, ProcessOwner] = field(default_factory=dict)  # who the processes on the GPUs are, by pid
     memory: list[MemoryDump] = field(default_factory=list)  # the allocator snapshots the workload saved (OOM first)
+    ranks: list[RankSeries] = field(default_factory=list)  # a distributed job's ranks, each cut into windows
+    hangs: list[HangEvent] = field(default_factory=list)  # the hangs of its ranks said while it ran
 
     @property
     def static(self) -> dict[int, GpuStatic]:

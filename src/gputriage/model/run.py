@@ -14,6 +14,7 @@ from gputriage.model.compile import CompileStats
 from gputriage.model.finding import Finding, Severity
 from gputriage.model.memory import MemoryReport
 from gputriage.model.owner import ProcessOwner
+from gputriage.model.ranks import RanksReport
 from gputriage.model.trace import TraceReport
 
 RUN_SCHEMA = "gputriage.run"
@@ -35,6 +36,8 @@ class GpuStatic(msgspec.Struct, kw_only=True, omit_defaults=True):
     nvlink_links: Optional[int] = None  # NVLinks present
     nvlink_link_mb_per_s: Optional[float] = None  # the active links' speed, MB/s each way
     ecc: Optional[bool] = None  # ECC mode now
+    pcie_gen_current: Optional[int] = None  # the link as it trained when the run started (gen drops at idle)
+    pcie_width_current: Optional[int] = None
 
 
 class RunMeta(msgspec.Struct, kw_only=True):
@@ -350,6 +353,7 @@ class RunReport(msgspec.Struct, kw_only=True):
     baseline: Optional[Diff] = None  # `run --baseline NAME`: this run against it
     compile: Optional[CompileStats] = None  # what torch.compile did in the workload (Python workloads under run)
     stacks: Optional[HostStacks] = None  # where its Python threads spent the steady state (the stack sampler)
+    ranks: Optional[RanksReport] = None  # a distributed job's ranks side by side: the straggler, the hangs
     # the allocator's snapshot the workload saved (Python workloads under run and monitor()), judged: at its
     # out-of-memory error, else the latest saved while its live memory grew
     memory: Optional[MemoryReport] = None

@@ -72,6 +72,50 @@ class StackCounts(msgspec.Struct, kw_only=True, omit_defaults=True):
     libraries: dict[str, str] = {}  # the GPU libraries and frameworks it imported, by version: with the lines
 
 
+class RankNow(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Where a rank's main thread is now: its stack sampler category since when, and (in a long one) its stack."""
+
+    category: str
+    since_s: float  # unix seconds
+    stack: list[str] = []  # "file:line function", innermost first (carried once the category has lasted a while)
+
+
+class RankSample(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One rank at one sample: cumulative since its process started, as its stack sampler last reported."""
+
+    rank: int
+    pid: int
+    local_rank: Optional[int] = None
+    world_size: Optional[int] = None
+    job_id: Optional[str] = None  # the launcher's: TORCHELASTIC_RUN_ID, SLURM_JOB_ID, ... (GPUTRIAGE_JOB_ID first)
+    source: str = "RANK"  # the variable its rank was read from
+    steps_total: Optional[float] = None  # steps (or main-loop iterations) timed so far
+    step_source: Optional[str] = None  # "gputriage.step" or "main loop"
+    step_hist: dict[str, float] = {}  # steps per duration bin (`inworkload.rank_clock.step_bin`), cumulative
+    stacks: Optional[StackCounts] = None  # its own stack counts (the top lines now and then)
+    main_runq_s: Optional[float] = None  # its main thread's time waiting for a CPU (runnable, not running)
+    process_cpu_s: Optional[float] = None  # its process's CPU time, every thread
+    cores: Optional[str] = None  # the cores it may run on ("0-3,8"), where fewer than the machine's
+    now: Optional[RankNow] = None
+
+
+class HangEvent(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Ranks waited in a collective longer than the threshold while others did not arrive: said once, while the job
+    ran (on stderr and in the store)."""
+
+    t_s: float  # unix seconds when it was seen
+    waited_s: float  # how long the waiting ranks had waited then (the shortest wait)
+    after_s: float  # the threshold (`--hang-after`)
+    waiting: list[int] = []  # the ranks in a collective
+    missing: list[int] = []  # the ranks that did not arrive (none: every rank waits)
+    doing: dict[str, str] = {}  # what each missing rank's main thread does (a stack sampler category)
+    stacks: dict[str, list[str]] = {}  # each missing rank's stack, "file:line function", innermost first
+    job_id: Optional[str] = None
+    node: str = ""
+    world_size: Optional[int] = None  # ranks in the job (more than were seen: the others run on other nodes)
+    source: str = "stack sampler"  # or "py-spy" (watch, the exporter)
+
+
 class WorkloadSample(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The workload's process tree."""
 
@@ -126,6 +170,8 @@ class Sample(msgspec.Struct, kw_only=True, omit_defaults=True):
     workload: Optional[WorkloadSample] = None
     neighbours: list[GpuProcess] = []  # other jobs' processes on the sampled GPUs
     job_processes: list[GpuProcess] = []  # the workload's own processes with a context on a sampled GPU
+    ranks: list[RankSample] = []  # the ranks of a distributed job among the workload's processes (`run`)
+    hang: Optional[HangEvent] = None  # a hang of the job's ranks, seen at this sample (said once)
 
     def gpu(self, index: int) -> GpuSample | None:
         for g in self.gpus:

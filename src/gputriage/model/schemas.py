@@ -14,6 +14,7 @@ from gputriage.model.checklist import ChecklistReport
 from gputriage.model.fleet import FleetReport
 from gputriage.model.load import LoadReport
 from gputriage.model.memory import MemoryReport
+from gputriage.model.ranks import JoinReport
 from gputriage.model.run import RunReport
 from gputriage.model.trace import TraceReport
 
@@ -29,6 +30,7 @@ REPORTS: dict[str, type] = {
     "load": LoadReport,
     "fleet": FleetReport,
     "memory": MemoryReport,
+    "join": JoinReport,
 }
 
 

@@ -144,6 +144,7 @@ class WindowMetrics(msgspec.Struct, kw_only=True, omit_defaults=True):
     host_launch_share: Optional[float] = None  # inside torch's ops (launching the GPU's work)
     host_loop_share: Optional[float] = None  # in a training framework's loop (Lightning's, the Trainer's hooks)
     host_ops_share: Optional[float] = None  # in a library's ops on the CPU (ONNX Runtime's CPU provider, JAX on CPU)
+    host_collective_wait_share: Optional[float] = None  # in a collective (torch.distributed), waiting for its peers
     host_input_loader_share: Optional[float] = None  # of its input waits, those on a DataLoader's workers
     host_others_busy: Optional[float] = None  # the other Python threads at work beside it (threads, on average)
     host_stack_samples: Optional[float] = None  # the main thread's samples behind these shares

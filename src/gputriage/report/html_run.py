@@ -11,6 +11,7 @@ from gputriage.inworkload.stack_categories import doing
 from gputriage.model.run import GpuVerdict, RunReport
 from gputriage.report.html_diff import diff_html
 from gputriage.report.html_page import Page, esc, findings_html, kv, table, when
+from gputriage.report.html_ranks import ranks_html
 from gputriage.report.html_run_memory import add_memory
 from gputriage.report.html_trace import add_trace
 from gputriage.report.libraries import used_said
@@ -381,6 +382,8 @@ def run_page(r: RunReport) -> Page:
     page.section("Host", _host(r))
     if r.stacks is not None:
         page.section("Python threads", _stacks(r))
+    if r.ranks is not None and r.ranks.per_rank:
+        page.section("Ranks", ranks_html(r.ranks))
     add_memory(page, r)
     if r.blind_spots:
         page.section(

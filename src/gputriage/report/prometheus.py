@@ -155,6 +155,7 @@ def _own(state: ExporterState) -> Iterator[Family]:
     yield share
     yield current
     yield from _regimes(state)
+    yield from _hangs(state)
     finding = Family(
         name="gputriage_finding",
         help="1 for each finding of the last check (`gputriage rules ID` says what it means and what to do).",
@@ -182,6 +183,42 @@ def _own(state: ExporterState) -> Iterator[Family]:
     gpus = Family(name="gputriage_gpus", help="GPUs this exporter samples.", labels=["Hostname"])
     gpus.add([state.hostname], len(state.gpus))
     yield gpus
+
+
+def _hangs(state: ExporterState) -> Iterator[Family]:
+    """The hangs of a distributed job's ranks said so far (py-spy's dumps of the ranks on the GPUs), and the ranks
+    that had not arrived at the last one."""
+    total = Family(
+        name="gputriage_rank_hangs_total",
+        type="counter",
+        help="Hangs of a distributed job said since the exporter started: ranks waited in a collective past "
+        "--hang-after for ranks that did not arrive (`gputriage rules run.rank_hang`).",
+        labels=["job", "Hostname"],
+    )
+    missing = Family(
+        name="gputriage_rank_hang_missing",
+        help="1 for each rank that had not arrived at the last hang said, with how long the others had waited then "
+        "in gputriage_rank_hang_waited_seconds.",
+        labels=["job", "rank", "Hostname"],
+    )
+    waited = Family(
+        name="gputriage_rank_hang_waited_seconds",
+        help="How long the waiting ranks had waited in a collective when the last hang was said.",
+        labels=["job", "Hostname"],
+    )
+    jobs: dict[str, int] = {}
+    for h in state.hangs:
+        jobs[h.job_id or ""] = jobs.get(h.job_id or "", 0) + 1
+    for job, n in sorted(jobs.items()):
+        total.add([job, state.hostname], float(n))
+    if state.hangs:
+        last = state.hangs[-1]
+        for k in last.missing:
+            missing.add([last.job_id or "", str(k), state.hostname], 1.0)
+        waited.add([last.job_id or "", state.hostname], last.waited_s)
+    yield total
+    yield missing
+    yield waited
 
 
 def _regimes(state: ExporterState) -> Iterator[Family]:

@@ -14,6 +14,7 @@ from gputriage.model.safe_text import safe_text
 from gputriage.report.libraries import used_said
 from gputriage.report.loader_workers import terminal_line as loader_line
 from gputriage.report.profile_terminal import render_profile_extra
+from gputriage.report.ranks_terminal import render_ranks
 from gputriage.report.run_memory_terminal import render_memory
 from gputriage.report.stack_lines import about, line_text, main_thread
 from gputriage.report.step_regimes import steady_span
@@ -355,6 +356,7 @@ def render(r: RunReport, console: Console) -> None:
     _cost(r, console)
     _host(r, console)
     _stacks(r, console)
+    render_ranks(r.ranks, console)
     _processes(r, console)
     render_memory(r, console)
     _blind_spots(r, console)

@@ -19,18 +19,21 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from gputriage.backends.host import Host
 from gputriage.backends.nvml import PynvmlBackend
 from gputriage.backends.workload import Workload
 from gputriage.diagnosis.budget import Budget
 from gputriage.diagnosis.run.baseline import against
+from gputriage.diagnosis.run.hang import HangWatch, said
 from gputriage.diagnosis.run.judge import judge
 from gputriage.diagnosis.run.throughput import against_bench
 from gputriage.inworkload.progress import DIR_ENV as PROGRESS_ENV
 from gputriage.model.baseline import Baseline
 from gputriage.model.reading import Unavailable
 from gputriage.model.run import RunReport
+from gputriage.model.sample import Sample
 from gputriage.runner.gate_keeper import GateKeeper
 from gputriage.runner.profiled import read_profile
 from gputriage.sampling.compile_report import read_compile_stats
@@ -69,6 +72,7 @@ class RunPlan:
     price_per_gpu_hour: float | None = None
     currency: str = "USD"
     idle_held_min_s: float | None = None  # the user's minimum for run.idle_held (None: the threshold's)
+    hang_after_s: float | None = None  # how long ranks wait in a collective before a hang is said (None: the default)
     budget: Budget | None = None
     baseline: tuple[Baseline, str] | None = None  # compared with at the end (the baseline and how to call it)
     command: list[str] = field(default_factory=list)  # as the user gave it (argv is what runs)
@@ -105,9 +109,10 @@ def run_workload(plan: RunPlan, store: Store | None) -> RunReport:
             stack.callback(inject.clean, folder)
             # the run row says where `gputriage profile RUN_ID` asks for a window, and whom SIGUSR1 reaches
             session.meta.profile_gate, session.meta.gputriage_pid = str(folder), os.getpid()
-        elif inject.is_python(argv):  # no profiler: the allocator's counters and the stack sampler all the same
+        elif inject.is_python(argv) or inject.launches_python(argv):  # no profiler: the counters and stacks alike
             env, hooks = inject.prepare_hooks(env)
             stack.callback(inject.clean, hooks)
+        session.sampler.sinks.insert(0, hang_sink(HangWatch(plan.hang_after_s, node=session.meta.hostname)))
         session.open()  # the run is in the store before the workload starts (StoreError: nothing started)
         workload = Workload.start(
             argv, env, die_with_parent=plan.die_with_parent, stdout_to_stderr=plan.stdout_to_stderr, metric=plan.metric
@@ -149,6 +154,20 @@ def run_workload(plan: RunPlan, store: Store | None) -> RunReport:
 
 def _say(message: str) -> None:
     sys.stderr.write(f"gputriage: {message}\n")
+
+
+def hang_sink(watch: HangWatch, say: Callable[[str], None] = _say) -> Callable[[Sample], None]:
+    """A sink of the sampler's samples that says a hang of the job's ranks once, while it runs: on stderr, and in the
+    store (the sample that saw it carries it). First among the sinks: the windows see the hang with the sample."""
+
+    def sink(s: Sample) -> None:
+        if s.ranks:
+            event = watch.update(s.t_s, s.ranks)
+            if event is not None:
+                s.hang = event
+                say(said(event))
+
+    return sink
 
 
 def _on_sigusr1(stack: contextlib.ExitStack, gate: GateKeeper) -> None:

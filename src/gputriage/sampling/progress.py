@@ -77,7 +77,12 @@ def merged_stacks(reports: list[dict[str, Any]], lines: bool) -> StackCounts | N
     """The stack reports of the processes that launch the workload's work, summed: those that initialized CUDA, or
     (none did: a CPU workload) those `multiprocessing` did not start (spawned workers are helpers), or all. The top
     lines only if `lines`."""
-    chosen = [r for r in reports if r.get("cuda")] or [r for r in reports if not r.get("child")] or reports
+    chosen = (
+        [r for r in reports if r.get("cuda")]
+        or [r for r in reports if r.get("rank") and not r.get("child")]  # a job's ranks, not its launcher
+        or [r for r in reports if not r.get("child")]
+        or reports
+    )
     if not chosen:
         return None
     main: dict[str, float] = {}
@@ -214,6 +219,10 @@ class ProgressReader:
         if lines:
             self._lines_s = now
         return merged_stacks(reports, lines)
+
+    def rank_reports(self) -> list[dict[str, Any]]:
+        """The stack reports of the processes that are ranks of a distributed job (as last read by `read_all`)."""
+        return [d for _, d in self._stacks.seen.values() if d.get("rank")]
 
     def totals(self) -> tuple[float, float, float] | None:
         """Steps, samples and tokens reported so far by every process; None before the first step."""

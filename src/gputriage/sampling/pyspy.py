@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, cast
 
@@ -125,9 +126,14 @@ class PySpySampler:
     """A thread dumping each process `pids()` names every `every_s`, from its start; `stop()` gives the summary."""
 
     def __init__(
-        self, pids: Callable[[], list[int]], every_s: float = EVERY_S, dump: Callable[[int], Any] = pyspy.dump
+        self,
+        pids: Callable[[], list[int]],
+        every_s: float = EVERY_S,
+        dump: Callable[[int], Any] = pyspy.dump,
+        on_dump: Callable[[int, float, list[Any]], None] | None = None,
     ) -> None:
-        self.pids, self.every_s, self.dump = pids, every_s, dump
+        """`on_dump(pid, unix s, threads)`: called with each dump that gave stacks (a hang's watch reads them)."""
+        self.pids, self.every_s, self.dump, self.on_dump = pids, every_s, dump, on_dump
         self.counts, self.classifier = Counts(), Classifier(OnGpu(assume=True))  # processes that hold a GPU
         self.dumps = 0
         self.seen: set[int] = set()
@@ -164,6 +170,8 @@ class PySpySampler:
                     self.dumps += 1
                     self.seen.add(pid)
                     self.failed.pop(str(pid), None)
+            if self.on_dump is not None and isinstance(got, list):
+                self.on_dump(pid, time.time(), got)
 
     def stop(self, timeout_s: float = 15.0) -> PySpyStacks:
         self.done.set()
@@ -178,9 +186,13 @@ class PySpySampler:
         return out
 
 
-def started(pids: Callable[[], list[int]], every_s: float = EVERY_S) -> PySpySampler:
+def started(
+    pids: Callable[[], list[int]],
+    every_s: float = EVERY_S,
+    on_dump: Callable[[int, float, list[Any]], None] | None = None,
+) -> PySpySampler:
     """A sampler started now (every_s <= 0: none, said as such)."""
-    sampler = PySpySampler(pids, every_s)
+    sampler = PySpySampler(pids, every_s, on_dump=on_dump)
     if every_s <= 0:
         sampler.why = "off (--stacks-every 0)"
         return sampler

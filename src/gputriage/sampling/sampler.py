@@ -29,11 +29,12 @@ from gputriage.backends.nvml import NvmlBackend
 from gputriage.backends.nvml_queries import compute_processes, process_sm_util, util_refresh_s
 from gputriage.backends.process_tree import ProcessDetail, ProcessTree, rates
 from gputriage.backends.procfs import cpu_busy_pct, keyed_values, parse_diskstats, parse_net_dev, parse_proc_stat
-from gputriage.model.sample import GpuProcess, HostSample, Sample, WorkloadSample
+from gputriage.model.sample import GpuProcess, HostSample, RankSample, Sample, WorkloadSample
 from gputriage.sampling.gpu_reader import GpuReader
 from gputriage.sampling.holders import Holders
 from gputriage.sampling.loader_workers import loader_fields, workers
 from gputriage.sampling.progress import ProgressReader
+from gputriage.sampling.rank_reader import RankReader
 
 DEFAULT_PERIOD_S = 0.2  # the GPU-Util refresh of recent datacenter GPUs, when the driver does not say
 MIN_PERIOD_S, MAX_PERIOD_S = 0.02, 10.0
@@ -265,6 +266,9 @@ class Sampler:
         self.host = HostReader(host, every=c.every(c.host_s))
         self.tree: ProcessTreeReader | None = None
         self.progress: ProgressReader | None = None  # what the workload reports through gputriage.step()
+        self.ranks = RankReader()  # the ranks of a distributed job among the workload's processes
+        self._ranks_every = c.every(c.workload_s)
+        self._ranks_tick = 0
         self.holders: Holders | None = None  # with no workload (a watch): every process on the GPUs, as its own
         self.pid = pid
         self.recent: collections.deque[Sample] = collections.deque(maxlen=max(1, c.every(c.ring_s)))
@@ -315,11 +319,20 @@ class Sampler:
                     **(_allocator_fields(alloc) if alloc else {}),
                     **({"stacks": stacks} if stacks is not None else {}),
                 )
+        ranks = self._read_ranks() if workload is not None else []
         c3 = clock()
         cost["gpu"] += c1 - c0
         cost["host"] += c2 - c1
         cost["tree"] += c3 - c2
-        return Sample(t_s=t, gpus=gpus, host=host, workload=workload)
+        return Sample(t_s=t, gpus=gpus, host=host, workload=workload, ranks=ranks)
+
+    def _read_ranks(self) -> list[RankSample]:
+        """The ranks' readings, at the workload's cadence (from the reports `progress` read this tick)."""
+        self._ranks_tick += 1
+        if self.progress is None or (self._ranks_tick - 1) % self._ranks_every:
+            return []
+        reports = self.progress.rank_reports()
+        return self.ranks.read(reports) if reports else []
 
     def _loop(self) -> None:
         pending: list[Sample] = []

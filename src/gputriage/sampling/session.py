@@ -22,6 +22,7 @@ from gputriage.model.run import GpuStatic, RunMeta, RunReport
 from gputriage.model.sample import Sample
 from gputriage.model.version import __version__
 from gputriage.sampling.holders import Holders
+from gputriage.sampling.rank_windows import RankWindows
 from gputriage.sampling.sampler import Cadences, Sampler, default_period
 from gputriage.sampling.store import Store, StoreError
 from gputriage.sampling.windows import Windower
@@ -57,6 +58,8 @@ def gpu_static(nvml: NvmlBackend) -> tuple[list[int], dict[int, GpuStatic], dict
             sm_max_mhz=_value(nvml.call("nvmlDeviceGetMaxClockInfo", i, 1)),
             pcie_gen_max=_value(nvml.call("nvmlDeviceGetMaxPcieLinkGeneration", i)),
             pcie_width_max=_value(nvml.call("nvmlDeviceGetMaxPcieLinkWidth", i)),
+            pcie_gen_current=_value(nvml.call("nvmlDeviceGetCurrPcieLinkGeneration", i)),
+            pcie_width_current=_value(nvml.call("nvmlDeviceGetCurrPcieLinkWidth", i)),
         )
         links = nvml.field_values(i, ((FI_NVLINK_LINK_COUNT, 0), (FI_NVLINK_SPEED_MBPS_COMMON, 0)))
         if isinstance(links, dict) and links.get(field_key(FI_NVLINK_LINK_COUNT, 0)):
@@ -104,10 +107,14 @@ def replay(
     """A recording rebuilt from stored samples (a run whose gputriage died, a recorded fixture)."""
     gpus = [int(k) for k in meta.gpus]
     windows = Windower(gpus)
+    ranks = RankWindows(node=meta.hostname)
     for s in samples:
         windows.add(s)
+        ranks.add(s)
     windows.close()
-    return Recording(kind=kind, command=list(command or []), meta=meta, gpus=gpus, windows=windows, run_id=run_id)
+    rec = Recording(kind=kind, command=list(command or []), meta=meta, gpus=gpus, windows=windows, run_id=run_id)
+    rec.ranks, rec.hangs = ranks.series(), ranks.hangs
+    return rec
 
 
 class Session:
@@ -131,12 +138,13 @@ class Session:
         self.store_error: str | None = None
         self._recording: Recording | None = None
         self.windows = Windower(self.gpus)
+        self.ranks = RankWindows()  # a distributed job's ranks (`run` of a launcher)
         self.sampler = Sampler(
             nvml,
             host,
             self.gpus,
             cadences=self.cadences,
-            sinks=(self.windows.add,),
+            sinks=(self.windows.add, self.ranks.add),
             batch_sinks=(self._to_store,),
             use_gpm=use_gpm,
         )
@@ -196,6 +204,8 @@ class Session:
                 run_id=self.run_id,
                 store_error=self.store_error,
                 owners=self._owners(),
+                ranks=self.ranks.series(),
+                hangs=list(self.ranks.hangs),
             )
         return self._recording
 

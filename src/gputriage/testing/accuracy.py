@@ -25,7 +25,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - the tomli backport, a dependency of the package before 3.11
     import tomli as tomllib
 
-KINDS = ("run", "trace", "load", "memory")
+KINDS = ("run", "trace", "load", "memory", "ranks")
+RANK_FINDINGS = ("run.straggler", "run.rank_hang")  # a multi-rank run's findings about its ranks: ids starting so
 NO_VERDICT = "none"  # a run expected to get no verdict (a command that failed before its steady state)
 ORDER = [b.value for b in Bottleneck] + [NO_VERDICT]
 SET_KINDS = ("load",)  # kinds whose answer is a set of finding ids; every other kind's answer is one cause
@@ -42,7 +43,7 @@ class Case:
     """One recorded case and the cause it should get."""
 
     id: str
-    kind: str  # run | trace | load | memory
+    kind: str  # run | trace | load | memory | ranks (a distributed job's run: the rank named, and why)
     fixture: str  # relative to the fixtures folder
     # a run's or a trace's bottleneck (one); a load's finding ids (any number); a memory snapshot's cause (one)
     expected: tuple[str, ...]
@@ -53,12 +54,15 @@ class Case:
     findings: tuple[str, ...] = ()  # a run's findings that must be raised too
     docstring_said: str | None = None  # the cause committed to before the first run, where measurement differed
     line: str | None = None  # a memory snapshot's planted line ("f.py:42"): among its top three, or the one that asked
+    rank: int | None = None  # a multi-rank run's planted rank: the subject of its expected finding
 
     @property
     def label(self) -> str:
         """What the case expects, as one row of the table."""
         if self.kind == "memory" and self.expected[0] == NO_VERDICT:
             return "memory: none"
+        if self.kind == "ranks":
+            return "ranks: " + (self.expected[0] if self.expected[0] != NO_VERDICT else "no straggler")
         if self.kind != "load":
             return self.expected[0]
         return "load: " + (" + ".join(self.expected) if self.expected else "no finding")
@@ -144,6 +148,11 @@ def _case(raw: dict[str, Any]) -> Case:
     if kind == "memory":
         if len(expected) != 1 or expected[0] not in (*MEMORY_CAUSES, NO_VERDICT):
             raise ValueError(f"expected {raw['expected']!r} is no cause of an out-of-memory error (nor {NO_VERDICT!r})")
+    elif kind == "ranks":
+        if len(expected) != 1 or not (expected[0] == NO_VERDICT or expected[0].startswith(RANK_FINDINGS)):
+            raise ValueError(f"expected {raw['expected']!r} is no finding about ranks (nor {NO_VERDICT!r})")
+        if not raw.get("key"):
+            raise ValueError("a multi-rank run needs the key of its run in the fixture")
     elif kind != "load":
         if len(expected) != 1 or expected[0] not in ORDER:
             raise ValueError(f"expected {raw['expected']!r} is no bottleneck (nor {NO_VERDICT!r})")
@@ -163,6 +172,7 @@ def _case(raw: dict[str, Any]) -> Case:
         "docstring_said",
         "why",
         "line",
+        "rank",
     }
     if unknown:
         raise ValueError(f"unknown fields {', '.join(sorted(unknown))}")
@@ -178,6 +188,7 @@ def _case(raw: dict[str, Any]) -> Case:
         findings=tuple(raw.get("findings", ())),
         docstring_said=raw.get("docstring_said"),
         line=raw.get("line"),
+        rank=raw.get("rank"),
     )
 
 
@@ -189,14 +200,17 @@ def replay(cases: list[Case], fixtures: Path) -> list[Outcome]:
         path = fixtures / case.fixture
         if not path.exists():
             raise ManifestError(f"{case.id}: no fixture {path}")
-        if case.kind == "run":
+        if case.kind in ("run", "ranks"):
             if case.fixture not in loaded:
                 loaded[case.fixture] = load_runs(path)
             runs = loaded[case.fixture]
             if case.key not in runs:
                 raise ManifestError(f"{case.id}: {case.fixture} holds no run {case.key!r}")
             rec = runs[case.key]
-            out.append(_run_outcome(case, JUDGES[case.format](rec), source_of(case, rec)))
+            judged = JUDGES[case.format](rec)
+            out.append(
+                _run_outcome(case, judged, source_of(case, rec)) if case.kind == "run" else _ranks_outcome(case, judged)
+            )
         elif case.kind == "memory":
             out.append(_memory_outcome(case, path))
         elif case.kind == "trace":
@@ -220,6 +234,22 @@ def _run_outcome(case: Case, report: RunReport, source: str = "") -> Outcome:
         notes.append(f"{case.expected[0]} left open")
     right = got == case.expected[0] and not any(n.endswith("not raised") for n in notes)
     return Outcome(case, got, right, notes, source=source, left_open=tuple(left_open))
+
+
+def _ranks_outcome(case: Case, report: RunReport) -> Outcome:
+    """The findings about the job's ranks: the expected one about the planted rank (its planted line among those it
+    names), or none. The cause named is the expected finding's id where it is about the planted rank, else every
+    finding about the ranks with its subject ("none": no such finding)."""
+    about = [f for f in report.findings if f.id.startswith(RANK_FINDINGS)]
+    said = " + ".join(sorted(f"{f.id} ({f.subject})" for f in about)) or NO_VERDICT
+    if case.expected[0] == NO_VERDICT:
+        return Outcome(case, said, not about, source="ranks")
+    notes = []
+    hit = [f for f in about if f.id == case.expected[0] and (case.rank is None or f.subject == f"rank.{case.rank}")]
+    if hit and case.line is not None and not any(case.line in str(f.evidence) for f in hit):
+        notes.append(f"{case.line} not named")
+    got = case.expected[0] if hit else said
+    return Outcome(case, got, bool(hit) and not notes, notes, source="ranks")
 
 
 def _memory_outcome(case: Case, path: Path) -> Outcome:

@@ -10,7 +10,7 @@ from gputriage.testing.accuracy_tables import BOTH, SOURCES, block_tables, block
 from gputriage.testing.accuracy_tables import by_cause as cause_table
 
 COMMAND = "python benchmarks/accuracy.py --markdown docs/accuracy.md"
-PLURAL = {"memory": "memory snapshots"}
+PLURAL = {"memory": "memory snapshots", "ranks": "multi-rank runs"}
 BASELINE_CAUSE = Bottleneck.compute_bound.value  # the cause most cases expect: what naming it always scores
 
 COUNTED = [

@@ -30,7 +30,7 @@ SOURCES = {
     "trace": "a profiler trace alone (`gputriage trace FILE`)",
     "load": "a load test's report (`gputriage load`): the findings raised over its steps",
 }
-PLURAL = {"run": "runs", "trace": "traces", "load": "load tests"}
+PLURAL = {"run": "runs", "trace": "traces", "load": "load tests", "ranks": "multi-rank runs"}
 BOTH = "runs and traces"  # the kinds named in the bottleneck vocabulary, together
 DASH = "—"
 

@@ -50,6 +50,17 @@ def is_python(argv: list[str]) -> bool:
     )
 
 
+MPI_LAUNCHERS = ("mpirun", "mpiexec", "orterun", "prterun", "srun")
+
+
+def launches_python(argv: list[str]) -> bool:
+    """An MPI or Slurm launcher of Python ranks (`mpirun -np 4 python train.py`, `srun python train.py`): the ranks
+    get the hooks (the stack sampler, the allocator's counters) through the environment it passes on; not profiled
+    (its ranks have no torch RANK to name their traces by)."""
+    exe = Path(argv[0]).name if argv else ""
+    return exe in MPI_LAUNCHERS and any(is_python([a]) for a in argv[1:])
+
+
 def prepare(
     argv: list[str], env: dict[str, str], steps: int, skip_s: float, gated: bool = False
 ) -> tuple[list[str], dict[str, str], Path]:

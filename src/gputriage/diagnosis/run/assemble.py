@@ -46,6 +46,7 @@ def report(ev: RunEvidence, findings: list[Finding], complete: bool = True) -> R
         else None,
         compile=rec.compile,
         stacks=ev.stacks,
+        ranks=ev.ranks.report if ev.ranks is not None else None,
         memory=shown(ev.oom_snapshot, ev.growth_snapshot),
         loader=ev.loader,
     )

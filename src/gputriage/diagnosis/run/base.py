@@ -1,12 +1,14 @@
 """What a monitored run's rules read (`diagnosis.run.rules`): one `RunEvidence` per judgement, gathered once
 (`gather.gather`) from the recording, the command's exit code, the profile, and the verdict stage's outcome — each
 GPU's verdict, the merged verdict, whether the command failed before a steady state, the workload's Python stacks,
-the processes on its GPUs with their owners, its throughput, the allocator snapshots its workload saved (judged)."""
+the processes on its GPUs with their owners, its throughput, the allocator snapshots its workload saved (judged); a
+distributed job's ranks side by side."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gputriage.diagnosis.run.rank_causes import RanksEvidence
 from gputriage.diagnosis.run.snapshots import Judged
 from gputriage.model.finding import Finding
 from gputriage.model.recording import Recording
@@ -42,6 +44,7 @@ class RunEvidence:
     processes: list[ProcessSummary] = field(default_factory=list)
     throughput: Throughput | None = None
     trace_findings: list[Finding] = field(default_factory=list)
+    ranks: RanksEvidence | None = None  # a distributed job's ranks compared (`rank_compare`), its hangs
     oom_snapshot: Judged | None = None  # the allocator's snapshot at its first out-of-memory error, judged
     growth_snapshot: Judged | None = None  # the latest saved while its live memory grew, judged
     loader: LoaderWorkers | None = None  # its DataLoader's workers, their CPU and the cores they share

@@ -2,7 +2,7 @@
 the workload used judged over its steady state (`verdict.gpu_verdict`), the profiler's holds left out; no verdict for
 a command that failed before a steady state; the Python lines each host-side verdict names; the trace's verdict
 merged where the run was profiled; the processes on its GPUs with their owners; its throughput; the allocator
-snapshots its workload saved, judged by the memory judge (`snapshots`)."""
+snapshots its workload saved, judged by the memory judge (`snapshots`); a distributed job's ranks side by side."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ from gputriage.diagnosis.run.host_stacks import annotate, annotate_regimes, run_
 from gputriage.diagnosis.run.loader import loader_workers
 from gputriage.diagnosis.run.merge import merge
 from gputriage.diagnosis.run.profiler_cost import place_windows, profiler_costs, regime_at
+from gputriage.diagnosis.run.rank_causes import RanksEvidence, rank_gpus
+from gputriage.diagnosis.run.rank_compare import compare
+from gputriage.diagnosis.run.rank_compare import steady_span as ranks_steady
 from gputriage.diagnosis.run.regimes import lasts
 from gputriage.diagnosis.run.rules.out_of_memory import ooms_seen
 from gputriage.diagnosis.run.snapshots import judge_snapshots
@@ -22,6 +25,7 @@ from gputriage.diagnosis.run.verdict import gpu_verdict, holds_workload_memory
 from gputriage.diagnosis.trace.findings import as_profiler_artefact
 from gputriage.model.bottleneck import HOST_BOUND
 from gputriage.model.finding import Finding, Threshold
+from gputriage.model.ranks import RanksReport
 from gputriage.model.recording import Recording
 from gputriage.model.run import GpuStatic, GpuVerdict, ProcessSummary, ProfileReport, RunVerdict, failed_by_itself
 
@@ -89,8 +93,19 @@ def gather(
     ev.loader = loader_workers(rec.windows.host)
     if profile is not None and ev.steady:
         ev.trace_findings = merged(ev, profile)
+    ev.ranks = ranks_of(rec)
     ev.oom_snapshot, ev.growth_snapshot = judge_snapshots(rec, verdicts, ev.processes)
     return ev
+
+
+def ranks_of(rec: Recording) -> RanksEvidence | None:
+    """A distributed job's ranks compared over their steady span, each with its GPU's figures; None for no ranks."""
+    if not rec.ranks:  # a watch may have seen a hang of ranks it did not sample
+        return RanksEvidence(RanksReport(nodes=[rec.meta.hostname], hangs=rec.hangs)) if rec.hangs else None
+    span = ranks_steady(rec.ranks)
+    gpus = rank_gpus({s.rank: s.gpu for s in rec.ranks}, rec.windows.series, rec.static, span[0] if span else 0.0)
+    report = compare(rec.ranks, gpus, rec.hangs)
+    return RanksEvidence(report) if report is not None else None
 
 
 def held_spans(profile: ProfileReport | None) -> list[tuple[float, float]]:
