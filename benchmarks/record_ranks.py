@@ -9,6 +9,7 @@ One device call of about 6 minutes; in OUT: the fixture (well under 16 MB), each
 tar.gz, and summary.txt (the straggler and cause each run named, against what the example plants).
 
     python benchmarks/record_ranks.py --out "$OUT" [--backend nccl] [--cases slow_loader,hang] [--seconds 20]
+    python benchmarks/record_ranks.py --out "$OUT" --backend gloo --one-gpu --size 1024,4,4096  # one GPU
 """
 
 from __future__ import annotations
@@ -37,13 +38,15 @@ HANG_AFTER_S = "20"
 CASE_TIMEOUT_S = 240
 
 
-def record(case: str, backend: str, seconds: float, store: Path, out: Path) -> tuple[str, int | None]:
+def record(
+    case: str, backend: str, seconds: float, store: Path, out: Path, extra_args: tuple[str, ...] = ()
+) -> tuple[str, int | None]:
     """One example under `gputriage run --store`: what it said about its ranks, and its run's id."""
     script, extra, _ = CASES[case]
     torchrun = Path(sys.executable).with_name("torchrun")
     cmd = [sys.executable, "-m", "gputriage", "run", "--store", str(store), "--json", "--hang-after", HANG_AFTER_S]
     cmd += ["--", str(torchrun), "--standalone", "--nproc_per_node", "2", str(EXAMPLES / script)]
-    cmd += ["--backend", backend, "--seconds", str(seconds), *extra]
+    cmd += ["--backend", backend, "--seconds", str(seconds), *extra, *extra_args]
     env = dict(os.environ, NCCL_NVLS_ENABLE="0", OMP_NUM_THREADS="1")
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=CASE_TIMEOUT_S, check=False)
@@ -67,13 +70,24 @@ def main() -> None:
     ap.add_argument("--backend", choices=("nccl", "gloo"), default="nccl")
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument(
+        "--one-gpu",
+        action="store_true",
+        help="gloo with both ranks' models on GPU 0 (a machine of one GPU: the ranks' rows with a GPU's readings)",
+    )
+    ap.add_argument("--size", default="", help="the examples' DIM,LAYERS,BATCH (default: theirs)")
     args = ap.parse_args()
+    extra_args: tuple[str, ...] = ("--device", "cuda") if args.one_gpu else ()
+    if args.size:
+        dim, layers, batch = args.size.split(",")
+        extra_args += ("--dim", dim, "--layers", layers, "--batch", batch)
+    name = f"{args.backend}_one_gpu" if args.one_gpu else args.backend
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="gputriage-ranks-"))
     store = work / "ranks.sqlite"
     lines, ids = [], {}
     for case in args.cases.split(","):
-        said, run_id = record(case, args.backend, args.seconds, store, work)
+        said, run_id = record(case, args.backend, args.seconds, store, work, extra_args)
         expected = CASES[case][2]
         lines.append(f"{case}: expected {expected}; said {said}")
         print(lines[-1], flush=True)
@@ -87,7 +101,7 @@ def main() -> None:
     db = Store(store, readonly=True)
     runs = {case: cut(db, run_id) for case, run_id in ids.items()}
     db.close()
-    fixture = args.out / f"runs_{args.backend}.json.gz"
+    fixture = args.out / f"runs_{name}.json.gz"
     with gzip.open(fixture, "wt") as fh:
         json.dump(runs, fh, separators=(",", ":"))
     with tarfile.open(args.out / "reports.tar.gz", "w:gz") as tar:

@@ -44,6 +44,12 @@ class Plant:
 def options(doc: str, plant: Plant, sizes: dict[str, tuple[int, int, int]]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=doc)
     p.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto")
+    p.add_argument(
+        "--device",
+        choices=("auto", "cuda", "cpu"),
+        default="auto",
+        help="where the model runs (auto: CUDA with NCCL, else the CPU); gloo on CUDA shares one GPU between ranks",
+    )
     p.add_argument("--seconds", type=float, default=20.0, help="how long the steady loop runs")
     p.add_argument("--dim", type=int, default=0, help="the layers' width (0: the example's, by device)")
     p.add_argument("--layers", type=int, default=0)
@@ -53,7 +59,10 @@ def options(doc: str, plant: Plant, sizes: dict[str, tuple[int, int, int]]) -> a
     p.add_argument("--fixed", action="store_true", help="no planted cause")
     p.add_argument("--pace-s", type=float, default=0.0, help="every rank's loader takes this long per batch")
     args = p.parse_args()
-    args.device = "cuda" if args.backend == "nccl" or (args.backend == "auto" and torch.cuda.is_available()) else "cpu"
+    if args.backend == "auto":
+        args.backend = "nccl" if torch.cuda.is_available() and args.device != "cpu" else "gloo"
+    if args.device == "auto":
+        args.device = "cuda" if args.backend == "nccl" else "cpu"
     dim, layers, batch = sizes[args.device]
     args.dim, args.layers, args.batch = args.dim or dim, args.layers or layers, args.batch or batch
     return args
@@ -103,12 +112,13 @@ def pin(rank_local: int) -> int:
 def main(doc: str, plant: Plant, sizes: Optional[dict[str, tuple[int, int, int]]] = None) -> None:
     args = options(doc, plant, sizes or SIZES["healthy"])
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-    dist.init_process_group("nccl" if args.device == "cuda" else "gloo")
+    dist.init_process_group(args.backend)
     rank, local = dist.get_rank(), int(os.environ.get("LOCAL_RANK", "0"))
     planted = "" if args.fixed or rank != args.rank else plant.kind
-    device = torch.device("cuda", local) if args.device == "cuda" else torch.device("cpu")
+    gpu = local % max(1, torch.cuda.device_count())  # gloo on CUDA: ranks may share a GPU (NCCL refuses that)
+    device = torch.device("cuda", gpu) if args.device == "cuda" else torch.device("cpu")
     if args.device == "cuda":
-        torch.cuda.set_device(local)
+        torch.cuda.set_device(gpu)
     else:
         torch.set_num_threads(1)
         if plant.kind == "hog":  # every rank on a core of its own; a busy process shares the planted rank's
@@ -117,7 +127,7 @@ def main(doc: str, plant: Plant, sizes: Optional[dict[str, tuple[int, int, int]]
                 hog_core(core)
     layers = [torch.nn.Linear(args.dim, args.dim, bias=False) for _ in range(args.layers)]
     model = torch.nn.Sequential(*layers).to(device=device, dtype=torch.bfloat16)
-    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local] if args.device == "cuda" else None)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[gpu] if args.device == "cuda" else None)
     opt = torch.optim.SGD(ddp.parameters(), lr=1e-4)
     sleep_s = args.plant_s if planted == "loader" else 0.0
     loader = torch.utils.data.DataLoader(Batches(args.batch, args.dim, args.pace_s, sleep_s), batch_size=None)
