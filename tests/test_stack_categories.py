@@ -76,3 +76,11 @@ def test_a_verdict_and_the_report_say_what_the_main_thread_does_in_the_same_word
     v = report.verdict.per_gpu["0"]
     assert f"the main thread {DOING['launch']} " in v.summary
     assert report.stacks is not None and main_thread(report.stacks).startswith(f"{DOING['launch']} ")
+
+
+def test_every_category_the_main_thread_can_be_in_names_a_host_side_cause() -> None:
+    """The host-side verdict maps the main thread's top category to a cause: a category without one (a rank in a
+    collective, as the first two-rank run on a GPU found) would stop the judge."""
+    from gputriage.diagnosis.run.host_side import _BY_CATEGORY
+
+    assert set(_BY_CATEGORY) == {c.name for c in ALL}

@@ -10,6 +10,7 @@ from typing import Mapping
 
 from gputriage.diagnosis.thresholds import H200_RECORDINGS
 from gputriage.inworkload.stack_categories import (
+    COLLECTIVE_WAIT,
     COMPILE,
     COPY,
     GC,
@@ -168,6 +169,7 @@ _BY_CATEGORY = {
     LAUNCH: B.launch_bound,
     LOOP: B.launch_bound,  # counted with LAUNCH (`decisive`): the loop's own Python between the launches it makes
     HOST_OPS: B.host_bound,  # a library's ops computed on the CPU (ONNX Runtime's CPU provider, JAX on the CPU)
+    COLLECTIVE_WAIT: B.comm_bound,  # a rank waiting for its peers: `run.waits_for_straggler` words it where one is late
 }
 
 
