@@ -68,8 +68,9 @@ def test_ops_of_one_name_and_shapes_are_costed_by_their_own_dtypes(tmp_path):
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": ops}))
     cols = load(path)
-    assert [cols.names[d] for d in cols.o_dtype] == ["float", "c10::Half", "float", "float"]
-    assert list(cols.o_bytes) == [3 * 16 * 4.0, 3 * 16 * 2.0, 3 * 16 * 4.0, (4 + 64 + 64) * 4.0]
+    costs = [cols.cost(i) for i in range(len(cols.o_ts))]
+    assert [cols.names[d] for _, _, d in costs] == ["float", "c10::Half", "float", "float"]
+    assert [b for _, b, _ in costs] == [3 * 16 * 4.0, 3 * 16 * 2.0, 3 * 16 * 4.0, (4 + 64 + 64) * 4.0]
 
 
 @given(

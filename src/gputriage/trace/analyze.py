@@ -24,11 +24,10 @@ LARGE_TENSOR_BYTES = 64 * 2**20  # elementwise ops over tensors this large strea
 
 def _elementwise_bytes(cols: Columns, kinds: list[str]) -> tuple[float, int]:
     """Median bytes per elementwise op, and how many distinct elementwise kernels run over large tensors."""
-    o_bytes = cols.o_bytes
     sizes, big_names = [], set()
-    for op, k, name in zip(cols.gpu_ops(), kinds, cols.g_name):
+    for cost, k, name in zip(cols.gpu_costs(), kinds, cols.g_name):
         if k == kk.ELEMENTWISE:
-            b = o_bytes[op] if op is not None else 0.0
+            b = cost[1] if cost is not None else 0.0
             if b:
                 sizes.append(b)
                 if b >= LARGE_TENSOR_BYTES:

@@ -80,11 +80,10 @@ READ_BACK = frozenset({kk.D2H_PAGEABLE, kk.D2H_PINNED})
 
 def gpu_kinds(cols: Columns) -> list[str]:
     """The kind of every GPU activity (kernel kinds use the launching op's dtype)."""
-    o_dtype = cols.o_dtype
     cache: dict[tuple[int, int, int], str] = {}
     out = []
-    for name, kind, op in zip(cols.g_name, cols.g_kind, cols.gpu_ops()):
-        dtype = o_dtype[op] if op is not None else -1
+    for name, kind, cost in zip(cols.g_name, cols.g_kind, cols.gpu_costs()):
+        dtype = cost[2] if cost is not None else -1
         key = (name, kind, dtype)
         k = cache.get(key)
         if k is None:

@@ -58,9 +58,10 @@ class Columns:
         self.o_name: array = array("i")
         self.o_tid: array = array("q")
         self.o_ext: array = array("q")
-        self.o_flops: array = array("d")
-        self.o_bytes: array = array("d")
-        self.o_dtype: array = array("i")
+        self.o_shape: array = array("i")  # the op's recorded shapes: an index into `shapes`
+        # each distinct (input dims and types, FLOPs the profiler counted) read, as `_shape_ids` writes it; the first
+        # stands for the shapes of an op that never launches GPU work (NEVER_LAUNCH), which are not kept
+        self.shapes: list[tuple[bytes, Optional[float]]] = [(b"", None)]
         # ProfilerStep#N spans on the host
         self.steps: list[tuple[str, float, float]] = []
         # Optimizer.step#... spans on the host (step boundaries when there are no ProfilerStep markers)
@@ -77,9 +78,11 @@ class Columns:
         self.skipped_kinds: dict[str, int] = {}
         self.problems: list[str] = []
         self.truncated: bool = False  # the file ends inside its events: what follows the last one read is unknown
-        self._cost_cache: dict[tuple[int, bytes], tuple[float, float, int]] = {}
+        self._shape_ids: dict[tuple[bytes, Optional[float]], int] = {}
+        self._cost_cache: dict[tuple[int, int], tuple[float, float, int]] = {}
         self._op_of_ext: Optional[dict[int, int]] = None
         self._gpu_ops: Optional[list[Optional[int]]] = None
+        self._gpu_costs: Optional[list[Optional[tuple[float, float, int]]]] = None
         self._optimizer_spans: Optional[Spans] = None
         self._least: dict[str, tuple[float, int]] = {}  # a column's least value read, of how many
         self.path: str = path
@@ -104,6 +107,38 @@ class Columns:
             self._gpu_ops = list(map(self.op_of_ext().get, self.g_ext))
         return self._gpu_ops
 
+    def gpu_costs(self) -> list[Optional[tuple[float, float, int]]]:
+        """What the op that launched each GPU activity costs (`cost`), None where no op did; built once."""
+        if self._gpu_costs is None:
+            cache, names, shapes, costed = self._cost_cache, self.o_name, self.o_shape, self._costed
+            self._gpu_costs = [
+                None if op is None else cache.get(key := (names[op], shapes[op])) or costed(key)
+                for op in self.gpu_ops()
+            ]
+        return self._gpu_costs
+
+    def cost(self, op: int) -> tuple[float, float, int]:
+        """An op's FLOPs, the bytes its tensors occupy and its dtype (interned), from its recorded shapes."""
+        key = (self.o_name[op], self.o_shape[op])
+        return self._cost_cache.get(key) or self._costed(key)
+
+    def _costed(self, key: tuple[int, int]) -> tuple[float, float, int]:
+        """`cost` of an op of this name and shapes, costed once: training steps repeat the same shapes every step."""
+        name, shape = key
+        dims, types, recorded = split_shape(self.shapes[shape])
+        if shape == 0 or not dims:  # shapes not kept, or none recorded: the FLOPs the profiler counted, if any
+            hit = ((recorded or 0.0) if shape else 0.0, 0.0, self.intern(""))
+        else:
+            try:
+                flops, nbytes, dtype = op_cost(
+                    self.names[name], _raw_list.decode(dims), _raw_list.decode(types) if types else []
+                )
+            except msgspec.DecodeError:
+                flops, nbytes, dtype = 0.0, 0.0, ""
+            hit = (recorded or flops, nbytes, self.intern(dtype))
+        self._cost_cache[key] = hit
+        return hit
+
     def optimizer_spans(self) -> Spans:
         """The optimizer steps, for which one holds a moment; built once."""
         if self._optimizer_spans is None:
@@ -120,6 +155,16 @@ class Columns:
     def note_least(self, column: str, values: list[float]) -> None:
         least, count = self._least.get(column, (float("inf"), 0))
         self._least[column] = (min(least, min(values)), count + len(values))
+
+    def intern_shape(self, shape: tuple[bytes, Optional[float]]) -> int:
+        """The index of an entry of `shapes` (that of shapes not kept, the only one with no NUL, at 0)."""
+        if not shape[0]:
+            return 0
+        i = self._shape_ids.get(shape)
+        if i is None:
+            i = self._shape_ids[shape] = len(self.shapes)
+            self.shapes.append(shape)
+        return i
 
     def intern(self, name: str) -> int:
         i = self._name_ids.get(name)
@@ -259,10 +304,7 @@ def append(cols: Columns, events: list[Any], kineto: bool = True) -> None:
         _extend(cols.o_tid, [e.tid for e in ops], lambda i: _tid(ops[i].tid))
         _extend(cols.o_ext, [a.external_id for a in args], lambda i: -1)
         cols.note_least("o_ts", starts)
-        costs = _costs(cols, ids, args)
-        _fill(cols.o_flops, [c[0] for c in costs])
-        _fill(cols.o_bytes, [c[1] for c in costs])
-        _fill(cols.o_dtype, [c[2] for c in costs])
+        _fill(cols.o_shape, _shape_ids(cols, ids, args))
     cols.events += len(events)
 
 
@@ -330,30 +372,29 @@ def _metadata_last(events: list[Any]) -> bool:
     return False
 
 
-def _costs(cols: Columns, names: list[int], args: Sequence[Args]) -> list[tuple[float, float, int]]:
-    """op_cost of each op, cached by (op, shapes, dtypes): training steps repeat the same shapes every step."""
-    cache = cols._cost_cache
-    blank = cols.intern("")
-    idle = (0.0, 0.0, blank)
+def split_shape(shape: tuple[bytes, Optional[float]]) -> tuple[bytes, bytes, Optional[float]]:
+    """An entry of `Columns.shapes`: the op's input dims and input types (JSON, empty where not recorded), and the
+    FLOPs the profiler counted."""
+    dims, _, types = shape[0].partition(b"\0")
+    return dims, types, shape[1]
+
+
+def _shape_ids(cols: Columns, names: list[int], args: Sequence[Args]) -> list[int]:
+    """Each op's recorded shapes, interned into `Columns.shapes` (costed only for the ops that launched GPU work,
+    when the analysis asks: `Columns.cost`). Dims and types are joined by a NUL, which JSON text never holds."""
+    ids, shapes = cols._shape_ids, cols.shapes
     never = {cols._name_ids[n] for n in NEVER_LAUNCH if n in cols._name_ids}
-    out: list[tuple[float, float, int]] = []
-    add, join = out.append, b"".join
+    out: list[int] = []
+    add, get, join = out.append, ids.get, b"\0".join
     for n, a in zip(names, args):
         dims = a.dims
-        if not dims or n in never:
-            add((a.flops or 0.0, 0.0, blank) if not dims else idle)
+        if dims and n in never:
+            add(0)
             continue
-        # one bytes of both: a list of dims closes where it ends (no two pairs join alike), and dims that are not a
-        # list cost nothing whatever the types
-        key = (n, join((dims, a.types)))
-        hit = cache.get(key)
-        if hit is None:
-            try:
-                flops, nbytes, dtype = op_cost(
-                    cols.names[n], _raw_list.decode(dims), _raw_list.decode(a.types) if a.types else []
-                )
-            except msgspec.DecodeError:
-                flops, nbytes, dtype = 0.0, 0.0, ""
-            hit = cache[key] = (flops, nbytes, cols.intern(dtype))
-        add((a.flops, hit[1], hit[2]) if a.flops else hit)
+        key = (join((dims, a.types)), a.flops)
+        i = get(key)
+        if i is None:
+            i = ids[key] = len(shapes)
+            shapes.append(key)
+        add(i)
     return out

@@ -27,7 +27,7 @@ PARALLEL_MIN_BYTES = 32 * 2**20
 RANGE_MIN_BYTES = 8 * 2**20  # less per worker costs more in starting it than it saves
 MAX_WORKERS = 8
 PROBE_BYTES = 2**20
-NAME_COLUMNS = ("g_name", "r_name", "o_name", "o_dtype")
+NAME_COLUMNS = ("g_name", "r_name", "o_name")
 
 
 def workers_for(size: int) -> int:
@@ -82,6 +82,7 @@ def _read_range(path: str, start: int, end: int) -> dict[str, Any]:
     out: dict[str, Any] = {k: v for k, v in vars(cols).items() if isinstance(v, array)}
     out.update(
         names=cols.names,
+        shapes=cols.shapes,
         steps=cols.steps,
         optimizer_steps=cols.optimizer_steps,
         overheads=cols.overheads,
@@ -130,10 +131,12 @@ def load(path: Path, size: int, workers: int) -> L.Columns | None:
     cols.workers, cols.workers_memory_bytes = len(parts), sum(p["memory_bytes"] for p in parts)
     for part in parts:
         remap = [cols.intern(n) for n in part["names"]]
+        shapes = [cols.intern_shape(s) for s in part["shapes"]]
         for name, column in vars(cols).items():
             if isinstance(column, array):
                 values = part[name]
-                column.extend(array(values.typecode, [remap[i] for i in values]) if name in NAME_COLUMNS else values)
+                to = remap if name in NAME_COLUMNS else shapes if name == "o_shape" else None
+                column.extend(array(values.typecode, [to[i] for i in values]) if to else values)
         cols.steps += part["steps"]
         cols.optimizer_steps += part["optimizer_steps"]
         cols.overheads += part["overheads"]
