@@ -92,7 +92,7 @@ def analyze_file(path: str | Path) -> RankAnalysis:
         gpu=name,
         spec=spec.name if spec else None,
         problems=list(cols.problems),
-        skipped_event_kinds=dict(cols.skipped_kinds),
+        skipped_event_kinds=dict(sorted(cols.skipped_kinds.items())),
         anatomy=anatomies,
         step_count=len(cols.steps),
         truncated=cols.truncated,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from itertools import compress
+from operator import attrgetter
 from struct import error as StructError
 from struct import pack
 from typing import Any, Callable, Optional, Sequence, Union
@@ -270,20 +271,24 @@ def _arguments(events: list[Any]) -> list[Args]:
 def append(cols: Columns, events: list[Any], kineto: bool = True) -> None:
     """Append a decoded chunk to the columns (module doc). `kineto`: decoded as Kineto's phases (only complete
     events carry a category the columns take); else generic events, whose other phases are left out here."""
-    gpu, rt, ops, rest = [], [], [], []
-    for e in events:
+    gpu, rt, ops, flows, rest = [], [], [], [], []
+    for e in events:  # by how many there are of each
         cat = e.cat
         if cat == "cpu_op":
             ops.append(e)
-        elif cat in GPU_CATS:
-            gpu.append(e)
+        elif cat in FLOW_CATS:
+            flows.append(e)
         elif cat in RUNTIME_CATS:
             rt.append(e)
+        elif cat in GPU_CATS:
+            gpu.append(e)
         else:
             rest.append(e)
     if not kineto and any(e.ph != "X" for e in ops + gpu + rt):  # generic events: complete ones only
         rest += [e for e in ops + gpu + rt if e.ph != "X"]
         ops, gpu, rt = ([e for e in x if e.ph == "X"] for x in (ops, gpu, rt))
+    if flows:  # only counted
+        _skipped(cols, Counter(map(_category, flows)))
     metadata = _rest(cols, rest) if rest else False
     if gpu or rt or metadata:
         cols.activities_whole = _metadata_last(events) if metadata else False
@@ -324,6 +329,8 @@ def _gpu(cols: Columns, gpu: list[Any]) -> None:
 
 
 SPECIAL = frozenset({"user_annotation", "overhead", ""})  # of the rest, those read one by one
+FLOW_CATS = frozenset({"ac2g", "fwdbwd"})  # Kineto's flow arrows (two of every five events): counted, in C
+_category = attrgetter("cat")
 
 
 def _rest(cols: Columns, rest: list[Any]) -> bool:
@@ -355,11 +362,15 @@ def _rest(cols: Columns, rest: list[Any]) -> bool:
         elif e.name.startswith(LOADER_ANNOTATIONS):
             cols.loading.append((_tid(e.tid), e.ts, e.dur))
             counts[cat] -= 1
+    _skipped(cols, counts)
+    return metadata
+
+
+def _skipped(cols: Columns, counts: Counter[str]) -> None:
     skipped = cols.skipped_kinds
     for key, n in counts.items():
         if n > 0:
             skipped[key] = skipped.get(key, 0) + n
-    return metadata
 
 
 def _metadata_last(events: list[Any]) -> bool:

@@ -4,6 +4,7 @@ thread in at a moment, and how much of an interval did ops cover."""
 from __future__ import annotations
 
 import bisect
+from itertools import groupby
 from typing import Sequence
 
 from gputriage.trace.load import Columns
@@ -58,22 +59,33 @@ def _top_level(
     tids: Sequence[int], starts: Sequence[float], durations: Sequence[float], names: Sequence[int]
 ) -> dict[int, ThreadOps] | None:
     """Each thread's top-level ops, from ops listed by start (the longest first) within each thread; None
-    where a thread's ops are not in that order."""
+    where a thread's ops are not in that order. A run of one thread's ops (Kineto writes each thread's
+    buffer whole) is walked with that thread's state in local names."""
     out: dict[int, ThreadOps] = {}
-    last: dict[int, list[float]] = {}  # per thread: [start, duration, end of its current top-level op]
-    for tid, s, d, name in zip(tids, starts, durations, names):
-        st = last.get(tid)
-        if st is None:
-            st = last[tid] = [s, d, float("-inf")]
-            out[tid] = ThreadOps()
-        elif s < st[0] or (s == st[0] and d > st[1]):
-            return None
-        st[0], st[1] = s, d
-        if s >= st[2]:
-            st[2] = s + d
-            t = out[tid]
-            t.starts.append(s)
-            t.ends.append(s + d)
-            t.names.append(name)
-            t.before.append(t.before[-1] + d)
+    # per thread: its last op's start and duration, and the end of its current top-level op
+    last: dict[int, tuple[float, float, float]] = {}
+    lo = 0
+    for tid, run in groupby(tids):
+        hi = lo + len(list(run))
+        t = out.get(tid)
+        if t is None:
+            t = out[tid] = ThreadOps()
+            s0, d0, end = float("-inf"), 0.0, float("-inf")
+        else:
+            s0, d0, end = last[tid]
+        add_start, add_end, add_name, add_before = t.starts.append, t.ends.append, t.names.append, t.before.append
+        total = t.before[-1]
+        for s, d, name in zip(starts[lo:hi], durations[lo:hi], names[lo:hi]):
+            if s < s0 or (s == s0 and d > d0):
+                return None
+            s0, d0 = s, d
+            if s >= end:
+                end = s + d
+                add_start(s)
+                add_end(end)
+                add_name(name)
+                total += d
+                add_before(total)
+        last[tid] = (s0, d0, end)
+        lo = hi
     return out
