@@ -79,7 +79,7 @@ class Columns:
         self.skipped_kinds: dict[str, int] = {}
         self.problems: list[str] = []
         self.truncated: bool = False  # the file ends inside its events: what follows the last one read is unknown
-        self._shape_ids: dict[tuple[bytes, Optional[float]], int] = {}
+        self._shape_ids: dict[Union[bytes, tuple[bytes, float]], int] = {}
         self._cost_cache: dict[tuple[int, int], tuple[float, float, int]] = {}
         self._op_of_ext: Optional[dict[int, int]] = None
         self._gpu_ops: Optional[list[Optional[int]]] = None
@@ -159,11 +159,13 @@ class Columns:
 
     def intern_shape(self, shape: tuple[bytes, Optional[float]]) -> int:
         """The index of an entry of `shapes` (that of shapes not kept, the only one with no NUL, at 0)."""
-        if not shape[0]:
+        joined, flops = shape
+        if not joined:
             return 0
-        i = self._shape_ids.get(shape)
+        key = (joined, flops) if flops else joined  # as `_shape_ids` keys it
+        i = self._shape_ids.get(key)
         if i is None:
-            i = self._shape_ids[shape] = len(self.shapes)
+            i = self._shape_ids[key] = len(self.shapes)
             self.shapes.append(shape)
         return i
 
@@ -392,7 +394,8 @@ def split_shape(shape: tuple[bytes, Optional[float]]) -> tuple[bytes, bytes, Opt
 
 def _shape_ids(cols: Columns, names: list[int], args: Sequence[Args]) -> list[int]:
     """Each op's recorded shapes, interned into `Columns.shapes` (costed only for the ops that launched GPU work,
-    when the analysis asks: `Columns.cost`). Dims and types are joined by a NUL, which JSON text never holds."""
+    when the analysis asks: `Columns.cost`). Dims and types are joined by a NUL, which JSON text never holds; the
+    FLOPs the profiler counted (for a few ops) join them in the key where there are some."""
     ids, shapes = cols._shape_ids, cols.shapes
     never = {cols._name_ids[n] for n in NEVER_LAUNCH if n in cols._name_ids}
     out: list[int] = []
@@ -402,10 +405,12 @@ def _shape_ids(cols: Columns, names: list[int], args: Sequence[Args]) -> list[in
         if dims and n in never:
             add(0)
             continue
-        key = (join((dims, a.types)), a.flops)
+        joined = join((dims, a.types))
+        flops = a.flops
+        key = (joined, flops) if flops else joined
         i = get(key)
         if i is None:
             i = ids[key] = len(shapes)
-            shapes.append(key)
+            shapes.append((joined, flops))
         add(i)
     return out
