@@ -12,9 +12,8 @@ from gputriage.model.specs import match
 from gputriage.model.trace import Overlap, RankAnalysis
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.anatomy import analyze as anatomy_of
-from gputriage.trace.anatomy import gpu_kinds
 from gputriage.trace.compiled import share as compiled_share
-from gputriage.trace.kernels import table
+from gputriage.trace.kernels import gpu_kinds, table
 from gputriage.trace.load import KERNEL, Columns
 from gputriage.trace.load_parallel import read
 from gputriage.trace.window import WARMUP_STEP_RATIO

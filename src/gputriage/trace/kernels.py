@@ -14,7 +14,28 @@ from gputriage.model.numbers import median
 from gputriage.model.specs import GpuSpec
 from gputriage.model.trace import INT8, KernelRow
 from gputriage.trace import kernel_kinds as kk
-from gputriage.trace.load import KERNEL, Columns
+from gputriage.trace.load import KERNEL, MEMCPY, Columns
+
+
+def gpu_kinds(cols: Columns) -> list[str]:
+    """The kind of every GPU activity (kernel kinds use the launching op's dtype)."""
+    cache: dict[tuple[int, int, int], str] = {}
+    out = []
+    for name, kind, cost in zip(cols.g_name, cols.g_kind, cols.gpu_costs()):
+        dtype = cost[2] if cost is not None else -1
+        key = (name, kind, dtype)
+        k = cache.get(key)
+        if k is None:
+            text = cols.names[name]
+            if kind == KERNEL:
+                k = kk.kind_of_kernel(text, cols.names[dtype] if dtype >= 0 else "")
+            elif kind == MEMCPY:
+                k = kk.kind_of_memcpy(text)
+            else:
+                k = kk.MEMSET
+            cache[key] = k
+        out.append(k)
+    return out
 
 
 def peak_dtype(kind: str, op_dtype: str) -> str:
