@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import bisect
 import time
-from pathlib import Path
 
+from gputriage.model.files import FileName
 from gputriage.model.numbers import median
 from gputriage.model.specs import match
 from gputriage.model.trace import Overlap, RankAnalysis
@@ -73,7 +73,7 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def analyze_file(path: str | Path) -> RankAnalysis:
+def analyze_file(path: FileName) -> RankAnalysis:
     """Raises TraceError when the file is not a usable trace."""
     t0 = time.perf_counter()
     cols = read(path)

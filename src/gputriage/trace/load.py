@@ -12,12 +12,11 @@ whole (still typed).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, BinaryIO, Optional
 
 import msgspec
 
-from gputriage.model.files import unreadable
+from gputriage.model.files import FileName, unreadable
 from gputriage.trace.columns import NEVER_LAUNCH, Columns, append
 from gputriage.trace.events import (
     COMPILED_ANNOTATIONS,
@@ -67,9 +66,9 @@ class TraceError(Exception):
     """A file that is not a usable trace: missing, not JSON, not a Kineto trace, no events."""
 
 
-def load(path: str | Path) -> Columns:
+def load(path: FileName) -> Columns:
     """The trace's columns, read in one stream (`load_parallel.read` reads a large file on several cores)."""
-    path = Path(path)
+    path = os.fspath(path)
     try:
         size = os.path.getsize(path)
         fh = open_trace(path)
@@ -101,7 +100,7 @@ def load(path: str | Path) -> Columns:
     return cols
 
 
-def _stream(fh: BinaryIO, cols: Columns, path: Path) -> None:
+def _stream(fh: BinaryIO, cols: Columns, path: str) -> None:
     head = fh.read(HEAD_BYTES)
     if not head.lstrip()[:1] == b"{":
         raise TraceError(f"{path}: not a JSON object (a Kineto trace starts with '{{')")
@@ -148,7 +147,7 @@ def _stream(fh: BinaryIO, cols: Columns, path: Path) -> None:
 
 
 def pump(
-    fh: Any, cols: Columns, path: Path, pending: bytes, offset: int, left: Optional[int] = None
+    fh: Any, cols: Columns, path: str, pending: bytes, offset: int, left: Optional[int] = None
 ) -> tuple[bytes, int]:
     """Decode the events of a stream into the columns: `pending` (which starts at an event's `\\n  {`, `offset`
     bytes into the file), then what `fh` holds (at most `left` bytes), a block at a time through one buffer read
@@ -184,7 +183,7 @@ def pump(
     return bytes(buf[:filled]), offset
 
 
-def _decode_in_place(buf: bytearray, cut: int, cols: Columns, path: Path, offset: int) -> None:
+def _decode_in_place(buf: bytearray, cut: int, cols: Columns, path: str, offset: int) -> None:
     """Decode the events in buf[:cut] without copying: buf[0] is the newline before the first event
     and, in Kineto's layout, the last non-blank byte before `cut` is the comma after an event; they
     become the array's brackets."""
@@ -204,14 +203,14 @@ def _decode_in_place(buf: bytearray, cut: int, cols: Columns, path: Path, offset
     append(cols, events, kineto)
 
 
-def _decode_events(chunk: bytes, cols: Columns, path: Path, offset: int) -> None:
+def _decode_events(chunk: bytes, cols: Columns, path: str, offset: int) -> None:
     body = chunk.rstrip()
     if body.endswith(b","):
         body = body[:-1]
     append(cols, *_decode(b"[" + body + b"]", path, offset))
 
 
-def _decode(chunk: Any, path: Path, offset: int) -> tuple[list[Any], bool]:
+def _decode(chunk: Any, path: str, offset: int) -> tuple[list[Any], bool]:
     """A chunk's events, and whether as Kineto's phases (`events` module doc) rather than generic events."""
     for kineto in (_kineto_list, _kineto_other):
         try:
@@ -226,7 +225,7 @@ def _decode(chunk: Any, path: Path, offset: int) -> tuple[list[Any], bool]:
         raise TraceError(f"{path}: corrupt JSON near byte {offset}: {exc}") from None
 
 
-def _whole_file(data: bytes, cols: Columns, path: Path) -> None:
+def _whole_file(data: bytes, cols: Columns, path: str) -> None:
     try:
         whole = _whole.decode(data)
     except msgspec.ValidationError as exc:
