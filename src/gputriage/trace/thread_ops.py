@@ -18,6 +18,7 @@ class ThreadOps:
         self.ends: list[float] = []
         self.names: list[int] = []
         self.before: list[float] = [0.0]  # before[i]: the durations of ops[:i], summed
+        self._first_not_ended = 0  # the first op ending after the last moment `coverage` was asked about
 
     def outermost(self, t: float) -> int | None:
         i = bisect.bisect_right(self.starts, t) - 1
@@ -27,12 +28,21 @@ class ThreadOps:
 
     def coverage(self, a: float, b: float) -> float:
         """Time in [a, b] covered by top-level ops (they do not overlap each other): the ops between, less what the
-        first starts before a and the last ends after b."""
+        first starts before a and the last ends after b. Asked in time order (a sweep through the window), the ops
+        are found by stepping on from the last answer; asked about an earlier moment, by bisection."""
         if b <= a:
             return 0.0
-        starts, ends = self.starts, self.ends
-        lo = bisect.bisect_right(ends, a)
-        hi = bisect.bisect_left(starts, b)
+        starts, ends, n = self.starts, self.ends, len(self.ends)
+        lo = self._first_not_ended
+        if lo and ends[lo - 1] > a:
+            lo = bisect.bisect_right(ends, a)
+        else:
+            while lo < n and ends[lo] <= a:
+                lo += 1
+        self._first_not_ended = lo
+        hi = lo  # the first op starting at or after b
+        while hi < n and starts[hi] < b:
+            hi += 1
         if hi <= lo:
             return 0.0
         total = self.before[hi] - self.before[lo]
