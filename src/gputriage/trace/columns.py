@@ -1,9 +1,10 @@
 """A trace as columns (arrays of numbers, names interned), and how a chunk of decoded events is appended to them.
 
 A chunk at a time, a category at a time: one pass sorts its events by category, then each field is read with a
-list comprehension and handed to `array.fromlist` whole. An absent argument is already the value its column keeps
-for it (`events.Args`), so reading a field is a bare attribute load: on CPython 3.11 and later that is faster than
-`operator.attrgetter`, `itertools.compress` or a branch per event.
+list comprehension and handed to its array whole (`_fill`). An op's recorded shapes are only interned as they are
+read: costing them is left to the analysis, for the few ops that launched GPU work. An absent argument is already
+the value its column keeps for it (`events.Args`), so reading a field is a bare attribute load: on CPython 3.11 and
+later that is faster than `operator.attrgetter`, `itertools.compress` or a branch per event.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from gputriage.trace.events import (
     Header,
     _raw_list,
 )
-from gputriage.trace.op_cost import op_cost
+from gputriage.trace.op_cost import NEVER_LAUNCH, op_cost, split_shape
 from gputriage.trace.spans import Spans
 
 
@@ -186,50 +187,6 @@ def _tid(value: Union[int, str]) -> int:
 
 
 _NO_ARGS = Args()
-# ops that never launch GPU work themselves (views, allocations, and composite ops that dispatch to recorded
-# inner ops, which launch): their cost is never read, and costing them was most of the ops' share of the read
-NEVER_LAUNCH = frozenset(
-    {
-        "aten::as_strided",
-        "aten::t",
-        "aten::transpose",
-        "aten::view",
-        "aten::_unsafe_view",
-        "aten::_reshape_alias",
-        "aten::reshape",
-        "aten::alias",
-        "aten::slice",
-        "aten::select",
-        "aten::expand",
-        "aten::permute",
-        "aten::unsqueeze",
-        "aten::squeeze",
-        "aten::narrow",
-        "aten::split",
-        "aten::chunk",
-        "aten::unbind",
-        "aten::detach",
-        "detach",
-        "aten::lift_fresh",
-        "aten::resolve_conj",
-        "aten::resolve_neg",
-        "aten::result_type",
-        "aten::empty",
-        "aten::empty_strided",
-        "aten::empty_like",
-        "aten::resize_",
-        "aten::linear",
-        "aten::matmul",
-        "aten::to",
-        "aten::_to_copy",
-        "aten::layer_norm",
-        "aten::contiguous",
-        "aten::flatten",
-        "aten::unflatten",
-    }
-)
-
-
 INTEGERS = frozenset("bBhHiIlLqQ")
 
 
@@ -336,9 +293,9 @@ _category = attrgetter("cat")
 
 
 def _rest(cols: Columns, rest: list[Any]) -> bool:
-    """The events the columns do not take: counted by category (phase where there is none), the annotations that
-    mark steps and compiled code and Kineto's overhead events kept. Whether metadata was among them. (Most are
-    the flow arrows between launches and kernels: counted together, in C.)"""
+    """The events the columns do not take, but the flow arrows (counted apart): counted by category (phase where
+    there is none), the annotations that mark steps and compiled code and Kineto's overhead events kept. Whether
+    metadata was among them."""
     counts = Counter([e.cat for e in rest])
     metadata = False
     for e in [e for e in rest if e.cat in SPECIAL]:
@@ -383,13 +340,6 @@ def _metadata_last(events: list[Any]) -> bool:
         if e.cat in GPU_CATS or e.cat in RUNTIME_CATS:
             return False
     return False
-
-
-def split_shape(shape: tuple[bytes, Optional[float]]) -> tuple[bytes, bytes, Optional[float]]:
-    """An entry of `Columns.shapes`: the op's input dims and input types (JSON, empty where not recorded), and the
-    FLOPs the profiler counted."""
-    dims, _, types = shape[0].partition(b"\0")
-    return dims, types, shape[1]
 
 
 def _shape_ids(cols: Columns, names: list[int], args: Sequence[Args]) -> list[int]:

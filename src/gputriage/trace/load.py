@@ -17,7 +17,7 @@ from typing import Any, BinaryIO, Optional
 import msgspec
 
 from gputriage.model.files import FileName, unreadable
-from gputriage.trace.columns import NEVER_LAUNCH, Columns, append
+from gputriage.trace.columns import Columns, append
 from gputriage.trace.events import (
     COMPILED_ANNOTATIONS,
     GPU_CATS,
@@ -35,6 +35,7 @@ from gputriage.trace.events import (
     _whole,
 )
 from gputriage.trace.files import Salvaging, open_trace
+from gputriage.trace.op_cost import NEVER_LAUNCH
 
 BLOCK_BYTES = 256 * 1024  # small blocks: less memory, and faster (a block's decoded events stay in the CPU's L2 cache)
 HEAD_BYTES = 2 * 2**20  # the first read, which must hold the header (the device properties) and "traceEvents"
