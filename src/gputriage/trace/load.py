@@ -28,11 +28,11 @@ from gputriage.trace.events import (
     Args,
     Event,
     Header,
-    _event_list,
     _header,
     _kineto_list,
-    _kineto_other,
-    _whole,
+    generic_events,
+    kineto_other,
+    whole_trace,
 )
 from gputriage.trace.files import Salvaging, open_trace
 from gputriage.trace.op_cost import NEVER_LAUNCH
@@ -213,13 +213,16 @@ def _decode_events(chunk: bytes, cols: Columns, path: str, offset: int) -> None:
 
 def _decode(chunk: Any, path: str, offset: int) -> tuple[list[Any], bool]:
     """A chunk's events, and whether as Kineto's phases (`events` module doc) rather than generic events."""
-    for kineto in (_kineto_list, _kineto_other):
-        try:
-            return kineto.decode(chunk), True
-        except msgspec.DecodeError:
-            pass
     try:
-        return _event_list.decode(chunk), False
+        return _kineto_list.decode(chunk), True
+    except msgspec.DecodeError:
+        pass
+    try:  # a category Kineto did not write when this was
+        return kineto_other().decode(chunk), True
+    except msgspec.DecodeError:
+        pass
+    try:
+        return generic_events().decode(chunk), False
     except msgspec.ValidationError as exc:
         raise TraceError(f"{path}: an event near byte {offset} is not a Kineto event: {exc}") from None
     except msgspec.DecodeError as exc:
@@ -228,7 +231,7 @@ def _decode(chunk: Any, path: str, offset: int) -> tuple[list[Any], bool]:
 
 def _whole_file(data: bytes, cols: Columns, path: str) -> None:
     try:
-        whole = _whole.decode(data)
+        whole = whole_trace().decode(data)
     except msgspec.ValidationError as exc:
         raise TraceError(f"{path}: not a Kineto trace: {exc}") from None
     except msgspec.DecodeError as exc:
