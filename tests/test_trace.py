@@ -191,7 +191,7 @@ def test_a_cpu_only_trace_recorded_here_parses_and_says_what_is_missing(tmp_path
     rep, findings = analyze([out])
     assert rep["verdict"]["bottleneck"] is None and findings == []
     assert any("no GPU activity" in p for p in rep["ranks"][0]["problems"])
-    flops = [f for f, n in zip(cols.o_flops, cols.o_name) if cols.names[n] == "aten::addmm"]
+    flops = [cols.cost(i)[0] for i, n in enumerate(cols.o_name) if cols.names[n] == "aten::addmm"]
     assert flops and flops[0] == 2 * 32 * 64 * 64
 
 
@@ -426,7 +426,11 @@ def test_a_large_trace_read_on_several_cores_gives_the_columns_of_one_stream(tmp
 
     def named(c):
         return {
-            k: ([c.names[i] for i in v] if k in P.NAME_COLUMNS else list(v))
+            k: [c.names[i] for i in v]
+            if k in P.NAME_COLUMNS
+            else [c.shapes[i] for i in v]
+            if k == "o_shape"
+            else list(v)
             for k, v in vars(c).items()
             if k[:2] in ("g_", "r_", "o_")
         }

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from gputriage.trace import columns as C
 from gputriage.trace.load import load
 from gputriage.trace.spans import Spans
+from gputriage.trace.thread_ops import ThreadOps
 
 TRACES = Path(__file__).parent / "fixtures" / "h200" / "traces"
 
@@ -68,8 +69,9 @@ def test_ops_of_one_name_and_shapes_are_costed_by_their_own_dtypes(tmp_path):
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": ops}))
     cols = load(path)
-    assert [cols.names[d] for d in cols.o_dtype] == ["float", "c10::Half", "float", "float"]
-    assert list(cols.o_bytes) == [3 * 16 * 4.0, 3 * 16 * 2.0, 3 * 16 * 4.0, (4 + 64 + 64) * 4.0]
+    costs = [cols.cost(i) for i in range(len(cols.o_ts))]
+    assert [cols.names[d] for _, _, d in costs] == ["float", "c10::Half", "float", "float"]
+    assert [b for _, b, _ in costs] == [3 * 16 * 4.0, 3 * 16 * 2.0, 3 * 16 * 4.0, (4 + 64 + 64) * 4.0]
 
 
 @given(
@@ -82,3 +84,27 @@ def test_the_optimizer_step_holding_a_moment_is_the_first_listed(spans, moments)
     for t in map(float, moments):
         scan = next((name for start, length, name in steps if start <= t <= start + length), None)
         assert found.first_holding(t) == scan
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 30), st.integers(0, 40)), max_size=15),
+    st.lists(st.tuples(st.integers(-10, 700), st.integers(-5, 200)), max_size=25),
+    st.booleans(),
+)
+def test_the_time_top_level_ops_cover_is_the_same_whatever_order_it_is_asked_in(ops, queries, in_order):
+    # top-level ops: each starts where the one before it ended, or later (gaps and durations from the lists)
+    top, t = ThreadOps(), 0.0
+    for gap, length in ops:
+        t += gap
+        top.starts.append(t)
+        top.ends.append(t + length)
+        top.names.append(0)
+        top.before.append(top.before[-1] + length)
+        t += length
+    asked = [(float(a), float(a + w)) for a, w in queries]
+    if in_order:  # as the sweep through a window asks: by start
+        asked.sort()
+    for a, b in asked:
+        spans = zip(top.starts, top.ends)
+        plain = sum(max(0.0, min(b, e) - max(a, s)) for s, e in spans) if b > a else 0.0
+        assert math.isclose(top.coverage(a, b), plain, abs_tol=1e-9)

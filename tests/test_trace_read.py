@@ -31,15 +31,14 @@ COLUMNS = (
     "o_name",
     "o_tid",
     "o_ext",
-    "o_flops",
-    "o_bytes",
-    "o_dtype",
 )
 
 
 def _named(cols: L.Columns) -> dict:
-    names = {"g_name", "r_name", "o_name", "o_dtype"}
-    return {k: [cols.names[i] for i in getattr(cols, k)] if k in names else list(getattr(cols, k)) for k in COLUMNS}
+    names = {"g_name", "r_name", "o_name"}
+    named = {k: [cols.names[i] for i in getattr(cols, k)] if k in names else list(getattr(cols, k)) for k in COLUMNS}
+    costs = [cols.cost(i) for i in range(len(cols.o_ts))]
+    return {**named, "o_cost": [(flops, nbytes, cols.names[dtype]) for flops, nbytes, dtype in costs]}
 
 
 def _plain(path: Path) -> dict:

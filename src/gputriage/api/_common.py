@@ -5,10 +5,11 @@ from __future__ import annotations
 import math
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from gputriage.diagnosis.budget import Budget
     from gputriage.sampling.store import Store
 
@@ -78,6 +79,8 @@ CONFIG_ENV = "GPUTRIAGE_CONFIG"
 
 def config_path() -> Path:
     """The user's config file: $GPUTRIAGE_CONFIG, else config.toml in the user config folder."""
+    from pathlib import Path
+
     from platformdirs import user_config_dir
 
     return Path(os.environ.get(CONFIG_ENV) or Path(user_config_dir("gputriage")) / "config.toml")

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import Sequence
 
 from gputriage.api._common import GputriageError
 from gputriage.diagnosis.trace.judge import judge
+from gputriage.model.files import FileName
 from gputriage.model.trace import TraceReport
 from gputriage.trace.analyze import analyze_file
 from gputriage.trace.load import TraceError
 
 
-def analyze_trace(paths: Sequence[str | Path] | str | Path) -> TraceReport:
+def analyze_trace(paths: Sequence[FileName] | FileName) -> TraceReport:
     """Read PyTorch profiler traces (one per rank) and judge them. Files that cannot be read are listed
     in the report's `problems`; GputriageError when none can."""
-    files = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    files = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     ranks, problems = [], []
     for p in files:
         try:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+from typing import Union
+
+# a file the user named: a str or a path object (pathlib is not imported for it: the library's imports stay cheap)
+FileName = Union[str, os.PathLike[str]]
 
 
-def unreadable(path: str | Path, exc: BaseException) -> str:
+def unreadable(path: FileName, exc: BaseException) -> str:
     """'PATH: why' for an error raised while opening or reading a file the user named."""
     if isinstance(exc, FileNotFoundError):
         why = "no such file"

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "specs.json"
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "data", "specs.json")
 
 
 PCIE_LANE_GBS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}  # per lane, one direction
@@ -41,7 +41,8 @@ class GpuSpec:
 
 @lru_cache(maxsize=1)
 def database() -> dict[str, Any]:
-    return json.loads(DATA.read_text())
+    with open(DATA, encoding="utf-8") as fh:
+        return json.load(fh)
 
 
 def all_specs() -> list[GpuSpec]:

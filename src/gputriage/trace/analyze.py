@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import bisect
 import time
-from pathlib import Path
 
+from gputriage.model.files import FileName
 from gputriage.model.numbers import median
 from gputriage.model.specs import match
 from gputriage.model.trace import Overlap, RankAnalysis
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.anatomy import analyze as anatomy_of
-from gputriage.trace.anatomy import gpu_kinds
 from gputriage.trace.compiled import share as compiled_share
-from gputriage.trace.kernels import table
+from gputriage.trace.kernels import gpu_kinds, table
 from gputriage.trace.load import KERNEL, Columns
 from gputriage.trace.load_parallel import read
 from gputriage.trace.window import WARMUP_STEP_RATIO
@@ -24,11 +23,10 @@ LARGE_TENSOR_BYTES = 64 * 2**20  # elementwise ops over tensors this large strea
 
 def _elementwise_bytes(cols: Columns, kinds: list[str]) -> tuple[float, int]:
     """Median bytes per elementwise op, and how many distinct elementwise kernels run over large tensors."""
-    o_bytes = cols.o_bytes
     sizes, big_names = [], set()
-    for op, k, name in zip(cols.gpu_ops(), kinds, cols.g_name):
+    for cost, k, name in zip(cols.gpu_costs(), kinds, cols.g_name):
         if k == kk.ELEMENTWISE:
-            b = o_bytes[op] if op is not None else 0.0
+            b = cost[1] if cost is not None else 0.0
             if b:
                 sizes.append(b)
                 if b >= LARGE_TENSOR_BYTES:
@@ -75,7 +73,7 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def analyze_file(path: str | Path) -> RankAnalysis:
+def analyze_file(path: FileName) -> RankAnalysis:
     """Raises TraceError when the file is not a usable trace."""
     t0 = time.perf_counter()
     cols = read(path)
@@ -93,7 +91,7 @@ def analyze_file(path: str | Path) -> RankAnalysis:
         gpu=name,
         spec=spec.name if spec else None,
         problems=list(cols.problems),
-        skipped_event_kinds=dict(cols.skipped_kinds),
+        skipped_event_kinds=dict(sorted(cols.skipped_kinds.items())),
         anatomy=anatomies,
         step_count=len(cols.steps),
         truncated=cols.truncated,

@@ -45,12 +45,14 @@ blocks by design and are never underfilled.
 from __future__ import annotations
 
 from itertools import compress
+from operator import add as plus
 
 from gputriage.model.numbers import median
 from gputriage.model.trace import Anatomy, HostWork, StepRow, Syncs, TimeShare
 from gputriage.trace import kernel_kinds as kk
 from gputriage.trace.host_calls import ALLOC_CALLS, calls_in, step_rows, sync_summary
-from gputriage.trace.load import KERNEL, MEMCPY, Columns
+from gputriage.trace.kernels import gpu_kinds
+from gputriage.trace.load import KERNEL, Columns
 from gputriage.trace.loading import loader_spans, outside_ops_cause
 from gputriage.trace.thread_ops import ThreadOps, thread_ops
 from gputriage.trace.window import Intervals, Sweep, complete_until, profiler_own, profiler_warmup_end
@@ -76,28 +78,6 @@ SYNC_TOLERANCE_US = 5.0
 IDLE_KINDS: tuple[str, ...] = ("launch", "sync", "allocator", "host_in_ops", "host_after_read", "host_loading")
 IDLE_KINDS += ("host_loop", "host_outside_ops", "unattributed")
 READ_BACK = frozenset({kk.D2H_PAGEABLE, kk.D2H_PINNED})
-
-
-def gpu_kinds(cols: Columns) -> list[str]:
-    """The kind of every GPU activity (kernel kinds use the launching op's dtype)."""
-    o_dtype = cols.o_dtype
-    cache: dict[tuple[int, int, int], str] = {}
-    out = []
-    for name, kind, op in zip(cols.g_name, cols.g_kind, cols.gpu_ops()):
-        dtype = o_dtype[op] if op is not None else -1
-        key = (name, kind, dtype)
-        k = cache.get(key)
-        if k is None:
-            text = cols.names[name]
-            if kind == KERNEL:
-                k = kk.kind_of_kernel(text, cols.names[dtype] if dtype >= 0 else "")
-            elif kind == MEMCPY:
-                k = kk.kind_of_memcpy(text)
-            else:
-                k = kk.MEMSET
-            cache[key] = k
-        out.append(k)
-    return out
 
 
 def _anatomy(
@@ -215,7 +195,8 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         if not idx:
             continue
         first_gpu = g_ts[idx[0]]
-        last_gpu = max(g_ts[i] + g_dur[i] for i in idx)
+        ends = list(map(plus, map(g_ts.__getitem__, idx), map(g_dur.__getitem__, idx)))
+        last_gpu = max(ends)
         lo = step_lo if step_lo is not None else min(first_gpu, max(host_start, first_call))
         startup = max(0.0, lo - host_start) if step_lo is None else 0.0
         queued = 0.0
@@ -226,11 +207,11 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
             queued, lo = first_gpu - lo, first_gpu
         hi = max(step_hi, last_gpu) if step_hi is not None else last_gpu
         if step_lo is not None:
-            idx = [i for i in idx if g_ts[i] + g_dur[i] >= lo]
-            hi = max([hi] + [g_ts[i] + g_dur[i] for i in idx[-1:]])
+            idx, ends = _kept([e >= lo for e in ends], idx, ends)
+            hi = max([hi] + ends[-1:])
         if cols.truncated:  # judge only the span where every launch still has its GPU activity
             hi = max(lo, min(hi, last_gpu, whole_until))
-            idx = [i for i in idx if g_ts[i] < hi]
+            idx, ends = _kept([g_ts[i] < hi for i in idx], idx, ends)
         busy = dict.fromkeys(kk.BUSY_KINDS, 0.0)
         idle = dict.fromkeys(IDLE_KINDS, 0.0)
         sync_by_op: dict[str, dict[str, float]] = {}
@@ -242,11 +223,8 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         cursor = lo
         theirs_in, allocs_in = Sweep(own), Sweep(allocating)
         r_ts, n_syncs, j = cols.r_ts, len(sync_ends), 0  # j: the first sync ending near or after the cursor
-        starts = [g_ts[i] for i in idx]
-        spans = [g_dur[i] for i in idx]
         small = [kinds[i] != kk.COMM and 0 <= g_bpsm[i] < UNDERFILLED_BLOCKS_PER_SM for i in idx]
-        for i, s, d, few_blocks in zip(idx, starts, spans, small):
-            e = s + d
+        for i, s, e, few_blocks in zip(idx, map(g_ts.__getitem__, idx), ends, small):
             s_clip = s if s > lo else lo
             if s_clip > cursor:
                 # the profiler's own stalls: not the workload's time
@@ -324,6 +302,10 @@ def analyze(cols: Columns, kinds: list[str] | None = None) -> list[Anatomy]:
         a.allocator_calls = calls_in(cols, alloc_idx, lo, hi)
         out.append(a)
     return out
+
+
+def _kept(keep: list[bool], idx: list[int], ends: list[float]) -> tuple[list[int], list[float]]:
+    return list(compress(idx, keep)), list(compress(ends, keep))
 
 
 def _allocating(idle: dict[str, float], allocating: Sweep, a: float, b: float, gap: float, cause: str) -> float:

@@ -1,9 +1,10 @@
 """A trace as columns (arrays of numbers, names interned), and how a chunk of decoded events is appended to them.
 
 A chunk at a time, a category at a time: one pass sorts its events by category, then each field is read with a
-list comprehension and handed to `array.fromlist` whole. An absent argument is already the value its column keeps
-for it (`events.Args`), so reading a field is a bare attribute load: on CPython 3.11 and later that is faster than
-`operator.attrgetter`, `itertools.compress` or a branch per event.
+list comprehension and handed to its array whole (`_fill`). An op's recorded shapes are only interned as they are
+read: costing them is left to the analysis, for the few ops that launched GPU work. An absent argument is already
+the value its column keeps for it (`events.Args`), so reading a field is a bare attribute load: on CPython 3.11 and
+later that is faster than `operator.attrgetter`, `itertools.compress` or a branch per event.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from itertools import compress
+from operator import attrgetter
 from struct import error as StructError
 from struct import pack
 from typing import Any, Callable, Optional, Sequence, Union
@@ -26,7 +28,7 @@ from gputriage.trace.events import (
     Header,
     _raw_list,
 )
-from gputriage.trace.op_cost import op_cost
+from gputriage.trace.op_cost import NEVER_LAUNCH, op_cost, split_shape
 from gputriage.trace.spans import Spans
 
 
@@ -58,9 +60,10 @@ class Columns:
         self.o_name: array = array("i")
         self.o_tid: array = array("q")
         self.o_ext: array = array("q")
-        self.o_flops: array = array("d")
-        self.o_bytes: array = array("d")
-        self.o_dtype: array = array("i")
+        self.o_shape: array = array("i")  # the op's recorded shapes: an index into `shapes`
+        # each distinct (input dims and types, FLOPs the profiler counted) read, as `_shape_ids` writes it; the first
+        # stands for the shapes of an op that never launches GPU work (NEVER_LAUNCH), which are not kept
+        self.shapes: list[tuple[bytes, Optional[float]]] = [(b"", None)]
         # ProfilerStep#N spans on the host
         self.steps: list[tuple[str, float, float]] = []
         # Optimizer.step#... spans on the host (step boundaries when there are no ProfilerStep markers)
@@ -77,9 +80,11 @@ class Columns:
         self.skipped_kinds: dict[str, int] = {}
         self.problems: list[str] = []
         self.truncated: bool = False  # the file ends inside its events: what follows the last one read is unknown
-        self._cost_cache: dict[tuple[int, bytes], tuple[float, float, int]] = {}
+        self._shape_ids: dict[Union[bytes, tuple[bytes, float]], int] = {}
+        self._cost_cache: dict[tuple[int, int], tuple[float, float, int]] = {}
         self._op_of_ext: Optional[dict[int, int]] = None
         self._gpu_ops: Optional[list[Optional[int]]] = None
+        self._gpu_costs: Optional[list[Optional[tuple[float, float, int]]]] = None
         self._optimizer_spans: Optional[Spans] = None
         self._least: dict[str, tuple[float, int]] = {}  # a column's least value read, of how many
         self.path: str = path
@@ -104,6 +109,38 @@ class Columns:
             self._gpu_ops = list(map(self.op_of_ext().get, self.g_ext))
         return self._gpu_ops
 
+    def gpu_costs(self) -> list[Optional[tuple[float, float, int]]]:
+        """What the op that launched each GPU activity costs (`cost`), None where no op did; built once."""
+        if self._gpu_costs is None:
+            cache, names, shapes, costed = self._cost_cache, self.o_name, self.o_shape, self._costed
+            self._gpu_costs = [
+                None if op is None else cache.get(key := (names[op], shapes[op])) or costed(key)
+                for op in self.gpu_ops()
+            ]
+        return self._gpu_costs
+
+    def cost(self, op: int) -> tuple[float, float, int]:
+        """An op's FLOPs, the bytes its tensors occupy and its dtype (interned), from its recorded shapes."""
+        key = (self.o_name[op], self.o_shape[op])
+        return self._cost_cache.get(key) or self._costed(key)
+
+    def _costed(self, key: tuple[int, int]) -> tuple[float, float, int]:
+        """`cost` of an op of this name and shapes, costed once: training steps repeat the same shapes every step."""
+        name, shape = key
+        dims, types, recorded = split_shape(self.shapes[shape])
+        if shape == 0 or not dims:  # shapes not kept, or none recorded: the FLOPs the profiler counted, if any
+            hit = ((recorded or 0.0) if shape else 0.0, 0.0, self.intern(""))
+        else:
+            try:
+                flops, nbytes, dtype = op_cost(
+                    self.names[name], _raw_list.decode(dims), _raw_list.decode(types) if types else []
+                )
+            except msgspec.DecodeError:
+                flops, nbytes, dtype = 0.0, 0.0, ""
+            hit = (recorded or flops, nbytes, self.intern(dtype))
+        self._cost_cache[key] = hit
+        return hit
+
     def optimizer_spans(self) -> Spans:
         """The optimizer steps, for which one holds a moment; built once."""
         if self._optimizer_spans is None:
@@ -120,6 +157,18 @@ class Columns:
     def note_least(self, column: str, values: list[float]) -> None:
         least, count = self._least.get(column, (float("inf"), 0))
         self._least[column] = (min(least, min(values)), count + len(values))
+
+    def intern_shape(self, shape: tuple[bytes, Optional[float]]) -> int:
+        """The index of an entry of `shapes` (that of shapes not kept, the only one with no NUL, at 0)."""
+        joined, flops = shape
+        if not joined:
+            return 0
+        key = (joined, flops) if flops else joined  # as `_shape_ids` keys it
+        i = self._shape_ids.get(key)
+        if i is None:
+            i = self._shape_ids[key] = len(self.shapes)
+            self.shapes.append(shape)
+        return i
 
     def intern(self, name: str) -> int:
         i = self._name_ids.get(name)
@@ -138,50 +187,6 @@ def _tid(value: Union[int, str]) -> int:
 
 
 _NO_ARGS = Args()
-# ops that never launch GPU work themselves (views, allocations, and composite ops that dispatch to recorded
-# inner ops, which launch): their cost is never read, and costing them was most of the ops' share of the read
-NEVER_LAUNCH = frozenset(
-    {
-        "aten::as_strided",
-        "aten::t",
-        "aten::transpose",
-        "aten::view",
-        "aten::_unsafe_view",
-        "aten::_reshape_alias",
-        "aten::reshape",
-        "aten::alias",
-        "aten::slice",
-        "aten::select",
-        "aten::expand",
-        "aten::permute",
-        "aten::unsqueeze",
-        "aten::squeeze",
-        "aten::narrow",
-        "aten::split",
-        "aten::chunk",
-        "aten::unbind",
-        "aten::detach",
-        "detach",
-        "aten::lift_fresh",
-        "aten::resolve_conj",
-        "aten::resolve_neg",
-        "aten::result_type",
-        "aten::empty",
-        "aten::empty_strided",
-        "aten::empty_like",
-        "aten::resize_",
-        "aten::linear",
-        "aten::matmul",
-        "aten::to",
-        "aten::_to_copy",
-        "aten::layer_norm",
-        "aten::contiguous",
-        "aten::flatten",
-        "aten::unflatten",
-    }
-)
-
-
 INTEGERS = frozenset("bBhHiIlLqQ")
 
 
@@ -225,20 +230,24 @@ def _arguments(events: list[Any]) -> list[Args]:
 def append(cols: Columns, events: list[Any], kineto: bool = True) -> None:
     """Append a decoded chunk to the columns (module doc). `kineto`: decoded as Kineto's phases (only complete
     events carry a category the columns take); else generic events, whose other phases are left out here."""
-    gpu, rt, ops, rest = [], [], [], []
-    for e in events:
+    gpu, rt, ops, flows, rest = [], [], [], [], []
+    for e in events:  # by how many there are of each
         cat = e.cat
         if cat == "cpu_op":
             ops.append(e)
-        elif cat in GPU_CATS:
-            gpu.append(e)
+        elif cat in FLOW_CATS:
+            flows.append(e)
         elif cat in RUNTIME_CATS:
             rt.append(e)
+        elif cat in GPU_CATS:
+            gpu.append(e)
         else:
             rest.append(e)
     if not kineto and any(e.ph != "X" for e in ops + gpu + rt):  # generic events: complete ones only
         rest += [e for e in ops + gpu + rt if e.ph != "X"]
         ops, gpu, rt = ([e for e in x if e.ph == "X"] for x in (ops, gpu, rt))
+    if flows:  # only counted
+        _skipped(cols, Counter(map(_category, flows)))
     metadata = _rest(cols, rest) if rest else False
     if gpu or rt or metadata:
         cols.activities_whole = _metadata_last(events) if metadata else False
@@ -259,10 +268,7 @@ def append(cols: Columns, events: list[Any], kineto: bool = True) -> None:
         _extend(cols.o_tid, [e.tid for e in ops], lambda i: _tid(ops[i].tid))
         _extend(cols.o_ext, [a.external_id for a in args], lambda i: -1)
         cols.note_least("o_ts", starts)
-        costs = _costs(cols, ids, args)
-        _fill(cols.o_flops, [c[0] for c in costs])
-        _fill(cols.o_bytes, [c[1] for c in costs])
-        _fill(cols.o_dtype, [c[2] for c in costs])
+        _fill(cols.o_shape, _shape_ids(cols, ids, args))
     cols.events += len(events)
 
 
@@ -282,12 +288,14 @@ def _gpu(cols: Columns, gpu: list[Any]) -> None:
 
 
 SPECIAL = frozenset({"user_annotation", "overhead", ""})  # of the rest, those read one by one
+FLOW_CATS = frozenset({"ac2g", "fwdbwd"})  # Kineto's flow arrows (two of every five events): counted, in C
+_category = attrgetter("cat")
 
 
 def _rest(cols: Columns, rest: list[Any]) -> bool:
-    """The events the columns do not take: counted by category (phase where there is none), the annotations that
-    mark steps and compiled code and Kineto's overhead events kept. Whether metadata was among them. (Most are
-    the flow arrows between launches and kernels: counted together, in C.)"""
+    """The events the columns do not take, but the flow arrows (counted apart): counted by category (phase where
+    there is none), the annotations that mark steps and compiled code and Kineto's overhead events kept. Whether
+    metadata was among them."""
     counts = Counter([e.cat for e in rest])
     metadata = False
     for e in [e for e in rest if e.cat in SPECIAL]:
@@ -313,11 +321,15 @@ def _rest(cols: Columns, rest: list[Any]) -> bool:
         elif e.name.startswith(LOADER_ANNOTATIONS):
             cols.loading.append((_tid(e.tid), e.ts, e.dur))
             counts[cat] -= 1
+    _skipped(cols, counts)
+    return metadata
+
+
+def _skipped(cols: Columns, counts: Counter[str]) -> None:
     skipped = cols.skipped_kinds
     for key, n in counts.items():
         if n > 0:
             skipped[key] = skipped.get(key, 0) + n
-    return metadata
 
 
 def _metadata_last(events: list[Any]) -> bool:
@@ -330,30 +342,25 @@ def _metadata_last(events: list[Any]) -> bool:
     return False
 
 
-def _costs(cols: Columns, names: list[int], args: Sequence[Args]) -> list[tuple[float, float, int]]:
-    """op_cost of each op, cached by (op, shapes, dtypes): training steps repeat the same shapes every step."""
-    cache = cols._cost_cache
-    blank = cols.intern("")
-    idle = (0.0, 0.0, blank)
+def _shape_ids(cols: Columns, names: list[int], args: Sequence[Args]) -> list[int]:
+    """Each op's recorded shapes, interned into `Columns.shapes` (costed only for the ops that launched GPU work,
+    when the analysis asks: `Columns.cost`). Dims and types are joined by a NUL, which JSON text never holds; the
+    FLOPs the profiler counted (for a few ops) join them in the key where there are some."""
+    ids, shapes = cols._shape_ids, cols.shapes
     never = {cols._name_ids[n] for n in NEVER_LAUNCH if n in cols._name_ids}
-    out: list[tuple[float, float, int]] = []
-    add, join = out.append, b"".join
+    out: list[int] = []
+    add, get, join = out.append, ids.get, b"\0".join
     for n, a in zip(names, args):
         dims = a.dims
-        if not dims or n in never:
-            add((a.flops or 0.0, 0.0, blank) if not dims else idle)
+        if dims and n in never:
+            add(0)
             continue
-        # one bytes of both: a list of dims closes where it ends (no two pairs join alike), and dims that are not a
-        # list cost nothing whatever the types
-        key = (n, join((dims, a.types)))
-        hit = cache.get(key)
-        if hit is None:
-            try:
-                flops, nbytes, dtype = op_cost(
-                    cols.names[n], _raw_list.decode(dims), _raw_list.decode(a.types) if a.types else []
-                )
-            except msgspec.DecodeError:
-                flops, nbytes, dtype = 0.0, 0.0, ""
-            hit = cache[key] = (flops, nbytes, cols.intern(dtype))
-        add((a.flops, hit[1], hit[2]) if a.flops else hit)
+        joined = join((dims, a.types))
+        flops = a.flops
+        key = (joined, flops) if flops else joined
+        i = get(key)
+        if i is None:
+            i = ids[key] = len(shapes)
+            shapes.append((joined, flops))
+        add(i)
     return out

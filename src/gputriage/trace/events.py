@@ -7,6 +7,7 @@ Kineto does not write is decoded as generic `Event`s.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, ClassVar, Literal, Optional, Union
 
 import msgspec
@@ -149,9 +150,25 @@ class WholeTrace(Header):
     traceEvents: list[Event] = []
 
 
-_event_list = msgspec.json.Decoder(list[Event])
 _kineto_list = msgspec.json.Decoder(list[Union[Complete, FlowStart, FlowEnd, Metadata, Instant]])
-_kineto_other = msgspec.json.Decoder(list[Union[CompleteOther, FlowStartOther, FlowEndOther, Metadata, Instant]])
 _header = msgspec.json.Decoder(Header)
-_whole = msgspec.json.Decoder(WholeTrace)
+
+
+# The decoders of a file not in Kineto's own form, made where one is met: resolving their types would cost every
+# read's start a millisecond and more
+@cache
+def kineto_other() -> msgspec.json.Decoder[list[Any]]:
+    return msgspec.json.Decoder(list[Union[CompleteOther, FlowStartOther, FlowEndOther, Metadata, Instant]])
+
+
+@cache
+def generic_events() -> msgspec.json.Decoder[list[Event]]:
+    return msgspec.json.Decoder(list[Event])
+
+
+@cache
+def whole_trace() -> msgspec.json.Decoder[WholeTrace]:
+    return msgspec.json.Decoder(WholeTrace)
+
+
 _raw_list = msgspec.json.Decoder(list[Any])

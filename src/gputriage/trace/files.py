@@ -4,8 +4,9 @@ file gives up everything that came before the damage (and says why)."""
 from __future__ import annotations
 
 import zlib
-from pathlib import Path
 from typing import BinaryIO
+
+from gputriage.model.files import FileName
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -96,12 +97,12 @@ class Salvaging:
         self.fh.close()
 
 
-def is_gzip(path: Path) -> bool:
+def is_gzip(path: FileName) -> bool:
     with open(path, "rb") as fh:
         return fh.read(2) == GZIP_MAGIC
 
 
-def open_trace(path: Path) -> BinaryIO | Salvaging:
+def open_trace(path: FileName) -> BinaryIO | Salvaging:
     """The file to read a trace from: inflated as it is read when gzip, else as it is."""
     fh = open(path, "rb")
     if fh.read(2) == GZIP_MAGIC:
@@ -111,7 +112,7 @@ def open_trace(path: Path) -> BinaryIO | Salvaging:
     return fh
 
 
-def read_salvaged(path: Path, limit: int = -1) -> tuple[bytes, str | None]:
+def read_salvaged(path: FileName, limit: int = -1) -> tuple[bytes, str | None]:
     """The file's bytes (inflated when gzip; `limit` of them at most, -1: all) and the problem that stopped
     the reading early, if any."""
     with open_trace(path) as fh:

@@ -14,7 +14,28 @@ from gputriage.model.numbers import median
 from gputriage.model.specs import GpuSpec
 from gputriage.model.trace import INT8, KernelRow
 from gputriage.trace import kernel_kinds as kk
-from gputriage.trace.load import KERNEL, Columns
+from gputriage.trace.load import KERNEL, MEMCPY, Columns
+
+
+def gpu_kinds(cols: Columns) -> list[str]:
+    """The kind of every GPU activity (kernel kinds use the launching op's dtype)."""
+    cache: dict[tuple[int, int, int], str] = {}
+    out = []
+    for name, kind, cost in zip(cols.g_name, cols.g_kind, cols.gpu_costs()):
+        dtype = cost[2] if cost is not None else -1
+        key = (name, kind, dtype)
+        k = cache.get(key)
+        if k is None:
+            text = cols.names[name]
+            if kind == KERNEL:
+                k = kk.kind_of_kernel(text, cols.names[dtype] if dtype >= 0 else "")
+            elif kind == MEMCPY:
+                k = kk.kind_of_memcpy(text)
+            else:
+                k = kk.MEMSET
+            cache[key] = k
+        out.append(k)
+    return out
 
 
 def peak_dtype(kind: str, op_dtype: str) -> str:
@@ -34,22 +55,23 @@ def peak_dtype(kind: str, op_dtype: str) -> str:
 
 
 def table(cols: Columns, kinds: list[str], spec: GpuSpec | None, top: int = 15) -> list[KernelRow]:
-    o_flops, o_bytes = cols.o_flops, cols.o_bytes
     groups: dict[int, dict[str, Any]] = {}
     counted_ops: set[int] = set()
-    for name, kind, dur, op, gk in zip(cols.g_name, kinds, cols.g_dur, cols.gpu_ops(), cols.g_kind):
+    for name, kind, dur, op, cost, gk in zip(
+        cols.g_name, kinds, cols.g_dur, cols.gpu_ops(), cols.gpu_costs(), cols.g_kind
+    ):
         if gk != KERNEL:
             continue
         g = groups.get(name)
         if g is None:
             g = groups[name] = {"durs": [], "kind": kind, "flops": 0.0, "bytes": 0.0, "timed_us": 0.0, "dtype": ""}
         g["durs"].append(dur)
-        if op is not None and op not in counted_ops and (o_flops[op] or o_bytes[op]):
+        if op is not None and cost is not None and op not in counted_ops and (cost[0] or cost[1]):
             counted_ops.add(op)  # an op's cost goes to the first kernel it launched
-            g["flops"] += o_flops[op]
-            g["bytes"] += o_bytes[op]
+            g["flops"] += cost[0]
+            g["bytes"] += cost[1]
             g["timed_us"] += dur
-            g["dtype"] = cols.names[cols.o_dtype[op]]
+            g["dtype"] = cols.names[cost[2]]
     total = sum(sum(g["durs"]) for g in groups.values()) or 1.0
     rows = []
     for name_id, g in sorted(groups.items(), key=lambda kv: -sum(kv[1]["durs"]))[:top]:

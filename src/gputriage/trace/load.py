@@ -12,13 +12,12 @@ whole (still typed).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, BinaryIO, Optional
 
 import msgspec
 
-from gputriage.model.files import unreadable
-from gputriage.trace.columns import NEVER_LAUNCH, Columns, append
+from gputriage.model.files import FileName, unreadable
+from gputriage.trace.columns import Columns, append
 from gputriage.trace.events import (
     COMPILED_ANNOTATIONS,
     GPU_CATS,
@@ -29,13 +28,14 @@ from gputriage.trace.events import (
     Args,
     Event,
     Header,
-    _event_list,
     _header,
     _kineto_list,
-    _kineto_other,
-    _whole,
+    generic_events,
+    kineto_other,
+    whole_trace,
 )
 from gputriage.trace.files import Salvaging, open_trace
+from gputriage.trace.op_cost import NEVER_LAUNCH
 
 BLOCK_BYTES = 256 * 1024  # small blocks: less memory, and faster (a block's decoded events stay in the CPU's L2 cache)
 HEAD_BYTES = 2 * 2**20  # the first read, which must hold the header (the device properties) and "traceEvents"
@@ -67,9 +67,9 @@ class TraceError(Exception):
     """A file that is not a usable trace: missing, not JSON, not a Kineto trace, no events."""
 
 
-def load(path: str | Path) -> Columns:
+def load(path: FileName) -> Columns:
     """The trace's columns, read in one stream (`load_parallel.read` reads a large file on several cores)."""
-    path = Path(path)
+    path = os.fspath(path)
     try:
         size = os.path.getsize(path)
         fh = open_trace(path)
@@ -101,7 +101,7 @@ def load(path: str | Path) -> Columns:
     return cols
 
 
-def _stream(fh: BinaryIO, cols: Columns, path: Path) -> None:
+def _stream(fh: BinaryIO, cols: Columns, path: str) -> None:
     head = fh.read(HEAD_BYTES)
     if not head.lstrip()[:1] == b"{":
         raise TraceError(f"{path}: not a JSON object (a Kineto trace starts with '{{')")
@@ -148,7 +148,7 @@ def _stream(fh: BinaryIO, cols: Columns, path: Path) -> None:
 
 
 def pump(
-    fh: Any, cols: Columns, path: Path, pending: bytes, offset: int, left: Optional[int] = None
+    fh: Any, cols: Columns, path: str, pending: bytes, offset: int, left: Optional[int] = None
 ) -> tuple[bytes, int]:
     """Decode the events of a stream into the columns: `pending` (which starts at an event's `\\n  {`, `offset`
     bytes into the file), then what `fh` holds (at most `left` bytes), a block at a time through one buffer read
@@ -184,7 +184,7 @@ def pump(
     return bytes(buf[:filled]), offset
 
 
-def _decode_in_place(buf: bytearray, cut: int, cols: Columns, path: Path, offset: int) -> None:
+def _decode_in_place(buf: bytearray, cut: int, cols: Columns, path: str, offset: int) -> None:
     """Decode the events in buf[:cut] without copying: buf[0] is the newline before the first event
     and, in Kineto's layout, the last non-blank byte before `cut` is the comma after an event; they
     become the array's brackets."""
@@ -204,31 +204,34 @@ def _decode_in_place(buf: bytearray, cut: int, cols: Columns, path: Path, offset
     append(cols, events, kineto)
 
 
-def _decode_events(chunk: bytes, cols: Columns, path: Path, offset: int) -> None:
+def _decode_events(chunk: bytes, cols: Columns, path: str, offset: int) -> None:
     body = chunk.rstrip()
     if body.endswith(b","):
         body = body[:-1]
     append(cols, *_decode(b"[" + body + b"]", path, offset))
 
 
-def _decode(chunk: Any, path: Path, offset: int) -> tuple[list[Any], bool]:
+def _decode(chunk: Any, path: str, offset: int) -> tuple[list[Any], bool]:
     """A chunk's events, and whether as Kineto's phases (`events` module doc) rather than generic events."""
-    for kineto in (_kineto_list, _kineto_other):
-        try:
-            return kineto.decode(chunk), True
-        except msgspec.DecodeError:
-            pass
     try:
-        return _event_list.decode(chunk), False
+        return _kineto_list.decode(chunk), True
+    except msgspec.DecodeError:
+        pass
+    try:  # a category Kineto did not write when this was
+        return kineto_other().decode(chunk), True
+    except msgspec.DecodeError:
+        pass
+    try:
+        return generic_events().decode(chunk), False
     except msgspec.ValidationError as exc:
         raise TraceError(f"{path}: an event near byte {offset} is not a Kineto event: {exc}") from None
     except msgspec.DecodeError as exc:
         raise TraceError(f"{path}: corrupt JSON near byte {offset}: {exc}") from None
 
 
-def _whole_file(data: bytes, cols: Columns, path: Path) -> None:
+def _whole_file(data: bytes, cols: Columns, path: str) -> None:
     try:
-        whole = _whole.decode(data)
+        whole = whole_trace().decode(data)
     except msgspec.ValidationError as exc:
         raise TraceError(f"{path}: not a Kineto trace: {exc}") from None
     except msgspec.DecodeError as exc:

@@ -14,33 +14,38 @@ from __future__ import annotations
 import os
 import resource
 import sys
-import threading
 from array import array
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from gputriage.model.files import FileName
 from gputriage.trace import load as L
 
 PARALLEL_MIN_BYTES = 32 * 2**20
 RANGE_MIN_BYTES = 8 * 2**20  # less per worker costs more in starting it than it saves
 MAX_WORKERS = 8
 PROBE_BYTES = 2**20
-NAME_COLUMNS = ("g_name", "r_name", "o_name", "o_dtype")
+NAME_COLUMNS = ("g_name", "r_name", "o_name")
 
 
 def workers_for(size: int) -> int:
     """How many workers a file of `size` bytes is worth here (1: read it in one stream)."""
-    if size < PARALLEL_MIN_BYTES or sys.platform != "linux" or threading.active_count() > 1:
+    if size < PARALLEL_MIN_BYTES or sys.platform != "linux":
         return 1
     cores = len(os.sched_getaffinity(0))
     cap = os.environ.get("GPUTRIAGE_TRACE_READERS", "")
     most = int(cap) if cap.isdigit() and int(cap) > 0 else MAX_WORKERS
-    return max(1, min(cores, most, size // RANGE_MIN_BYTES))
+    workers = max(1, min(cores, most, size // RANGE_MIN_BYTES))
+    if workers > 1:
+        import threading  # only where there is a fork to decide: one reader does without the module
+
+        if threading.active_count() > 1:
+            return 1
+    return workers
 
 
-def plan(path: Path, size: int, workers: int) -> tuple[bytes, list[tuple[int, int]]] | None:
+def plan(path: str, size: int, workers: int) -> tuple[bytes, list[tuple[int, int]]] | None:
     """The header's bytes and the byte ranges of the event array, one per worker; None when the file is
     not in Kineto's own layout (or is compressed, or cut): the single stream reads it."""
     with open(path, "rb") as fh:
@@ -76,12 +81,13 @@ def _read_range(path: str, start: int, end: int) -> dict[str, Any]:
     cols = L.Columns(path=path)
     with open(path, "rb") as fh:
         fh.seek(start)
-        rest, offset = L.pump(fh, cols, Path(path), b"", start, left=end - start)
+        rest, offset = L.pump(fh, cols, path, b"", start, left=end - start)
         if rest.strip():
-            L._decode_events(rest, cols, Path(path), offset)
+            L._decode_events(rest, cols, path, offset)
     out: dict[str, Any] = {k: v for k, v in vars(cols).items() if isinstance(v, array)}
     out.update(
         names=cols.names,
+        shapes=cols.shapes,
         steps=cols.steps,
         optimizer_steps=cols.optimizer_steps,
         overheads=cols.overheads,
@@ -108,7 +114,7 @@ def _own_memory_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def load(path: Path, size: int, workers: int) -> L.Columns | None:
+def load(path: str, size: int, workers: int) -> L.Columns | None:
     """The trace's columns read by `workers` processes; None when this file is for the single stream."""
     planned = plan(path, size, workers)
     if planned is None or len(planned[1]) < 2:
@@ -130,10 +136,12 @@ def load(path: Path, size: int, workers: int) -> L.Columns | None:
     cols.workers, cols.workers_memory_bytes = len(parts), sum(p["memory_bytes"] for p in parts)
     for part in parts:
         remap = [cols.intern(n) for n in part["names"]]
+        shapes = [cols.intern_shape(s) for s in part["shapes"]]
         for name, column in vars(cols).items():
             if isinstance(column, array):
                 values = part[name]
-                column.extend(array(values.typecode, [remap[i] for i in values]) if name in NAME_COLUMNS else values)
+                to = remap if name in NAME_COLUMNS else shapes if name == "o_shape" else None
+                column.extend(array(values.typecode, [to[i] for i in values]) if to else values)
         cols.steps += part["steps"]
         cols.optimizer_steps += part["optimizer_steps"]
         cols.overheads += part["overheads"]
@@ -146,10 +154,10 @@ def load(path: Path, size: int, workers: int) -> L.Columns | None:
     return cols
 
 
-def read(path: str | Path) -> L.Columns:
+def read(path: FileName) -> L.Columns:
     """The trace's columns: on several cores where the file is worth it (`workers_for`), else — or when
     its layout is not for it — in `load`'s one stream."""
-    path = Path(path)
+    path = os.fspath(path)
     try:
         size = os.path.getsize(path)
     except OSError:

@@ -4,7 +4,7 @@ output occupy (each read or written once)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 DTYPE_BYTES = {
     "float": 4,
@@ -72,3 +72,54 @@ def op_cost(name: str, dims: Any, types: Any) -> tuple[float, float, str]:
     except (TypeError, ValueError, IndexError):
         return 0.0, nbytes, dtype
     return flops, nbytes, dtype
+
+
+# ops that never launch GPU work themselves (views, allocations, and composite ops that dispatch to recorded
+# inner ops, which launch): their cost is never read, and their shapes are not kept (`columns._shape_ids`)
+NEVER_LAUNCH = frozenset(
+    {
+        "aten::as_strided",
+        "aten::t",
+        "aten::transpose",
+        "aten::view",
+        "aten::_unsafe_view",
+        "aten::_reshape_alias",
+        "aten::reshape",
+        "aten::alias",
+        "aten::slice",
+        "aten::select",
+        "aten::expand",
+        "aten::permute",
+        "aten::unsqueeze",
+        "aten::squeeze",
+        "aten::narrow",
+        "aten::split",
+        "aten::chunk",
+        "aten::unbind",
+        "aten::detach",
+        "detach",
+        "aten::lift_fresh",
+        "aten::resolve_conj",
+        "aten::resolve_neg",
+        "aten::result_type",
+        "aten::empty",
+        "aten::empty_strided",
+        "aten::empty_like",
+        "aten::resize_",
+        "aten::linear",
+        "aten::matmul",
+        "aten::to",
+        "aten::_to_copy",
+        "aten::layer_norm",
+        "aten::contiguous",
+        "aten::flatten",
+        "aten::unflatten",
+    }
+)
+
+
+def split_shape(shape: tuple[bytes, Optional[float]]) -> tuple[bytes, bytes, Optional[float]]:
+    """An entry of `Columns.shapes`: the op's input dims and input types (JSON, empty where not recorded), and the
+    FLOPs the profiler counted."""
+    dims, _, types = shape[0].partition(b"\0")
+    return dims, types, shape[1]

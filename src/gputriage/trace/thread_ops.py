@@ -4,6 +4,7 @@ thread in at a moment, and how much of an interval did ops cover."""
 from __future__ import annotations
 
 import bisect
+from itertools import groupby
 from typing import Sequence
 
 from gputriage.trace.load import Columns
@@ -17,6 +18,7 @@ class ThreadOps:
         self.ends: list[float] = []
         self.names: list[int] = []
         self.before: list[float] = [0.0]  # before[i]: the durations of ops[:i], summed
+        self._first_not_ended = 0  # the first op ending after the last moment `coverage` was asked about
 
     def outermost(self, t: float) -> int | None:
         i = bisect.bisect_right(self.starts, t) - 1
@@ -26,12 +28,21 @@ class ThreadOps:
 
     def coverage(self, a: float, b: float) -> float:
         """Time in [a, b] covered by top-level ops (they do not overlap each other): the ops between, less what the
-        first starts before a and the last ends after b."""
+        first starts before a and the last ends after b. Asked in time order (a sweep through the window), the ops
+        are found by stepping on from the last answer; asked about an earlier moment, by bisection."""
         if b <= a:
             return 0.0
-        starts, ends = self.starts, self.ends
-        lo = bisect.bisect_right(ends, a)
-        hi = bisect.bisect_left(starts, b)
+        starts, ends, n = self.starts, self.ends, len(self.ends)
+        lo = self._first_not_ended
+        if lo and ends[lo - 1] > a:
+            lo = bisect.bisect_right(ends, a)
+        else:
+            while lo < n and ends[lo] <= a:
+                lo += 1
+        self._first_not_ended = lo
+        hi = lo  # the first op starting at or after b
+        while hi < n and starts[hi] < b:
+            hi += 1
         if hi <= lo:
             return 0.0
         total = self.before[hi] - self.before[lo]
@@ -58,22 +69,33 @@ def _top_level(
     tids: Sequence[int], starts: Sequence[float], durations: Sequence[float], names: Sequence[int]
 ) -> dict[int, ThreadOps] | None:
     """Each thread's top-level ops, from ops listed by start (the longest first) within each thread; None
-    where a thread's ops are not in that order."""
+    where a thread's ops are not in that order. A run of one thread's ops (Kineto writes each thread's
+    buffer whole) is walked with that thread's state in local names."""
     out: dict[int, ThreadOps] = {}
-    last: dict[int, list[float]] = {}  # per thread: [start, duration, end of its current top-level op]
-    for tid, s, d, name in zip(tids, starts, durations, names):
-        st = last.get(tid)
-        if st is None:
-            st = last[tid] = [s, d, float("-inf")]
-            out[tid] = ThreadOps()
-        elif s < st[0] or (s == st[0] and d > st[1]):
-            return None
-        st[0], st[1] = s, d
-        if s >= st[2]:
-            st[2] = s + d
-            t = out[tid]
-            t.starts.append(s)
-            t.ends.append(s + d)
-            t.names.append(name)
-            t.before.append(t.before[-1] + d)
+    # per thread: its last op's start and duration, and the end of its current top-level op
+    last: dict[int, tuple[float, float, float]] = {}
+    lo = 0
+    for tid, run in groupby(tids):
+        hi = lo + len(list(run))
+        t = out.get(tid)
+        if t is None:
+            t = out[tid] = ThreadOps()
+            s0, d0, end = float("-inf"), 0.0, float("-inf")
+        else:
+            s0, d0, end = last[tid]
+        add_start, add_end, add_name, add_before = t.starts.append, t.ends.append, t.names.append, t.before.append
+        total = t.before[-1]
+        for s, d, name in zip(starts[lo:hi], durations[lo:hi], names[lo:hi]):
+            if s < s0 or (s == s0 and d > d0):
+                return None
+            s0, d0 = s, d
+            if s >= end:
+                end = s + d
+                add_start(s)
+                add_end(end)
+                add_name(name)
+                total += d
+                add_before(total)
+        last[tid] = (s0, d0, end)
+        lo = hi
     return out
