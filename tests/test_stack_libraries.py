@@ -386,3 +386,17 @@ def test_onnx_runtime_on_the_cpu_build_falls_back_to_the_cpu_and_is_read_as_such
     frame = stack(USER, (run_file, "run"), locals_of_leaf={"self": session})
     assert sl.session_providers(frame) == ["CPUExecutionProvider"]
     assert category(frame) == "host_ops"
+
+
+def test_an_installed_file_is_named_by_its_package_not_by_the_folders_above_it() -> None:
+    """A virtual environment in /opt/torch (as on the H100 the libraries were recorded on): ONNX Runtime's files in
+    it are ONNX Runtime's, not torch's, and a plain library under a home called jax is no GPU library."""
+    venv = "/opt/torch/.venv/lib/python3.12/site-packages"
+    assert ss.file_kind(f"{venv}/onnxruntime/capi/onnxruntime_inference_collection.py") == ss.GPU_LIB
+    assert ss.file_kind(f"{venv}/cupy/_core/core.py") == ss.GPU_LIB
+    assert ss.file_kind(f"{venv}/torch/nn/modules/module.py") == ss.MODULE
+    assert ss.file_kind(f"{venv}/torch/utils/data/dataloader.py") == ss.LOADER
+    assert ss.file_kind("/home/jax/.venv/lib/python3.11/site-packages/numpy/linalg/linalg.py") == ss.LIBRARY
+    assert sl.library_of(f"{venv}/onnxruntime/capi/onnxruntime_inference_collection.py") == sl.ORT
+    assert sl.library_of("/srv/jax/.venv/lib/python3.11/site-packages/requests/api.py") is None
+    assert sl.library_of("/work/jax/jax/_src/api.py") == sl.JAX  # a checkout: its path is all there is

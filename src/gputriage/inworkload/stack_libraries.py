@@ -161,9 +161,18 @@ def imported() -> dict[str, str]:
     return out
 
 
+def in_package(path: str) -> str:
+    """The part of a ("/"-separated) path that names a package: after the last `site-packages/` (or
+    `dist-packages/`), from its "/", for an installed file — the folders above it (a virtual environment in
+    `/opt/torch/.venv`, a home called `jax`) name nothing; the whole path for any other file."""
+    head, sep, tail = path.rpartition("-packages/")
+    return "/" + tail if sep else path
+
+
 def library_of(path: str) -> Optional[str]:
     """The library (or training framework) a file belongs to, by its path ("/"-separated); None for any other."""
-    return next((lib for fragment, lib in PATHS if fragment in path), None)
+    p = in_package(path)
+    return next((lib for fragment, lib in PATHS if fragment in p), None)
 
 
 def library_of_module(module: str) -> Optional[str]:

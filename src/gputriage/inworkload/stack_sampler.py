@@ -143,19 +143,20 @@ def file_kind(path: str) -> int:
         return USER  # python -c, exec'd code
     if "torchinductor_" in p or _GENERATED.search(p):  # inductor's generated code: a graph launching its kernels
         return TORCH
-    if any(c in p for c in _COMPILERS):
+    pkg = _L.in_package(p)  # an installed file named from its package: a venv in /opt/torch/ is not torch
+    if any(c in pkg for c in _COMPILERS):
         return COMPILER
-    if "/torch/" in p:
-        if "/torch/utils/data/_utils/pin_memory.py" in p:
+    if "/torch/" in pkg:
+        if "/torch/utils/data/_utils/pin_memory.py" in pkg:
             return PINNING
-        if "/torch/utils/data/" in p:
+        if "/torch/utils/data/" in pkg:
             return LOADER
-        if any(p.endswith(s) for s in _SYNCS):
+        if any(pkg.endswith(s) for s in _SYNCS):
             return TORCH_SYNC
-        if "/torch/distributed/" in p and not any(x in p for x in _LAUNCHERS):
+        if "/torch/distributed/" in pkg and not any(x in pkg for x in _LAUNCHERS):
             return DISTRIBUTED
-        return MODULE if p.endswith("torch/nn/modules/module.py") else TORCH
-    lib = _L.library_of(p)
+        return MODULE if pkg.endswith("torch/nn/modules/module.py") else TORCH
+    lib = _L.library_of(pkg)
     if lib is not None:  # another GPU library (CuPy, JAX, ...), or a training framework's loop (Lightning, ...)
         return FRAMEWORK if lib == _L.FRAMEWORK else GPU_LIB
     if "-packages/" in p or path.startswith(_GPUTRIAGE_DIR):
