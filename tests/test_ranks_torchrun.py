@@ -19,6 +19,12 @@ TORCHRUN = Path(sys.executable).with_name("torchrun")
 pytestmark = pytest.mark.skipif(not TORCHRUN.exists(), reason="no torchrun beside this Python")
 
 
+def planted(example: str) -> int:
+    """The line of `_ddp.py` that plants `example`'s cause (its comment names the example)."""
+    lines = (EXAMPLES / "_ddp.py").read_text().splitlines()
+    return next(i for i, text in enumerate(lines, 1) if f"# the planted cause of {example}" in text)
+
+
 def run(example: str, *args: str, gputriage: tuple[str, ...] = ()) -> tuple[dict[str, Any], str]:
     """`gputriage run --json -- torchrun --standalone --nproc_per_node 2 EXAMPLE --backend gloo ARGS`: its report
     and its stderr (where the job's own output goes)."""
@@ -45,7 +51,7 @@ def test_the_rank_whose_loader_sleeps_is_named_with_its_loaders_line():
     assert ranks["stragglers"] == [1] and ranks["straggler"]["chronic"], said(report)
     (f,) = [f for f in report["findings"] if f["id"].startswith("run.straggler")]
     assert (f["id"], f["subject"]) == ("run.straggler_input", "rank.1")
-    assert f["evidence"]["line"].startswith(str(EXAMPLES / "_ddp.py") + ":76 ")  # the planted sleep
+    assert f["evidence"]["line"].startswith(f"{EXAMPLES / '_ddp.py'}:{planted('slow_loader.py')} ")  # the planted sleep
     assert [r["rank"] for r in ranks["per_rank"]] == [0, 1]
 
 
@@ -62,7 +68,7 @@ def test_a_hang_is_said_with_the_missing_ranks_stack_while_the_job_runs():
     said = [i for i, line in enumerate(stderr.splitlines()) if line.startswith("gputriage: hang")]
     done = [i for i, line in enumerate(stderr.splitlines()) if line.startswith("throughput:")]
     assert len(said) == 1 and done and said[0] < done[0], stderr[-3000:]  # once, before rank 0 finished
-    assert "for rank 1, which did not arrive" in stderr and "_ddp.py:138 main" in stderr
+    assert "for rank 1, which did not arrive" in stderr and f"_ddp.py:{planted('hang.py')} main" in stderr
     (hang,) = report["ranks"]["hangs"]
     assert hang["missing"] == [1] and report["ended_s"] - hang["t_s"] > 5.0  # said with 10 s of the hang to go
     assert [f["subject"] for f in report["findings"] if f["id"] == "run.rank_hang"] == ["rank.1"]
