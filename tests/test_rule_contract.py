@@ -74,10 +74,7 @@ def test_a_copied_rule_module_with_a_new_id_is_in_gputriage_rules_with_no_other_
 
 
 # entries whose prose still writes a threshold's number by hand (shrinks to nothing; never grows)
-PROSE_TO_CONVERT = {
-    "run.idle_held",
-    "trace.vram_pressure",  # its decision, shared with run.vram_pressure, advises "5-10% VRAM headroom"
-}
+PROSE_TO_CONVERT: set[str] = set()
 
 
 def test_the_catalogs_prose_names_its_thresholds_instead_of_writing_their_numbers() -> None:

@@ -33,7 +33,7 @@ MEANINGS: dict[B, Meaning] = {
         3,
         "GPU memory is nearly full while the job runs",
         "Near out-of-memory, the caching allocator frees and re-acquires memory, and cudaFree synchronizes the GPU",
-        "Leave 5-10% VRAM headroom so the caching allocator stops freeing and re-allocating (cudaFree "
+        "Leave a twentieth to a tenth of VRAM free so the caching allocator stops freeing and re-allocating (cudaFree "
         "synchronizes): smaller batch or sequence, bucketed shapes, gradient checkpointing, "
         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, no torch.cuda.empty_cache() in the loop",
     ),

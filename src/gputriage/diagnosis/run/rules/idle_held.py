@@ -21,7 +21,7 @@ from gputriage.diagnosis.idle_held import (
 )
 from gputriage.diagnosis.rule import Rule
 from gputriage.diagnosis.run.base import RUN, RunEvidence
-from gputriage.diagnosis.thresholds import IDLE_HELD_BYTES
+from gputriage.diagnosis.thresholds import IDLE_HELD_BYTES, IDLE_HELD_GIB
 from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 from gputriage.model.numbers import GIB
 from gputriage.model.owner import ProcessOwner
@@ -99,12 +99,12 @@ RULE = Rule(
         "left open, a job hung after its work or waiting on something else, a server with no traffic. The GPU is "
         "paid for all the same, and where nothing else computed there, no other job could use it",
         decision=DECISION,
-        condition=f"a process held >= {IDLE_HELD_BYTES.value / GIB:g} GiB and every NVML per-process utilization "
+        condition="a process held >= {idle_held_min_gib:g} GiB and every NVML per-process utilization "
         "reading of it was "
         "< {idle_held_max_sm_util_pct:g}% for >= {idle_held_min_s:g} s in a row (or the minutes set: `--idle-after`, "
         "`[idle_held] after_minutes`); GPU-hours = that stretch x the GPU's share it held (all of it where nothing "
         "else computed there in the run, else its share of the memory)",
-        thresholds=THRESHOLDS,
+        thresholds=(IDLE_HELD_GIB, *THRESHOLDS),  # the GiB declared, the bytes read (derived from it)
         says={
             "held": Wording(symptom=HELD),
             "priced": Wording(symptom=HELD + ": {cost:g} {currency} at {price_per_gpu_hour:g} {currency}/GPU-hour"),
