@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import os
+import subprocess
 import sys
 import types
 from dataclasses import dataclass
@@ -22,10 +24,13 @@ from gputriage.inworkload import stack_sampler as ss
 SITE = "/usr/lib/python3/dist-packages"
 
 
-def _library(name: str) -> Any:
-    """A GPU library's CPU build, or the test skipped (failed in CI: GPUTRIAGE_REQUIRE_LIBRARIES=1)."""
+def _library(name: str, load: bool = True) -> Any:
+    """A GPU library's CPU build (`load`: imported here; else only found), or the test skipped (failed in CI:
+    GPUTRIAGE_REQUIRE_LIBRARIES=1)."""
     try:
-        return importlib.import_module(name)
+        if not load and importlib.util.find_spec(name) is None:
+            raise ImportError(name)
+        return importlib.import_module(name) if load else None
     except ImportError:
         assert os.environ.get("GPUTRIAGE_REQUIRE_LIBRARIES") != "1", (
             f"{name} is needed (pip install gputriage[libraries-test])"
@@ -341,28 +346,42 @@ def test_lightnings_real_loop_is_the_loop_and_its_dataloader_makes_input(tmp_pat
     assert seen == {"hook": "loop", "collate": "host_compute"}
 
 
-def test_jax_on_its_cpu_backend_is_told_apart_from_jax_on_a_gpu() -> None:
+JAX_LINES = """
+import json, sys
+import jax
+from gputriage.inworkload import stack_libraries as sl
+from gputriage.inworkload import stack_sampler as ss
+jnp = jax.numpy
+x = jnp.ones(16)
+x.block_until_ready()
+on = sl.OnGpu()
+on.refresh()
+got = {"on_gpu": on.on(sl.JAX), "cpu": [], "gpu": []}
+for key, state in (("cpu", on), ("gpu", sl.OnGpu(assume=True))):
+    classifier = ss.Classifier(state)
+
+    def spy(value, classifier=classifier, key=key):
+        got[key].append(ss.CATEGORIES[classifier.classify(sys._getframe(1), True)[0]])
+        return value
+
+    y = jnp.sin(spy(x))
+    y.block_until_ready(*spy(()))
+    jax.device_put(spy(1.0))
+print(json.dumps(got))
+"""
+
+
+def test_jax_on_its_cpu_backend_is_told_apart_from_jax_on_a_gpu(tmp_path: Path) -> None:
     """Real JAX (its CPU build): after an op its backend is the CPU's, so its lines compute on the host; where JAX
-    holds a GPU backend the same lines launch, wait and copy."""
-    jax = _library("jax")
-    jnp = jax.numpy
-    x = jnp.ones(16)
-    x.block_until_ready()
-    on = sl.OnGpu()
-    on.refresh()
-    assert not on.on(sl.JAX)
-    got: dict[str, list[str]] = {"cpu": [], "gpu": []}
-    for key, state in (("cpu", on), ("gpu", sl.OnGpu(assume=True))):
-        classifier = ss.Classifier(state)
-
-        def spy(value: Any, classifier: ss.Classifier = classifier, key: str = key) -> Any:
-            got[key].append(ss.CATEGORIES[classifier.classify(sys._getframe(1), True)[0]])
-            return value
-
-        y = jnp.sin(spy(x))
-        y.block_until_ready(*spy(()))
-        jax.device_put(spy(1.0))
-    assert got == {"cpu": ["host_ops"] * 3, "gpu": ["launch", "gpu_wait", "copy"]}
+    holds a GPU backend the same lines launch, wait and copy. In a process of its own: JAX's threads would be
+    inherited by the processes this test process forks later."""
+    _library("jax", load=False)
+    script = tmp_path / "jax_lines.py"
+    script.write_text(JAX_LINES)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"on_gpu": False, "cpu": ["host_ops"] * 3, "gpu": ["launch", "gpu_wait", "copy"]}
 
 
 def test_onnx_runtime_on_the_cpu_build_falls_back_to_the_cpu_and_is_read_as_such(tmp_path: Path) -> None:
