@@ -125,37 +125,33 @@ def configured_price() -> tuple[float | None, str]:
     return (float(price) if price is not None else None), currency
 
 
+def _configured_seconds(given_s: float | None, name: str, table: str, key: str, unit_s: float) -> float | None:
+    """A duration in seconds: `given_s` where given (a command's option, checked > 0), else `[table] key` in the
+    config file (in units of `unit_s` seconds, checked > 0), else None (the threshold's)."""
+    if given_s is not None:
+        if not _number(given_s, 0.0, strict=True):
+            raise UsageError(f"{name} must be a number of seconds > 0, not {given_s!r}")
+        return float(given_s)
+    path, values = _config_table(table)
+    value = values.get(key)
+    if value is None:
+        return None
+    if not _number(value, 0.0, strict=True):
+        raise GputriageError(f"{path}: [{table}] {key} must be a number > 0, not {value!r}")
+    return float(value) * unit_s
+
+
 def configured_idle_held_min_s(given_s: float | None = None) -> float | None:
     """How long a process must hold GPU memory idle to be named, in seconds: `given_s` where given (`--idle-after`),
     else `[idle_held] after_minutes` in the config file, else None (the threshold's, 10 min)."""
-    if given_s is not None:
-        if not _number(given_s, 0.0, strict=True):
-            raise UsageError(f"idle_held_min_s must be a number of seconds > 0, not {given_s!r}")
-        return float(given_s)
-    path, table = _config_table("idle_held")
-    after = table.get("after_minutes")
-    if after is None:
-        return None
-    if not _number(after, 0.0, strict=True):
-        raise GputriageError(f"{path}: [idle_held] after_minutes must be a number > 0, not {after!r}")
-    return float(after) * 60.0
+    return _configured_seconds(given_s, "idle_held_min_s", "idle_held", "after_minutes", 60.0)
 
 
 def configured_hang_after_s(given_s: float | None = None) -> float | None:
     """How long ranks of a distributed job wait in a collective for others before the job is said to hang, in
     seconds: `given_s` where given (`--hang-after`), else `[hang] after_seconds` in the config file, else None (the
     threshold's, `hang_after_s`)."""
-    if given_s is not None:
-        if not _number(given_s, 0.0, strict=True):
-            raise UsageError(f"hang_after_s must be a number of seconds > 0, not {given_s!r}")
-        return float(given_s)
-    path, table = _config_table("hang")
-    after = table.get("after_seconds")
-    if after is None:
-        return None
-    if not _number(after, 0.0, strict=True):
-        raise GputriageError(f"{path}: [hang] after_seconds must be a number > 0, not {after!r}")
-    return float(after)
+    return _configured_seconds(given_s, "hang_after_s", "hang", "after_seconds", 1.0)
 
 
 def check_store(store: str | Path | bool | None) -> None:
