@@ -6,8 +6,12 @@ missing rank's stack, carried by the next sample into the watch's store, served 
 from __future__ import annotations
 
 import json
+import linecache
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from gputriage.api.live_hangs import LiveHangs
 from gputriage.exporter import Exporter
@@ -21,6 +25,25 @@ from gputriage.sampling.pyspy_ranks import PySpyRanks
 RECORDED = json.loads((Path(__file__).parent / "fixtures" / "ranks" / "pyspy_hang.json").read_text())
 ENVIRON = {int(pid): env for pid, env in RECORDED["environ"].items()}
 PIDS = sorted(ENVIRON)
+
+
+@pytest.fixture(autouse=True)
+def recorded_sources() -> Iterator[None]:
+    """The workload's lines the dumps name, as they read when recorded (`sources`): a line's category comes from its
+    text (`time.sleep(` is C, no frame), and the files were in a folder of that machine."""
+    kept = {}
+    for path, lines in RECORDED["sources"].items():
+        text = [""] * max(map(int, lines))
+        for n, line in lines.items():
+            text[int(n) - 1] = line + "\n"
+        kept[path] = linecache.cache.get(path)
+        linecache.cache[path] = (sum(map(len, text)), None, text, path)
+    yield
+    for path, entry in kept.items():
+        if entry is None:
+            linecache.cache.pop(path, None)
+        else:
+            linecache.cache[path] = entry
 
 
 def fed(hangs: LiveHangs | PySpyRanks, rounds: list[dict[str, Any]] = RECORDED["rounds"]) -> None:

@@ -13,7 +13,8 @@ import pytest
 from rich.console import Console
 
 from gputriage.backends import pyspy as backend
-from gputriage.inworkload.stack_sampler import CATEGORIES, Classifier, Counts
+from gputriage.inworkload.stack_classify import Classifier
+from gputriage.inworkload.stack_sampler import CATEGORIES, Counts
 from gputriage.model.pyspy import PySpyStacks
 from gputriage.model.reading import Unavailable
 from gputriage.report.pyspy_terminal import render_pyspy

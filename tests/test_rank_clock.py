@@ -16,12 +16,12 @@ from typing import Any, Optional
 
 import pytest
 
-from gputriage.inworkload import rank_clock, stack_sampler
+from gputriage.inworkload import rank_clock, stack_classify, stack_sampler
 from gputriage.inworkload.rank_clock import RankClock, identity, stack, step_bin
 from gputriage.inworkload.stack_categories import CATEGORIES, COLLECTIVE_WAIT
 
 TORCH = "/venv/lib/python3.11/site-packages/torch"
-USER_KIND = stack_sampler.USER
+USER_KIND = stack_classify.USER
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def test_a_backwards_blocked_time_is_its_collectives_wait(monkeypatch: pytest.Mo
 
 
 def test_torch_distributeds_frames_are_a_collective_wait_not_its_launcher_nor_an_import(tmp_path: Path):
-    classify = stack_sampler.Classifier().classify
+    classify = stack_classify.Classifier().classify
     user = ("/u/train.py", 30, "main")
     c10d = (f"{TORCH}/distributed/distributed_c10d.py", 2800, "all_reduce")
     wrapped = (f"{TORCH}/distributed/c10d_logger.py", 81, "wrapper")
@@ -135,9 +135,9 @@ def test_torch_distributeds_frames_are_a_collective_wait_not_its_launcher_nor_an
     script = tmp_path / "train.py"
     script.write_text("work = dist.all_reduce(t, async_op=True)\nwork.wait()\n")
     waits = chain((str(script), 2, "main"))
-    plain = stack_sampler.Classifier()
+    plain = stack_classify.Classifier()
     assert CATEGORIES[plain.classify(waits, False)[0]] != COLLECTIVE_WAIT  # no process group: not known to be one
-    ranked = stack_sampler.Classifier()
+    ranked = stack_classify.Classifier()
     ranked.distributed = True
     assert CATEGORIES[ranked.classify(waits, False)[0]] == COLLECTIVE_WAIT
 

@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 import pytest
 
+from gputriage.inworkload import stack_classify as sc
 from gputriage.inworkload import stack_libraries as sl
 from gputriage.inworkload import stack_sampler as ss
 
@@ -66,7 +67,7 @@ def stack(*frames: tuple[str, str], locals_of_leaf: Any = None) -> Frame:
 
 
 def category(frame: Any, on_gpu: bool | None = True, cuda: bool = True) -> str:
-    return ss.CATEGORIES[ss.Classifier(sl.OnGpu(assume=on_gpu)).classify(frame, cuda)[0]]
+    return ss.CATEGORIES[sc.Classifier(sl.OnGpu(assume=on_gpu)).classify(frame, cuda)[0]]
 
 
 USER = ("/home/me/train.py", "<module>")
@@ -116,7 +117,7 @@ def test_a_plain_library_or_the_stdlib_under_a_gpu_library_is_that_librarys_work
     """numpy called by JAX's Python, a stdlib helper under it: JAX's dispatch, not the workload's host compute."""
     frames = [USER, (jax_file("numpy/lax_numpy.py"), "reshape"), (f"{SITE}/numpy/core/fromnumeric.py", "shape")]
     assert category(stack(*frames)) == "launch"
-    frames = [USER, (jax_file("api.py"), "device_get"), (f"{ss._STDLIB_DIR}functools.py", "wrapper")]
+    frames = [USER, (jax_file("api.py"), "device_get"), (f"{sc._STDLIB_DIR}functools.py", "wrapper")]
     assert category(stack(*frames)) == "gpu_wait"
 
 
@@ -187,10 +188,10 @@ def test_a_line_calling_cupy_launches_waits_or_copies_by_the_names_it_resolves_t
     import numpy as np
 
     for on_gpu in (True, False):
-        classifier = ss.Classifier(sl.OnGpu(assume=on_gpu))
+        classifier = sc.Classifier(sl.OnGpu(assume=on_gpu))
         seen: dict[str, str] = {}
 
-        def spy(what: str, value: Any = None, classifier: ss.Classifier = classifier, seen: dict = seen) -> Any:
+        def spy(what: str, value: Any = None, classifier: sc.Classifier = classifier, seen: dict = seen) -> Any:
             """Called from the line under test: its frame classified as the sampler would find it at that line."""
             seen[what] = ss.CATEGORIES[classifier.classify(sys._getframe(1), True)[0]]
             return value
@@ -268,20 +269,20 @@ def test_the_sampler_counts_a_process_with_a_gpu_library_on_the_gpu_as_one_using
 @pytest.mark.parametrize(
     ("path", "kind"),
     [
-        (f"{SITE}/jax/_src/dispatch.py", ss.GPU_LIB),
-        (f"{SITE}/cupyx/scipy/ndimage/_filters.py", ss.GPU_LIB),
-        (f"{SITE}/onnxruntime/capi/onnxruntime_inference_collection.py", ss.GPU_LIB),
-        (f"{SITE}/pytorch_lightning/loops/fit_loop.py", ss.FRAMEWORK),
-        (f"{SITE}/lightning/pytorch/trainer/call.py", ss.FRAMEWORK),
-        (f"{SITE}/lightning_fabric/utilities/apply_func.py", ss.FRAMEWORK),
-        (f"{SITE}/transformers/trainer.py", ss.FRAMEWORK),
-        (f"{SITE}/accelerate/accelerator.py", ss.FRAMEWORK),
-        (f"{SITE}/transformers/models/bert/modeling_bert.py", ss.LIBRARY),  # a model's code: torch ops
-        (f"{SITE}/jax/_src/interpreters/partial_eval.py", ss.COMPILER),
+        (f"{SITE}/jax/_src/dispatch.py", sc.GPU_LIB),
+        (f"{SITE}/cupyx/scipy/ndimage/_filters.py", sc.GPU_LIB),
+        (f"{SITE}/onnxruntime/capi/onnxruntime_inference_collection.py", sc.GPU_LIB),
+        (f"{SITE}/pytorch_lightning/loops/fit_loop.py", sc.FRAMEWORK),
+        (f"{SITE}/lightning/pytorch/trainer/call.py", sc.FRAMEWORK),
+        (f"{SITE}/lightning_fabric/utilities/apply_func.py", sc.FRAMEWORK),
+        (f"{SITE}/transformers/trainer.py", sc.FRAMEWORK),
+        (f"{SITE}/accelerate/accelerator.py", sc.FRAMEWORK),
+        (f"{SITE}/transformers/models/bert/modeling_bert.py", sc.LIBRARY),  # a model's code: torch ops
+        (f"{SITE}/jax/_src/interpreters/partial_eval.py", sc.COMPILER),
     ],
 )
 def test_what_a_librarys_file_is(path: str, kind: int) -> None:
-    assert ss.file_kind(path) == kind
+    assert sc.file_kind(path) == kind
 
 
 LIGHTNING = f"{SITE}/pytorch_lightning"
@@ -293,7 +294,7 @@ def test_a_training_frameworks_loop_is_its_own_host_work_and_its_launches_copies
     hook = [USER, (f"{LIGHTNING}/loops/fit_loop.py", "run"), (f"{LIGHTNING}/trainer/call.py", "_call_callback_hooks")]
     assert category(stack(*hook)) == "loop"
     assert category(stack(*hook, (f"{SITE}/tqdm/std.py", "refresh"))) == "loop"
-    assert category(stack(*hook, (f"{ss._STDLIB_DIR}logging/__init__.py", "debug"))) == "loop"
+    assert category(stack(*hook, (f"{sc._STDLIB_DIR}logging/__init__.py", "debug"))) == "loop"
     torch_adam = (f"{SITE}/torch/optim/adam.py", "_single_tensor_adam")
     assert category(stack(*hook, torch_adam)) == "launch"
     fetch = (f"{SITE}/torch/utils/data/_utils/fetch.py", "fetch")
@@ -306,7 +307,7 @@ def test_lightnings_real_loop_is_the_loop_and_its_dataloader_makes_input(tmp_pat
     pl = pytest.importorskip("pytorch_lightning")
     import torch
 
-    classifier = ss.Classifier(sl.OnGpu(assume=False))
+    classifier = sc.Classifier(sl.OnGpu(assume=False))
     seen: dict[str, str] = {}
 
     def at(frame: Any) -> str:
@@ -349,6 +350,7 @@ def test_lightnings_real_loop_is_the_loop_and_its_dataloader_makes_input(tmp_pat
 JAX_LINES = """
 import json, sys
 import jax
+from gputriage.inworkload import stack_classify as sc
 from gputriage.inworkload import stack_libraries as sl
 from gputriage.inworkload import stack_sampler as ss
 jnp = jax.numpy
@@ -358,7 +360,7 @@ on = sl.OnGpu()
 on.refresh()
 got = {"on_gpu": on.on(sl.JAX), "cpu": [], "gpu": []}
 for key, state in (("cpu", on), ("gpu", sl.OnGpu(assume=True))):
-    classifier = ss.Classifier(state)
+    classifier = sc.Classifier(state)
 
     def spy(value, classifier=classifier, key=key):
         got[key].append(ss.CATEGORIES[classifier.classify(sys._getframe(1), True)[0]])
@@ -411,11 +413,11 @@ def test_an_installed_file_is_named_by_its_package_not_by_the_folders_above_it()
     """A virtual environment in /opt/torch (as on the H100 the libraries were recorded on): ONNX Runtime's files in
     it are ONNX Runtime's, not torch's, and a plain library under a home called jax is no GPU library."""
     venv = "/opt/torch/.venv/lib/python3.12/site-packages"
-    assert ss.file_kind(f"{venv}/onnxruntime/capi/onnxruntime_inference_collection.py") == ss.GPU_LIB
-    assert ss.file_kind(f"{venv}/cupy/_core/core.py") == ss.GPU_LIB
-    assert ss.file_kind(f"{venv}/torch/nn/modules/module.py") == ss.MODULE
-    assert ss.file_kind(f"{venv}/torch/utils/data/dataloader.py") == ss.LOADER
-    assert ss.file_kind("/home/jax/.venv/lib/python3.11/site-packages/numpy/linalg/linalg.py") == ss.LIBRARY
+    assert sc.file_kind(f"{venv}/onnxruntime/capi/onnxruntime_inference_collection.py") == sc.GPU_LIB
+    assert sc.file_kind(f"{venv}/cupy/_core/core.py") == sc.GPU_LIB
+    assert sc.file_kind(f"{venv}/torch/nn/modules/module.py") == sc.MODULE
+    assert sc.file_kind(f"{venv}/torch/utils/data/dataloader.py") == sc.LOADER
+    assert sc.file_kind("/home/jax/.venv/lib/python3.11/site-packages/numpy/linalg/linalg.py") == sc.LIBRARY
     assert sl.library_of(f"{venv}/onnxruntime/capi/onnxruntime_inference_collection.py") == sl.ORT
     assert sl.library_of("/srv/jax/.venv/lib/python3.11/site-packages/requests/api.py") is None
     assert sl.library_of("/work/jax/jax/_src/api.py") == sl.JAX  # a checkout: its path is all there is

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import pytest
 
+from gputriage.inworkload import stack_classify as sc
 from gputriage.inworkload import stack_sampler as ss
 
 WORKLOAD = Path(__file__).parent / "workloads" / "queue_lists_loop.py"
@@ -53,7 +54,7 @@ def blocked_in(f: Any, function: str) -> bool:
 
 
 def classify(frame: Any, cuda: bool = True) -> tuple[str, tuple[str, int, str], bool]:
-    cat, line, loader = ss.Classifier().classify(frame, cuda)
+    cat, line, loader = sc.Classifier().classify(frame, cuda)
     return ss.CATEGORIES[cat], line, loader
 
 
@@ -206,26 +207,26 @@ def test_torch_s_own_threads_that_wait_are_waiting_not_launching(tmp_path):
 @pytest.mark.parametrize(
     "path, kind",
     [
-        (os.__file__, ss.STDLIB),
-        ("<frozen importlib._bootstrap>", ss.STDLIB),
-        ("<string>", ss.USER),
-        ("/home/u/train.py", ss.USER),
-        (f"{SITE}/numpy/core/fromnumeric.py", ss.LIBRARY),
-        (f"{SITE}/torch/nn/functional.py", ss.TORCH),
-        (f"{SITE}/torch/nn/modules/module.py", ss.MODULE),
-        (f"{SITE}/torch/_inductor/compile_fx.py", ss.COMPILER),
-        ("/tmp/torchinductor_u/ab/cab12.py", ss.TORCH),
+        (os.__file__, sc.STDLIB),
+        ("<frozen importlib._bootstrap>", sc.STDLIB),
+        ("<string>", sc.USER),
+        ("/home/u/train.py", sc.USER),
+        (f"{SITE}/numpy/core/fromnumeric.py", sc.LIBRARY),
+        (f"{SITE}/torch/nn/functional.py", sc.TORCH),
+        (f"{SITE}/torch/nn/modules/module.py", sc.MODULE),
+        (f"{SITE}/torch/_inductor/compile_fx.py", sc.COMPILER),
+        ("/tmp/torchinductor_u/ab/cab12.py", sc.TORCH),
         # inductor's cache dir given another name (TORCHINDUCTOR_CACHE_DIR): its files still are its generated code
-        ("/scratch/cache/4z/c4z7h42jtgfwaapdgcl3aqjoz3dwkzjaqgdwhsh2irxitkywzqky.py", ss.TORCH),
-        ("/home/u/ab/cab.py", ss.USER),
-        (f"{SITE}/torch/utils/data/dataloader.py", ss.LOADER),
-        (f"{SITE}/torch/utils/data/_utils/pin_memory.py", ss.PINNING),
-        (f"{SITE}/torch/_tensor_str.py", ss.TORCH_SYNC),
-        (ss.__file__, ss.LIBRARY),
+        ("/scratch/cache/4z/c4z7h42jtgfwaapdgcl3aqjoz3dwkzjaqgdwhsh2irxitkywzqky.py", sc.TORCH),
+        ("/home/u/ab/cab.py", sc.USER),
+        (f"{SITE}/torch/utils/data/dataloader.py", sc.LOADER),
+        (f"{SITE}/torch/utils/data/_utils/pin_memory.py", sc.PINNING),
+        (f"{SITE}/torch/_tensor_str.py", sc.TORCH_SYNC),
+        (ss.__file__, sc.LIBRARY),
     ],
 )
 def test_what_a_file_is(path, kind):
-    assert ss.file_kind(path) == kind
+    assert sc.file_kind(path) == kind
 
 
 def test_counts_keep_the_main_thread_apart_and_stay_bounded(monkeypatch):
@@ -243,7 +244,7 @@ def test_counts_keep_the_main_thread_apart_and_stay_bounded(monkeypatch):
     lines = {(r[0], r[1]): r for r in report["lines"]}
     assert lines[("a.py", 9)][4:6] == [0.0, 2.0]  # the producer's: no main-thread sample
     assert lines[("a.py", 9)][6] == 1  # the workload's own code
-    assert [ss.own(p) for p in (threading.__file__, ss.GC_LINE[0], ss.__file__, ss.OTHER[0])] == [0, 0, 0, 1]
+    assert [sc.own(p) for p in (threading.__file__, ss.GC_LINE[0], ss.__file__, ss.OTHER[0])] == [0, 0, 0, 1]
     assert (*ss.OTHER, 3) in c.lines and len(c.lines) == 4
     assert len(report["lines"]) <= 2 * 2
 

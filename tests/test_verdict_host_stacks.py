@@ -211,7 +211,7 @@ def test_a_librarys_thread_parked_in_a_wait_is_left_out_as_the_sampler_saw_its_f
     """torch built from source (no site-packages in its path): the sampler tells its DataLoader's pin-memory thread
     from the workload's code by its own classification of files; a recording made before the sampler said so is
     judged from the path, which takes that thread for the workload's."""
-    from gputriage.inworkload.stack_sampler import own
+    from gputriage.inworkload.stack_classify import own
 
     main = ("/w/loop.py", 27, "main", "host_compute", 100.0, 100.0)
     pin = "/src/pytorch/torch/utils/data/_utils/pin_memory.py"

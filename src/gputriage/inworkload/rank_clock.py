@@ -150,7 +150,7 @@ class RankClock:
         own: list[FrameType] = []
         f: Optional[FrameType] = frame
         while f is not None and len(own) < 64:
-            if self.kind(f.f_code.co_filename) == 0:  # the workload's own code (stack_sampler.USER)
+            if self.kind(f.f_code.co_filename) == 0:  # the workload's own code (stack_classify.USER)
                 own.append(f)
             f = f.f_back
         before = {id(x): line for x, line in self.seen}

@@ -162,10 +162,9 @@ def imported() -> dict[str, str]:
 
 
 def in_package(path: str) -> str:
-    """The part of a ("/"-separated) path that names a package: after the last `site-packages/` (or
-    `dist-packages/`), from its "/", for an installed file — the folders above it (a virtual environment in
-    `/opt/torch/.venv`, a home called `jax`) name nothing; the whole path for any other file."""
-    head, sep, tail = path.rpartition("-packages/")
+    """The part of a ("/"-separated) path that names its package: from the "/" before it in an installed file (a venv
+    in `/opt/torch/` is not torch); the whole path for any other file."""
+    _, sep, tail = path.rpartition("-packages/")
     return "/" + tail if sep else path
 
 

@@ -24,8 +24,9 @@ from gputriage.backends import pyspy
 from gputriage.backends.nvml import NvmlBackend
 from gputriage.backends.nvml_queries import compute_processes
 from gputriage.inworkload.stack_categories import CATEGORIES
+from gputriage.inworkload.stack_classify import Classifier
 from gputriage.inworkload.stack_libraries import OnGpu
-from gputriage.inworkload.stack_sampler import Classifier, Counts
+from gputriage.inworkload.stack_sampler import Counts
 from gputriage.model.pyspy import PySpyStacks
 from gputriage.model.reading import Unavailable
 from gputriage.model.run import HostLine

@@ -12,8 +12,8 @@ from typing import Any, Callable, Optional, cast
 from gputriage.backends import rank_process
 from gputriage.inworkload import rank_clock
 from gputriage.inworkload.stack_categories import CATEGORIES, COLLECTIVE_WAIT
+from gputriage.inworkload.stack_classify import Classifier
 from gputriage.inworkload.stack_libraries import OnGpu
-from gputriage.inworkload.stack_sampler import Classifier
 from gputriage.model.sample import RankNow, RankSample
 from gputriage.sampling.pyspy import as_frames
 
