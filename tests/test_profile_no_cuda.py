@@ -9,15 +9,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Callable
 
 from gputriage.model.run import RunMeta
 from gputriage.runner.gate_keeper import GateKeeper, workload_state
 from gputriage.runner.profiled import read_profile
 from gputriage.sampling.store import Store
+from waiting import stored_run, wait_for
 
 GT = [sys.executable, "-m", "gputriage"]
 SRC = str(Path(__file__).parent.parent / "src")
@@ -49,14 +48,6 @@ while time.time() - t < 150 and not os.path.exists("stop"):
     time.sleep(0.05)
 print("done")
 """
-
-
-def wait_for(done: Callable[[], bool], what: str, timeout_s: float = 120.0) -> None:
-    """Wait for a condition (generous: the suite runs on a loaded machine); no assert on how long it took."""
-    t0 = time.monotonic()
-    while not done():
-        assert time.monotonic() - t0 < timeout_s, f"never: {what}"
-        time.sleep(0.02)
 
 
 def test_the_hook_says_whether_it_could_start_each_time_that_changes(tmp_path):
@@ -141,13 +132,7 @@ def test_gputriage_run_of_a_workload_that_never_imports_torch_answers_profile_an
     try:
 
         def gate() -> Path | None:
-            if not store_path.exists():
-                return None
-            db = Store(store_path, readonly=True)
-            try:
-                row = db.run(1)
-            finally:
-                db.close()
+            row = stored_run(store_path)
             return Path(row["meta"]["profile_gate"]) if row and row["meta"].get("profile_gate") else None
 
         wait_for(lambda: gate() is not None, "the run's row in the store")

@@ -37,6 +37,7 @@ from gputriage.sampling.store import Store
 from gputriage.trace import inject
 from gputriage.trace.profile_files import profiled_windows, read_back
 from recordings import recorded, runs
+from waiting import stored_run, wait_for
 
 GT = [sys.executable, "-m", "gputriage"]
 KERNELS = '{"traceEvents": [\n  {"cat": "kernel", "name": "k"}]}'
@@ -58,14 +59,6 @@ class FakeProfile:
         if self.export_fails:
             raise RuntimeError("CUPTI_ERROR_INVALID_DEVICE")
         Path(path).write_text(self.events)
-
-
-def wait_for(done: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
-    """Wait for a condition (generous: the suite runs on a loaded machine); no assert on how long it took."""
-    t0 = time.monotonic()
-    while not done():
-        assert time.monotonic() - t0 < timeout_s, f"never: {what}"
-        time.sleep(0.02)
 
 
 class SteppingWorkload:
@@ -444,13 +437,7 @@ def test_gputriage_run_takes_a_window_from_profile_and_from_sigusr1(tmp_path):
     try:
 
         def running() -> dict | None:
-            if not store_path.exists():
-                return None
-            db = Store(store_path, readonly=True)
-            try:
-                row = db.run(1)
-            finally:
-                db.close()
+            row = stored_run(store_path)
             return row if row and row["meta"].get("profile_gate") else None
 
         wait_for(lambda: running() is not None, "the run's row in the store", 120)
