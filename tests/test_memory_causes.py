@@ -11,7 +11,7 @@ from gputriage.diagnosis.rule import rules_of
 from gputriage.memory.snapshot import parse
 from gputriage.model.memory import Frame, MemoryDump, MemoryReport, ProcessMemory
 from gputriage.testing.fake_allocator import FakeAllocator, OutOfMemory
-from gputriage.testing.memory_cases import CAPACITY, CASES, CONTEXT, GIB, LINEAR, MIB, Stacks
+from gputriage.testing.memory_cases import CAPACITY, CASES, CONTEXT, GIB, LINEAR, MIB, Stacks, pending_free
 
 
 def _dump(mark: dict, processes: bool = True) -> MemoryDump:
@@ -132,26 +132,7 @@ def test_a_request_that_fits_a_hole_of_the_fragmented_cache_does_not_fail():
 def test_an_error_the_snapshot_does_not_account_for_names_no_cause():
     """Most of what the allocator holds is freed but awaits another stream's work (a tensor used on a side stream,
     `record_stream`): not live, not free, and no cause of the five."""
-    s, a = Stacks("pending"), FakeAllocator(CAPACITY, CONTEXT)
-    a.record()
-    for _ in range(78):
-        a.malloc(GIB, s.at(20, "build", LINEAR))
-    with pytest.raises(OutOfMemory) as oom:
-        a.malloc(2 * GIB, s.at(31, "forward", LINEAR))
-    snap = a.snapshot()
-    for seg in snap["segments"][:60]:
-        for b in seg["blocks"]:
-            b["state"] = "active_pending_free"
-    mark = {
-        "pid": 1,
-        "t_s": 1.0,
-        "device": 0,
-        "requested_bytes": oom.value.requested,
-        "capacity_bytes": CAPACITY,
-        "device_free_bytes": oom.value.device_free,
-        "stack": [],
-        "processes": [],
-    }
+    snap, mark = pending_free()
     report = judged(snap, mark)
     assert report.state.pending_free_bytes == 60 * GIB
     assert report.cause is None and "no cause named" in report.summary and "another stream" in report.summary

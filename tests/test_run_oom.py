@@ -33,8 +33,7 @@ from gputriage.report.run_terminal import render
 from gputriage.sampling.oom_marks import kept_folder
 from gputriage.sampling.session import replay
 from gputriage.sampling.store import Store
-from gputriage.testing.fake_allocator import FakeAllocator, OutOfMemory
-from gputriage.testing.memory_cases import CAPACITY, CONTEXT, LINEAR, Stacks
+from gputriage.testing.memory_cases import CAPACITY, pending_free
 from gputriage.testing.oom_runs import CASES, H100, recorded_report, recording, samples
 
 GIB = 1 << 30
@@ -172,16 +171,7 @@ def test_a_snapshot_that_cannot_be_read_is_still_pointed_to(tmp_path):
 
 def test_an_error_the_snapshot_does_not_account_for_gives_the_generic_fixes_and_the_snapshot(tmp_path):
     """Most of what the allocator holds is freed but awaits another stream: no cause of the five."""
-    s, a = Stacks("pending"), FakeAllocator(CAPACITY, CONTEXT)
-    a.record()
-    for _ in range(78):
-        a.malloc(GIB, s.at(20, "build", LINEAR))
-    with pytest.raises(OutOfMemory) as oom_raised:
-        a.malloc(2 * GIB, s.at(31, "forward", LINEAR))
-    snap = a.snapshot()
-    for seg in snap["segments"][:60]:
-        for b in seg["blocks"]:
-            b["state"] = "active_pending_free"
+    snap, mark = pending_free()
     path = tmp_path / f"{mh.OOM_PREFIX}619{mh.PICKLE}"
     path.write_bytes(pickle.dumps(snap, protocol=4))
     rec, code = recording("peak")
@@ -191,9 +181,9 @@ def test_an_error_the_snapshot_does_not_account_for_gives_the_generic_fixes_and_
             pid=619,
             snapshot=str(path),
             device=0,
-            requested_bytes=oom_raised.value.requested,
+            requested_bytes=mark["requested_bytes"],
             capacity_bytes=CAPACITY,
-            device_free_bytes=oom_raised.value.device_free,
+            device_free_bytes=mark["device_free_bytes"],
         )
     ]
     report = judge(rec, code)

@@ -173,6 +173,20 @@ CASES: dict[str, tuple[Callable[[], tuple[dict[str, Any], dict[str, Any]]], str,
 }
 
 
+def pending_free() -> tuple[dict[str, Any], dict[str, Any]]:
+    """None of the five: most of what the allocator holds (60 of 78 GiB) is freed but awaits another stream's work (a
+    tensor used on a side stream, `record_stream`): not live, not free."""
+    s, a = Stacks("pending"), FakeAllocator(CAPACITY, CONTEXT)
+    a.record()
+    for _ in range(78):
+        a.malloc(GIB, s.at(20, "build", LINEAR))
+    snap, mark = _fail(a, 2 * GIB, s.at(31, "forward", LINEAR))
+    for seg in snap["segments"][:60]:
+        for b in seg["blocks"]:
+            b["state"] = "active_pending_free"
+    return snap, mark
+
+
 def write(case: str, folder: Path) -> Path:
     """The case's snapshot (`CASE.pickle`, as `_dump_snapshot` pickles it), its marker (`CASE.json`) and the
     processes the sampler read (`CASE.processes.json`), as `run` keeps them; the pickle's path."""
