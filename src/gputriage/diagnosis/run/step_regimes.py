@@ -190,11 +190,15 @@ def merged(sums: _Sums, edges: list[int], n: int) -> list[Stretch]:
 
 def step_regimes(host: Windows, run_start_s: float) -> list[StepRegime]:
     """The run's step-rate regimes, oldest first (none where the workload reported no step)."""
-    ivs = stepping(progress_points(host))
+    return regimes_of(stepping(progress_points(host)), host.window_s, run_start_s)
+
+
+def regimes_of(ivs: list[Interval], window_s: float, run_start_s: float) -> list[StepRegime]:
+    """The step-rate regimes of the intervals where the workload stepped (`stepping`), windows of `window_s`."""
     if not ivs:
         return []
     sums = _Sums(ivs)
-    g = bandwidth(host.window_s)
+    g = bandwidth(window_s)
     parts = merged(sums, change_points(sums, len(ivs), g), len(ivs))
     return [_regime(ivs[p.a : p.b], p, run_start_s) for p in parts]
 

@@ -13,7 +13,7 @@ dense bf16 datasheet rate of the GPUs the workload used (`model.specs`).
 
 from __future__ import annotations
 
-from gputriage.diagnosis.run.step_regimes import progress_points, step_regimes
+from gputriage.diagnosis.run.step_regimes import progress_points, regimes_of, stepping
 from gputriage.diagnosis.run.verdict import EDGES
 from gputriage.model.numbers import SAME_INSTANT_S, median
 from gputriage.model.run import GpuStatic, Regime, RegimeThroughput, Throughput
@@ -53,16 +53,19 @@ def throughput(
 ) -> Throughput | None:
     """None when the workload reported nothing (`metric`: `run --metric`'s pattern and the (unix time,
     value) pairs read in the workload's output)."""
-    points = [(p[0], dict(zip(COUNTERS, p[1:]))) for p in progress_points(host)]
+    progress = progress_points(host)
+    points = [(p[0], dict(zip(COUNTERS, p[1:]))) for p in progress]
     read = metric[1] if metric else []
     if not points and not read:
         return None
     last = points[-1][1] if points else dict.fromkeys(COUNTERS, 0.0)
     sources = (["gputriage.step"] if points else []) + (["output"] if read else [])
     out = Throughput(source=" and ".join(sources), steps=last["steps"], samples=last["samples"], tokens=last["tokens"])
-    out.step_regimes = step_regimes(host, run_start_s)
+    stepped = stepping(progress)
+    out.step_regimes = regimes_of(stepped, host.window_s, run_start_s)
+    span = (stepped[0].t0_s, stepped[-1].t1_s) if stepped else None
     body = [r for r in timeline if r.regime not in EDGES]
-    t0, t1 = _steady_span(out, body, host, run_start_s, [p[0] for p in points] + [t for t, _ in read])
+    t0, t1 = _steady_span(out, body, host, run_start_s, span, [p[0] for p in points] + [t for t, _ in read])
     out.steady_s, out.steady_start_s = round(t1 - t0, 1), round(t0 - run_start_s, 1)
     if points:
         steady = _rates(points, t0, t1)
@@ -89,36 +92,30 @@ def throughput(
 
 
 def _steady_span(
-    out: Throughput, body: list[Regime], host: Windows, run_start_s: float, times: list[float]
+    out: Throughput,
+    body: list[Regime],
+    host: Windows,
+    run_start_s: float,
+    stepped: tuple[float, float] | None,
+    times: list[float],
 ) -> tuple[float, float]:
     """The steady span (unix s): the GPU timeline's body (start-up and shut-down left out), within where the
-    workload stepped (its step-rate regimes) — steady follows the steps, GPU or not; without either, the whole run
-    as far as the host was sampled or the workload reported (`run --metric`)."""
-    stepped = out.step_regimes
+    workload stepped (`stepped`: from the reading before its first step to its last step) — steady follows the steps,
+    GPU or not; without either, the whole run as far as the host was sampled or the workload reported (`run
+    --metric`)."""
     if body:
         t0, t1 = run_start_s + body[0].start_s, run_start_s + body[-1].end_s
     elif stepped:
-        t0, t1 = (
-            _reading_at(run_start_s + stepped[0].start_s, times),
-            _reading_at(run_start_s + stepped[-1].end_s, times),
-        )
+        t0, t1 = stepped
     else:
         ends = [w.t1_s for w in host][-1:]
         return (min([run_start_s, *times]) if run_start_s else min(times)), max(times + ends)
     if stepped:
-        s0, s1 = (
-            _reading_at(run_start_s + stepped[0].start_s, times),
-            _reading_at(run_start_s + stepped[-1].end_s, times),
-        )
+        s0, s1 = stepped
         if max(t0, s0) < min(t1, s1):
             t0, t1 = max(t0, s0), min(t1, s1)
         out.steady_follows = "steps"
     return t0, t1
-
-
-def _reading_at(t_s: float, times: list[float]) -> float:
-    """The reading nearest a regime's bound: regimes keep their bounds to 0.1 s, the rates need the readings'."""
-    return min(times, key=lambda t: abs(t - t_s)) if times else t_s
 
 
 def _model_flops(out: Throughput, gpus: list[GpuStatic], per_token: float | None, per_step: float | None) -> None:
