@@ -63,6 +63,12 @@ def test_by_cpu_alone_the_paced_queue_beside_spinning_threads_reads_as_a_gil_hol
             (B.h2d_copy_bound, []),
         ),  # whole models moved each step: the copies, not host work on results
         ({"host_compute": 0.8, "input_wait": 0.2}, {}, (B.input_starved, [B.host_bound])),  # batches from Python lists
+        ({"host_compute": 0.9, "gpu_wait": 0.05, "launch": 0.05}, {}, (B.input_starved, [B.host_bound])),
+        (
+            {"host_compute": 0.6, "gpu_wait": 0.32, "launch": 0.08},
+            {},
+            (B.sync_bound, [B.host_bound, B.input_starved]),
+        ),  # a scalar read every step (`float(loss)`), then NumPy on the host while the GPU has nothing queued
         ({"host_compute": 0.8}, {"pcie_tx_mib_per_s": 400.0}, (B.host_bound, [])),  # numpy on results read back
         ({"host_compute": 0.8}, {"gpu_process_cpu_pct": 700.0, "workload_cpu_pct": 700.0}, (B.host_bound, [])),
         ({"gpu_wait": 0.6, "launch": 0.4}, {}, (B.sync_bound, [B.launch_bound])),

@@ -20,6 +20,7 @@ from gputriage.diagnosis.run.host_side import (
     READ_REQUESTS,
     STACK_SAMPLES,
     STACK_SAMPLES_CLEAR,
+    STEP_READS,
     beside_main_thread,
     computes_in_threads,
     from_stacks,
@@ -88,7 +89,9 @@ HOST_RULES: tuple[LabelRule, ...] = (
         "window (the stack sampler: {stack_min_samples:g} samples or more, or {stack_min_samples_clear:g} where one "
         "category holds {stack_clear_share:.0%} of them). Its top category names the cause: waiting for input (a "
         "queue, a socket, sleep; a DataLoader) **input_starved**; computing on the host **input_starved** (it makes "
-        "its batches), or **host_bound** where it reads results back from the GPU ({host_reads_back_mib_per_s:g} "
+        "its batches), **sync_bound** where it also waits on the GPU {main_thread_gpu_wait_share:.0%} of the time or "
+        "more (a result read every step: the queue drains, and the GPU idles while the host works after the read), "
+        "or **host_bound** where it reads results back from the GPU ({host_reads_back_mib_per_s:g} "
         "MiB/s of PCIe TX or more beyond {pcie_read_request_share:.0%} of PCIe RX, the copies' own read requests), "
         "writes {host_writes_mb_per_s:g} MB/s or more to storage, or runs on {host_compute_cpu_pct:g}% of a core per "
         "GPU process; waiting on the GPU (`.item()`, synchronize) **sync_bound**, or **host_bound** where it reads "
@@ -111,6 +114,7 @@ HOST_RULES: tuple[LabelRule, ...] = (
             READ_REQUESTS,
             HOST_WRITES,
             HOST_PARALLEL_CPU,
+            STEP_READS,
             CLOSE_SHARE,
             CLOSE_MIN_SHARE,
             OTHERS_BUSY,

@@ -159,6 +159,16 @@ CLOSE_MIN_SHARE = Threshold(
     "the least share of the main thread's time for a second category to stay possible",
     "judgement: a fifth of the window",
 )
+STEP_READS = Threshold(
+    "main_thread_gpu_wait_share",
+    0.1,
+    "of the samples",
+    "the main thread's time blocked on the GPU that says, where it mostly computes on the host, that it reads a "
+    "result back every step: the queue drains at each read and the GPU idles while the host works after it",
+    "H100 recording of examples/libraries/jax_sync_each_step.py (`float(loss)` every step, then NumPy): 0.16 in the "
+    f"window that decided it, 0.32 over its steady run; {H200_RECORDINGS}: input-starved loops (list_batches, "
+    "paced_queue_service, a slow DataLoader) 0.00-0.03, Lightning's loop 0.07",
+)
 _BY_CATEGORY = {
     GPU_WAIT: B.sync_bound,
     INPUT_WAIT: B.input_starved,
@@ -203,7 +213,17 @@ def stacks_say(shares: Mapping[str, float], b: B, util: float | None = None) -> 
     shares = decisive(shares)
     top = max(shares, key=lambda c: shares[c])
     in_ops_on_host = top == LAUNCH and ran_no_kernel(util)
-    return _BY_CATEGORY[top] == b or (b == B.host_bound and (top in (HOST_COMPUTE, GPU_WAIT) or in_ops_on_host))
+    reads_each_step = top == HOST_COMPUTE and reads_every_step(shares)
+    return (
+        _BY_CATEGORY[top] == b
+        or (b == B.host_bound and (top in (HOST_COMPUTE, GPU_WAIT) or in_ops_on_host))
+        or (b == B.sync_bound and reads_each_step)
+    )
+
+
+def reads_every_step(shares: Mapping[str, float]) -> bool:
+    """The main thread, computing on the host, also waits on the GPU (STEP_READS): it reads a result every step."""
+    return shares.get(GPU_WAIT, 0.0) >= STEP_READS.value
 
 
 def ran_no_kernel(util: float | None) -> bool:
@@ -244,14 +264,16 @@ def from_stacks(m: WindowMetrics, util: float, small: bool | None) -> tuple[B, l
         )
     ):
         b = B.host_bound  # it computes on what it read back from the GPU, or on several cores: not the input
+    elif top == HOST_COMPUTE and reads_every_step(shares):
+        b = B.sync_bound  # it waits for a result every step, then works on the host while the GPU has nothing
     elif (top == GPU_WAIT and host_work_seen) or (top == LAUNCH and no_kernel):
         b = B.host_bound  # reads results back to work on them on the host; works in torch's ops
     else:
         b = _BY_CATEGORY[top]
     near = max(CLOSE_MIN_SHARE.value, CLOSE_SHARE.value * shares[top])
     close = {_BY_CATEGORY[c] for c, v in shares.items() if c != top and v >= near}
-    if top == HOST_COMPUTE and b == B.input_starved:
-        close.add(B.host_bound)  # the batches it makes, or work on results: frames cannot tell which
+    if top == HOST_COMPUTE and b in (B.input_starved, B.sync_bound):
+        close |= {B.input_starved, B.host_bound}  # the batches it makes, or work on results: frames cannot tell which
     close.discard(b)
     return b, sorted(close, key=lambda x: x.value)
 
