@@ -409,6 +409,25 @@ def test_a_loop_that_sleeps_before_its_copies_stays_input_starved():
     assert a["idle"]["host_outside_ops"]["pct"] > 25 and "host_after_read" not in a["idle"]
 
 
+def test_a_large_trace_s_readers_end_whatever_signal_handlers_their_parent_set(tmp_path):
+    # a process that ignores SIGTERM (a command's own handler, a test's) forks the readers: they must still end (a
+    # pool ended by terminate() waited forever on a reader that took SIGTERM to its inherited handler)
+    path = tmp_path / "cpu_optimizer.json"
+    path.write_bytes(gzip.decompress((TRACES / "run_profile_cpu_optimizer.json.gz").read_bytes()))
+    script = (
+        "import signal, sys\n"
+        "signal.signal(signal.SIGTERM, lambda *a: None)\n"
+        "signal.signal(signal.SIGHUP, lambda *a: None)\n"
+        "from gputriage.trace import load as L, load_parallel as P\n"
+        "L.BLOCK_BYTES = P.PROBE_BYTES = 64 * 1024\n"
+        "for _ in range(20):  # the old pool's end raced its workers: stuck in one read of a few\n"
+        "    cols = P.load(sys.argv[1], P.os.path.getsize(sys.argv[1]), 3)\n"
+        "    assert cols is not None and cols.workers == 3, cols\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
 def test_a_large_trace_read_on_several_cores_gives_the_columns_of_one_stream(tmp_path, monkeypatch):
     # a 3.2 MB H200 trace read by 3 workers (a large file's ranges, scaled down) against the single stream
     import gzip as gz

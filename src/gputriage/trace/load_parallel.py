@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import resource
+import signal
 import sys
 from array import array
 from typing import Any
@@ -101,6 +102,14 @@ def _read_range(path: str, start: int, end: int) -> dict[str, Any]:
     return out
 
 
+def _default_signals() -> None:
+    """A worker ends on the signals that end a process, whatever its parent set: a handler inherited through the
+    fork (a command's own for SIGTERM) would let a worker live through `Pool.terminate` and its parent wait on it
+    forever."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _own_memory_bytes() -> int:
     """This worker's memory at its end (its peak: the columns are whole), not counting what it shares with
     the parent it was forked from: its proportional set size (PSS), else its peak RSS."""
@@ -123,11 +132,17 @@ def load(path: str, size: int, workers: int) -> L.Columns | None:
     import multiprocessing
 
     try:
-        pool = multiprocessing.get_context("fork").Pool(len(ranges))
+        pool = multiprocessing.get_context("fork").Pool(len(ranges), initializer=_default_signals)
     except OSError:
         return None
-    with pool:
+    try:
         parts = pool.starmap(_read_range, [(str(path), a, b) for a, b in ranges])
+        pool.close()  # each worker ends at the end of its queue: no signal needed
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
     cols = L.Columns(path=str(path), file_bytes=size)
     try:
         cols.header = L._header.decode(header + b'"traceEvents": []}')
