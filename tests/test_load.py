@@ -202,7 +202,9 @@ def test_a_tokenizer_counts_the_tokens_a_server_without_usage_does_not_give(mode
         counted = json.loads(r.stdout)["steps"][0]
         assert counted["tokens_from"] == "tokenizer" and counted["output_tokens_mean"] == 15  # 5 chunks x 3 words
         assert 10 <= counted["input_tokens_mean"] <= 14  # one token a word for this word-level tokenizer
-        assert counted["tpot"]["p50_ms"] < chunks["tpot"]["p50_ms"]  # the same time over 3x the tokens
+        # three tokens a chunk: the time per token is under the gap between chunks, both of this run (two runs' times,
+        # on a loaded machine, need not compare)
+        assert counted["tpot"]["p50_ms"] < counted["itl"]["p50_ms"]
         bad = load(url, *args, "--tokenizer", str(tmp_path))
         assert bad.returncode == 3 and "no tokenizer.json" in bad.stderr and bad.stderr.count("\n") == 1
 

@@ -55,14 +55,35 @@ def exporter(
     and its last changes (JSON). A distributed job's ranks on the GPUs are dumped with py-spy every 10 s for a hang:
     ranks waiting in a collective past --hang-after for ranks that did not arrive are said once on stderr, counted in
     gputriage_rank_hangs_total (the missing ranks in gputriage_rank_hang_missing) and listed at GET /hangs."""
-    from gputriage.api import GputriageError  # the library at the command's start: `gputriage --help` stays quick
-    from gputriage.api.exporter import start_exporter
-
     if period <= 0 or window <= 0 or check_every < 0:
         fail("--period and --window must be positive, --check-every 0 or more", exits.USAGE)
     done = threading.Event()
-    for s in (signal.SIGINT, signal.SIGTERM):  # from the start: a stop asked during start-up is not lost
-        signal.signal(s, lambda *_: done.set())
+    # from the start: a stop asked during start-up is not lost; the handlers before are back when it returns
+    previous = {s: signal.signal(s, lambda *_: done.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        _serve(done, listen, port, period, window, check_every, price, currency, idle_held_min_s, hang_after_s)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    raise typer.Exit(exits.OK)
+
+
+def _serve(
+    done: threading.Event,
+    listen: str,
+    port: int,
+    period: float,
+    window: float,
+    check_every: float,
+    price: float | None,
+    currency: str | None,
+    idle_held_min_s: float | None,
+    hang_after_s: float | None,
+) -> None:
+    """Serve until `done` is set (a signal), then stop the exporter."""
+    from gputriage.api import GputriageError  # the library at the command's start: `gputriage --help` stays quick
+    from gputriage.api.exporter import start_exporter
+
     try:
         ex = start_exporter(
             listen=listen,
@@ -90,4 +111,3 @@ def exporter(
     stopping = threading.Thread(target=ex.stop, daemon=True)
     stopping.start()
     stopping.join(timeout=10)  # a sampler stuck in a driver call does not hold the exit
-    raise typer.Exit(exits.OK)
