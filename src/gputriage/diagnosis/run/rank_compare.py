@@ -50,6 +50,11 @@ MIN_WAIT = Threshold(
     "the time the best rank waits in collectives in a round, under which no rank holds it back",
     f"judgement: what a straggler costs the job; {SOURCE}",
 )
+# what every straggler rule's condition starts with (a rank named a straggler), its thresholds' values as fields
+STRAGGLING = (
+    "a rank's time outside collective waits is >= {straggler_score:g}x the best rank's while the best waits >= "
+    "{straggler_min_wait:.0%} of its time"
+)
 CHRONIC = Threshold(
     "straggler_chronic_share",
     0.5,

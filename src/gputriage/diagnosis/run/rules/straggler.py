@@ -5,7 +5,7 @@ from __future__ import annotations
 from gputriage.diagnosis.rule import Rule
 from gputriage.diagnosis.run.base import RUN, RunEvidence
 from gputriage.diagnosis.run.rank_causes import CAUSE_GAP, named_causes, occurrence
-from gputriage.diagnosis.run.rank_compare import MIN_WAIT, SAME_STEPS, STRAGGLER_SCORE, same_steps
+from gputriage.diagnosis.run.rank_compare import MIN_WAIT, SAME_STEPS, STRAGGLER_SCORE, STRAGGLING, same_steps
 from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 
 
@@ -38,8 +38,7 @@ RULE = Rule(
         "host computation nor its GPU differ from theirs beyond the noise",
         decision="Profile the job (`gputriage run --profile`: every rank's trace, its kernels side by side) or look "
         "at the rank's node (`gputriage check`)",
-        condition="a rank's time outside collective waits is >= {straggler_score:g}x the best rank's while the best "
-        "waits >= {straggler_min_wait:.0%} of its time, and no cause differs from its peers' by >= "
+        condition=STRAGGLING + ", and no cause differs from its peers' by >= "
         "{straggler_cause_gap:.0%} of its time (or the ranks make steps {straggler_steps_ratio:g}x apart)",
         thresholds=(STRAGGLER_SCORE, MIN_WAIT, CAUSE_GAP, SAME_STEPS),
         says={

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gputriage.diagnosis.rule import Rule
 from gputriage.diagnosis.run.base import RUN, RunEvidence
 from gputriage.diagnosis.run.rank_causes import CAUSE_GAP, WAITS_FOR_CPU, occurrence, waits_for_cpu
-from gputriage.diagnosis.run.rank_compare import MIN_WAIT, STRAGGLER_SCORE
+from gputriage.diagnosis.run.rank_compare import MIN_WAIT, STRAGGLER_SCORE, STRAGGLING
 from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 from gputriage.model.numbers import median
 
@@ -35,8 +35,7 @@ RULE = Rule(
         "slower than its peers, and every other rank waits for it in the next collective",
         decision="Keep other work off the rank's cores (see what runs there: `ps -eo pid,psr,pcpu,comm`), or bind "
         "each rank to cores of its own (the launcher's binding, numactl, taskset)",
-        condition="a rank's time outside collective waits is >= {straggler_score:g}x the best rank's while the best "
-        "waits >= {straggler_min_wait:.0%} of its time, and its main thread waits for a CPU >= "
+        condition=STRAGGLING + ", and its main thread waits for a CPU >= "
         "{straggler_cause_gap:.0%} of its time more than its peers'",
         thresholds=(STRAGGLER_SCORE, MIN_WAIT, CAUSE_GAP),
         says={

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gputriage.diagnosis.rule import Rule
 from gputriage.diagnosis.run.base import RUN, RunEvidence
 from gputriage.diagnosis.run.rank_causes import gpu_differs, occurrence
-from gputriage.diagnosis.run.rank_compare import MIN_WAIT, STRAGGLER_SCORE
+from gputriage.diagnosis.run.rank_compare import MIN_WAIT, STRAGGLER_SCORE, STRAGGLING
 from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 
 
@@ -33,9 +33,7 @@ RULE = Rule(
         "work or its transfers take longer, and every other rank waits for it in the next collective",
         decision="Run the job on alike GPUs; for a degraded link, `gputriage check` on that node (pcie.link_degraded) "
         "and reseat or replace the card or riser",
-        condition="a rank's time outside collective waits is >= {straggler_score:g}x the best rank's while the best "
-        "waits >= {straggler_min_wait:.0%} of its time, and its GPU's model, PCIe width or generation differs from "
-        "its peers'",
+        condition=STRAGGLING + ", and its GPU's model, PCIe width or generation differs from its peers'",
         thresholds=(STRAGGLER_SCORE, MIN_WAIT),
         says={
             "default": Wording(

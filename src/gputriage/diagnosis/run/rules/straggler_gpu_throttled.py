@@ -5,7 +5,7 @@ from __future__ import annotations
 from gputriage.diagnosis.rule import Rule
 from gputriage.diagnosis.run.base import RUN, RunEvidence
 from gputriage.diagnosis.run.rank_causes import CLOCK_GAP, THROTTLED, gpu_throttled, occurrence
-from gputriage.diagnosis.run.rank_compare import MIN_WAIT, STRAGGLER_SCORE
+from gputriage.diagnosis.run.rank_compare import MIN_WAIT, STRAGGLER_SCORE, STRAGGLING
 from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 from gputriage.model.numbers import median
 
@@ -38,8 +38,7 @@ RULE = Rule(
         "every other rank waits for it in the next collective",
         decision="`gputriage check` on that node: the GPU's temperature, power limit and clock-event reasons; its "
         "cooling (fans, airflow, a blocked inlet) or power capping",
-        condition="a rank's time outside collective waits is >= {straggler_score:g}x the best rank's while the best "
-        "waits >= {straggler_min_wait:.0%} of its time, its GPU slowed down in >= {straggler_throttled_share:.0%} of "
+        condition=STRAGGLING + ", its GPU slowed down in >= {straggler_throttled_share:.0%} of "
         "the samples and clocks >= {straggler_clock_gap:.0%} below its peers'",
         thresholds=(STRAGGLER_SCORE, MIN_WAIT, THROTTLED, CLOCK_GAP),
         says={

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gputriage.diagnosis.rule import Rule
 from gputriage.diagnosis.run.base import RUN, RunEvidence
 from gputriage.diagnosis.run.rank_causes import CAUSE_GAP, HOST, at, computes_on_host, occurrence, top_line
-from gputriage.diagnosis.run.rank_compare import MIN_WAIT, STRAGGLER_SCORE
+from gputriage.diagnosis.run.rank_compare import MIN_WAIT, STRAGGLER_SCORE, STRAGGLING
 from gputriage.inworkload.stack_categories import COMPILE, GC, HOST_COMPUTE, LAUNCH
 from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 from gputriage.model.numbers import median
@@ -38,8 +38,7 @@ RULE = Rule(
         "the next collective",
         decision="Move the work off the training thread (a DataLoader worker, a background process) or do it on "
         "every rank alike",
-        condition="a rank's time outside collective waits is >= {straggler_score:g}x the best rank's while the best "
-        "waits >= {straggler_min_wait:.0%} of its time, and its main thread computes on the host >= "
+        condition=STRAGGLING + ", and its main thread computes on the host >= "
         "{straggler_cause_gap:.0%} of its time more than its peers' (beyond its extra wait for a CPU)",
         thresholds=(STRAGGLER_SCORE, MIN_WAIT, CAUSE_GAP),
         says={

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gputriage.diagnosis.rule import Rule
 from gputriage.diagnosis.run.base import RUN, RunEvidence
 from gputriage.diagnosis.run.rank_causes import CAUSE_GAP, INPUT, at, occurrence, top_line, waits_for_input
-from gputriage.diagnosis.run.rank_compare import MIN_WAIT, STRAGGLER_SCORE
+from gputriage.diagnosis.run.rank_compare import MIN_WAIT, STRAGGLER_SCORE, STRAGGLING
 from gputriage.inworkload.stack_categories import INPUT_WAIT
 from gputriage.model.finding import Finding, FindingSpec, Severity, Wording
 from gputriage.model.numbers import median
@@ -39,8 +39,7 @@ RULE = Rule(
         "rank waits for it in the next collective",
         decision="Make the slow rank's input as fast as the others': DataLoader workers and prefetching, the same "
         "storage and the same shard sizes on every rank",
-        condition="a rank's time outside collective waits is >= {straggler_score:g}x the best rank's while the best "
-        "waits >= {straggler_min_wait:.0%} of its time, and its main thread waits for input >= "
+        condition=STRAGGLING + ", and its main thread waits for input >= "
         "{straggler_cause_gap:.0%} of its time more than its peers'",
         thresholds=(STRAGGLER_SCORE, MIN_WAIT, CAUSE_GAP),
         says={
