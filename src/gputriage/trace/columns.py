@@ -5,6 +5,8 @@ list comprehension and handed to its array whole (`_fill`). An op's recorded sha
 read: costing them is left to the analysis, for the few ops that launched GPU work. An absent argument is already
 the value its column keeps for it (`events.Args`), so reading a field is a bare attribute load: on CPython 3.11 and
 later that is faster than `operator.attrgetter`, `itertools.compress` or a branch per event.
+
+Where the package was installed with a C compiler, `filing` does the same in C for the chunks it can.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from gputriage.trace.events import (
     Header,
     _raw_list,
 )
+from gputriage.trace.filing import FLOW_CATS, file_in_c
 from gputriage.trace.op_cost import NEVER_LAUNCH, op_cost, split_shape
 from gputriage.trace.spans import Spans
 
@@ -154,9 +157,10 @@ class Columns:
         least, count = self._least.get(column, (float("inf"), 0))
         return least if count == len(values) else min(values, default=float("inf"))
 
-    def note_least(self, column: str, values: list[float]) -> None:
-        least, count = self._least.get(column, (float("inf"), 0))
-        self._least[column] = (min(least, min(values)), count + len(values))
+    def note_least(self, column: str, least: float, count: int) -> None:
+        """The least of `count` values appended to a column."""
+        before, counted = self._least.get(column, (float("inf"), 0))
+        self._least[column] = (min(before, least), counted + count)
 
     def intern_shape(self, shape: tuple[bytes, Optional[float]]) -> int:
         """The index of an entry of `shapes` (that of shapes not kept, the only one with no NUL, at 0)."""
@@ -230,6 +234,16 @@ def _arguments(events: list[Any]) -> list[Args]:
 def append(cols: Columns, events: list[Any], kineto: bool = True) -> None:
     """Append a decoded chunk to the columns (module doc). `kineto`: decoded as Kineto's phases (only complete
     events carry a category the columns take); else generic events, whose other phases are left out here."""
+    filed = file_in_c(cols, events) if kineto else None
+    if filed is not None:  # the columns filled; what is left, as below
+        rest, flow_counts, activities = filed
+        if flow_counts:
+            _skipped(cols, flow_counts)
+        metadata = _rest(cols, rest) if rest else False
+        if activities or metadata:
+            cols.activities_whole = _metadata_last(events) if metadata else False
+        cols.events += len(events)
+        return
     gpu, rt, ops, flows, rest = [], [], [], [], []
     for e in events:  # by how many there are of each
         cat = e.cat
@@ -254,7 +268,8 @@ def append(cols: Columns, events: list[Any], kineto: bool = True) -> None:
     if gpu:
         _gpu(cols, gpu)
     if rt:
-        cols.note_least("r_ts", _extend(cols.r_ts, [e.ts for e in rt], lambda i: 0.0))
+        starts = _extend(cols.r_ts, [e.ts for e in rt], lambda i: 0.0)
+        cols.note_least("r_ts", min(starts), len(starts))
         _extend(cols.r_dur, [e.dur for e in rt], lambda i: 0.0)
         _fill(cols.r_name, _name_ids(cols, rt))
         _extend(cols.r_tid, [e.tid for e in rt], lambda i: _tid(rt[i].tid))
@@ -267,7 +282,7 @@ def append(cols: Columns, events: list[Any], kineto: bool = True) -> None:
         _fill(cols.o_name, ids)
         _extend(cols.o_tid, [e.tid for e in ops], lambda i: _tid(ops[i].tid))
         _extend(cols.o_ext, [a.external_id for a in args], lambda i: -1)
-        cols.note_least("o_ts", starts)
+        cols.note_least("o_ts", min(starts), len(starts))
         _fill(cols.o_shape, _shape_ids(cols, ids, args))
     cols.events += len(events)
 
@@ -288,7 +303,7 @@ def _gpu(cols: Columns, gpu: list[Any]) -> None:
 
 
 SPECIAL = frozenset({"user_annotation", "overhead", ""})  # of the rest, those read one by one
-FLOW_CATS = frozenset({"ac2g", "fwdbwd"})  # Kineto's flow arrows (two of every five events): counted, in C
+
 _category = attrgetter("cat")
 
 
