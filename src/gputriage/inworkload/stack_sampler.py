@@ -15,7 +15,9 @@ TensorFlow, ONNX Runtime) and the training frameworks (Lightning, the Trainer, A
 compiled code shows no frame), name their launches, waits, copies and compiling; a framework's own code is `loop`, a
 library computing on the CPU `host_ops`; a process whose library computes on the GPU counts as one using CUDA. A
 sample needs the interpreter lock, so a thread computing 2 ms between waits is seen waiting: the report carries the
-main thread's CPU time, and the reader caps its waits at its time off the CPU (`sampling.progress`). Counts per
+main thread's CPU time, and the reader caps its waits at its time off the CPU (`sampling.progress`). For the same
+reason a thread computing in Python between torch calls is seen at the calls, which give the lock up
+(docs/measurements.md: 68% at a `torch.tensor` line where py-spy sees 2.6%). Counts per
 category and per line (the innermost frame outside the standard library, site-packages and gputriage), and the GPU
 libraries the process imported, are written every WRITE_S as `stacks.PID.json`, replaced atomically.
 
