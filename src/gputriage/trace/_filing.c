@@ -10,7 +10,7 @@
  *
  * rest: the events of the other categories, in order, for Python to read (`columns._rest`); flow_counts: a list of
  * (category index, count) in the order each category first appears; gpu, calls, ops: tuples of bytes, one per
- * column (`_GPU_COLUMNS`, `_CALL_COLUMNS`, `_OP_COLUMNS` in columns.py). Anything the Python path would mend or
+ * column (`GPU_COLUMNS`, `CALL_COLUMNS`, `OP_COLUMNS` in filing.py). Anything the Python path would mend or
  * refuse (a null, a thread named rather than numbered, a number out of its column's range, an event of an
  * unexpected type) returns None before any column is touched: the caller files the chunk in Python. Names and
  * shapes interned before such a return stay interned; the Python path finds them, in the same order.
@@ -29,7 +29,7 @@ static const char *EVENT_FIELDS[N_EVENT_FIELDS] = {"cat", "name", "pid", "tid", 
 static const char *ARG_FIELDS[N_ARG_FIELDS] = {"external_id", "correlation", "device", "flops",
                                                "blocks_per_sm", "dims", "types"};
 
-/* category codes, as columns._CODES gives them */
+/* category codes, as filing.CODES gives them */
 #define CODE_GPU_LAST 15 /* 0..15: a GPU activity of that kind */
 #define CODE_OP 16
 #define CODE_CALL 17
