@@ -117,129 +117,28 @@ static int buf_put(Buf *b, const void *value, Py_ssize_t n) {
     return 0;
 }
 
-/* A chunk's memo of what it interned: content (a name's characters, an op's shapes) to its id, so that a name or
- * shapes met again in the chunk cost a comparison rather than a new object, a hash and a dictionary lookup. Open
- * addressing over a hash of a few sampled words (the comparison of the whole content decides); the content copied;
- * a memo half full stops remembering. */
-#define MEMO_SLOTS 512
-typedef struct {
-    uint64_t hash, extra; /* extra: a name's character width, the FLOPs' bits of shapes */
-    Py_ssize_t split, len; /* the content is two parts: data[:split] and data[split:len] */
-    char *data;
-    long long id;
-    int never; /* a name's: whether its op never launches GPU work (-1 not yet asked) */
-} MemoEntry;
-
-typedef struct {
-    MemoEntry *slots;
-    Py_ssize_t used;
-} Memo;
-
-static uint64_t mix(uint64_t h, uint64_t w) { return (h ^ w) * 0xff51afd7ed558ccdULL; }
-
-static uint64_t sample_hash(uint64_t h, const char *p, Py_ssize_t len) {
-    uint64_t w;
-    h = mix(h, (uint64_t)len);
-    if (len >= 8) {
-        memcpy(&w, p, 8);
-        h = mix(h, w);
-        memcpy(&w, p + len / 2 - 4, 8);
-        h = mix(h, w);
-        memcpy(&w, p + len - 8, 8);
-        h = mix(h, w);
-    } else {
-        for (Py_ssize_t i = 0; i < len; i++) h = mix(h, (unsigned char)p[i]);
-    }
-    return h ^ (h >> 29);
-}
-
-/* The entry holding this content, or the free slot where it would go (NULL when the memo is half full). */
-static MemoEntry *memo_find(Memo *m, uint64_t hash, uint64_t extra, const char *a, Py_ssize_t na, const char *b,
-                            Py_ssize_t nb) {
-    if (m->slots == NULL) {
-        m->slots = PyMem_Calloc(MEMO_SLOTS, sizeof(MemoEntry));
-        if (m->slots == NULL) return NULL;
-    }
-    for (Py_ssize_t i = (Py_ssize_t)(hash & (MEMO_SLOTS - 1));; i = (i + 1) & (MEMO_SLOTS - 1)) {
-        MemoEntry *e = &m->slots[i];
-        if (e->data == NULL) return m->used < MEMO_SLOTS / 2 ? e : NULL;
-        if (e->hash == hash && e->extra == extra && e->split == na && e->len == na + nb &&
-            memcmp(e->data, a, na) == 0 && memcmp(e->data + na, b, nb) == 0)
-            return e;
-    }
-}
-
-static void memo_keep(Memo *m, MemoEntry *e, uint64_t hash, uint64_t extra, const char *a, Py_ssize_t na,
-                      const char *b, Py_ssize_t nb, long long id) {
-    char *data = PyMem_Malloc(na + nb ? na + nb : 1);
-    if (data == NULL) return; /* not remembered: no harm */
-    memcpy(data, a, na);
-    memcpy(data + na, b, nb);
-    *e = (MemoEntry){hash, extra, na, na + nb, data, id, -1};
-    m->used++;
-}
-
-static void memo_free(Memo *m) {
-    if (m->slots == NULL) return;
-    for (Py_ssize_t i = 0; i < MEMO_SLOTS; i++) PyMem_Free(m->slots[i].data);
-    PyMem_Free(m->slots);
-}
-
-/* The interned id of a name (added to names and name_ids where new), -1 on error; its memo entry, where one. */
-static long long intern_name(PyObject *name, PyObject *name_ids, PyObject *names, Memo *memo, MemoEntry **entry) {
-    *entry = NULL;
+/* The interned id of a name (added to names and name_ids where new), -1 on error. */
+static long long intern_name(PyObject *name, PyObject *name_ids, PyObject *names) {
     if (name == NULL || !PyUnicode_CheckExact(name)) return -1;
-#if PY_VERSION_HEX < 0x030C0000
-    if (PyUnicode_READY(name) < 0) return -1;
-#endif
-    int width = PyUnicode_KIND(name);
-    const char *chars = PyUnicode_DATA(name);
-    Py_ssize_t len = PyUnicode_GET_LENGTH(name) * width;
-    uint64_t hash = sample_hash(0x243F6A8885A308D3ULL, chars, len);
-    MemoEntry *e = memo_find(memo, hash, (uint64_t)width, chars, len, "", 0);
-    if (e != NULL && e->data != NULL) {
-        *entry = e;
-        return e->id;
-    }
-    long long result;
     PyObject *id = PyDict_GetItemWithError(name_ids, name);
-    if (id != NULL) {
-        result = PyLong_AsLongLong(id);
-        if (result < 0) return -1;
-    } else {
-        if (PyErr_Occurred()) return -1;
-        Py_ssize_t n = PyList_GET_SIZE(names);
-        PyObject *new_id = PyLong_FromSsize_t(n);
-        if (new_id == NULL) return -1;
-        if (PyList_Append(names, name) < 0 || PyDict_SetItem(name_ids, name, new_id) < 0) {
-            Py_DECREF(new_id);
-            return -1;
-        }
-        Py_DECREF(new_id);
-        result = n;
-    }
-    if (e != NULL) {
-        memo_keep(memo, e, hash, (uint64_t)width, chars, len, "", 0, result);
-        if (e->data != NULL) *entry = e;
-    }
-    return result;
-}
-
-/* Whether an op of this name never launches GPU work (asked once a name, where it has a memo entry). */
-static int never_launches(PyObject *name, MemoEntry *entry, PyObject *never) {
-    if (entry == NULL) return PySet_Contains(never, name);
-    if (entry->never < 0) entry->never = PySet_Contains(never, name);
-    return entry->never;
+    if (id != NULL) return PyLong_AsLongLong(id);
+    if (PyErr_Occurred()) return -1;
+    Py_ssize_t n = PyList_GET_SIZE(names);
+    PyObject *new_id = PyLong_FromSsize_t(n);
+    if (new_id == NULL) return -1;
+    int failed = PyList_Append(names, name) < 0 || PyDict_SetItem(name_ids, name, new_id) < 0;
+    Py_DECREF(new_id);
+    return failed ? -1 : n;
 }
 
 /* An op's shapes interned as `columns._shape_ids` does: dims and types joined by a NUL, with the FLOPs the
  * profiler counted where there are some; 0 for an op that never launches GPU work. -1 on error. */
-static long long intern_shape(PyObject *name, MemoEntry *name_entry, PyObject *dims, PyObject *types,
-                              PyObject *flops, PyObject *never, PyObject *shape_ids, PyObject *shapes, Memo *memo) {
+static long long intern_shape(PyObject *name, PyObject *dims, PyObject *types, PyObject *flops, PyObject *never,
+                              PyObject *shape_ids, PyObject *shapes) {
     Py_buffer d, t;
     if (PyObject_GetBuffer(dims, &d, PyBUF_SIMPLE) < 0) return -1;
     if (d.len > 0) {
-        int no = never_launches(name, name_entry, never);
+        int no = PySet_Contains(never, name);
         if (no != 0) {
             PyBuffer_Release(&d);
             return no < 0 ? -1 : 0;
@@ -249,55 +148,31 @@ static long long intern_shape(PyObject *name, MemoEntry *name_entry, PyObject *d
         PyBuffer_Release(&d);
         return -1;
     }
-    double counted = PyFloat_AS_DOUBLE(flops);
-    uint64_t extra = 0;
-    if (counted != 0.0) memcpy(&extra, &counted, 8);
-    MemoEntry *e = NULL;
-    uint64_t hash = 0;
-    if (counted == counted) { /* not NaN: a NaN key never equals another */
-        hash = sample_hash(sample_hash(0x13198A2E03707344ULL, d.buf, d.len), t.buf, t.len);
-        e = memo_find(memo, hash, extra, d.buf, d.len, t.buf, t.len);
-        if (e != NULL && e->data != NULL) {
-            PyBuffer_Release(&d);
-            PyBuffer_Release(&t);
-            return e->id;
-        }
-    }
     PyObject *joined = PyBytes_FromStringAndSize(NULL, d.len + 1 + t.len);
-    long long result = -1;
-    if (joined == NULL) goto release;
-    char *p = PyBytes_AS_STRING(joined);
-    memcpy(p, d.buf, d.len);
-    p[d.len] = '\0';
-    memcpy(p + d.len + 1, t.buf, t.len);
-    PyObject *key = joined, *entry = NULL;
-    if (counted != 0.0) {
-        key = PyTuple_Pack(2, joined, flops);
-        if (key == NULL) goto done;
-    } else {
-        Py_INCREF(key);
+    if (joined != NULL) {
+        char *p = PyBytes_AS_STRING(joined);
+        memcpy(p, d.buf, d.len);
+        p[d.len] = '\0';
+        memcpy(p + d.len + 1, t.buf, t.len);
     }
-    PyObject *id = PyDict_GetItemWithError(shape_ids, key);
-    if (id != NULL) {
-        result = PyLong_AsLongLong(id);
-        goto done;
-    }
-    if (PyErr_Occurred()) goto done;
-    Py_ssize_t n = PyList_GET_SIZE(shapes);
-    PyObject *new_id = PyLong_FromSsize_t(n);
-    if (new_id == NULL) goto done;
-    entry = PyTuple_Pack(2, joined, flops);
-    if (entry != NULL && PyDict_SetItem(shape_ids, key, new_id) == 0 && PyList_Append(shapes, entry) == 0)
-        result = n;
-    Py_DECREF(new_id);
-done:
-    Py_XDECREF(entry);
-    Py_XDECREF(key);
-    Py_DECREF(joined);
-    if (result >= 0 && e != NULL) memo_keep(memo, e, hash, extra, d.buf, d.len, t.buf, t.len, result);
-release:
     PyBuffer_Release(&d);
     PyBuffer_Release(&t);
+    if (joined == NULL) return -1;
+    long long result = -1;
+    PyObject *key = PyFloat_AS_DOUBLE(flops) != 0.0 ? PyTuple_Pack(2, joined, flops) : Py_NewRef(joined);
+    PyObject *id = key == NULL ? NULL : PyDict_GetItemWithError(shape_ids, key);
+    if (id != NULL) {
+        result = PyLong_AsLongLong(id);
+    } else if (key != NULL && !PyErr_Occurred()) {
+        PyObject *new_id = PyLong_FromSsize_t(PyList_GET_SIZE(shapes)), *entry = PyTuple_Pack(2, joined, flops);
+        if (new_id != NULL && entry != NULL && PyDict_SetItem(shape_ids, key, new_id) == 0 &&
+            PyList_Append(shapes, entry) == 0)
+            result = PyList_GET_SIZE(shapes) - 1;
+        Py_XDECREF(new_id);
+        Py_XDECREF(entry);
+    }
+    Py_XDECREF(key);
+    Py_DECREF(joined);
     return result;
 }
 
@@ -307,12 +182,12 @@ typedef struct {
     Layout *ev;
     Layout *args; /* NULL: no arguments (each at its default) */
     PyObject *arg;
-    MemoEntry *name; /* its name's memo entry, where one */
 } Read;
 
 enum { G_TS, G_DUR, G_NAME, G_KIND, G_DEV, G_CORR, G_EXT, G_BPSM, N_G };
-enum { R_TS, R_DUR, R_NAME, R_TID, R_CORR, N_R };
-enum { O_TS, O_DUR, O_NAME, O_TID, O_EXT, O_SHAPE, N_O };
+/* a host event's columns: a call's (its id its correlation), an op's (its id its external id) then its shapes */
+enum { H_TS, H_DUR, H_NAME, H_TID, H_ID, N_H };
+enum { O_SHAPE = N_H, N_O };
 
 static int read_args(Read *r) {
     PyObject *a = slot(r->event, r->ev->off[F_ARGS]);
@@ -334,6 +209,26 @@ static int arg_int64(Read *r, int field, long long *out) {
         return 0;
     }
     return as_int64(arg(r, field), out);
+}
+
+/* A host event's columns (H_*): its start, duration, name, thread and the id argument `id_field`; the least start
+ * kept. -1 where Python is to file it. */
+static int file_host_event(Read *rd, int id_field, Buf *cols, PyObject *name_ids, PyObject *names, double *least) {
+    double ts, dur;
+    long long tid, id;
+    if (as_double(slot(rd->event, rd->ev->off[F_TS]), &ts) < 0 ||
+        as_double(slot(rd->event, rd->ev->off[F_DUR]), &dur) < 0 ||
+        as_int64(slot(rd->event, rd->ev->off[F_TID]), &tid) < 0 || arg_int64(rd, id_field, &id) < 0)
+        return -1;
+    if (ts != ts) return -1; /* NaN: the least start is Python's `min`'s */
+    long long name = intern_name(slot(rd->event, rd->ev->off[F_NAME]), name_ids, names);
+    if (name < 0 || name > INT32_MAX) return -1;
+    int name32 = (int)name;
+    if (ts < *least) *least = ts;
+    if (buf_put(&cols[H_TS], &ts, 8) || buf_put(&cols[H_DUR], &dur, 8) || buf_put(&cols[H_NAME], &name32, 4) ||
+        buf_put(&cols[H_TID], &tid, 8) || buf_put(&cols[H_ID], &id, 8))
+        return -1;
+    return 0;
 }
 
 static PyObject *pack(Buf *bufs, int n) {
@@ -361,7 +256,7 @@ static PyObject *file_chunk(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(events);
-    Buf g[N_G] = {{0}}, r[N_R] = {{0}}, o[N_O] = {{0}};
+    Buf g[N_G] = {{0}}, r[N_H] = {{0}}, o[N_O] = {{0}};
     Read *gpu = PyMem_Malloc(sizeof(Read) * (n ? n : 1));
     Read *calls = PyMem_Malloc(sizeof(Read) * (n ? n : 1));
     Read *ops = PyMem_Malloc(sizeof(Read) * (n ? n : 1));
@@ -370,7 +265,6 @@ static PyObject *file_chunk(PyObject *self, PyObject *args) {
     Py_ssize_t n_gpu = 0, n_calls = 0, n_ops = 0, flows[N_FLOWS] = {0};
     int flow_order[N_FLOWS], n_flow_kinds = 0;
     double least_call = INFINITY, least_op = INFINITY;
-    Memo names_memo = {NULL, 0}, shapes_memo = {NULL, 0};
     PyObject *seen_cats[N_SEEN];
     long seen_codes[N_SEEN];
     int n_seen = 0;
@@ -412,7 +306,7 @@ static PyObject *file_chunk(PyObject *self, PyObject *args) {
         }
         for (int f = F_NAME; f < N_EVENT_FIELDS; f++)
             if (ev->off[f] < 0) goto bail;
-        Read rd = {e, ev, NULL, NULL, NULL};
+        Read rd = {e, ev, NULL, NULL};
         if (read_args(&rd) < 0) goto bail;
         if (code == CODE_OP) {
             ops[n_ops++] = rd;
@@ -445,7 +339,7 @@ static PyObject *file_chunk(PyObject *self, PyObject *args) {
         if (any_without_device && dev < 0 && as_int64(slot(rd->event, rd->ev->off[F_PID]), &dev) < 0) goto bail;
         if (dev < INT32_MIN || dev > INT32_MAX) goto bail;
         dev32 = (int)dev;
-        long long name = intern_name(slot(rd->event, rd->ev->off[F_NAME]), name_ids, names, &names_memo, &rd->name);
+        long long name = intern_name(slot(rd->event, rd->ev->off[F_NAME]), name_ids, names);
         if (name < 0 || name > INT32_MAX) goto bail;
         int name32 = (int)name;
         signed char kind = (signed char)kinds[i];
@@ -455,55 +349,23 @@ static PyObject *file_chunk(PyObject *self, PyObject *args) {
             buf_put(&g[G_EXT], &ext, 8) || buf_put(&g[G_BPSM], &bpsm32, 4))
             goto bail;
     }
-    /* CUDA runtime and driver calls */
-    for (Py_ssize_t i = 0; i < n_calls; i++) {
-        Read *rd = &calls[i];
-        double ts, dur;
-        long long tid, corr;
-        if (as_double(slot(rd->event, rd->ev->off[F_TS]), &ts) < 0 ||
-            as_double(slot(rd->event, rd->ev->off[F_DUR]), &dur) < 0 ||
-            as_int64(slot(rd->event, rd->ev->off[F_TID]), &tid) < 0 || arg_int64(rd, A_CORR, &corr) < 0)
-            goto bail;
-        long long name = intern_name(slot(rd->event, rd->ev->off[F_NAME]), name_ids, names, &names_memo, &rd->name);
-        if (name < 0 || name > INT32_MAX) goto bail;
-        int name32 = (int)name;
-        if (ts != ts) goto bail; /* NaN: `min` over the column in Python */
-        if (ts < least_call) least_call = ts;
-        if (buf_put(&r[R_TS], &ts, 8) || buf_put(&r[R_DUR], &dur, 8) || buf_put(&r[R_NAME], &name32, 4) ||
-            buf_put(&r[R_TID], &tid, 8) || buf_put(&r[R_CORR], &corr, 8))
-            goto bail;
-    }
-    /* framework ops: every name interned before the shapes, as in Python */
-    for (Py_ssize_t i = 0; i < n_ops; i++) {
-        Read *rd = &ops[i];
-        double ts, dur;
-        long long tid, ext;
-        if (as_double(slot(rd->event, rd->ev->off[F_TS]), &ts) < 0 ||
-            as_double(slot(rd->event, rd->ev->off[F_DUR]), &dur) < 0 ||
-            as_int64(slot(rd->event, rd->ev->off[F_TID]), &tid) < 0 || arg_int64(rd, A_EXT, &ext) < 0)
-            goto bail;
-        long long name = intern_name(slot(rd->event, rd->ev->off[F_NAME]), name_ids, names, &names_memo, &rd->name);
-        if (name < 0 || name > INT32_MAX) goto bail;
-        int name32 = (int)name;
-        if (ts != ts) goto bail;
-        if (ts < least_op) least_op = ts;
-        if (buf_put(&o[O_TS], &ts, 8) || buf_put(&o[O_DUR], &dur, 8) || buf_put(&o[O_NAME], &name32, 4) ||
-            buf_put(&o[O_TID], &tid, 8) || buf_put(&o[O_EXT], &ext, 8))
-            goto bail;
-    }
+    /* CUDA runtime and driver calls, then framework ops: every name interned before the shapes, as in Python */
+    for (Py_ssize_t i = 0; i < n_calls; i++)
+        if (file_host_event(&calls[i], A_CORR, r, name_ids, names, &least_call) < 0) goto bail;
+    for (Py_ssize_t i = 0; i < n_ops; i++)
+        if (file_host_event(&ops[i], A_EXT, o, name_ids, names, &least_op) < 0) goto bail;
     for (Py_ssize_t i = 0; i < n_ops; i++) {
         Read *rd = &ops[i];
         long long shape = 0;
         if (rd->args != NULL) {
             PyObject *flops = arg(rd, A_FLOPS), *dims = arg(rd, A_DIMS), *types = arg(rd, A_TYPES);
             if (flops == NULL || !PyFloat_CheckExact(flops) || dims == NULL || types == NULL) goto bail;
-            shape = intern_shape(slot(rd->event, rd->ev->off[F_NAME]), rd->name, dims, types, flops, never,
-                                 shape_ids, shapes, &shapes_memo);
+            shape = intern_shape(slot(rd->event, rd->ev->off[F_NAME]), dims, types, flops, never, shape_ids, shapes);
         } else {
             /* no arguments: as `columns._NO_ARGS`, empty dims and types, no FLOPs */
             PyObject *empty = PyBytes_FromStringAndSize("", 0), *zero = PyFloat_FromDouble(0.0);
-            shape = empty && zero ? intern_shape(slot(rd->event, rd->ev->off[F_NAME]), rd->name, empty, empty, zero,
-                                                 never, shape_ids, shapes, &shapes_memo)
+            shape = empty && zero ? intern_shape(slot(rd->event, rd->ev->off[F_NAME]), empty, empty, zero, never,
+                                                 shape_ids, shapes)
                                   : -1;
             Py_XDECREF(empty);
             Py_XDECREF(zero);
@@ -519,7 +381,7 @@ static PyObject *file_chunk(PyObject *self, PyObject *args) {
         if (pair == NULL) goto bail;
         PyList_SET_ITEM(flow_counts, k, pair);
     }
-    PyObject *gpu_cols = pack(g, N_G), *call_cols = pack(r, N_R), *op_cols = pack(o, N_O);
+    PyObject *gpu_cols = pack(g, N_G), *call_cols = pack(r, N_H), *op_cols = pack(o, N_O);
     if (gpu_cols && call_cols && op_cols)
         out = Py_BuildValue("(OOOOOdd)", rest, flow_counts, gpu_cols, call_cols, op_cols, least_call, least_op);
     Py_XDECREF(gpu_cols);
@@ -531,10 +393,8 @@ bail: /* whatever went wrong (memory included), the Python path files the chunk 
     out = Py_None;
     Py_INCREF(out);
 done:
-    memo_free(&names_memo);
-    memo_free(&shapes_memo);
     for (int i = 0; i < N_G; i++) PyMem_Free(g[i].data);
-    for (int i = 0; i < N_R; i++) PyMem_Free(r[i].data);
+    for (int i = 0; i < N_H; i++) PyMem_Free(r[i].data);
     for (int i = 0; i < N_O; i++) PyMem_Free(o[i].data);
     PyMem_Free(gpu);
     PyMem_Free(calls);
